@@ -1,0 +1,16 @@
+// rayo-bench: every op at small, medium and large sizes on rayo::Device::best().
+// Our own main (not benchmark_main) so the device is chosen after static initialisation and the
+// families register in a fixed order.
+#include "bench_support.hpp"
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    rayo_bench::add_context(rayo_bench::bench_device());
+    rayo_bench::register_elementwise();
+    rayo_bench::register_reductions();
+    rayo_bench::register_softmax_norm();
+    rayo_bench::register_matmul();
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+}

@@ -1,0 +1,130 @@
+// Shared pieces of the rayo benchmarks: the device, random inputs, the timed loop and throughput
+// counters, so each op family's file only says what to run and how much work it is.
+#pragma once
+
+#include <benchmark/benchmark.h>
+#include <rayo/rayo.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <exception>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rayo_bench {
+
+// The device every rayo-bench benchmark runs on (RAYO_DEVICE picks another).
+inline rayo::Device bench_device() {
+    static rayo::Device const device = rayo::Device::best();
+    return device;
+}
+
+// Element-wise sizes (4K, 256K, 16M floats: L1-resident, L2/L3, main memory) and 2-D shapes of the
+// same element counts for row-wise ops and axis reductions.
+inline constexpr std::int64_t vector_sizes[] = {4096, 262144, 16777216};
+struct Rows {
+    std::int64_t rows, cols;
+};
+inline constexpr Rows matrix_shapes[] = {{64, 64}, {256, 1024}, {4096, 4096}};
+
+inline std::string shape_name(Rows s) { return std::to_string(s.rows) + "x" + std::to_string(s.cols); }
+
+struct Range {
+    float lo, hi;
+};
+inline constexpr Range default_range{-4.0f, 4.0f};
+
+// Uniform values in [lo, hi). splitmix64 rather than <random>: 16M values are drawn per large
+// benchmark, and the standard distributions would make setup slower than the measurement.
+inline std::vector<float> random_values(std::size_t n, Range range = default_range, std::uint64_t seed = 1) {
+    std::vector<float> values(n);
+    std::uint64_t state = seed * 0x9e3779b97f4a7c15ull;
+    for (float& v : values) {
+        std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        float const unit = static_cast<float>(z >> 40) * 0x1.0p-24f;
+        v = range.lo + (range.hi - range.lo) * unit;
+    }
+    return values;
+}
+
+template <rayo::FloatingElement T = float>
+rayo::Tensor<T> random_tensor(rayo::Shape shape, rayo::Device device, Range range = default_range, std::uint64_t seed = 1) {
+    std::vector<float> const values = random_values(shape.numel(), range, seed);
+    if constexpr (std::same_as<T, float>) {
+        return rayo::Tensor<float>::from(std::span<float const>(values), std::move(shape), device);
+    } else {
+        std::vector<T> const converted(values.begin(), values.end());
+        return rayo::Tensor<T>::from(std::span<T const>(converted), std::move(shape), device);
+    }
+}
+
+// Outputs are written once here so the timed loop does not pay first-touch page faults.
+template <rayo::Element T = float>
+rayo::Tensor<T> output_tensor(rayo::Shape shape, rayo::Device device) {
+    return rayo::Tensor<T>::zeros(std::move(shape), device);
+}
+
+// Runs `op` once untimed (first touch, thread-pool start, lazy kernel selection), then in the timed
+// loop. The device is synchronized inside the timed region at the end of each batch, so queued GPU
+// work is counted without serialising every call. An op that throws skips the benchmark with its
+// message instead of aborting the whole run.
+template <class Op>
+void time_op(benchmark::State& state, rayo::Device device, Op&& op) {
+    try {
+        op();
+        device.synchronize();
+    } catch (std::exception const& e) {
+        state.SkipWithError(e.what());
+        return;
+    }
+    benchmark::IterationCount done = 0;
+    for (auto _ : state) {
+        op();
+        if (++done == state.max_iterations) device.synchronize();
+    }
+}
+
+// Work done by one call; each non-zero field becomes a rate counter named by its unit, scaled so
+// the reported number reads in that unit per second ("GB=22.5/s", JSON "GB": 22.5).
+struct Work {
+    double elements = 0;
+    double bytes = 0;
+    double flops = 0;
+};
+
+inline void report(benchmark::State& state, Work work) {
+    auto rate = [](double per_call) {
+        return benchmark::Counter(per_call, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+    };
+    if (work.elements > 0) state.counters["Gelem"] = rate(work.elements * 1e-9);
+    if (work.bytes > 0) state.counters["GB"] = rate(work.bytes * 1e-9);
+    if (work.flops > 0) state.counters["GFLOP"] = rate(work.flops * 1e-9);
+}
+
+// Wall-clock time throughout: rayo's worker threads (and a GPU) do work that the calling
+// thread's CPU time does not see, and the rate counters divide by the time used here.
+template <class Fn>
+benchmark::internal::Benchmark* add_benchmark(std::string const& name, Fn&& fn) {
+    return benchmark::RegisterBenchmark(name.c_str(), std::forward<Fn>(fn))->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+// The machine facts a result needs to be read: device, CPU instruction set, thread count.
+inline void add_context(rayo::Device device) {
+    benchmark::AddCustomContext("rayo_version", rayo::version_string);
+    benchmark::AddCustomContext("device", device.id() + " (" + device.name() + ")");
+    benchmark::AddCustomContext("cpu_arch", std::string(rayo::to_string(rayo::cpu_arch())));
+    benchmark::AddCustomContext("rayo_threads", std::to_string(rayo::num_threads()));
+}
+
+// One registration function per op family, called by main in this order.
+void register_elementwise();
+void register_reductions();
+void register_softmax_norm();
+void register_matmul();
+
+}  // namespace rayo_bench

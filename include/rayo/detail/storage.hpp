@@ -1,0 +1,38 @@
+// The memory behind tensors: one allocation on one device, shared by a tensor and its views.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "rayo/device.hpp"
+
+namespace rayo::detail {
+
+class Storage {
+public:
+    // Allocates `bytes` on `device` (contents undefined).
+    Storage(Device device, std::size_t bytes);
+    ~Storage();
+    Storage(Storage const&) = delete;
+    Storage& operator=(Storage const&) = delete;
+
+    [[nodiscard]] Device device() const noexcept { return device_; }
+    [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+    // Backend-specific handle (a host pointer on the CPU).
+    [[nodiscard]] std::uintptr_t handle() const noexcept { return handle_; }
+
+    // Bounds are checked by the callers (Tensor); these move bytes between host and device.
+    void upload(std::size_t offset, void const* src, std::size_t bytes);
+    void download(std::size_t offset, void* dst, std::size_t bytes) const;
+    void fill(std::size_t offset, std::size_t bytes, void const* pattern, std::size_t pattern_bytes);
+    static void copy(Storage const& src, std::size_t src_offset, Storage& dst, std::size_t dst_offset,
+                     std::size_t bytes);
+
+private:
+    Device device_;
+    std::size_t bytes_;
+    std::uintptr_t handle_;
+};
+
+}  // namespace rayo::detail

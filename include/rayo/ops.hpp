@@ -1,0 +1,131 @@
+// Operations. Each runs on its inputs' device (all inputs must share one) and has two forms: one
+// returns a new tensor, the other writes into `out` (a tensor of the result's shape on the same
+// device; it may be one of the inputs for element-wise ops). Inputs are validated before anything
+// is written, so a failed call leaves every tensor as it was.
+#pragma once
+
+#include <cstdint>
+
+#include "rayo/tensor.hpp"
+
+namespace rayo {
+
+using FTensor = Tensor<float>;
+
+// ---- element-wise ------------------------------------------------------------------------------
+FTensor relu(FTensor const& x);
+void relu(FTensor const& x, FTensor const& out);
+FTensor leaky_relu(FTensor const& x, float alpha = 0.01f);
+void leaky_relu(FTensor const& x, float alpha, FTensor const& out);
+FTensor elu(FTensor const& x, float alpha = 1.0f);
+void elu(FTensor const& x, float alpha, FTensor const& out);
+FTensor sigmoid(FTensor const& x);
+void sigmoid(FTensor const& x, FTensor const& out);
+FTensor tanh(FTensor const& x);
+void tanh(FTensor const& x, FTensor const& out);
+FTensor silu(FTensor const& x);
+void silu(FTensor const& x, FTensor const& out);
+inline FTensor swish(FTensor const& x) { return silu(x); }
+inline void swish(FTensor const& x, FTensor const& out) { silu(x, out); }
+
+// gelu(x) = x·Φ(x). `exact` evaluates Φ with erf; `tanh` is the approximation
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+enum class Gelu { exact, tanh };
+FTensor gelu(FTensor const& x, Gelu form = Gelu::exact);
+void gelu(FTensor const& x, Gelu form, FTensor const& out);
+
+FTensor clip(FTensor const& x, float lo, float hi);
+void clip(FTensor const& x, float lo, float hi, FTensor const& out);
+FTensor exp(FTensor const& x);
+void exp(FTensor const& x, FTensor const& out);
+FTensor log(FTensor const& x);
+void log(FTensor const& x, FTensor const& out);
+FTensor sqrt(FTensor const& x);
+void sqrt(FTensor const& x, FTensor const& out);
+FTensor abs(FTensor const& x);
+void abs(FTensor const& x, FTensor const& out);
+FTensor neg(FTensor const& x);
+void neg(FTensor const& x, FTensor const& out);
+
+// ---- binary (same shape, or a scalar) ----------------------------------------------------------
+FTensor add(FTensor const& a, FTensor const& b);
+void add(FTensor const& a, FTensor const& b, FTensor const& out);
+FTensor add(FTensor const& a, float s);
+void add(FTensor const& a, float s, FTensor const& out);
+FTensor sub(FTensor const& a, FTensor const& b);
+void sub(FTensor const& a, FTensor const& b, FTensor const& out);
+FTensor sub(FTensor const& a, float s);
+void sub(FTensor const& a, float s, FTensor const& out);
+FTensor mul(FTensor const& a, FTensor const& b);
+void mul(FTensor const& a, FTensor const& b, FTensor const& out);
+FTensor mul(FTensor const& a, float s);
+void mul(FTensor const& a, float s, FTensor const& out);
+FTensor div(FTensor const& a, FTensor const& b);
+void div(FTensor const& a, FTensor const& b, FTensor const& out);
+FTensor div(FTensor const& a, float s);
+void div(FTensor const& a, float s, FTensor const& out);
+FTensor scale(FTensor const& x, float s);
+void scale(FTensor const& x, float s, FTensor const& out);
+// Sum of a·b over all elements (same shape); a rank-0 tensor.
+FTensor dot(FTensor const& a, FTensor const& b);
+void dot(FTensor const& a, FTensor const& b, FTensor const& out);
+
+// ---- softmax along the last axis (axis must name it: -1 or rank-1) ---------------------------
+FTensor softmax(FTensor const& x, int axis = -1);
+void softmax(FTensor const& x, int axis, FTensor const& out);
+FTensor log_softmax(FTensor const& x, int axis = -1);
+void log_softmax(FTensor const& x, int axis, FTensor const& out);
+
+// ---- reductions: over everything (rank-0 result) or along one axis -------------------------------
+// Sums accumulate in double per block, so large tensors keep float accuracy. max/min propagate NaN;
+// argmax/argmin give the first index of the extreme value (a NaN counts as the extreme).
+FTensor sum(FTensor const& x);
+void sum(FTensor const& x, FTensor const& out);
+FTensor sum(FTensor const& x, int axis, bool keepdim = false);
+void sum(FTensor const& x, int axis, bool keepdim, FTensor const& out);
+FTensor mean(FTensor const& x);
+void mean(FTensor const& x, FTensor const& out);
+FTensor mean(FTensor const& x, int axis, bool keepdim = false);
+void mean(FTensor const& x, int axis, bool keepdim, FTensor const& out);
+FTensor max(FTensor const& x);
+void max(FTensor const& x, FTensor const& out);
+FTensor max(FTensor const& x, int axis, bool keepdim = false);
+void max(FTensor const& x, int axis, bool keepdim, FTensor const& out);
+FTensor min(FTensor const& x);
+void min(FTensor const& x, FTensor const& out);
+FTensor min(FTensor const& x, int axis, bool keepdim = false);
+void min(FTensor const& x, int axis, bool keepdim, FTensor const& out);
+Tensor<std::int64_t> argmax(FTensor const& x);
+void argmax(FTensor const& x, Tensor<std::int64_t> const& out);
+Tensor<std::int64_t> argmax(FTensor const& x, int axis, bool keepdim = false);
+void argmax(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
+Tensor<std::int64_t> argmin(FTensor const& x);
+void argmin(FTensor const& x, Tensor<std::int64_t> const& out);
+Tensor<std::int64_t> argmin(FTensor const& x, int axis, bool keepdim = false);
+void argmin(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
+
+// ---- matrices ------------------------------------------------------------------------------------
+// a[m, k] · b[k, n] -> f32 [m, n]. f16 and bf16 inputs are accumulated in f32.
+template <FloatingElement T>
+FTensor matmul(Tensor<T> const& a, Tensor<T> const& b);
+template <FloatingElement T>
+void matmul(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out);
+// x[..., in] · w[out, in]ᵀ -> f32 [..., out]: the leading axes of x are batch axes.
+template <FloatingElement W>
+FTensor linear(FTensor const& x, Tensor<W> const& w);
+template <FloatingElement W>
+void linear(FTensor const& x, Tensor<W> const& w, FTensor const& out);
+
+// ---- normalisation over the last axis ------------------------------------------------------------
+// layer_norm: (x - mean) / sqrt(var + eps) · gamma + beta, with the biased variance.
+FTensor layer_norm(FTensor const& x, float eps = 1e-5f);
+void layer_norm(FTensor const& x, float eps, FTensor const& out);
+FTensor layer_norm(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps = 1e-5f);
+void layer_norm(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps, FTensor const& out);
+// rms_norm: x / sqrt(mean(x²) + eps) · gamma.
+FTensor rms_norm(FTensor const& x, float eps = 1e-6f);
+void rms_norm(FTensor const& x, float eps, FTensor const& out);
+FTensor rms_norm(FTensor const& x, FTensor const& gamma, float eps = 1e-6f);
+void rms_norm(FTensor const& x, FTensor const& gamma, float eps, FTensor const& out);
+
+}  // namespace rayo

@@ -1,0 +1,91 @@
+#include "rayo/device.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+#include "dispatch/registry.hpp"
+#include "rayo/error.hpp"
+
+namespace rayo {
+
+namespace {
+
+std::string present_devices() {
+    std::string list;
+    for (auto* b : detail::Registry::instance().backends()) {
+        if (!list.empty()) list += ", ";
+        list += detail::make_device(b->kind(), b->index()).id();
+    }
+    return list;
+}
+
+[[noreturn]] void unknown_device(std::string_view text, std::string_view why) {
+    throw Error("unknown device '" + std::string(text) + "' (" + std::string(why) +
+                "); valid: cpu, vulkan, cuda, vulkan:N, cuda:N; present here: " + present_devices());
+}
+
+}  // namespace
+
+Device Device::cpu() { return Device(DeviceKind::cpu, 0); }
+
+std::vector<Device> Device::all() {
+    std::vector<Device> out;
+    for (auto* b : detail::Registry::instance().backends()) out.push_back(Device(b->kind(), b->index()));
+    return out;
+}
+
+Device Device::parse(std::string_view text) {
+    std::string_view kind_text = text;
+    int index = -1;
+    if (auto colon = text.find(':'); colon != std::string_view::npos) {
+        kind_text = text.substr(0, colon);
+        auto digits = text.substr(colon + 1);
+        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+        if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() || index < 0)
+            unknown_device(text, "the index after ':' must be a non-negative integer");
+    }
+    DeviceKind kind;
+    if (kind_text == "cpu") kind = DeviceKind::cpu;
+    else if (kind_text == "vulkan") kind = DeviceKind::vulkan;
+    else if (kind_text == "cuda") kind = DeviceKind::cuda;
+    else unknown_device(text, "not a device kind");
+    if (kind == DeviceKind::cpu) {
+        if (index > 0) unknown_device(text, "there is one cpu device");
+        return cpu();
+    }
+    bool any_of_kind = false;
+    for (auto* b : detail::Registry::instance().backends()) {
+        if (b->kind() != kind) continue;
+        if (index == b->index()) return Device(kind, index);
+        // A bare kind names its first non-software device, else its first device.
+        if (index < 0 && !b->is_software()) return Device(kind, b->index());
+        any_of_kind = true;
+    }
+    if (index < 0 && any_of_kind)
+        for (auto* b : detail::Registry::instance().backends())
+            if (b->kind() == kind) return Device(kind, b->index());
+    unknown_device(text, "no such device in this process");
+}
+
+Device Device::best() {
+    if (char const* env = std::getenv("RAYO_DEVICE"); env && *env) return parse(env);
+    Device best = cpu();
+    for (auto* b : detail::Registry::instance().backends()) {
+        if (b->is_software()) continue;
+        if (b->kind() == DeviceKind::cuda) return Device(b->kind(), b->index());
+        if (b->kind() == DeviceKind::vulkan && best.kind() == DeviceKind::cpu) best = Device(b->kind(), b->index());
+    }
+    return best;
+}
+
+std::string Device::name() const { return detail::Registry::instance().backend(*this).name(); }
+
+std::string Device::id() const {
+    if (kind_ == DeviceKind::cpu) return "cpu";
+    return std::string(to_string(kind_)) + ":" + std::to_string(index_);
+}
+
+void Device::synchronize() const { detail::Registry::instance().backend(*this).synchronize(); }
+
+}  // namespace rayo

@@ -1,0 +1,182 @@
+// Process-wide knobs and their environment variables.
+#include "rayo/settings.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/logging.hpp"
+#include "cpu/cpu_features.hpp"
+#include "cpu/kernel_table.hpp"
+#include "cpu/thread_pool.hpp"
+#include "rayo/error.hpp"
+
+namespace rayo {
+
+namespace {
+
+std::size_t default_threads() {
+    if (char const* env = std::getenv("RAYO_NUM_THREADS"); env && *env) {
+        std::size_t n = 0;
+        std::string_view s(env);
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+        if (ec != std::errc{} || end != s.data() + s.size() || n == 0)
+            throw Error("RAYO_NUM_THREADS='" + std::string(s) + "' is not a positive integer");
+        return n;
+    }
+    return std::max(1u, std::thread::hardware_concurrency());
+}
+
+struct PoolHolder {
+    std::mutex mutex;
+    std::unique_ptr<cpu::ThreadPool> pool;
+};
+PoolHolder& pool_holder() {
+    static PoolHolder holder;
+    return holder;
+}
+
+bool arch_built(CpuArch arch) {
+    switch (arch) {
+        case CpuArch::sse4_2: return RAYO_HAS_CPU_SSE4_2;
+        case CpuArch::avx2: return RAYO_HAS_CPU_AVX2;
+        case CpuArch::avx512: return RAYO_HAS_CPU_AVX512;
+    }
+    return false;
+}
+
+bool arch_runs(CpuArch arch) {
+    auto const& f = cpu::cpu_features();
+    switch (arch) {
+        case CpuArch::sse4_2: return f.sse4_2;
+        case CpuArch::avx2: return f.avx2_fma;
+        case CpuArch::avx512: return f.avx512;
+    }
+    return false;
+}
+
+std::string arch_list() {
+    std::string s;
+    for (auto a : available_cpu_archs()) s += (s.empty() ? "" : ", ") + std::string(to_string(a));
+    return s;
+}
+
+CpuArch initial_arch() {
+    auto const archs = available_cpu_archs();
+    if (archs.empty()) throw Unsupported("this CPU runs none of the instruction sets rayo was built for (SSE4.2 at least)");
+    if (char const* env = std::getenv("RAYO_CPU_ARCH"); env && *env) {
+        std::string_view const want(env);
+        for (auto a : {CpuArch::sse4_2, CpuArch::avx2, CpuArch::avx512}) {
+            if (want != to_string(a)) continue;
+            if (std::find(archs.begin(), archs.end(), a) == archs.end())
+                throw Unsupported("RAYO_CPU_ARCH=" + std::string(want) + " is not available on this machine; available: " +
+                                  arch_list());
+            return a;
+        }
+        throw Error("RAYO_CPU_ARCH='" + std::string(want) + "' is not one of sse4.2, avx2, avx512");
+    }
+    return archs.back();
+}
+
+std::atomic<int>& arch_state() {
+    static std::atomic<int> state{-1};
+    return state;
+}
+
+LogLevel initial_log_level() {
+    char const* env = std::getenv("RAYO_LOG");
+    if (!env) return LogLevel::warn;
+    std::string_view const s(env);
+    if (s == "debug") return LogLevel::debug;
+    if (s == "info") return LogLevel::info;
+    if (s == "error") return LogLevel::error;
+    if (s == "off") return LogLevel::off;
+    return LogLevel::warn;
+}
+
+std::atomic<LogLevel>& log_state() {
+    static std::atomic<LogLevel> level{initial_log_level()};
+    return level;
+}
+
+}  // namespace
+
+void set_num_threads(std::size_t threads) {
+    auto& h = pool_holder();
+    std::lock_guard lock(h.mutex);
+    h.pool = std::make_unique<cpu::ThreadPool>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()));
+}
+
+std::size_t num_threads() { return cpu::thread_pool().size(); }
+
+std::string_view to_string(CpuArch arch) noexcept {
+    switch (arch) {
+        case CpuArch::sse4_2: return "sse4.2";
+        case CpuArch::avx2: return "avx2";
+        case CpuArch::avx512: return "avx512";
+    }
+    return "?";
+}
+
+std::vector<CpuArch> available_cpu_archs() {
+    std::vector<CpuArch> out;
+    for (auto a : {CpuArch::sse4_2, CpuArch::avx2, CpuArch::avx512})
+        if (arch_built(a) && arch_runs(a)) out.push_back(a);
+    return out;
+}
+
+CpuArch cpu_arch() {
+    int v = arch_state().load(std::memory_order_acquire);
+    if (v < 0) {
+        v = static_cast<int>(initial_arch());
+        int expected = -1;
+        if (!arch_state().compare_exchange_strong(expected, v)) v = expected;
+    }
+    return static_cast<CpuArch>(v);
+}
+
+void set_cpu_arch(CpuArch arch) {
+    if (!arch_built(arch) || !arch_runs(arch))
+        throw Unsupported("CPU arch " + std::string(to_string(arch)) + " is not available on this machine; available: " +
+                          arch_list());
+    arch_state().store(static_cast<int>(arch), std::memory_order_release);
+}
+
+void set_log_level(LogLevel level) { log_state().store(level); }
+LogLevel log_level() { return log_state().load(); }
+
+namespace cpu {
+
+ThreadPool& thread_pool() {
+    auto& h = pool_holder();
+    std::lock_guard lock(h.mutex);
+    if (!h.pool) h.pool = std::make_unique<ThreadPool>(default_threads());
+    return *h.pool;
+}
+
+KernelTable const& kernels() {
+    switch (cpu_arch()) {
+#if RAYO_HAS_CPU_AVX512
+        case CpuArch::avx512: return avx512::kernel_table();
+#endif
+#if RAYO_HAS_CPU_AVX2
+        case CpuArch::avx2: return avx2::kernel_table();
+#endif
+        default: break;
+    }
+#if RAYO_HAS_CPU_SSE4_2
+    return sse4_2::kernel_table();
+#else
+    throw Unsupported("no CPU kernels were built for this machine");
+#endif
+}
+
+}  // namespace cpu
+
+
+}  // namespace rayo

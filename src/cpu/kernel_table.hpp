@@ -1,0 +1,94 @@
+// The CPU kernels of one instruction set, as plain function pointers. Each per-ISA TU
+// (kernels_<isa>.cpp) fills one table from the templates in include/rayo/cpu/; the CPU backend
+// splits work over the thread pool and calls the table of the selected arch.
+//
+// Rule for the per-ISA TUs: they are compiled with ISA flags, so they must not instantiate
+// out-of-line standard-library templates (std::vector, std::function, ...) whose COMDAT copy the
+// linker could pick for TUs built for a lower ISA. Kernels take raw pointers and sizes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "rayo/detail/op_codes.hpp"
+#include "rayo/settings.hpp"
+
+namespace rayo::cpu {
+
+// Result of reducing one contiguous run: the sum (double), or the extreme value and its index.
+struct ReduceResult {
+    double value = 0.0;
+    std::int64_t index = 0;
+};
+
+// Element types a GEMM operand may have in memory; packing converts them to f32.
+enum class GemmType : std::uint8_t { f32, f16, bf16 };
+
+// C[m, n] = A[m, k] · B[k, n] with A(i, p) = a[i·a_row + p·a_col] (likewise for B), so transposed
+// operands are strides, never copies. C is row-major with row stride ldc.
+struct GemmArgs {
+    std::size_t m = 0, n = 0, k = 0;
+    void const* a = nullptr;
+    GemmType a_type = GemmType::f32;
+    std::size_t a_row = 0, a_col = 1;
+    void const* b = nullptr;
+    GemmType b_type = GemmType::f32;
+    std::size_t b_row = 0, b_col = 1;
+    float* c = nullptr;
+    std::size_t ldc = 0;
+};
+
+struct KernelTable {
+    CpuArch arch;
+
+    void (*unary)(detail::UnaryOp op, detail::UnaryParams params, float const* in, float* out, std::size_t n);
+    void (*binary)(detail::BinaryOp op, float const* a, float const* b, float* out, std::size_t n);
+    void (*binary_scalar)(detail::BinaryOp op, float const* a, float s, float* out, std::size_t n);
+
+    // Reduces in[0..n): sum -> value; max/min -> value (NaN if any); argmax/argmin -> value and
+    // first index of the extreme (the first NaN if any).
+    ReduceResult (*reduce)(detail::ReduceOp op, float const* in, std::size_t n);
+    // Column reduction of a row-major [rows, cols] block whose rows are `row_stride` floats apart:
+    // for each column j, value[j] and index[j] as above. index may be null for sum/max/min.
+    void (*reduce_columns)(detail::ReduceOp op, float const* in, std::size_t rows, std::size_t cols,
+                           std::size_t row_stride, double* value, std::int64_t* index);
+    double (*dot)(float const* a, float const* b, std::size_t n);
+
+    // Row-wise ops over `rows` rows of `cols` contiguous floats.
+    void (*softmax_rows)(float const* in, float* out, std::size_t rows, std::size_t cols, bool log);
+    // gamma/beta may be null (no affine part).
+    void (*layer_norm_rows)(float const* in, float const* gamma, float const* beta, float eps, float* out,
+                            std::size_t rows, std::size_t cols);
+    void (*rms_norm_rows)(float const* in, float const* gamma, float eps, float* out, std::size_t rows,
+                          std::size_t cols);
+
+    // GEMM building blocks (see include/rayo/cpu/gemm.hpp): the register-blocked micro-kernel
+    // and the packers that feed it.
+    std::size_t gemm_mr;
+    std::size_t gemm_nr;
+    // Packs rows [i0, i0+mc) x depth [p0, p0+kc) of A into MR-row panels (zero-padded).
+    void (*gemm_pack_a)(GemmArgs const& args, std::size_t i0, std::size_t mc, std::size_t p0, std::size_t kc,
+                        float* packed);
+    // Packs depth [p0, p0+kc) x columns [j0, j0+nc) of B into NR-column panels (zero-padded).
+    void (*gemm_pack_b)(GemmArgs const& args, std::size_t p0, std::size_t kc, std::size_t j0, std::size_t nc,
+                        float* packed);
+    // C[mr_used, nr_used] (row stride ldc) = (accumulate ? C : 0) + Apanel · Bpanel over kc.
+    void (*gemm_micro)(std::size_t kc, float const* a_panel, float const* b_panel, float* c, std::size_t ldc,
+                       std::size_t mr_used, std::size_t nr_used, bool accumulate);
+    // As gemm_micro, but reading an f32 A in place (rows [i0, i0+mr_used), depth [p0, p0+kc), via
+    // args' strides): small products skip packing A. Optional: null means the driver packs A.
+    void (*gemm_micro_direct_a)(GemmArgs const& args, std::size_t i0, std::size_t p0, std::size_t kc,
+                                float const* b_panel, float* c, std::size_t ldc, std::size_t mr_used,
+                                std::size_t nr_used, bool accumulate);
+};
+
+// One per ISA, each in its own namespace and TU (kernels_<isa>.cpp); only those the build
+// contains are linked.
+namespace sse4_2 { KernelTable const& kernel_table(); }
+namespace avx2 { KernelTable const& kernel_table(); }
+namespace avx512 { KernelTable const& kernel_table(); }
+
+// The table of the arch in use (rayo::cpu_arch()).
+KernelTable const& kernels();
+
+}  // namespace rayo::cpu

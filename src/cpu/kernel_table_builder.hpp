@@ -1,0 +1,50 @@
+// Fills a KernelTable from the kernel templates for one xsimd arch. Included only by the per-ISA
+// TUs (kernels_<isa>.cpp), each compiled with its ISA's flags.
+#pragma once
+
+#include "cpu/kernel_table.hpp"
+#include "rayo/cpu/elementwise.hpp"
+#include "rayo/cpu/gemm.hpp"
+#include "rayo/cpu/normalization.hpp"
+#include "rayo/cpu/reduction.hpp"
+#include "rayo/cpu/softmax.hpp"
+
+namespace rayo::cpu {
+
+template <class A>
+ReduceResult reduce_kernel(detail::ReduceOp op, float const* in, std::size_t n) {
+    using detail::ReduceOp;
+    switch (op) {
+        case ReduceOp::sum: return {sum_kernel<A>(in, n), 0};
+        case ReduceOp::max: return {extreme_kernel<A, true>(in, n), 0};
+        case ReduceOp::min: return {extreme_kernel<A, false>(in, n), 0};
+        case ReduceOp::argmax: case ReduceOp::argmin: {
+            float const v = op == ReduceOp::argmax ? extreme_kernel<A, true>(in, n) : extreme_kernel<A, false>(in, n);
+            return {v, static_cast<std::int64_t>(find_first_kernel<A>(in, n, v))};
+        }
+    }
+    return {};
+}
+
+template <class A>
+constexpr KernelTable make_kernel_table(CpuArch arch) {
+    return KernelTable{
+        .arch = arch,
+        .unary = &unary_kernel<A>,
+        .binary = &binary_kernel<A>,
+        .binary_scalar = &binary_scalar_kernel<A>,
+        .reduce = &reduce_kernel<A>,
+        .reduce_columns = &reduce_columns_kernel<A>,
+        .dot = &dot_kernel<A>,
+        .softmax_rows = &softmax_rows_kernel<A>,
+        .layer_norm_rows = &layer_norm_rows_kernel<A>,
+        .rms_norm_rows = &rms_norm_rows_kernel<A>,
+        .gemm_mr = gemm::mr<A>,
+        .gemm_nr = gemm::nr<A>,
+        .gemm_pack_a = &gemm::pack_a<A>,
+        .gemm_pack_b = &gemm::pack_b<A>,
+        .gemm_micro = &gemm::micro<A>,
+    };
+}
+
+}  // namespace rayo::cpu

@@ -1,0 +1,96 @@
+// matmul and linear, for f32, f16 and bf16 operands (f32 results, f32 accumulation).
+#include <string>
+#include <vector>
+
+#include "dispatch/dispatch.hpp"
+#include "ops/op_checks.hpp"
+#include "rayo/ops.hpp"
+
+namespace rayo {
+
+namespace {
+
+template <class T>
+detail::MatmulShape matmul_shape(Tensor<T> const& a, Tensor<T> const& b) {
+    detail::check_same_device("matmul", a, b);
+    if (a.rank() != 2 || b.rank() != 2)
+        throw ShapeError("matmul needs 2-D operands, got a " + a.shape().to_string() + " and b " + b.shape().to_string());
+    if (a.shape()[1] != b.shape()[0])
+        throw ShapeError("matmul: inner dimensions differ: a " + a.shape().to_string() + " has " +
+                         std::to_string(a.shape()[1]) + " columns, b " + b.shape().to_string() + " has " +
+                         std::to_string(b.shape()[0]) + " rows");
+    return {static_cast<std::size_t>(a.shape()[0]), static_cast<std::size_t>(b.shape()[1]),
+            static_cast<std::size_t>(a.shape()[1]), false};
+}
+
+template <class W>
+std::pair<detail::MatmulShape, Shape> linear_shape(FTensor const& x, Tensor<W> const& w) {
+    detail::check_same_device("linear", x, w);
+    if (w.rank() != 2) throw ShapeError("linear: w must be 2-D [out, in], got " + w.shape().to_string());
+    if (x.rank() == 0) throw ShapeError("linear: x must have at least one axis, got a rank-0 tensor");
+    std::int64_t const in = x.shape()[x.rank() - 1];
+    if (in != w.shape()[1])
+        throw ShapeError("linear: x " + x.shape().to_string() + " has " + std::to_string(in) + " features, w " +
+                         w.shape().to_string() + " expects " + std::to_string(w.shape()[1]));
+    std::vector<std::int64_t> dims(x.shape().dims().begin(), x.shape().dims().end());
+    dims.back() = w.shape()[0];
+    std::size_t rows = 1;  // the leading axes of x, flattened
+    for (std::size_t i = 0; i + 1 < x.rank(); ++i) rows *= static_cast<std::size_t>(x.shape()[i]);
+    return {{rows, static_cast<std::size_t>(w.shape()[0]), static_cast<std::size_t>(in), true}, Shape(std::move(dims))};
+}
+
+template <class A, class B>
+void run_matmul(char const* name, detail::MatmulShape s, Tensor<A> const& a, Tensor<B> const& b, FTensor const& out) {
+    detail::dispatch(name, a.device(), {detail::arg(a), detail::arg(b)}, {detail::arg(out)},
+                     [&](detail::Backend& be, auto in, auto o) { be.matmul(s, in[0], in[1], o[0]); });
+}
+
+}  // namespace
+
+template <FloatingElement T>
+void matmul(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out) {
+    auto const s = matmul_shape(a, b);
+    Shape const result{s.m, s.n};
+    detail::check_out("matmul", out, result, a, false);
+    detail::check_out("matmul", out, result, b, false);
+    run_matmul("matmul", s, a, b, out);
+}
+
+template <FloatingElement T>
+FTensor matmul(Tensor<T> const& a, Tensor<T> const& b) {
+    auto const s = matmul_shape(a, b);
+    FTensor out = FTensor::empty(Shape{s.m, s.n}, a.device());
+    run_matmul("matmul", s, a, b, out);
+    return out;
+}
+
+template <FloatingElement W>
+void linear(FTensor const& x, Tensor<W> const& w, FTensor const& out) {
+    auto const [s, result] = linear_shape(x, w);
+    detail::check_out("linear", out, result, x, false);
+    detail::check_out("linear", out, result, w, false);
+    run_matmul("linear", s, x, w, out);
+}
+
+template <FloatingElement W>
+FTensor linear(FTensor const& x, Tensor<W> const& w) {
+    auto const [s, result] = linear_shape(x, w);
+    FTensor out = FTensor::empty(result, x.device());
+    run_matmul("linear", s, x, w, out);
+    return out;
+}
+
+template FTensor matmul(Tensor<float> const&, Tensor<float> const&);
+template FTensor matmul(Tensor<half> const&, Tensor<half> const&);
+template FTensor matmul(Tensor<bfloat16> const&, Tensor<bfloat16> const&);
+template void matmul(Tensor<float> const&, Tensor<float> const&, FTensor const&);
+template void matmul(Tensor<half> const&, Tensor<half> const&, FTensor const&);
+template void matmul(Tensor<bfloat16> const&, Tensor<bfloat16> const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<float> const&);
+template FTensor linear(FTensor const&, Tensor<half> const&);
+template FTensor linear(FTensor const&, Tensor<bfloat16> const&);
+template void linear(FTensor const&, Tensor<float> const&, FTensor const&);
+template void linear(FTensor const&, Tensor<half> const&, FTensor const&);
+template void linear(FTensor const&, Tensor<bfloat16> const&, FTensor const&);
+
+}  // namespace rayo

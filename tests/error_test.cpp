@@ -1,0 +1,95 @@
+// Bad input: a clear rayo::Error naming the problem, and every tensor left as it was.
+#include "support/test_support.hpp"
+
+namespace rayo::test {
+namespace {
+
+// Runs f, expects exception E whose message contains every fragment, then checks the tensors.
+template <class E, class F>
+void expect_error(F&& f, std::vector<std::string> const& fragments) {
+    try {
+        f();
+        ADD_FAILURE() << "no exception thrown";
+    } catch (E const& e) {
+        std::string const what = e.what();
+        for (auto const& frag : fragments) EXPECT_NE(what.find(frag), std::string::npos) << "'" << frag << "' not in: " << what;
+    } catch (std::exception const& e) {
+        ADD_FAILURE() << "wrong exception type: " << e.what();
+    }
+}
+
+class Errors : public ::testing::Test {
+protected:
+    std::vector<float> av = random_floats(6, fresh_seed());
+    std::vector<float> bv = random_floats(12, fresh_seed());
+    Tensor<float> a = Tensor<float>::from(av, {2, 3});
+    Tensor<float> b = Tensor<float>::from(bv, {4, 3});
+    Tensor<float> out = poisoned({2, 3});
+
+    void TearDown() override {
+        EXPECT_EQ(a.to_vector(), av);
+        EXPECT_EQ(b.to_vector(), bv);
+        for (float v : out.to_vector()) EXPECT_EQ(v, poison);
+    }
+};
+
+TEST_F(Errors, ShapeMismatchNamesBothShapes) {
+    expect_error<ShapeError>([&] { (void)add(a, b); }, {"add", "[2, 3]", "[4, 3]"});
+    expect_error<ShapeError>([&] { mul(a, b, out); }, {"mul", "[2, 3]", "[4, 3]"});
+    expect_error<ShapeError>([&] { (void)dot(a, b); }, {"dot", "[2, 3]", "[4, 3]"});
+    expect_error<ShapeError>([&] { relu(b, out); }, {"relu", "[2, 3]", "[4, 3]"});
+}
+
+TEST_F(Errors, MatmulInnerDimensionMismatch) {
+    expect_error<ShapeError>([&] { (void)matmul(a, b); }, {"inner dimensions", "[2, 3]", "[4, 3]"});
+    expect_error<ShapeError>([&] { matmul(a, b, out); }, {"inner dimensions"});
+    expect_error<ShapeError>([&] { (void)linear(a, Tensor<float>::zeros({5, 4})); }, {"linear", "[2, 3]", "[5, 4]"});
+    expect_error<ShapeError>([&] { (void)matmul(Tensor<float>::zeros({2}), b); }, {"2-D"});
+}
+
+TEST_F(Errors, AxisOutOfRange) {
+    expect_error<ShapeError>([&] { (void)sum(a, 2); }, {"axis 2", "[2, 3]"});
+    expect_error<ShapeError>([&] { (void)argmax(a, -3); }, {"axis -3", "[2, 3]"});
+    expect_error<Unsupported>([&] { (void)softmax(a, 0); }, {"last axis"});
+    expect_error<ShapeError>([&] { (void)softmax(Tensor<float>::full({}, 1.0f)); }, {"rank-0"});
+}
+
+TEST_F(Errors, EmptyTensorWhereAValueIsNeeded) {
+    auto e = Tensor<float>::empty({0});
+    expect_error<ShapeError>([&] { (void)argmax(e); }, {"argmax", "empty", "[0]"});
+    expect_error<ShapeError>([&] { (void)max(e); }, {"max", "empty"});
+    expect_error<ShapeError>([&] { (void)argmin(Tensor<float>::empty({3, 0}), 1); }, {"argmin", "[3, 0]"});
+    expect_error<ShapeError>([&] { (void)a.item(); }, {"item", "[2, 3]"});
+}
+
+TEST_F(Errors, FromWithWrongHostSize) {
+    expect_error<ShapeError>([&] { (void)Tensor<float>::from(av, {4, 2}); }, {"6 host elements", "[4, 2]", "8 elements"});
+}
+
+TEST_F(Errors, NegativeAndOverflowingShapes) {
+    expect_error<ShapeError>([&] { (void)Tensor<float>::zeros({2, -3}); }, {"negative", "[2, -3]"});
+    std::int64_t const big = std::int64_t{1} << 40;
+    expect_error<ShapeError>([&] { (void)Tensor<float>::zeros({big, big}); }, {"more elements than can be addressed"});
+    expect_error<ShapeError>([&] { (void)Tensor<float>::zeros({std::size_t(-1)}); }, {"64-bit"});
+}
+
+TEST_F(Errors, ReshapeToDifferentElementCount) {
+    expect_error<ShapeError>([&] { (void)a.reshape({4, 2}); }, {"[2, 3]", "6 elements", "[4, 2]", "8 elements"});
+    expect_error<ShapeError>([&] { (void)a.reshape({-1, 4}); }, {"-1"});
+    expect_error<ShapeError>([&] { (void)a.slice(1, 3); }, {"slice", "[2, 3]"});
+}
+
+TEST_F(Errors, OutputsThatDoNotFit) {
+    expect_error<ShapeError>([&] { sum(a, 0, false, out); }, {"out has shape [2, 3]", "[3]"});
+    auto flat = a.reshape({6});
+    expect_error<Error>([&] { relu(flat.slice(0, 3), flat.slice(1, 4)); }, {"partially overlaps"});
+    expect_error<Error>([&] { softmax(a, -1, out); out = poisoned({2, 3}); matmul(a, Tensor<float>::zeros({3, 3}), a); },
+                        {"overlaps an input"});
+}
+
+TEST_F(Errors, UnknownCpuArch) {
+    expect_error<Error>([&] { set_cpu_arch(static_cast<CpuArch>(42)); }, {"not available"});
+}
+
+}  // namespace
+}  // namespace rayo::test
