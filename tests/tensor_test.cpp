@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 
+#include <rayo/quant.hpp>
+
 namespace rayo::test {
 namespace {
 
@@ -114,6 +116,25 @@ TEST(Tensor, ElementTypes) {
     EXPECT_EQ(Tensor<std::int64_t>::dtype(), DType::i64);
     std::vector<bfloat16> b{bfloat16(1.0f), bfloat16(-2.0f)};
     EXPECT_EQ(float(Tensor<bfloat16>::from(b, {2}).to_vector()[1]), -2.0f);
+}
+
+TEST(Tensor, BlockTypesCountValuesInTheShape) {
+    std::vector<q4_k> blocks(3 * 2);
+    for (std::size_t i = 0; i < blocks.size(); ++i) blocks[i].qs[0] = static_cast<std::uint8_t>(i);
+    auto t = Tensor<q4_k>::from(blocks, {3, 512});
+    EXPECT_EQ(t.numel(), 3u * 512u);
+    EXPECT_EQ(t.bytes(), 6u * sizeof(q4_k));
+    EXPECT_EQ(t.to_vector().size(), 6u);
+    EXPECT_EQ(t[2].to_vector()[1].qs[0], 5);
+    EXPECT_EQ(t.slice(1, 3).to_vector()[0].qs[0], 2);
+    EXPECT_EQ(t.reshape({6, 256}).shape(), (Shape{6, 256}));
+    EXPECT_EQ(Tensor<q6_k>::zeros({2, 256}).to_vector()[1].d.bits, 0);
+    EXPECT_THROW((void)Tensor<q4_k>::from(blocks, {3, 500}), ShapeError);   // not a multiple of 256
+    EXPECT_THROW((void)Tensor<q4_k>::from(blocks, {4, 512}), ShapeError);   // 8 blocks expected
+    EXPECT_EQ(t.reshape({2, 768}).numel(), 1536u);
+    EXPECT_THROW((void)t.reshape({12, 128}), ShapeError);
+    EXPECT_THROW((void)Tensor<q8_k>::empty({100}), ShapeError);
+    EXPECT_THROW((void)t.reshape({1536}).slice(0, 1), ShapeError);
 }
 
 // ---- devices ----------------------------------------------------------------------------------

@@ -101,7 +101,9 @@ struct bfloat16 {
 static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2);
 static_assert(std::is_trivially_copyable_v<half> && std::is_trivially_copyable_v<bfloat16>);
 
-enum class DType : std::uint8_t { f32, f16, bf16, i32, i64 };
+// Element types. q4_k, q6_k and q8_k are GGUF block types: one element of storage is a block of
+// 256 values (see rayo/quant.hpp).
+enum class DType : std::uint8_t { f32, f16, bf16, i32, i64, q4_k, q6_k, q8_k };
 
 constexpr std::string_view to_string(DType t) noexcept {
     switch (t) {
@@ -110,18 +112,33 @@ constexpr std::string_view to_string(DType t) noexcept {
         case DType::bf16: return "bf16";
         case DType::i32: return "i32";
         case DType::i64: return "i64";
+        case DType::q4_k: return "q4_k";
+        case DType::q6_k: return "q6_k";
+        case DType::q8_k: return "q8_k";
     }
     return "?";
 }
 
+// Values per storage element: 256 for the block types, else 1.
+constexpr std::size_t block_elements(DType t) noexcept {
+    return t == DType::q4_k || t == DType::q6_k || t == DType::q8_k ? 256 : 1;
+}
+
+// Bytes per storage element (per block for the block types).
 constexpr std::size_t size_of(DType t) noexcept {
     switch (t) {
         case DType::f32: case DType::i32: return 4;
         case DType::f16: case DType::bf16: return 2;
         case DType::i64: return 8;
+        case DType::q4_k: return 144;
+        case DType::q6_k: return 210;
+        case DType::q8_k: return 292;
     }
     return 0;
 }
+
+// Bytes that `values` values of type t occupy (values a multiple of block_elements(t)).
+constexpr std::size_t bytes_for(DType t, std::size_t values) noexcept { return values / block_elements(t) * size_of(t); }
 
 // The element types a Tensor may hold, and their run-time tags.
 template <class T> struct dtype_traits;

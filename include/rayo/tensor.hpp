@@ -25,40 +25,55 @@ struct TensorAccess;
 
 // Tensors are contiguous and row-major. Copying a Tensor copies the handle, not the data: use
 // clone() or to(device) for a deep copy. Views (reshape, slice) share storage.
+// For the block types (q4_k, ...) the shape counts values, one stored element holds
+// `values_per_element` (256) of them along the last axis, and that axis must be a multiple of it.
 template <Element T>
 class Tensor {
 public:
     using value_type = T;
+    static constexpr std::size_t values_per_element = block_elements(dtype_of<T>);
 
-    // Uploads a copy of host data; data.size() must equal the shape's element count.
+    // Uploads a copy of host data; data.size() must equal the shape's element count (its block
+    // count for the block types).
     static Tensor from(std::span<T const> data, Shape shape, Device device = Device::cpu()) {
-        if (data.size() != shape.numel())
+        check_block_shape(shape);
+        if (data.size() != shape.numel() / values_per_element)
             throw ShapeError("Tensor::from: " + std::to_string(data.size()) + " host elements do not match shape " +
-                             shape.to_string() + " (" + std::to_string(shape.numel()) + " elements)");
+                             shape.to_string() + " (" + std::to_string(shape.numel() / values_per_element) +
+                             (values_per_element > 1 ? " blocks)" : " elements)"));
         Tensor t = empty(std::move(shape), device);
         if (!data.empty()) t.storage_->upload(0, data.data(), data.size_bytes());
         return t;
     }
     // A 1-D tensor holding a copy of `data`.
     static Tensor from(std::span<T const> data, Device device = Device::cpu()) {
-        return from(data, Shape{data.size()}, device);
+        return from(data, Shape{data.size() * values_per_element}, device);
     }
     // Uninitialised contents.
     static Tensor empty(Shape shape, Device device = Device::cpu()) {
-        auto storage = std::make_shared<detail::Storage>(device, shape.numel() * sizeof(T));
+        check_block_shape(shape);
+        auto storage = std::make_shared<detail::Storage>(device, bytes_for(dtype_of<T>, shape.numel()));
         return Tensor(std::move(storage), 0, std::move(shape));
     }
-    static Tensor full(Shape shape, T value, Device device = Device::cpu()) {
+    static Tensor full(Shape shape, T value, Device device = Device::cpu())
+        requires(values_per_element == 1)
+    {
         Tensor t = empty(std::move(shape), device);
         if (t.numel()) t.storage_->fill(0, t.bytes(), &value, sizeof(T));
         return t;
     }
-    static Tensor zeros(Shape shape, Device device = Device::cpu()) { return full(std::move(shape), T{}, device); }
+    // All bytes zero (for the block types: zero scales, so every value is 0).
+    static Tensor zeros(Shape shape, Device device = Device::cpu()) {
+        Tensor t = empty(std::move(shape), device);
+        std::uint8_t const zero = 0;
+        if (t.numel()) t.storage_->fill(0, t.bytes(), &zero, 1);
+        return t;
+    }
 
     [[nodiscard]] Shape const& shape() const noexcept { return shape_; }
     [[nodiscard]] std::size_t rank() const noexcept { return shape_.rank(); }
     [[nodiscard]] std::size_t numel() const noexcept { return shape_.numel(); }
-    [[nodiscard]] std::size_t bytes() const noexcept { return numel() * sizeof(T); }
+    [[nodiscard]] std::size_t bytes() const noexcept { return bytes_for(dtype_of<T>, numel()); }
     [[nodiscard]] static constexpr DType dtype() noexcept { return dtype_of<T>; }
     [[nodiscard]] Device device() const noexcept { return storage_->device(); }
 
@@ -70,14 +85,16 @@ public:
     }
     [[nodiscard]] Tensor clone() const { return to(device()); }
 
-    // Waits for pending work on the device and downloads the elements.
+    // Waits for pending work on the device and downloads the elements (the blocks, for block types).
     [[nodiscard]] std::vector<T> to_vector() const {
-        std::vector<T> host(numel());
+        std::vector<T> host(numel() / values_per_element);
         if (!host.empty()) storage_->download(offset_, host.data(), bytes());
         return host;
     }
     // The single element of a one-element tensor.
-    [[nodiscard]] T item() const {
+    [[nodiscard]] T item() const
+        requires(values_per_element == 1)
+    {
         if (numel() != 1)
             throw ShapeError("item() needs a tensor with exactly one element, got shape " + shape_.to_string());
         T value{};
@@ -101,6 +118,7 @@ public:
             dims[inferred] = static_cast<std::int64_t>(numel() / known);
         }
         Shape shape(std::move(dims));
+        check_block_shape(shape);
         if (shape.numel() != numel())
             throw ShapeError("reshape of " + shape_.to_string() + " (" + std::to_string(numel()) + " elements) to " +
                              shape.to_string() + " (" + std::to_string(shape.numel()) + " elements)");
@@ -125,7 +143,11 @@ public:
         std::vector<std::int64_t> dims(shape_.dims().begin(), shape_.dims().end());
         std::size_t const row_elems = rows ? numel() / static_cast<std::size_t>(rows) : 0;
         dims[0] = end - begin;
-        return Tensor(storage_, offset_ + static_cast<std::size_t>(begin) * row_elems * sizeof(T), Shape(std::move(dims)));
+        Shape shape(std::move(dims));
+        if (values_per_element > 1 && rank() == 1)
+            throw ShapeError("slice of " + std::string(to_string(dtype())) + " shape " + shape_.to_string() +
+                             ": a 1-D block tensor cannot be split inside its blocks");
+        return Tensor(storage_, offset_ + bytes_for(dtype(), static_cast<std::size_t>(begin) * row_elems), std::move(shape));
     }
     // Row i of the first axis, with that axis removed.
     [[nodiscard]] Tensor operator[](std::int64_t i) const {
@@ -140,6 +162,14 @@ public:
     }
 
 private:
+    static void check_block_shape(Shape const& shape) {
+        if constexpr (values_per_element > 1) {
+            if (shape.rank() == 0 || shape[shape.rank() - 1] % static_cast<std::int64_t>(values_per_element) != 0)
+                throw ShapeError(std::string(to_string(dtype_of<T>)) + " tensor of shape " + shape.to_string() +
+                                 ": the last dimension must be a multiple of " + std::to_string(values_per_element));
+        }
+    }
+
     Tensor(std::shared_ptr<detail::Storage> storage, std::size_t offset, Shape shape)
         : storage_(std::move(storage)), offset_(offset), shape_(std::move(shape)) {}
     friend struct detail::TensorAccess;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -124,7 +125,8 @@ struct Range {
 void gemm_region(GemmArgs const& args, KernelTable const& kt, GemmBlocking const& blocking, Range rows,
                  Range cols, bool direct_a) {
     std::size_t const mr = kt.gemm_mr, nr = kt.gemm_nr;
-    std::size_t const kc_max = std::min(blocking.kc, args.k);
+    // Equal depth blocks: k = 257 as 256 + 1 would pay a whole extra pass over C for one step.
+    std::size_t const kc_max = round_up(ceil_div(args.k, ceil_div(args.k, blocking.kc)), 4);
     std::size_t nc_max = std::min(blocking.nc, round_up(cols.end - cols.begin, nr));
     if (direct_a) {
         // Here the A micro-panel sits in L1 and the packed B block must stay in L2.
@@ -201,8 +203,9 @@ GemmBlocking gemm_blocking(std::size_t mr, std::size_t nr) {
     GemmBlocking b;
     // kc: a B micro-panel (kc x nr) takes half of L1, leaving room for the A micro-panel and C.
     b.kc = std::clamp<std::size_t>(round_down(caches.l1d / 2 / (nr * sizeof(float)), 8), 64, 512);
-    // mc: the packed A block (mc x kc) takes about half of L2.
-    b.mc = std::clamp<std::size_t>(round_down(caches.l2 / 2 / (b.kc * sizeof(float)), mr), mr, 1024 / mr * mr);
+    // mc: the packed A block (mc x kc) takes under a third of L2, leaving room for the B
+    // micro-panels and C tiles that stream through it.
+    b.mc = std::clamp<std::size_t>(round_down(caches.l2 * 3 / 10 / (b.kc * sizeof(float)), mr), mr, 1024 / mr * mr);
     // nc: the packed B panel (kc x nc) takes a share of L3, capped so packing stays incremental.
     b.nc = std::clamp<std::size_t>(round_down(caches.l3 / 4 / (b.kc * sizeof(float)), nr), nr, round_down(4096, nr));
     return b;
@@ -245,7 +248,12 @@ void gemm(GemmArgs const& args, KernelTable const& kt) {
         region(0);
         return;
     }
-    pool.run_parts(parts, [&](std::size_t part, std::size_t) { region(part); });
+    // Regions are claimed, not assigned: a worker that wakes late (an oversubscribed machine)
+    // finds its region already done by whoever was free, instead of stalling the caller.
+    std::atomic<std::size_t> next_region{0};
+    pool.run_parts(parts, [&](std::size_t, std::size_t) {
+        for (std::size_t part = next_region.fetch_add(1); part < parts; part = next_region.fetch_add(1)) region(part);
+    });
 }
 
 }  // namespace rayo::cpu

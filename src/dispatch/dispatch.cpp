@@ -49,7 +49,7 @@ void run_on_cpu(std::string_view op, Device device, std::string const& reason, s
     std::vector<std::unique_ptr<Storage>> host;
     std::vector<TensorView> in_views, out_views;
     auto stage = [&](OpArg const& a, bool download) {
-        std::size_t const bytes = a.numel * size_of(a.dtype);
+        std::size_t const bytes = bytes_for(a.dtype, a.numel);
         auto& s = host.emplace_back(std::make_unique<Storage>(Device::cpu(), bytes));
         if (download && bytes) a.storage->download(a.offset, reinterpret_cast<void*>(s->handle()), bytes);
         return TensorView{s->handle(), 0, a.numel, a.dtype};
@@ -59,7 +59,7 @@ void run_on_cpu(std::string_view op, Device device, std::string const& reason, s
     body(Registry::instance().cpu(), in_views, out_views);
     std::size_t i = 0;
     for (auto const& a : outputs) {
-        std::size_t const bytes = a.numel * size_of(a.dtype);
+        std::size_t const bytes = bytes_for(a.dtype, a.numel);
         if (bytes) a.storage->upload(a.offset, reinterpret_cast<void const*>(out_views[i].buffer), bytes);
         ++i;
     }

@@ -212,10 +212,8 @@ inline std::size_t pack_transposed_avx2(void const* base, GemmType type, std::si
         for (std::size_t d0 = 0; d0 < handled; d0 += 8) {
             __m256 v[8];
             for (std::size_t l = 0; l < 8; ++l) {
-                if (l >= group_lines) {
-                    v[l] = _mm256_setzero_ps();
-                    continue;
-                }
+                v[l] = _mm256_setzero_ps();  // lines past the panel's are zero padding
+                if (l >= group_lines) continue;
                 std::size_t const index = (line0 + group + l) * line_stride + depth0 + d0;
                 switch (type) {
                     case GemmType::f32: v[l] = _mm256_loadu_ps(static_cast<float const*>(base) + index); break;

@@ -62,6 +62,14 @@ template <class A, class T>
     }
 }
 
+// a*b - c; fused on the FMA archs (nothing relies on it being fused).
+template <class A>
+[[gnu::always_inline]] inline fbatch<A> fmsub(fbatch<A> const& a, fbatch<A> const& b, fbatch<A> const& c) noexcept {
+    if constexpr (is_avx512<A>) return _mm512_fmsub_ps(a, b, c);
+    else if constexpr (has_fma<A>) return xsimd::fms(a, b, c);
+    else return a * b - c;
+}
+
 template <class A> [[gnu::always_inline]] inline ibatch<A> as_int(fbatch<A> const& x) noexcept {
     return xsimd::bitwise_cast<ibatch<A>>(x);
 }
@@ -185,20 +193,25 @@ template <class A> [[gnu::noinline]] fbatch<A> exp_slow(fbatch<A> x) noexcept {
     return scale_slow<A>(expm1_poly<A>(r) + B(1.0f), t);
 }
 
-// e^a for a <= 87 (the fast paths of sigmoid, silu, gelu_tanh, which compute v/(1 + e^-z)).
-// a is floored at -87: there e^a only enters 1 + e^a, where e^-87 is already negligible.
-template <class A> [[gnu::always_inline]] inline fbatch<A> exp_floored(fbatch<A> const& a) noexcept {
-    using B = fbatch<A>;
-    B t;
-    B const r = exp_reduce<A>(xsimd::max(a, B(-87.0f)), t);
-    return scale_fast<A>(expm1_poly<A>(r) + B(1.0f), t);
-}
+// e^-x for the fast paths of sigmoid, silu and gelu_tanh, which compute v/(1 + e^-x) for x >= -87.
+// x is capped at 87: there e^-x only enters 1 + e^-x, where e^-87 is already negligible. The
+// negation is folded into the reduction (r' = -r = x + n·ln2) and into the odd coefficients, which
+// saves an instruction on these latency-bound paths. x_lo: low part of a double-float x.
 template <class A>
-[[gnu::always_inline]] inline fbatch<A> exp_floored(fbatch<A> const& a_hi, fbatch<A> const& a_lo) noexcept {
+[[gnu::always_inline]] inline fbatch<A> exp_neg(fbatch<A> const& x, fbatch<A> const* x_lo = nullptr) noexcept {
     using B = fbatch<A>;
-    B t;
-    B const r = exp_reduce<A>(xsimd::max(a_hi, B(-87.0f)), a_lo, t);
-    return scale_fast<A>(expm1_poly<A>(r) + B(1.0f), t);
+    B const xc = xsimd::min(B(87.0f), x);
+    B const t = fmadd<A>(xc, B(-log2e), B(round_magic));
+    B const n = t - B(round_magic);
+    B rn = fmadd<A>(n, B(ln2_lo), fmadd<A>(n, B(ln2_hi), xc));  // -r
+    if (x_lo) rn = rn + *x_lo;
+    // e^r - 1 = r + r²·P(r) at r = -rn (expm1_poly with the odd terms negated).
+    B const r2 = rn * rn;
+    B const p01 = fmadd<A>(B(-1.6666665459e-1f), rn, B(5.0000001201e-1f));
+    B const p23 = fmadd<A>(B(-8.3334519073e-3f), rn, B(4.1665795894e-2f));
+    B const p45 = fmadd<A>(B(-1.9875691500e-4f), rn, B(1.3981999507e-3f));
+    B const p = fmadd<A>(fmadd<A>(p45, r2, p23), r2, p01);
+    return scale_fast<A>(fmsub<A>(p, r2, rn) + B(1.0f), t);
 }
 
 // ---- float <-> double halves (gelu_erf) ----
@@ -318,10 +331,10 @@ template <class A>
     zl = fmadd<A>(x, wl, zl);
 }
 
-// The far negative tails below have results under 2^-126/|x|·e^87 ~ 1e-36, where 1 + e^z = 1:
-// gelu, silu = x·e^z and sigmoid = e^z. x·p is formed before the 2^n scaling so a subnormal
-// result is rounded once. The callers use these only for the tail lanes (and NaN), so a lane's
-// result does not depend on its neighbours.
+// The far negative tails: there e^z < e^-87 ~ 1.6e-38, so 1 + e^z = 1 in float and gelu, silu
+// = x·e^z, sigmoid = e^z. x·p is formed before the 2^n scaling so a subnormal result is rounded
+// once. The callers take these only for the tail lanes (and NaN), so a lane's result does not
+// depend on its neighbours.
 
 // silu for x < -87 (or NaN). Below -115, x·e^x < 2^-150; the clamp keeps n >= -166, which
 // scale_slow needs, and sends -inf to -0.
@@ -400,12 +413,23 @@ template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> tanh(xsi
     // x). One formula for all |x| is cheaper than a small-|x| polynomial plus a select. The result
     // is 1 in float from |x| = 9.02 on; the clamp keeps 2^n normal.
     B const ax = xsimd::abs(x);
-    B t;
     // min(c, NaN) is NaN (minps returns its second operand when one is NaN), so NaN flows through.
-    B const r = detail::exp_reduce<A>(xsimd::min(B(9.5f), ax) * B(2.0f), t);
-    B const q = detail::expm1_poly<A>(r);                                                        // e^r - 1
-    B const s = detail::as_float<A>((detail::as_int<A>(t) << 23) + I(0x3f800000));                // 2^n
-    B const m = detail::fmadd<A>(s, q, s - B(1.0f));  // 2^n·(e^r - 1) + (2^n - 1), exact terms for small n
+    B const a = xsimd::min(B(9.5f), ax);
+    // 2a = n·ln2 + r, carried at half scale (h = r/2) so the doubling folds into the constants:
+    // all the scalings below are by powers of two, hence exact.
+    B const t = detail::fmadd<A>(a, B(2.0f * detail::log2e), B(detail::round_magic));
+    B const n = t - B(detail::round_magic);
+    B const h = detail::fmadd<A>(n, B(-0.5f * detail::ln2_lo), detail::fmadd<A>(n, B(-0.5f * detail::ln2_hi), a));
+    // (e^r - 1)/2 = h + h²·2P(2h), P as in expm1_poly.
+    B const h2 = h * h;
+    B const p01 = detail::fmadd<A>(B(4.0f * 1.6666665459e-1f), h, B(2.0f * 5.0000001201e-1f));
+    B const p23 = detail::fmadd<A>(B(16.0f * 8.3334519073e-3f), h, B(8.0f * 4.1665795894e-2f));
+    B const p45 = detail::fmadd<A>(B(64.0f * 1.9875691500e-4f), h, B(32.0f * 1.3981999507e-3f));
+    B const p = detail::fmadd<A>(detail::fmadd<A>(p45, h2, p23), h2, p01);
+    B const q_half = detail::fmadd<A>(p, h2, h);
+    B const s2 = detail::as_float<A>((detail::as_int<A>(t) << 23) + I(0x40000000));  // 2^(n+1)
+    // m = 2^n·(e^r - 1) + (2^n - 1); both terms exact for small n, so tiny x gives x.
+    B const m = detail::fmadd<A>(s2, q_half, detail::fmadd<A>(s2, B(0.5f), B(-1.0f)));
     B const res = m / (m + B(2.0f));
     return res | (x & B(-0.0f));  // the sign goes back last (tanh(-0) = -0)
 }
@@ -414,7 +438,7 @@ template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> tanh(xsi
 template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> sigmoid(xsimd::batch<float, A> x) noexcept {
     using B = xsimd::batch<float, A>;
     // x >= -87: e^-x <= e^87 is finite, and 1/(1+e^-x) neither overflows nor cancels.
-    B const r = B(1.0f) / (B(1.0f) + detail::exp_floored<A>(-x));
+    B const r = B(1.0f) / (B(1.0f) + detail::exp_neg<A>(x));
     auto const body = x >= B(-87.0f);  // false for NaN
     if (xsimd::all(body)) [[likely]] return r;
     return xsimd::select(body, r, detail::exp_slow<A>(x));  // e^x/(1+e^x) = e^x below -87
@@ -423,7 +447,7 @@ template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> sigmoid(
 // x·sigmoid(x). Max error 2 ulp over all floats (subnormal results for x < -87 included).
 template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> silu(xsimd::batch<float, A> x) noexcept {
     using B = xsimd::batch<float, A>;
-    B const r = x / (B(1.0f) + detail::exp_floored<A>(-x));
+    B const r = x / (B(1.0f) + detail::exp_neg<A>(x));
     auto const body = x >= B(-87.0f);
     if (xsimd::all(body)) [[likely]] return r;
     return xsimd::select(body, r, detail::silu_tail<A>(x));
@@ -455,7 +479,7 @@ template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> gelu_tan
     B zh, zl;
     detail::gelu_tanh_arg<A>(xc, zh, zl);
     // z >= -87: gelu = x/(1 + e^-z) with e^-z finite.
-    B const r = x / (B(1.0f) + detail::exp_floored<A>(-zh, -zl));
+    B const r = x / (B(1.0f) + detail::exp_neg<A>(zh, &zl));
     auto const body = zh >= B(-87.0f);
     if (xsimd::all(body)) [[likely]] return r;
     return xsimd::select(body, r, detail::gelu_tanh_tail<A>(x));
