@@ -7,10 +7,14 @@ function(rayo_add_cpu_kernels target)
     if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
         set(dir ${CMAKE_CURRENT_SOURCE_DIR}/src/cpu)
         target_sources(${target} PRIVATE ${dir}/kernels_sse4_2.cpp ${dir}/kernels_avx2.cpp ${dir}/kernels_avx512.cpp)
-        set_source_files_properties(${dir}/kernels_sse4_2.cpp PROPERTIES COMPILE_OPTIONS "-msse4.2")
-        set_source_files_properties(${dir}/kernels_avx2.cpp PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+        # -ffp-contract=off: the compiler must not fuse a*b+c on its own. The math kernels rely on
+        # rounded products (error-free transformations), and results stay the same whether or not
+        # an ISA has FMA; kernels fuse explicitly where they mean to.
+        set(common -ffp-contract=off)
+        set_source_files_properties(${dir}/kernels_sse4_2.cpp PROPERTIES COMPILE_OPTIONS "${common};-msse4.2")
+        set_source_files_properties(${dir}/kernels_avx2.cpp PROPERTIES COMPILE_OPTIONS "${common};-mavx2;-mfma;-mf16c")
         set_source_files_properties(${dir}/kernels_avx512.cpp PROPERTIES COMPILE_OPTIONS
-            "-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mfma;-mf16c")
+            "${common};-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mfma;-mf16c")
         set(has_sse4_2 1)
         set(has_avx2 1)
         set(has_avx512 1)

@@ -34,6 +34,8 @@ public:
     void norm(detail::NormOp, std::size_t, std::size_t, float, detail::TensorView const&, detail::TensorView const&,
               detail::TensorView const&, detail::TensorView const&) override { refuse(); }
     void matmul(detail::MatmulShape, detail::TensorView const&, detail::TensorView const&, detail::TensorView const&) override { refuse(); }
+    void quantize(detail::TensorView const&, detail::TensorView const&) override { refuse(); }
+    void dequantize(detail::TensorView const&, detail::TensorView const&) override { refuse(); }
 
     int unary_calls = 0;
 

@@ -26,6 +26,12 @@ constexpr std::align_val_t buffer_alignment{64};
 // Below these sizes a second thread costs more than it saves.
 constexpr std::size_t elementwise_grain = 1 << 15;
 constexpr std::size_t reduce_grain = 1 << 16;
+// Element-wise outputs at least this large are written with non-temporal stores: they would
+// evict everything else from the caches, and skipping the read-for-ownership saves a third of
+// the memory traffic.
+constexpr std::size_t streaming_bytes = std::size_t{16} << 20;
+
+bool stream_output(std::size_t numel) noexcept { return numel * sizeof(float) >= streaming_bytes; }
 
 template <class T>
 T* ptr(TensorView const& v) noexcept {
@@ -95,27 +101,30 @@ void CpuBackend::fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes,
 
 void CpuBackend::unary(detail::UnaryOp op, detail::UnaryParams params, TensorView const& in, TensorView const& out) {
     auto const& k = kernels();
+    bool const stream = stream_output(out.numel);
     float const* x = ptr<float>(in);
     float* y = ptr<float>(out);
     thread_pool().parallel_for(in.numel, elementwise_grain,
-                               [&](std::size_t b, std::size_t e) { k.unary(op, params, x + b, y + b, e - b); });
+                               [&](std::size_t b, std::size_t e) { k.unary(op, params, x + b, y + b, e - b, stream); });
 }
 
 void CpuBackend::binary(detail::BinaryOp op, TensorView const& a, TensorView const& b, TensorView const& out) {
     auto const& k = kernels();
+    bool const stream = stream_output(out.numel);
     float const* x = ptr<float>(a);
     float const* z = ptr<float>(b);
     float* y = ptr<float>(out);
     thread_pool().parallel_for(a.numel, elementwise_grain,
-                               [&](std::size_t s, std::size_t e) { k.binary(op, x + s, z + s, y + s, e - s); });
+                               [&](std::size_t s, std::size_t e) { k.binary(op, x + s, z + s, y + s, e - s, stream); });
 }
 
 void CpuBackend::binary_scalar(detail::BinaryOp op, TensorView const& a, float s, TensorView const& out) {
     auto const& k = kernels();
+    bool const stream = stream_output(out.numel);
     float const* x = ptr<float>(a);
     float* y = ptr<float>(out);
     thread_pool().parallel_for(a.numel, elementwise_grain,
-                               [&](std::size_t b, std::size_t e) { k.binary_scalar(op, x + b, s, y + b, e - b); });
+                               [&](std::size_t b, std::size_t e) { k.binary_scalar(op, x + b, s, y + b, e - b, stream); });
 }
 
 void CpuBackend::reduce(ReduceOp op, detail::ReduceShape shape, bool mean, TensorView const& in, TensorView const& out) {

@@ -35,6 +35,8 @@ public:
               detail::TensorView const& gamma, detail::TensorView const& beta, detail::TensorView const& out) override;
     void matmul(detail::MatmulShape shape, detail::TensorView const& a, detail::TensorView const& b,
                 detail::TensorView const& out) override;
+    void quantize(detail::TensorView const& in, detail::TensorView const& out) override;
+    void dequantize(detail::TensorView const& in, detail::TensorView const& out) override;
 };
 
 }  // namespace rayo::cpu

@@ -41,9 +41,11 @@ struct GemmArgs {
 struct KernelTable {
     CpuArch arch;
 
-    void (*unary)(detail::UnaryOp op, detail::UnaryParams params, float const* in, float* out, std::size_t n);
-    void (*binary)(detail::BinaryOp op, float const* a, float const* b, float* out, std::size_t n);
-    void (*binary_scalar)(detail::BinaryOp op, float const* a, float s, float* out, std::size_t n);
+    // stream: write `out` with non-temporal stores (for outputs much larger than the caches).
+    void (*unary)(detail::UnaryOp op, detail::UnaryParams params, float const* in, float* out, std::size_t n,
+                  bool stream);
+    void (*binary)(detail::BinaryOp op, float const* a, float const* b, float* out, std::size_t n, bool stream);
+    void (*binary_scalar)(detail::BinaryOp op, float const* a, float s, float* out, std::size_t n, bool stream);
 
     // Reduces in[0..n): sum -> value; max/min -> value (NaN if any); argmax/argmin -> value and
     // first index of the extreme (the first NaN if any).

@@ -68,6 +68,10 @@ public:
                       TensorView const& gamma, TensorView const& beta, TensorView const& out) = 0;
     // a and b are f32, f16 or bf16 (the same type or f32 activations with a narrower b); out f32.
     virtual void matmul(MatmulShape shape, TensorView const& a, TensorView const& b, TensorView const& out) = 0;
+    // f32 values -> blocks of out.dtype (q4_k, q6_k, q8_k), and back. Blocks are independent, so
+    // only the value count (in.numel / out.numel) matters.
+    virtual void quantize(TensorView const& in, TensorView const& out) = 0;
+    virtual void dequantize(TensorView const& in, TensorView const& out) = 0;
 };
 
 }  // namespace rayo::detail

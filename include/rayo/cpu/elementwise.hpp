@@ -9,60 +9,64 @@
 
 namespace rayo::cpu {
 
+// stream: write with non-temporal stores (outputs much larger than the caches).
 template <class A>
-void unary_kernel(detail::UnaryOp op, detail::UnaryParams p, float const* in, float* out, std::size_t n) {
+void unary_kernel(detail::UnaryOp op, detail::UnaryParams p, float const* in, float* out, std::size_t n, bool stream) {
     using B = fbatch<A>;
     using detail::UnaryOp;
     B const zero(0.0f);
+    auto map = [&](auto f) { map_unary<A>(in, out, n, f, 1.0f, stream); };
     switch (op) {
         // NaN < 0 is false, so NaN passes through relu/leaky_relu/clip unchanged.
-        case UnaryOp::relu: return map_unary<A>(in, out, n, [&](B x) { return xsimd::select(x < zero, zero, x); });
+        case UnaryOp::relu: return map([&](B x) { return xsimd::select(x < zero, zero, x); });
         case UnaryOp::leaky_relu: {
             B const alpha(p.a);
-            return map_unary<A>(in, out, n, [&](B x) { return xsimd::select(x < zero, x * alpha, x); });
+            return map([&](B x) { return xsimd::select(x < zero, x * alpha, x); });
         }
-        case UnaryOp::elu: return map_unary<A>(in, out, n, [&](B x) { return math::elu(x, p.a); });
-        case UnaryOp::sigmoid: return map_unary<A>(in, out, n, [](B x) { return math::sigmoid(x); });
-        case UnaryOp::tanh: return map_unary<A>(in, out, n, [](B x) { return math::tanh(x); });
-        case UnaryOp::silu: return map_unary<A>(in, out, n, [](B x) { return math::silu(x); });
-        case UnaryOp::gelu_tanh: return map_unary<A>(in, out, n, [](B x) { return math::gelu_tanh(x); });
-        case UnaryOp::gelu_erf: return map_unary<A>(in, out, n, [](B x) { return math::gelu_erf(x); });
+        case UnaryOp::elu: return map([&](B x) { return math::elu(x, p.a); });
+        case UnaryOp::sigmoid: return map([](B x) { return math::sigmoid(x); });
+        case UnaryOp::tanh: return map([](B x) { return math::tanh(x); });
+        case UnaryOp::silu: return map([](B x) { return math::silu(x); });
+        case UnaryOp::gelu_tanh: return map([](B x) { return math::gelu_tanh(x); });
+        case UnaryOp::gelu_erf: return map([](B x) { return math::gelu_erf(x); });
         case UnaryOp::clip: {
             // min(max(x, lo), hi) as torch.clamp: lo > hi gives hi everywhere.
             B const lo(p.a), hi(p.b);
-            return map_unary<A>(in, out, n, [&](B x) {
+            return map([&](B x) {
                 B const t = xsimd::select(x < lo, lo, x);
                 return xsimd::select(t > hi, hi, t);
             });
         }
-        case UnaryOp::exp: return map_unary<A>(in, out, n, [](B x) { return math::exp(x); });
-        case UnaryOp::log: return map_unary<A>(in, out, n, [](B x) { return math::log(x); });
-        case UnaryOp::sqrt: return map_unary<A>(in, out, n, [](B x) { return xsimd::sqrt(x); });
-        case UnaryOp::abs: return map_unary<A>(in, out, n, [](B x) { return xsimd::abs(x); });
-        case UnaryOp::neg: return map_unary<A>(in, out, n, [](B x) { return -x; });
+        case UnaryOp::exp: return map([](B x) { return math::exp(x); });
+        case UnaryOp::log: return map([](B x) { return math::log(x); });
+        case UnaryOp::sqrt: return map([](B x) { return xsimd::sqrt(x); });
+        case UnaryOp::abs: return map([](B x) { return xsimd::abs(x); });
+        case UnaryOp::neg: return map([](B x) { return -x; });
     }
 }
 
 template <class A>
-void binary_kernel(detail::BinaryOp op, float const* a, float const* b, float* out, std::size_t n) {
+void binary_kernel(detail::BinaryOp op, float const* a, float const* b, float* out, std::size_t n, bool stream) {
     using B = fbatch<A>;
+    auto map = [&](auto f) { map_binary<A>(a, b, out, n, f, stream); };
     switch (op) {
-        case detail::BinaryOp::add: return map_binary<A>(a, b, out, n, [](B x, B y) { return x + y; });
-        case detail::BinaryOp::sub: return map_binary<A>(a, b, out, n, [](B x, B y) { return x - y; });
-        case detail::BinaryOp::mul: return map_binary<A>(a, b, out, n, [](B x, B y) { return x * y; });
-        case detail::BinaryOp::div: return map_binary<A>(a, b, out, n, [](B x, B y) { return x / y; });
+        case detail::BinaryOp::add: return map([](B x, B y) { return x + y; });
+        case detail::BinaryOp::sub: return map([](B x, B y) { return x - y; });
+        case detail::BinaryOp::mul: return map([](B x, B y) { return x * y; });
+        case detail::BinaryOp::div: return map([](B x, B y) { return x / y; });
     }
 }
 
 template <class A>
-void binary_scalar_kernel(detail::BinaryOp op, float const* a, float s, float* out, std::size_t n) {
+void binary_scalar_kernel(detail::BinaryOp op, float const* a, float s, float* out, std::size_t n, bool stream) {
     using B = fbatch<A>;
     B const v(s);
+    auto map = [&](auto f) { map_unary<A>(a, out, n, f, 1.0f, stream); };
     switch (op) {
-        case detail::BinaryOp::add: return map_unary<A>(a, out, n, [&](B x) { return x + v; });
-        case detail::BinaryOp::sub: return map_unary<A>(a, out, n, [&](B x) { return x - v; });
-        case detail::BinaryOp::mul: return map_unary<A>(a, out, n, [&](B x) { return x * v; });
-        case detail::BinaryOp::div: return map_unary<A>(a, out, n, [&](B x) { return x / v; });
+        case detail::BinaryOp::add: return map([&](B x) { return x + v; });
+        case detail::BinaryOp::sub: return map([&](B x) { return x - v; });
+        case detail::BinaryOp::mul: return map([&](B x) { return x * v; });
+        case detail::BinaryOp::div: return map([&](B x) { return x / v; });
     }
 }
 

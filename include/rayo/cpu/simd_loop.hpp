@@ -1,12 +1,17 @@
-// Loop skeletons shared by the CPU kernels: a vector map with a padded tail, and a blocked sum
-// that adds short float runs into a double so long reductions keep float accuracy.
+// Loop skeletons shared by the CPU kernels: a vector map with a padded tail (and streaming
+// stores for large outputs), and a blocked sum that adds short float runs into a double so long
+// reductions keep float accuracy.
 //
 // These headers are compiled once per ISA (see src/cpu/kernel_table.hpp): templates on the
 // xsimd arch only, raw pointers, no out-of-line standard-library code.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+#include <immintrin.h>
 
 #include <xsimd/xsimd.hpp>
 
@@ -15,52 +20,6 @@ namespace rayo::cpu {
 template <class A>
 using fbatch = xsimd::batch<float, A>;
 
-// out[i] = f(in[i]) for i < n. The tail goes through a padded vector so every element is computed
-// by the same vector code (results do not depend on position). `pad` fills the unused lanes.
-template <class A, class F>
-inline void map_unary(float const* in, float* out, std::size_t n, F&& f, float pad = 1.0f) {
-    using B = fbatch<A>;
-    constexpr std::size_t w = B::size;
-    std::size_t i = 0;
-    for (; i + 4 * w <= n; i += 4 * w) {
-        B const x0 = B::load_unaligned(in + i), x1 = B::load_unaligned(in + i + w);
-        B const x2 = B::load_unaligned(in + i + 2 * w), x3 = B::load_unaligned(in + i + 3 * w);
-        f(x0).store_unaligned(out + i);
-        f(x1).store_unaligned(out + i + w);
-        f(x2).store_unaligned(out + i + 2 * w);
-        f(x3).store_unaligned(out + i + 3 * w);
-    }
-    for (; i + w <= n; i += w) f(B::load_unaligned(in + i)).store_unaligned(out + i);
-    if (i < n) {
-        alignas(64) float tmp[w];
-        for (auto& v : tmp) v = pad;
-        std::memcpy(tmp, in + i, (n - i) * sizeof(float));
-        f(B::load_aligned(tmp)).store_aligned(tmp);
-        std::memcpy(out + i, tmp, (n - i) * sizeof(float));
-    }
-}
-
-// out[i] = f(a[i], b[i]).
-template <class A, class F>
-inline void map_binary(float const* a, float const* b, float* out, std::size_t n, F&& f) {
-    using B = fbatch<A>;
-    constexpr std::size_t w = B::size;
-    std::size_t i = 0;
-    for (; i + 2 * w <= n; i += 2 * w) {
-        f(B::load_unaligned(a + i), B::load_unaligned(b + i)).store_unaligned(out + i);
-        f(B::load_unaligned(a + i + w), B::load_unaligned(b + i + w)).store_unaligned(out + i + w);
-    }
-    for (; i + w <= n; i += w) f(B::load_unaligned(a + i), B::load_unaligned(b + i)).store_unaligned(out + i);
-    if (i < n) {
-        alignas(64) float ta[w] = {}, tb[w];
-        for (auto& v : tb) v = 1.0f;
-        std::memcpy(ta, a + i, (n - i) * sizeof(float));
-        std::memcpy(tb, b + i, (n - i) * sizeof(float));
-        f(B::load_aligned(ta), B::load_aligned(tb)).store_aligned(ta);
-        std::memcpy(out + i, ta, (n - i) * sizeof(float));
-    }
-}
-
 // Loads the first `count` (< B::size) floats at p, the other lanes set to `pad`.
 template <class A>
 inline fbatch<A> load_partial(float const* p, std::size_t count, float pad) {
@@ -68,6 +27,71 @@ inline fbatch<A> load_partial(float const* p, std::size_t count, float pad) {
     for (auto& v : tmp) v = pad;
     std::memcpy(tmp, p, count * sizeof(float));
     return fbatch<A>::load_aligned(tmp);
+}
+
+// A store that bypasses the caches (p aligned to the vector size): outputs far larger than the
+// caches are then written without first being read, a third less memory traffic.
+template <class A>
+inline void store_stream(float* p, fbatch<A> v) {
+    if constexpr (std::is_base_of_v<xsimd::avx512f, A>) _mm512_stream_ps(p, v);
+    else if constexpr (std::is_base_of_v<xsimd::avx, A>) _mm256_stream_ps(p, v);
+    else _mm_stream_ps(p, v);
+}
+
+// out[i..i+w) = full(i) for every whole vector, and the rest through partial(i, count), which
+// computes a padded vector: every element goes through the same vector code, so results do not
+// depend on position. With `stream`, aligned whole vectors use store_stream.
+// flatten: GCC would otherwise call a large lambda (a whole tanh, say) once per vector.
+template <class A, class Full, class Partial>
+[[gnu::flatten]] inline void map_store(float* out, std::size_t n, bool stream, Full&& full, Partial&& partial) {
+    using B = fbatch<A>;
+    constexpr std::size_t w = B::size;
+    auto store_part = [&](std::size_t i, std::size_t count) {
+        alignas(64) float tmp[w];
+        partial(i, count).store_aligned(tmp);
+        std::memcpy(out + i, tmp, count * sizeof(float));
+    };
+    std::size_t i = 0;
+    if (stream && reinterpret_cast<std::uintptr_t>(out) % sizeof(float) == 0) {
+        std::size_t const misalign = reinterpret_cast<std::uintptr_t>(out) / sizeof(float) % w;
+        if (misalign) {
+            i = w - misalign < n ? w - misalign : n;
+            store_part(0, i);
+        }
+        for (; i + 2 * w <= n; i += 2 * w) {
+            store_stream<A>(out + i, full(i));
+            store_stream<A>(out + i + w, full(i + w));
+        }
+        for (; i + w <= n; i += w) store_stream<A>(out + i, full(i));
+        _mm_sfence();
+    }
+    for (; i + 4 * w <= n; i += 4 * w) {
+        B const y0 = full(i), y1 = full(i + w), y2 = full(i + 2 * w), y3 = full(i + 3 * w);
+        y0.store_unaligned(out + i);
+        y1.store_unaligned(out + i + w);
+        y2.store_unaligned(out + i + 2 * w);
+        y3.store_unaligned(out + i + 3 * w);
+    }
+    for (; i + w <= n; i += w) full(i).store_unaligned(out + i);
+    if (i < n) store_part(i, n - i);
+}
+
+// out[i] = f(in[i]) for i < n; `pad` fills the unused lanes of the last, partial vector.
+template <class A, class F>
+inline void map_unary(float const* in, float* out, std::size_t n, F&& f, float pad = 1.0f, bool stream = false) {
+    using B = fbatch<A>;
+    map_store<A>(
+        out, n, stream, [&](std::size_t i) { return f(B::load_unaligned(in + i)); },
+        [&](std::size_t i, std::size_t c) { return f(load_partial<A>(in + i, c, pad)); });
+}
+
+// out[i] = f(a[i], b[i]).
+template <class A, class F>
+inline void map_binary(float const* a, float const* b, float* out, std::size_t n, F&& f, bool stream = false) {
+    using B = fbatch<A>;
+    map_store<A>(
+        out, n, stream, [&](std::size_t i) { return f(B::load_unaligned(a + i), B::load_unaligned(b + i)); },
+        [&](std::size_t i, std::size_t c) { return f(load_partial<A>(a + i, c, 0.0f), load_partial<A>(b + i, c, 1.0f)); });
 }
 
 // Largest / smallest lane (xsimd 8.1 has no horizontal max); no NaN lanes expected.
