@@ -9,7 +9,6 @@
 #include <fstream>
 #include <new>
 #include <string>
-#include <cstdio>
 
 #include "cpu/thread_pool.hpp"
 
@@ -111,8 +110,8 @@ private:
 thread_local PackBuffer packed_a_buffer;
 thread_local PackBuffer packed_b_buffer;
 
-// Below this many multiply-adds per output tile row, or for products this small, packing A costs
-// more than it saves and f32 A is read in place.
+// Products up to this many multiply-adds, or so narrow that each packed A panel would be used at
+// most twice, read an f32 A in place: packing it would cost more than it saves.
 constexpr std::size_t direct_max_volume = 96 * 96 * 96;
 // Each thread should get at least this many flops, or waking it costs more than it brings.
 constexpr double flops_per_thread = 1 << 21;
@@ -198,7 +197,7 @@ void zero_c(GemmArgs const& args) {
 
 }  // namespace
 
-GemmBlocking gemm_blocking(std::size_t mr, std::size_t nr) {
+GemmBlocking gemm_blocking(std::size_t mr, std::size_t nr, std::size_t threads) {
     CacheSizes const& caches = cache_sizes();
     GemmBlocking b;
     // kc: a B micro-panel (kc x nr) takes half of L1, leaving room for the A micro-panel and C.
@@ -206,8 +205,11 @@ GemmBlocking gemm_blocking(std::size_t mr, std::size_t nr) {
     // mc: the packed A block (mc x kc) takes under a third of L2, leaving room for the B
     // micro-panels and C tiles that stream through it.
     b.mc = std::clamp<std::size_t>(round_down(caches.l2 * 3 / 10 / (b.kc * sizeof(float)), mr), mr, 1024 / mr * mr);
-    // nc: the packed B panel (kc x nc) takes a share of L3, capped so packing stays incremental.
-    b.nc = std::clamp<std::size_t>(round_down(caches.l3 / 4 / (b.kc * sizeof(float)), nr), nr, round_down(4096, nr));
+    // nc: every thread's packed B panel (kc x nc) together take about half of L3; capped so
+    // packing stays incremental, and floored since each column block repacks A.
+    std::size_t const l3_share = caches.l3 / 2 / std::max<std::size_t>(threads, 1);
+    b.nc = std::clamp<std::size_t>(round_down(l3_share / (b.kc * sizeof(float)), nr), round_up(512, nr),
+                                   std::max(round_up(512, nr), round_down(4096, nr)));
     return b;
 }
 
@@ -218,12 +220,6 @@ void gemm(GemmArgs const& args, KernelTable const& kt) {
         return;
     }
     std::size_t const mr = kt.gemm_mr, nr = kt.gemm_nr;
-    GemmBlocking blocking = gemm_blocking(mr, nr);
-    if (getenv("TUNE_MC")) blocking.mc = atoi(getenv("TUNE_MC"));
-    if (getenv("TUNE_KC")) blocking.kc = atoi(getenv("TUNE_KC"));
-    if (getenv("TUNE_NC")) blocking.nc = atoi(getenv("TUNE_NC"));
-    static bool printed = false; if (!printed) { printed = true; fprintf(stderr, "blocking mc=%zu kc=%zu nc=%zu\n", blocking.mc, blocking.kc, blocking.nc); }
-
     double const volume = static_cast<double>(args.m) * static_cast<double>(args.n) * static_cast<double>(args.k);
     bool const direct_a = kt.gemm_micro_direct_a != nullptr && args.a_type == GemmType::f32 &&
                           (volume <= static_cast<double>(direct_max_volume) || args.n <= 2 * nr);
@@ -232,9 +228,9 @@ void gemm(GemmArgs const& args, KernelTable const& kt) {
     ThreadPool& pool = thread_pool();
     std::size_t const wanted = static_cast<std::size_t>(std::max(1.0, 2.0 * volume / flops_per_thread));
     std::size_t const threads = std::min({pool.size(), wanted, m_tiles * n_tiles});
-    Split split = split_work(m_tiles, n_tiles, mr, nr, threads);
-    if (getenv("TUNE_SPLIT_ROWS") && threads > 1) { split.row_parts = atoi(getenv("TUNE_SPLIT_ROWS")); split.col_parts = threads / split.row_parts; }
+    Split const split = split_work(m_tiles, n_tiles, mr, nr, threads);
     std::size_t const parts = split.row_parts * split.col_parts;
+    GemmBlocking const blocking = gemm_blocking(mr, nr, parts);
 
     auto region = [&](std::size_t part) {
         std::size_t const row_part = part / split.col_parts, col_part = part % split.col_parts;

@@ -12,11 +12,12 @@ namespace rayo::cpu {
 // (k == 0 gives zeros); m == 0 or n == 0 does nothing.
 void gemm(GemmArgs const& args, KernelTable const& k);
 
-// Cache blocking for a micro-tile of mr x nr: kc (depth of a packed panel), mc (rows of a packed
-// A block, a multiple of mr) and nc (columns of a packed B panel, a multiple of nr).
+// Cache blocking for a micro-tile of mr x nr, from the cache sizes read at run time: kc (depth of
+// a packed panel), mc (rows of a packed A block, a multiple of mr) and nc (columns of a packed B
+// panel, a multiple of nr; smaller when `threads` threads share the last-level cache).
 struct GemmBlocking {
     std::size_t mc = 0, kc = 0, nc = 0;
 };
-GemmBlocking gemm_blocking(std::size_t mr, std::size_t nr);
+GemmBlocking gemm_blocking(std::size_t mr, std::size_t nr, std::size_t threads = 1);
 
 }  // namespace rayo::cpu

@@ -25,7 +25,7 @@ inline void cpu_relax() noexcept {
 }  // namespace
 
 ThreadPool::ThreadPool(std::size_t threads) {
-    std::size_t const workers = std::max<std::size_t>(threads, 1) - 1;
+    std::size_t const workers = std::clamp<std::size_t>(threads, 1, 0xffff) - 1;
     workers_.reserve(workers);
     for (std::size_t i = 0; i < workers; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
 }
@@ -53,17 +53,18 @@ void ThreadPool::wait(Done done, std::condition_variable& cv) {
 }
 
 void ThreadPool::worker_loop(std::size_t index) {
-    std::size_t seen = 0;
+    std::uint64_t seen = 0;  // generation
     for (;;) {
-        wait([&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; },
+        wait([&] { return stop_.load(std::memory_order_acquire) || (state_.load(std::memory_order_acquire) >> 16) != seen; },
              wake_);
         if (stop_.load(std::memory_order_acquire)) return;
-        seen = generation_.load(std::memory_order_acquire);
-        if (index < job_parts_) {
-            inside_pool_job = true;
-            (*job_)(index, job_parts_);
-            inside_pool_job = false;
-        }
+        std::uint64_t const state = state_.load(std::memory_order_acquire);
+        seen = state >> 16;
+        std::size_t const parts = state & 0xffff;
+        if (index >= parts) continue;
+        inside_pool_job = true;
+        (*job_)(index, parts);
+        inside_pool_job = false;
         if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
             std::lock_guard lock(sleep_mutex_);  // pairs with the caller's check before it sleeps
             done_.notify_one();
@@ -90,11 +91,11 @@ void ThreadPool::run_parts(std::size_t parts, PartFn const& body) {
         }
     };
     job_ = &guarded;
-    job_parts_ = parts;
-    pending_.store(workers_.size(), std::memory_order_relaxed);
+    pending_.store(parts - 1, std::memory_order_relaxed);
     {
         std::lock_guard lock(sleep_mutex_);  // a worker between its check and its sleep sees this
-        generation_.fetch_add(1, std::memory_order_release);
+        std::uint64_t const generation = (state_.load(std::memory_order_relaxed) >> 16) + 1;
+        state_.store(generation << 16 | parts, std::memory_order_release);
     }
     wake_.notify_all();
     inside_pool_job = true;

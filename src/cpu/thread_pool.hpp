@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -43,10 +44,12 @@ private:
     std::vector<std::thread> workers_;
     std::mutex busy_;  // held by the one caller that owns the workers for a job
 
-    PartFn const* job_ = nullptr;  // published by generation_ (release/acquire)
-    std::size_t job_parts_ = 0;
-    std::atomic<std::size_t> generation_{0};
-    std::atomic<std::size_t> pending_{0};
+    // A job is published by one store of state_ = generation << 16 | parts (release), so a worker
+    // reads a consistent (generation, parts) pair. Only workers with index < parts take part and
+    // read job_; the others go back to waiting, and nobody waits for them.
+    PartFn const* job_ = nullptr;
+    std::atomic<std::uint64_t> state_{0};
+    std::atomic<std::size_t> pending_{0};  // participating workers still running
     std::atomic<bool> stop_{false};
 
     std::mutex sleep_mutex_;

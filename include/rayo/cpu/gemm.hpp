@@ -50,11 +50,17 @@ template <class A> [[gnu::always_inline]] inline std::size_t smaller(std::size_t
     return x < y ? x : y;
 }
 
-// Calls f(integral_constant<I>) for I in [0, N): a guaranteed unroll, so accumulators stay named
-// registers instead of an array the compiler might leave in memory.
+// A compile-time index; templated on A (not std::integral_constant) so that even an unoptimised
+// build's out-of-line conversion operator is a distinct symbol per ISA.
+template <class A, std::size_t I> struct Index {
+    [[gnu::always_inline]] constexpr operator std::size_t() const noexcept { return I; }  // NOLINT: implicit
+};
+
+// Calls f(Index<I>) for I in [0, N): a guaranteed unroll, so accumulators stay named registers
+// instead of an array the compiler might leave in memory.
 template <class A, class F, std::size_t... I>
 [[gnu::always_inline]] inline void unrolled_over(F& f, std::index_sequence<I...>) {
-    (f(std::integral_constant<std::size_t, I>{}), ...);
+    (f(Index<A, I>{}), ...);
 }
 template <class A, std::size_t N, class F> [[gnu::always_inline]] inline void unrolled(F&& f) {
     unrolled_over<A>(f, std::make_index_sequence<N>{});
