@@ -12,6 +12,11 @@
 
 namespace rayo {
 
+// Declared only: the per-ISA kernel TUs include this header for the block layouts and should not
+// pull in Tensor's storage machinery (rayo/tensor.hpp, or rayo/rayo.hpp, defines it).
+template <Element T>
+class Tensor;
+
 inline constexpr std::size_t quant_block_values = 256;
 
 // 4.5 bits per value: eight sub-blocks of 32 with 6-bit scales and mins.
@@ -53,5 +58,22 @@ static_assert(size_of(DType::q4_k) == sizeof(q4_k) && size_of(DType::q6_k) == si
 
 template <class T>
 concept QuantBlock = std::same_as<T, q4_k> || std::same_as<T, q6_k> || std::same_as<T, q8_k>;
+
+// ---- quantize / dequantize ---------------------------------------------------------------------
+// Each super-block of 256 consecutive values along the last axis becomes one block, exactly as
+// ggml's reference quantizers make it (GGUF files and rayo exchange blocks byte for byte). The
+// last dimension must be a multiple of 256 (ShapeError otherwise). The result stays on x's device.
+// q4_k / q6_k are for weights; q8_k is the activation format of the quantized dot products.
+template <QuantBlock B>
+Tensor<B> quantize(Tensor<float> const& x);
+// `out` must have x's shape and sit on x's device.
+template <QuantBlock B>
+void quantize(Tensor<float> const& x, Tensor<B> const& out);
+
+// Blocks back to f32 values (same shape).
+template <QuantBlock B>
+Tensor<float> dequantize(Tensor<B> const& q);
+template <QuantBlock B>
+void dequantize(Tensor<B> const& q, Tensor<float> const& out);
 
 }  // namespace rayo

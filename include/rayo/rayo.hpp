@@ -4,7 +4,9 @@
 #include "rayo/device.hpp"   // IWYU pragma: export
 #include "rayo/dtype.hpp"    // IWYU pragma: export
 #include "rayo/error.hpp"    // IWYU pragma: export
+#include "rayo/gguf.hpp"     // IWYU pragma: export
 #include "rayo/ops.hpp"      // IWYU pragma: export
+#include "rayo/quant.hpp"    // IWYU pragma: export
 #include "rayo/settings.hpp" // IWYU pragma: export
 #include "rayo/shape.hpp"    // IWYU pragma: export
 #include "rayo/stats.hpp"    // IWYU pragma: export

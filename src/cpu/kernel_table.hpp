@@ -11,6 +11,8 @@
 #include <cstdint>
 
 #include "rayo/detail/op_codes.hpp"
+#include "rayo/dtype.hpp"
+#include "rayo/quant.hpp"
 #include "rayo/settings.hpp"
 
 namespace rayo::cpu {
@@ -82,6 +84,11 @@ struct KernelTable {
     void (*gemm_micro_direct_a)(GemmArgs const& args, std::size_t i0, std::size_t p0, std::size_t kc,
                                 float const* b_panel, float* c, std::size_t ldc, std::size_t mr_used,
                                 std::size_t nr_used, bool accumulate);
+
+    // K-quants (see include/rayo/cpu/quantize.hpp), byte for byte the scalar reference:
+    // `blocks` blocks of 256 floats -> q8_k, and blocks of `type` (q4_k, q6_k, q8_k) -> floats.
+    void (*quantize_q8_k)(float const* in, q8_k* out, std::size_t blocks);
+    void (*dequantize)(DType type, void const* in, float* out, std::size_t blocks);
 };
 
 // One per ISA, each in its own namespace and TU (kernels_<isa>.cpp); only those the build

@@ -6,6 +6,7 @@
 #include "rayo/cpu/elementwise.hpp"
 #include "rayo/cpu/gemm.hpp"
 #include "rayo/cpu/normalization.hpp"
+#include "rayo/cpu/quantize.hpp"
 #include "rayo/cpu/reduction.hpp"
 #include "rayo/cpu/softmax.hpp"
 
@@ -44,6 +45,9 @@ constexpr KernelTable make_kernel_table(CpuArch arch) {
         .gemm_pack_a = &gemm::pack_a<A>,
         .gemm_pack_b = &gemm::pack_b<A>,
         .gemm_micro = &gemm::micro<A>,
+        .gemm_micro_direct_a = &gemm::micro_direct_a<A>,
+        .quantize_q8_k = &kquant::quantize_q8_k_kernel<A>,
+        .dequantize = &kquant::dequantize_kernel<A>,
     };
 }
 

@@ -1,0 +1,404 @@
+// GGUF reader: maps the file, validates every field against the file's size, then serves
+// metadata, tensor descriptions and tensors loaded straight from the mapped bytes.
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gguf/cursor.hpp"
+#include "rayo/gguf.hpp"
+
+static_assert(std::endian::native == std::endian::little,
+              "the GGUF reader hands tensor bytes to the device as stored: it needs a little-endian host");
+
+namespace rayo::gguf {
+
+using detail::Cursor;
+
+// ---- the mapping -----------------------------------------------------------------------------------
+
+struct File::Mapping {
+    void* address = nullptr;
+    std::size_t size = 0;
+    Mapping() = default;
+    Mapping(Mapping const&) = delete;
+    Mapping& operator=(Mapping const&) = delete;
+    ~Mapping() {
+        if (address) ::munmap(address, size);
+    }
+};
+
+namespace {
+
+struct FileDescriptor {
+    int fd = -1;
+    ~FileDescriptor() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+[[noreturn]] void io_error(std::filesystem::path const& path, char const* what, int err) {
+    throw Error("GGUF " + path.string() + ": " + what + ": " + std::strerror(err));
+}
+
+std::string hex32(std::uint32_t v) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s = "0x";
+    for (int shift = 28; shift >= 0; shift -= 4) s += digits[(v >> shift) & 15u];
+    return s;
+}
+
+// Smallest encoding of one value of each type, to bound counts by the bytes left before allocating.
+constexpr std::array<std::size_t, 13> min_value_bytes{1, 1, 2, 2, 4, 4, 4, 1, 8, 12, 8, 8, 8};
+constexpr std::uint32_t value_type_count = 13;
+
+// Smallest metadata entry (empty key, one-byte value) and tensor description (empty name, no dims).
+constexpr std::size_t min_kv_bytes = 8 + 4 + 1;
+constexpr std::size_t min_tensor_info_bytes = 8 + 4 + 4 + 8;
+
+bool checked_mul(std::uint64_t a, std::uint64_t b, std::uint64_t& out) {
+    if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) return false;
+    out = a * b;
+    return true;
+}
+
+// Ids ggml once used and then removed: named in the message, still refused.
+std::string unknown_type(std::uint32_t id) {
+    static constexpr std::pair<std::uint32_t, char const*> removed[] = {
+        {4, "Q4_2"}, {5, "Q4_3"}, {31, "Q4_0_4_4"}, {32, "Q4_0_4_8"}, {33, "Q4_0_8_8"},
+        {36, "IQ4_NL_4_4"}, {37, "IQ4_NL_4_8"}, {38, "IQ4_NL_8_8"}};
+    std::string message = "unknown ggml type id " + std::to_string(id);
+    for (auto const& [removed_id, name] : removed)
+        if (removed_id == id) message += std::string(" (") + name + ", removed from ggml; not valid in GGUF files)";
+    return message;
+}
+
+class Parser {
+public:
+    explicit Parser(Cursor& c) : c_(c) {}
+
+    Value value(std::uint32_t type, std::size_t type_at, std::string const& field, std::size_t depth) {
+        if (type >= value_type_count)
+            c_.fail_at(type_at, field + ".type", Cursor::no_index,
+                       "unknown value type " + std::to_string(type) + " (valid types are 0 to 12)");
+        switch (static_cast<ValueType>(type)) {
+            case ValueType::u8: return Value(std::in_place_type<std::uint8_t>, c_.read<std::uint8_t>(field));
+            case ValueType::i8: return Value(std::in_place_type<std::int8_t>, c_.read<std::int8_t>(field));
+            case ValueType::u16: return Value(std::in_place_type<std::uint16_t>, c_.read<std::uint16_t>(field));
+            case ValueType::i16: return Value(std::in_place_type<std::int16_t>, c_.read<std::int16_t>(field));
+            case ValueType::u32: return Value(std::in_place_type<std::uint32_t>, c_.read<std::uint32_t>(field));
+            case ValueType::i32: return Value(std::in_place_type<std::int32_t>, c_.read<std::int32_t>(field));
+            case ValueType::f32: return Value(std::in_place_type<float>, c_.read<float>(field));
+            case ValueType::boolean: return Value(std::in_place_type<bool>, boolean(field, Cursor::no_index));
+            case ValueType::string: return Value(std::in_place_type<std::string>, c_.read_string(field));
+            case ValueType::array: return Value(std::in_place_type<Array>, array(field, depth + 1));
+            case ValueType::u64: return Value(std::in_place_type<std::uint64_t>, c_.read<std::uint64_t>(field));
+            case ValueType::i64: return Value(std::in_place_type<std::int64_t>, c_.read<std::int64_t>(field));
+            case ValueType::f64: return Value(std::in_place_type<double>, c_.read<double>(field));
+        }
+        c_.fail_at(type_at, field + ".type", Cursor::no_index, "unknown value type " + std::to_string(type));
+    }
+
+private:
+    bool boolean(std::string const& field, std::uint64_t index) {
+        std::size_t const at = c_.offset();
+        auto const b = c_.read<std::uint8_t>(field, index);
+        if (b > 1) c_.fail_at(at, field, index, "bool value " + std::to_string(b) + " is neither 0 nor 1");
+        return b != 0;
+    }
+
+    // An array's element type, count and elements; `depth` counts this array (1 for a top-level one).
+    Array array(std::string const& field, std::size_t depth) {
+        if (depth > max_array_depth)
+            c_.fail(field, "arrays nested more than " + std::to_string(max_array_depth) + " deep");
+        std::size_t const type_at = c_.offset();
+        auto const type = c_.read<std::uint32_t>(field + ".element_type");
+        if (type >= value_type_count)
+            c_.fail_at(type_at, field + ".element_type", Cursor::no_index,
+                       "unknown array element type " + std::to_string(type) + " (valid types are 0 to 12)");
+        std::size_t const count_at = c_.offset();
+        auto const count = c_.read<std::uint64_t>(field + ".count");
+        std::size_t const min_bytes = min_value_bytes[type];
+        if (count > c_.remaining() / min_bytes)
+            c_.fail_at(count_at, field + ".count", Cursor::no_index,
+                       std::to_string(count) + " elements of " + std::string(to_string(static_cast<ValueType>(type))) +
+                           " need at least " + std::to_string(min_bytes) + " bytes each, but only " +
+                           std::to_string(c_.remaining()) + " bytes are left in the file");
+        Array out;
+        switch (static_cast<ValueType>(type)) {
+            case ValueType::u8: fill<0>(out, count, field, depth); break;
+            case ValueType::i8: fill<1>(out, count, field, depth); break;
+            case ValueType::u16: fill<2>(out, count, field, depth); break;
+            case ValueType::i16: fill<3>(out, count, field, depth); break;
+            case ValueType::u32: fill<4>(out, count, field, depth); break;
+            case ValueType::i32: fill<5>(out, count, field, depth); break;
+            case ValueType::f32: fill<6>(out, count, field, depth); break;
+            case ValueType::boolean: fill<7>(out, count, field, depth); break;
+            case ValueType::string: fill<8>(out, count, field, depth); break;
+            case ValueType::array: fill<9>(out, count, field, depth); break;
+            case ValueType::u64: fill<10>(out, count, field, depth); break;
+            case ValueType::i64: fill<11>(out, count, field, depth); break;
+            case ValueType::f64: fill<12>(out, count, field, depth); break;
+        }
+        return out;
+    }
+
+    template <std::size_t I>
+    void fill(Array& out, std::uint64_t count, std::string const& field, std::size_t depth) {
+        auto& items = out.items.emplace<I>();
+        using E = typename std::decay_t<decltype(items)>::value_type;
+        items.reserve(static_cast<std::size_t>(count));  // count <= bytes left / smallest element
+        for (std::uint64_t i = 0; i < count; ++i) {
+            if constexpr (std::is_same_v<E, bool>) items.push_back(boolean(field, i));
+            else if constexpr (std::is_same_v<E, std::string>) items.emplace_back(c_.read_string(field, i));
+            else if constexpr (std::is_same_v<E, Array>) items.push_back(array(field + "[" + std::to_string(i) + "]", depth + 1));
+            else items.push_back(c_.read<E>(field, i));
+        }
+    }
+
+    Cursor& c_;
+};
+
+}  // namespace
+
+// ---- File ------------------------------------------------------------------------------------------
+
+File::File() = default;
+File::File(File&&) noexcept = default;
+File& File::operator=(File&&) noexcept = default;
+File::~File() = default;
+
+File File::open(std::filesystem::path const& path) {
+    FileDescriptor fd;
+    fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd.fd < 0) io_error(path, "cannot open", errno);
+    struct stat st{};
+    if (::fstat(fd.fd, &st) != 0) io_error(path, "cannot stat", errno);
+    if (!S_ISREG(st.st_mode)) throw Error("GGUF " + path.string() + ": not a regular file");
+
+    File file;
+    file.source_ = path.string();
+    file.mapping_ = std::make_unique<Mapping>();
+    auto const size = static_cast<std::size_t>(st.st_size);
+    if (size > 0) {
+        void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+        if (address == MAP_FAILED) io_error(path, "cannot map", errno);
+        file.mapping_->address = address;
+        file.mapping_->size = size;
+        file.bytes_ = {static_cast<std::byte const*>(address), size};
+    }
+    file.parse();
+    return file;
+}
+
+File File::from_memory(std::span<std::byte const> bytes, std::string name) {
+    File file;
+    file.source_ = std::move(name);
+    file.bytes_ = bytes;
+    file.parse();
+    return file;
+}
+
+void File::parse() {
+    Cursor c(bytes_, source_);
+
+    // Header.
+    auto const file_magic = c.read<std::uint32_t>("header.magic");
+    if (file_magic != magic)
+        c.fail_at(0, "header.magic", Cursor::no_index,
+                  "not a GGUF file: expected \"GGUF\" (" + hex32(magic) + "), found " + hex32(file_magic));
+    auto const version = c.read<std::uint32_t>("header.version");
+    if (version != 2 && version != 3) {
+        std::string problem;
+        if (version == 1) problem = "GGUF version 1 is not supported (only versions 2 and 3)";
+        else if (version == 0x02000000u || version == 0x03000000u)
+            problem = "version field " + hex32(version) + " looks big-endian; only little-endian GGUF files are supported";
+        else problem = "unsupported GGUF version " + std::to_string(version) + " (only versions 2 and 3)";
+        c.fail_at(4, "header.version", Cursor::no_index, problem);
+    }
+    version_ = version;
+    std::size_t const tensor_count_at = c.offset();
+    auto const tensor_count = c.read<std::uint64_t>("header.tensor_count");
+    std::size_t const kv_count_at = c.offset();
+    auto const kv_count = c.read<std::uint64_t>("header.metadata_kv_count");
+    if (kv_count > c.remaining() / min_kv_bytes)
+        c.fail_at(kv_count_at, "header.metadata_kv_count", Cursor::no_index,
+                  std::to_string(kv_count) + " key/value pairs need at least " + std::to_string(min_kv_bytes) +
+                      " bytes each, but only " + std::to_string(c.remaining()) + " bytes follow the header");
+    std::size_t const after_kvs = c.remaining() - static_cast<std::size_t>(kv_count) * min_kv_bytes;
+    if (tensor_count > after_kvs / min_tensor_info_bytes)
+        c.fail_at(tensor_count_at, "header.tensor_count", Cursor::no_index,
+                  std::to_string(tensor_count) + " tensor descriptions need at least " +
+                      std::to_string(min_tensor_info_bytes) + " bytes each, but only " + std::to_string(after_kvs) +
+                      " bytes are left after the smallest possible metadata");
+
+    // Metadata.
+    Parser parser(c);
+    std::size_t alignment_at = 0;
+    for (std::uint64_t i = 0; i < kv_count; ++i) {
+        std::size_t const key_at = c.offset();
+        std::string key(c.read_string("metadata.key", i));
+        if (metadata_.contains(key))
+            c.fail_at(key_at, "metadata.key", i, "duplicate key \"" + printable(key) + "\"");
+        std::string const field = "metadata \"" + printable(key) + "\"";
+        std::size_t const type_at = c.offset();
+        auto const type = c.read<std::uint32_t>(field + ".type");
+        Value value = parser.value(type, type_at, field, 0);
+        if (key == alignment_key) alignment_at = type_at;
+        metadata_.try_add(std::move(key), std::move(value));
+    }
+    if (Value const* a = metadata_.find(alignment_key)) {
+        // The type is checked before the value is used as a u32.
+        auto const* al = std::get_if<std::uint32_t>(a);
+        if (!al)
+            c.fail_at(alignment_at, "metadata \"general.alignment\".type", Cursor::no_index,
+                      "general.alignment has type " + std::string(to_string(type_of(*a))) + "; it must be u32");
+        if (*al == 0 || !std::has_single_bit(*al) || *al > max_alignment)
+            c.fail_at(alignment_at + 4, "metadata \"general.alignment\"", Cursor::no_index,
+                      "general.alignment " + std::to_string(*al) + " is not a power of two between 1 and " +
+                          std::to_string(max_alignment));
+        alignment_ = *al;
+    }
+
+    // Tensor descriptions.
+    tensors_.reserve(static_cast<std::size_t>(tensor_count));  // bounded by the bytes left
+    std::vector<std::size_t> offset_at;
+    offset_at.reserve(static_cast<std::size_t>(tensor_count));
+    for (std::uint64_t i = 0; i < tensor_count; ++i) {
+        std::size_t const name_at = c.offset();
+        std::string name(c.read_string("tensor.name", i));
+        if (tensor_index_.contains(name))
+            c.fail_at(name_at, "tensor.name", i, "duplicate tensor name \"" + printable(name) + "\"");
+        std::string const field = "tensor \"" + printable(name) + "\"";
+
+        std::size_t const n_dims_at = c.offset();
+        auto const n_dims = c.read<std::uint32_t>(field + ".n_dims");
+        if (n_dims > max_dims)
+            c.fail_at(n_dims_at, field + ".n_dims", Cursor::no_index,
+                      std::to_string(n_dims) + " dimensions; at most " + std::to_string(max_dims) + " are allowed");
+        std::array<std::uint64_t, max_dims> ne{1, 1, 1, 1};
+        std::array<std::size_t, max_dims> ne_at{};
+        for (std::uint32_t j = 0; j < n_dims; ++j) {
+            ne_at[j] = c.offset();
+            ne[j] = c.read<std::uint64_t>(field + ".dims", j);
+            if (ne[j] > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                c.fail_at(ne_at[j], field + ".dims", j,
+                          "dimension " + std::to_string(ne[j]) + " does not fit in a signed 64-bit integer");
+        }
+        std::size_t const type_at = c.offset();
+        auto const type = c.read<std::uint32_t>(field + ".type");
+        TypeInfo const* info = type_info(type);
+        if (!info) c.fail_at(type_at, field + ".type", Cursor::no_index, unknown_type(type));
+        std::size_t const this_offset_at = c.offset();
+        auto const offset = c.read<std::uint64_t>(field + ".offset");
+        if (offset % alignment_ != 0)
+            c.fail_at(this_offset_at, field + ".offset", Cursor::no_index,
+                      "data offset " + std::to_string(offset) + " is not a multiple of the alignment " +
+                          std::to_string(alignment_));
+
+        // Sizes: ne[0] whole blocks, element count within what a Shape addresses, bytes without overflow.
+        if (n_dims == 0 && info->block_values != 1)
+            c.fail_at(n_dims_at, field + ".n_dims", Cursor::no_index,
+                      "a " + std::string(info->name) + " tensor needs dimensions (blocks of " +
+                          std::to_string(info->block_values) + " values along ne[0])");
+        if (ne[0] % info->block_values != 0)
+            c.fail_at(ne_at[0], field + ".dims", 0,
+                      "ne[0] = " + std::to_string(ne[0]) + " is not a multiple of the " + std::string(info->name) +
+                          " block size " + std::to_string(info->block_values));
+        constexpr std::uint64_t numel_limit = std::numeric_limits<std::size_t>::max() / 16;  // as rayo::Shape
+        std::uint64_t numel = 1;
+        for (std::uint32_t j = n_dims; j-- > 0;) {  // rayo order: the outermost dimension first
+            if (ne[j] != 0 && numel > numel_limit / ne[j])
+                c.fail_at(ne_at[j], field + ".dims", j, "the element count overflows (more than 2^60 values)");
+            numel *= ne[j];
+        }
+        std::uint64_t bytes = 0;
+        if (!checked_mul(numel / info->block_values, info->block_bytes, bytes))
+            c.fail_at(ne_at[0], field + ".dims", Cursor::no_index, "the byte size overflows");
+
+        std::vector<std::int64_t> dims(n_dims);
+        for (std::uint32_t j = 0; j < n_dims; ++j) dims[n_dims - 1 - j] = static_cast<std::int64_t>(ne[j]);
+        Shape shape;
+        try {
+            shape = Shape(std::move(dims));
+        } catch (ShapeError const& e) {
+            c.fail_at(n_dims_at, field + ".dims", Cursor::no_index, e.what());
+        }
+        tensor_index_.emplace(name, tensors_.size());
+        tensors_.push_back(TensorInfo{std::move(name), std::move(shape), type, info->name, info->dtype, offset, bytes});
+        offset_at.push_back(this_offset_at);
+    }
+
+    // Data section: at the next multiple of the alignment; every tensor must lie inside the file.
+    std::uint64_t const end_of_infos = c.offset();
+    data_offset_ = (end_of_infos + alignment_ - 1) / alignment_ * alignment_;
+    std::uint64_t const data_size = bytes_.size() > data_offset_ ? bytes_.size() - data_offset_ : 0;
+    for (std::size_t i = 0; i < tensors_.size(); ++i) {
+        TensorInfo const& t = tensors_[i];
+        if (t.offset > data_size || t.bytes > data_size - t.offset)
+            c.fail_at(offset_at[i], "tensor \"" + printable(t.name) + "\".offset", Cursor::no_index,
+                      std::to_string(t.bytes) + " bytes of data at data offset " + std::to_string(t.offset) +
+                          " (file offset " + std::to_string(data_offset_ + t.offset) + ") run past the end of the file (" +
+                          std::to_string(bytes_.size()) + " bytes; the data section holds " + std::to_string(data_size) +
+                          ")");
+    }
+}
+
+TensorInfo const* File::find(std::string_view name) const noexcept {
+    auto it = tensor_index_.find(name);
+    return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+TensorInfo const& File::tensor(std::string_view name) const {
+    if (TensorInfo const* t = find(name)) return *t;
+    throw Error("GGUF " + source_ + ": no tensor named \"" + printable(name) + "\" (the file has " +
+                std::to_string(tensors_.size()) + " tensors)");
+}
+
+std::span<std::byte const> File::data(TensorInfo const& info) const {
+    TensorInfo const& t = tensor(info.name);  // this file's own (validated) description
+    if (t.bytes == 0) return {};
+    return bytes_.subspan(static_cast<std::size_t>(data_offset_ + t.offset), static_cast<std::size_t>(t.bytes));
+}
+
+template <Element T>
+Tensor<T> File::load(std::string_view name, Device device) const {
+    TensorInfo const& t = tensor(name);
+    if (!t.dtype) {
+        std::string loadable;
+        for (TypeInfo const& k : known_types())
+            if (k.dtype) loadable += (loadable.empty() ? "" : ", ") + std::string(k.name);
+        throw Unsupported("GGUF " + source_ + ": tensor \"" + printable(t.name) + "\" has type " +
+                          std::string(t.type_name) + " (ggml type " + std::to_string(t.type) +
+                          "), which rayo cannot load (it loads " + loadable + ")");
+    }
+    if (*t.dtype != dtype_of<T>)
+        throw DTypeError("GGUF " + source_ + ": tensor \"" + printable(t.name) + "\" is stored as " +
+                         std::string(t.type_name) + " (rayo " + std::string(to_string(*t.dtype)) + "), not " +
+                         std::string(to_string(dtype_of<T>)) + ": load it as Tensor<" +
+                         std::string(to_string(*t.dtype)) + ">");
+    Tensor<T> tensor = Tensor<T>::empty(t.shape, device);
+    if (t.bytes) {
+        std::byte const* src = bytes_.data() + data_offset_ + t.offset;
+        rayo::detail::TensorAccess::storage(tensor).upload(rayo::detail::TensorAccess::offset(tensor), src,
+                                                           static_cast<std::size_t>(t.bytes));
+    }
+    return tensor;
+}
+
+template Tensor<float> File::load<float>(std::string_view, Device) const;
+template Tensor<half> File::load<half>(std::string_view, Device) const;
+template Tensor<bfloat16> File::load<bfloat16>(std::string_view, Device) const;
+template Tensor<std::int32_t> File::load<std::int32_t>(std::string_view, Device) const;
+template Tensor<std::int64_t> File::load<std::int64_t>(std::string_view, Device) const;
+template Tensor<q4_k> File::load<q4_k>(std::string_view, Device) const;
+template Tensor<q6_k> File::load<q6_k>(std::string_view, Device) const;
+template Tensor<q8_k> File::load<q8_k>(std::string_view, Device) const;
+
+}  // namespace rayo::gguf

@@ -1,0 +1,68 @@
+// quantize / dequantize between f32 values and the K-quant block types.
+#include <string>
+
+#include "dispatch/dispatch.hpp"
+#include "ops/op_checks.hpp"
+#include "rayo/quant.hpp"
+#include "rayo/tensor.hpp"
+
+namespace rayo {
+
+namespace {
+
+// Tensor<B>::empty checks the same, but a caller-made `out` of the right type cannot get here
+// with a bad shape, while x can: name the op and the rule.
+void check_block_axis(char const* op, DType type, Shape const& shape) {
+    if (shape.rank() == 0 || shape[shape.rank() - 1] % static_cast<std::int64_t>(quant_block_values) != 0)
+        throw ShapeError(std::string(op) + " to " + std::string(to_string(type)) + ": shape " + shape.to_string() +
+                         " has a last dimension that is not a multiple of " + std::to_string(quant_block_values) +
+                         " (one super-block holds 256 values of a row)");
+}
+
+}  // namespace
+
+template <QuantBlock B>
+void quantize(Tensor<float> const& x, Tensor<B> const& out) {
+    check_block_axis("quantize", dtype_of<B>, x.shape());
+    detail::check_out("quantize", out, x.shape(), x, false);
+    if (x.numel() == 0) return;
+    detail::dispatch("quantize", x.device(), {detail::arg(x)}, {detail::arg(out)},
+                     [&](detail::Backend& b, auto in, auto o) { b.quantize(in[0], o[0]); });
+}
+
+template <QuantBlock B>
+Tensor<B> quantize(Tensor<float> const& x) {
+    check_block_axis("quantize", dtype_of<B>, x.shape());
+    Tensor<B> out = Tensor<B>::empty(x.shape(), x.device());
+    quantize(x, out);
+    return out;
+}
+
+template <QuantBlock B>
+void dequantize(Tensor<B> const& q, Tensor<float> const& out) {
+    detail::check_out("dequantize", out, q.shape(), q, false);
+    if (q.numel() == 0) return;
+    detail::dispatch("dequantize", q.device(), {detail::arg(q)}, {detail::arg(out)},
+                     [&](detail::Backend& b, auto in, auto o) { b.dequantize(in[0], o[0]); });
+}
+
+template <QuantBlock B>
+Tensor<float> dequantize(Tensor<B> const& q) {
+    Tensor<float> out = Tensor<float>::empty(q.shape(), q.device());
+    dequantize(q, out);
+    return out;
+}
+
+#define RAYO_INSTANTIATE_QUANT(B)                                                  \
+    template Tensor<B> quantize<B>(Tensor<float> const& x);                        \
+    template void quantize<B>(Tensor<float> const& x, Tensor<B> const& out);       \
+    template Tensor<float> dequantize<B>(Tensor<B> const& q);                      \
+    template void dequantize<B>(Tensor<B> const& q, Tensor<float> const& out);
+
+RAYO_INSTANTIATE_QUANT(q4_k)
+RAYO_INSTANTIATE_QUANT(q6_k)
+RAYO_INSTANTIATE_QUANT(q8_k)
+
+#undef RAYO_INSTANTIATE_QUANT
+
+}  // namespace rayo
