@@ -19,7 +19,8 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "cpu/kernel_table.hpp"
+#include "rayo/cpu/gemm_args.hpp"
+#include "rayo/cpu/half_conversion.hpp"
 
 namespace rayo::cpu::gemm {
 
@@ -77,36 +78,6 @@ template <class A> [[gnu::always_inline]] inline f32_batch<A> multiply_add(f32_b
     }
 }
 
-template <class A> inline float half_bits_to_f32(std::uint16_t h) noexcept {
-    std::uint32_t const sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-    std::uint32_t const exponent = (h >> 10) & 0x1fu;
-    std::uint32_t mantissa = h & 0x03ffu;
-    std::uint32_t bits;
-    if (exponent == 0x1fu) {
-        bits = sign | 0x7f800000u | (mantissa << 13);
-    } else if (exponent != 0) {
-        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
-    } else if (mantissa == 0) {
-        bits = sign;
-    } else {  // subnormal half: normalise into a float
-        std::uint32_t e = 113;
-        while ((mantissa & 0x0400u) == 0) {
-            mantissa <<= 1;
-            --e;
-        }
-        bits = sign | (e << 23) | ((mantissa & 0x03ffu) << 13);
-    }
-    float value;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
-}
-
-template <class A> inline float bf16_bits_to_f32(std::uint16_t b) noexcept {
-    std::uint32_t const bits = static_cast<std::uint32_t>(b) << 16;
-    float value;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
-}
 
 // Element `index` of an operand of type `type`, as f32.
 template <class A> [[gnu::always_inline]] inline float element(void const* base, GemmType type,

@@ -18,6 +18,8 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "rayo/cpu/half_conversion.hpp"
+
 #include "rayo/dtype.hpp"
 #include "rayo/quant.hpp"
 
@@ -34,33 +36,7 @@ template <class A> inline constexpr bool is_avx2 = std::is_base_of_v<xsimd::avx2
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-template <class A> [[gnu::always_inline]] inline float half_to_f32(half h) noexcept {
-    if constexpr (is_avx512<A> || is_avx2<A>) {
-        return _cvtsh_ss(h.bits);  // F16C
-    } else {
-        std::uint32_t const sign = static_cast<std::uint32_t>(h.bits & 0x8000u) << 16;
-        std::uint32_t const exponent = (h.bits >> 10) & 0x1fu;
-        std::uint32_t mantissa = h.bits & 0x03ffu;
-        std::uint32_t bits;
-        if (exponent == 0x1fu) {
-            bits = sign | 0x7f800000u | (mantissa << 13);
-        } else if (exponent != 0) {
-            bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
-        } else if (mantissa == 0) {
-            bits = sign;
-        } else {  // subnormal half: normalise into a float
-            std::uint32_t e = 113;
-            while ((mantissa & 0x0400u) == 0) {
-                mantissa <<= 1;
-                --e;
-            }
-            bits = sign | (e << 23) | ((mantissa & 0x03ffu) << 13);
-        }
-        float value;
-        std::memcpy(&value, &bits, sizeof value);
-        return value;
-    }
-}
+template <class A> [[gnu::always_inline]] inline float half_to_f32(half h) noexcept { return half_bits_to_f32<A>(h.bits); }
 
 // out[k] = s·q[k] (− m when WithMin) for the 16 signed bytes q: the reference's one product (and
 // one difference) per value.

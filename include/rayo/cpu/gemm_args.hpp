@@ -1,0 +1,26 @@
+// The description of one GEMM that the CPU packers, micro-kernels and driver share.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rayo::cpu {
+
+// Element types a GEMM operand may have in memory; packing converts them to f32.
+enum class GemmType : std::uint8_t { f32, f16, bf16 };
+
+// C[m, n] = A[m, k] · B[k, n] with A(i, p) = a[i·a_row + p·a_col] (likewise for B), so transposed
+// operands are strides, never copies. C is row-major with row stride ldc.
+struct GemmArgs {
+    std::size_t m = 0, n = 0, k = 0;
+    void const* a = nullptr;
+    GemmType a_type = GemmType::f32;
+    std::size_t a_row = 0, a_col = 1;
+    void const* b = nullptr;
+    GemmType b_type = GemmType::f32;
+    std::size_t b_row = 0, b_col = 1;
+    float* c = nullptr;
+    std::size_t ldc = 0;
+};
+
+}  // namespace rayo::cpu
