@@ -648,21 +648,5 @@ TEST(GgufMalformed, RandomCorruptionsParseOrFailCleanly) {
         }
     }
 }
-
-// ---- seed corpus for tests/fuzz/gguf_fuzz ----------------------------------------------------------------
-
-// With RAYO_GGUF_CORPUS_DIR set, writes the sample files there (scripts/fuzz-gguf uses the generator
-// in tests/fuzz, which writes the same files).
-TEST(Gguf, WritesTheFuzzCorpusWhenAsked) {
-    char const* dir = std::getenv("RAYO_GGUF_CORPUS_DIR");
-    if (!dir || !*dir) GTEST_SKIP() << "RAYO_GGUF_CORPUS_DIR is not set";
-    std::filesystem::create_directories(dir);
-    for (auto const& [name, bytes] : samples::corpus()) {
-        std::ofstream out(std::filesystem::path(dir) / name, std::ios::binary);
-        out.write(reinterpret_cast<char const*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-        ASSERT_TRUE(out.good()) << name;
-    }
-}
-
 }  // namespace
 }  // namespace rayo::test
