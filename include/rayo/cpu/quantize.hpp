@@ -19,6 +19,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "rayo/cpu/half_conversion.hpp"
+#include "rayo/cpu/simd_loop.hpp"
 
 #include "rayo/dtype.hpp"
 #include "rayo/quant.hpp"
@@ -177,41 +178,16 @@ template <class A> void dequantize_kernel(DType type, void const* blocks, float*
 // Largest |x| over the 256 values of a block; NaNs are skipped like the reference's `ax > amax`
 // (maxps returns its second operand when either is NaN, and the running max goes second).
 template <class A> [[gnu::always_inline]] inline float block_amax(float const* x) noexcept {
-    if constexpr (is_avx512<A>) {
-        __m512 m0 = _mm512_setzero_ps(), m1 = _mm512_setzero_ps();
-        for (std::size_t i = 0; i < 256; i += 32) {
-            m0 = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + i)), m0);
-            m1 = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + i + 16)), m1);
-        }
-        return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
-    } else if constexpr (is_avx2<A>) {
-        __m256 const sign = _mm256_set1_ps(-0.0f);
-        __m256 m0 = _mm256_setzero_ps(), m1 = _mm256_setzero_ps(), m2 = _mm256_setzero_ps(), m3 = _mm256_setzero_ps();
-        for (std::size_t i = 0; i < 256; i += 32) {
-            m0 = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), m0);
-            m1 = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i + 8)), m1);
-            m2 = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i + 16)), m2);
-            m3 = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i + 24)), m3);
-        }
-        __m256 const m8 = _mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3));
-        __m128 m = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
-        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
-        return _mm_cvtss_f32(m);
-    } else {
-        __m128 const sign = _mm_set1_ps(-0.0f);
-        __m128 m0 = _mm_setzero_ps(), m1 = _mm_setzero_ps(), m2 = _mm_setzero_ps(), m3 = _mm_setzero_ps();
-        for (std::size_t i = 0; i < 256; i += 16) {
-            m0 = _mm_max_ps(_mm_andnot_ps(sign, _mm_loadu_ps(x + i)), m0);
-            m1 = _mm_max_ps(_mm_andnot_ps(sign, _mm_loadu_ps(x + i + 4)), m1);
-            m2 = _mm_max_ps(_mm_andnot_ps(sign, _mm_loadu_ps(x + i + 8)), m2);
-            m3 = _mm_max_ps(_mm_andnot_ps(sign, _mm_loadu_ps(x + i + 12)), m3);
-        }
-        __m128 m = _mm_max_ps(_mm_max_ps(m0, m1), _mm_max_ps(m2, m3));
-        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
-        return _mm_cvtss_f32(m);
+    using B = xsimd::batch<float, A>;
+    constexpr std::size_t w = B::size;
+    B m0(0.0f), m1(0.0f), m2(0.0f), m3(0.0f);
+    for (std::size_t i = 0; i < 256; i += 4 * w) {
+        m0 = xsimd::max(xsimd::abs(B::load_unaligned(x + i)), m0);
+        m1 = xsimd::max(xsimd::abs(B::load_unaligned(x + i + w)), m1);
+        m2 = xsimd::max(xsimd::abs(B::load_unaligned(x + i + 2 * w)), m2);
+        m3 = xsimd::max(xsimd::abs(B::load_unaligned(x + i + 3 * w)), m3);
     }
+    return horizontal_max<A>(xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3)));
 }
 
 // The first value whose magnitude is `amax` (the reference keeps the first strictly larger one).
