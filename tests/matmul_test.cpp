@@ -106,6 +106,30 @@ TEST_P(Matmul, ThreadCountsGiveTheSameResult) {
     expect_gemm(three, as_double(av), as_double(bv), 200, 170, 300, false);
 }
 
+// K-quant weights: the reference is the float64 product with the dequantized weights, so the
+// only error is f32 accumulation. The last case spans two decode panels (8 MiB of f32 rows).
+template <class W>
+void run_quantized_linear_case(Dims d) {
+    auto const seed = fresh_seed();
+    SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + " seed " + std::to_string(seed));
+    auto const xv = random_floats(d.m * d.k, seed, -1.0f, 1.0f);
+    auto w = quantize<W>(Tensor<float>::from(random_floats(d.n * d.k, seed + 1, -1.0f, 1.0f), {d.n, d.k}));
+    auto const wv = dequantize(w).to_vector();
+    auto x = Tensor<float>::from(xv, {d.m, d.k});
+    expect_gemm(linear(x, w).to_vector(), as_double(xv), as_double(wv), d.m, d.n, d.k, true);
+    auto out = poisoned({d.m, d.n});
+    linear(x, w, out);
+    expect_gemm(out.to_vector(), as_double(xv), as_double(wv), d.m, d.n, d.k, true);
+}
+
+TEST_P(Matmul, LinearWithKQuantWeights) {
+    ArchScope scope(GetParam());
+    for (Dims d : {Dims{1, 7, 256}, Dims{5, 33, 512}, Dims{64, 300, 768}, Dims{3, 8200, 256}}) {
+        run_quantized_linear_case<q4_k>(d);
+        run_quantized_linear_case<q6_k>(d);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpu, Matmul, ::testing::ValuesIn(archs()), ArchParamName{});
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "rayo/quant.hpp"
 #include "rayo/tensor.hpp"
 
 namespace rayo {
@@ -110,10 +111,15 @@ template <FloatingElement T>
 FTensor matmul(Tensor<T> const& a, Tensor<T> const& b);
 template <FloatingElement T>
 void matmul(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out);
-// x[..., in] · w[out, in]ᵀ -> f32 [..., out]: the leading axes of x are batch axes.
-template <FloatingElement W>
+// Weight types of linear: f32, f16, bf16, and the GGUF K-quants q4_k and q6_k.
+template <class W>
+concept LinearWeight = FloatingElement<W> || std::same_as<W, q4_k> || std::same_as<W, q6_k>;
+
+// x[..., in] · w[out, in]ᵀ -> f32 [..., out]: the leading axes of x are batch axes. K-quant
+// weights are decoded exactly (as dequantize does) panel by panel and multiplied in f32.
+template <LinearWeight W>
 FTensor linear(FTensor const& x, Tensor<W> const& w);
-template <FloatingElement W>
+template <LinearWeight W>
 void linear(FTensor const& x, Tensor<W> const& w, FTensor const& out);
 
 // ---- normalisation over the last axis ------------------------------------------------------------

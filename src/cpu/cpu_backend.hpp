@@ -37,6 +37,10 @@ public:
                 detail::TensorView const& out) override;
     void quantize(detail::TensorView const& in, detail::TensorView const& out) override;
     void dequantize(detail::TensorView const& in, detail::TensorView const& out) override;
+
+private:
+    void linear_quantized(detail::MatmulShape shape, detail::TensorView const& x, detail::TensorView const& w,
+                          detail::TensorView const& out);
 };
 
 }  // namespace rayo::cpu

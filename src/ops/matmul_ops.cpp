@@ -64,7 +64,7 @@ FTensor matmul(Tensor<T> const& a, Tensor<T> const& b) {
     return out;
 }
 
-template <FloatingElement W>
+template <LinearWeight W>
 void linear(FTensor const& x, Tensor<W> const& w, FTensor const& out) {
     auto const [s, result] = linear_shape(x, w);
     detail::check_out("linear", out, result, x, false);
@@ -72,7 +72,7 @@ void linear(FTensor const& x, Tensor<W> const& w, FTensor const& out) {
     run_matmul("linear", s, x, w, out);
 }
 
-template <FloatingElement W>
+template <LinearWeight W>
 FTensor linear(FTensor const& x, Tensor<W> const& w) {
     auto const [s, result] = linear_shape(x, w);
     FTensor out = FTensor::empty(result, x.device());
@@ -92,5 +92,9 @@ template FTensor linear(FTensor const&, Tensor<bfloat16> const&);
 template void linear(FTensor const&, Tensor<float> const&, FTensor const&);
 template void linear(FTensor const&, Tensor<half> const&, FTensor const&);
 template void linear(FTensor const&, Tensor<bfloat16> const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<q4_k> const&);
+template FTensor linear(FTensor const&, Tensor<q6_k> const&);
+template void linear(FTensor const&, Tensor<q4_k> const&, FTensor const&);
+template void linear(FTensor const&, Tensor<q6_k> const&, FTensor const&);
 
 }  // namespace rayo
