@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
     rayo_bench::register_reductions();
     rayo_bench::register_softmax_norm();
     rayo_bench::register_matmul();
+    rayo_bench::register_quant();
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
 }

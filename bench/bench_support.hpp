@@ -126,5 +126,6 @@ void register_elementwise();
 void register_reductions();
 void register_softmax_norm();
 void register_matmul();
+void register_quant();
 
 }  // namespace rayo_bench

@@ -70,7 +70,7 @@ void register_all() {
 int main(int argc, char** argv) {
     if (!std::getenv("OPENBLAS_CORETYPE")) {
         auto const archs = rayo::available_cpu_archs();
-        bool const avx512 = !archs.empty() && archs.back() == rayo::CpuArch::avx512;
+        bool const avx512 = !archs.empty() && archs.back() >= rayo::CpuArch::avx512;
         bool const amd = rayo::Device::cpu().name().find("AMD") != std::string::npos;
         ::setenv("OPENBLAS_CORETYPE", avx512 ? "SkylakeX" : amd ? "Zen" : "Haswell", 1);
         ::execv("/proc/self/exe", argv);

@@ -6,7 +6,6 @@
 
 #include <rayo/quant.hpp>
 
-#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -421,31 +420,6 @@ TEST(QuantApi, LargeTensorMultiThreadedEqualsSingleThreaded) {
     check(q4_k{});
     check(q6_k{});
     check(q8_k{});
-}
-
-// Activations are quantized on every quantized linear call: report the per-thread rate.
-TEST(QuantApi, Q8KQuantizeThroughputPerThread) {
-    std::vector<float> const host = random_floats(256 * 4096, 3);
-    auto const x = Tensor<float>::from(std::span<float const>(host), Shape{256, 4096});
-    auto const q = Tensor<q8_k>::empty(Shape{256, 4096});
-    std::size_t const saved = num_threads();
-    set_num_threads(1);
-    for (CpuArch arch : archs()) {
-        ArchScope scope(arch);
-        quantize(x, q);  // warm up
-        double best = 1e30;
-        for (int rep = 0; rep < 5; ++rep) {
-            auto const t0 = std::chrono::steady_clock::now();
-            quantize(x, q);
-            best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        }
-        double const rate = double(host.size()) / best / 1e6;
-        std::cout << "[ quant    ] q8_k quantize on " << arch_id(arch) << ", 1 thread: " << rate << " M values/s\n";
-#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
-        EXPECT_GT(rate, 50.0);
-#endif
-    }
-    set_num_threads(saved);
 }
 
 }  // namespace

@@ -177,7 +177,14 @@ TEST(Settings, ArchAndThreads) {
         ArchScope scope(a);
         EXPECT_EQ(cpu_arch(), a);
     }
-    if (archs.back() != CpuArch::avx512) EXPECT_THROW(set_cpu_arch(CpuArch::avx512), Unsupported);
+    if (archs.back() < CpuArch::avx512) EXPECT_THROW(set_cpu_arch(CpuArch::avx512), Unsupported);
+    if (archs.back() < CpuArch::avx512_vnni) EXPECT_THROW(set_cpu_arch(CpuArch::avx512_vnni), Unsupported);
+    KQuantActivations const activations = kquant_activations();
+    EXPECT_EQ(activations, KQuantActivations::q8_k_residual);  // the default (CI sets no RAYO_KQUANT_ACTIVATIONS)
+    set_kquant_activations(KQuantActivations::q8_k);
+    EXPECT_EQ(kquant_activations(), KQuantActivations::q8_k);
+    EXPECT_EQ(to_string(KQuantActivations::q8_k), "q8_k");
+    set_kquant_activations(activations);
     std::size_t const saved = num_threads();
     set_num_threads(3);
     EXPECT_EQ(num_threads(), 3u);

@@ -12,15 +12,27 @@ namespace rayo {
 void set_num_threads(std::size_t threads);
 [[nodiscard]] std::size_t num_threads();
 
-// Instruction sets the CPU kernels are built for, in increasing order.
-enum class CpuArch { sse4_2, avx2, avx512 };
+// Instruction sets the CPU kernels are built for, in increasing order. avx512_vnni is avx512 plus
+// the int8 dot-product instructions (used by the K-quant kernels).
+enum class CpuArch { sse4_2, avx2, avx512, avx512_vnni };
 [[nodiscard]] std::string_view to_string(CpuArch arch) noexcept;
 // Those this machine runs (and the build contains), in increasing order.
 [[nodiscard]] std::vector<CpuArch> available_cpu_archs();
-// The arch in use: RAYO_CPU_ARCH (sse4.2 | avx2 | avx512) when set, else the best available.
+// The arch in use: RAYO_CPU_ARCH (sse4.2 | avx2 | avx512 | avx512-vnni) when set, else the best available.
 [[nodiscard]] CpuArch cpu_arch();
 // Forces an arch; throws rayo::Unsupported when this machine cannot run it.
 void set_cpu_arch(CpuArch arch);
+
+// How linear with q4_k / q6_k weights quantizes its activations on the CPU when it takes the
+// integer dot products (a few rows of x; larger batches multiply in f32 and are not affected):
+//   q8_k_residual  (default) x as a q8_k block plus a q8_k of what that leaves over: ~1e-5
+//                  relative error from the activations, about twice the multiply work of
+//   q8_k           one q8_k block per 256 values, exactly as ggml: ~0.5% relative error.
+// Default: q8_k_residual, or RAYO_KQUANT_ACTIVATIONS=q8_k|q8_k_residual.
+enum class KQuantActivations { q8_k, q8_k_residual };
+[[nodiscard]] std::string_view to_string(KQuantActivations mode) noexcept;
+void set_kquant_activations(KQuantActivations mode);
+[[nodiscard]] KQuantActivations kquant_activations();
 
 enum class LogLevel { debug, info, warn, error, off };
 // Messages at or above this level go to stderr. Default: warn, or RAYO_LOG.

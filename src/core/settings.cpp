@@ -41,11 +41,13 @@ PoolHolder& pool_holder() {
     return holder;
 }
 
+constexpr CpuArch all_archs[] = {CpuArch::sse4_2, CpuArch::avx2, CpuArch::avx512, CpuArch::avx512_vnni};
+
 bool arch_built(CpuArch arch) {
     switch (arch) {
         case CpuArch::sse4_2: return RAYO_HAS_CPU_SSE4_2;
         case CpuArch::avx2: return RAYO_HAS_CPU_AVX2;
-        case CpuArch::avx512: return RAYO_HAS_CPU_AVX512;
+        case CpuArch::avx512: case CpuArch::avx512_vnni: return RAYO_HAS_CPU_AVX512;
     }
     return false;
 }
@@ -56,6 +58,7 @@ bool arch_runs(CpuArch arch) {
         case CpuArch::sse4_2: return f.sse4_2;
         case CpuArch::avx2: return f.avx2_fma;
         case CpuArch::avx512: return f.avx512;
+        case CpuArch::avx512_vnni: return f.avx512_vnni;
     }
     return false;
 }
@@ -71,14 +74,14 @@ CpuArch initial_arch() {
     if (archs.empty()) throw Unsupported("this CPU runs none of the instruction sets rayo was built for (SSE4.2 at least)");
     if (char const* env = std::getenv("RAYO_CPU_ARCH"); env && *env) {
         std::string_view const want(env);
-        for (auto a : {CpuArch::sse4_2, CpuArch::avx2, CpuArch::avx512}) {
+        for (auto a : all_archs) {
             if (want != to_string(a)) continue;
             if (std::find(archs.begin(), archs.end(), a) == archs.end())
                 throw Unsupported("RAYO_CPU_ARCH=" + std::string(want) + " is not available on this machine; available: " +
                                   arch_list());
             return a;
         }
-        throw Error("RAYO_CPU_ARCH='" + std::string(want) + "' is not one of sse4.2, avx2, avx512");
+        throw Error("RAYO_CPU_ARCH='" + std::string(want) + "' is not one of sse4.2, avx2, avx512, avx512-vnni");
     }
     return archs.back();
 }
@@ -86,6 +89,20 @@ CpuArch initial_arch() {
 std::atomic<int>& arch_state() {
     static std::atomic<int> state{-1};
     return state;
+}
+
+KQuantActivations initial_kquant_activations() {
+    char const* env = std::getenv("RAYO_KQUANT_ACTIVATIONS");
+    if (!env || !*env) return KQuantActivations::q8_k_residual;
+    std::string_view const s(env);
+    if (s == "q8_k") return KQuantActivations::q8_k;
+    if (s == "q8_k_residual") return KQuantActivations::q8_k_residual;
+    throw Error("RAYO_KQUANT_ACTIVATIONS='" + std::string(s) + "' is not one of q8_k, q8_k_residual");
+}
+
+std::atomic<KQuantActivations>& kquant_activations_state() {
+    static std::atomic<KQuantActivations> mode{initial_kquant_activations()};
+    return mode;
 }
 
 LogLevel initial_log_level() {
@@ -119,13 +136,14 @@ std::string_view to_string(CpuArch arch) noexcept {
         case CpuArch::sse4_2: return "sse4.2";
         case CpuArch::avx2: return "avx2";
         case CpuArch::avx512: return "avx512";
+        case CpuArch::avx512_vnni: return "avx512-vnni";
     }
     return "?";
 }
 
 std::vector<CpuArch> available_cpu_archs() {
     std::vector<CpuArch> out;
-    for (auto a : {CpuArch::sse4_2, CpuArch::avx2, CpuArch::avx512})
+    for (auto a : all_archs)
         if (arch_built(a) && arch_runs(a)) out.push_back(a);
     return out;
 }
@@ -147,6 +165,12 @@ void set_cpu_arch(CpuArch arch) {
     arch_state().store(static_cast<int>(arch), std::memory_order_release);
 }
 
+std::string_view to_string(KQuantActivations mode) noexcept {
+    return mode == KQuantActivations::q8_k ? "q8_k" : "q8_k_residual";
+}
+void set_kquant_activations(KQuantActivations mode) { kquant_activations_state().store(mode); }
+KQuantActivations kquant_activations() { return kquant_activations_state().load(); }
+
 void set_log_level(LogLevel level) { log_state().store(level); }
 LogLevel log_level() { return log_state().load(); }
 
@@ -163,6 +187,7 @@ KernelTable const& kernels() {
     switch (cpu_arch()) {
 #if RAYO_HAS_CPU_AVX512
         case CpuArch::avx512: return avx512::kernel_table();
+        case CpuArch::avx512_vnni: return avx512::vnni_kernel_table();
 #endif
 #if RAYO_HAS_CPU_AVX2
         case CpuArch::avx2: return avx2::kernel_table();

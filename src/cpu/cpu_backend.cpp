@@ -248,34 +248,4 @@ void CpuBackend::matmul(detail::MatmulShape shape, TensorView const& a, TensorVi
     gemm(args, kernels());
 }
 
-void CpuBackend::linear_quantized(detail::MatmulShape shape, TensorView const& x, TensorView const& w,
-                                  TensorView const& out) {
-    if (!shape.b_transposed || x.dtype != DType::f32 || shape.k % quant_block_values != 0)
-        throw Unsupported("cpu: K-quant weights are taken by linear(x, w) with f32 x and rows of whole blocks");
-    // Panels of whole weight rows are decoded to f32 (exactly as dequantize does) and multiplied
-    // with the f32 GEMM; a panel of ~8 MiB keeps the extra memory bounded for any weight size.
-    std::size_t const panel_rows = std::clamp<std::size_t>((std::size_t{8} << 20) / (shape.k * sizeof(float)), 1, shape.n);
-    std::vector<float> panel(panel_rows * shape.k);
-    std::size_t const row_bytes = bytes_for(w.dtype, shape.k);
-    for (std::size_t j0 = 0; j0 < shape.n; j0 += panel_rows) {
-        std::size_t const rows = std::min(panel_rows, shape.n - j0);
-        TensorView const src{w.buffer, w.offset + j0 * row_bytes, rows * shape.k, w.dtype};
-        TensorView const dst{reinterpret_cast<std::uintptr_t>(panel.data()), 0, rows * shape.k, DType::f32};
-        dequantize(src, dst);
-        GemmArgs args;
-        args.m = shape.m;
-        args.n = rows;
-        args.k = shape.k;
-        args.a = ptr<float const>(x);
-        args.a_row = shape.k;
-        args.a_col = 1;
-        args.b = panel.data();
-        args.b_row = 1;  // B(p, j) = panel[j·k + p]
-        args.b_col = shape.k;
-        args.c = ptr<float>(out) + j0;
-        args.ldc = shape.n;
-        gemm(args, kernels());
-    }
-}
-
 }  // namespace rayo::cpu

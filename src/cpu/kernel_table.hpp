@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "rayo/cpu/gemm_args.hpp"
+#include "rayo/cpu/quant_activation.hpp"
 #include "rayo/detail/op_codes.hpp"
 #include "rayo/dtype.hpp"
 #include "rayo/quant.hpp"
@@ -73,13 +74,23 @@ struct KernelTable {
     // `blocks` blocks of 256 floats -> q8_k, and blocks of `type` (q4_k, q6_k, q8_k) -> floats.
     void (*quantize_q8_k)(float const* in, q8_k* out, std::size_t blocks);
     void (*dequantize)(DType type, void const* in, float* out, std::size_t blocks);
+    // Activations of the quantized dot products (include/rayo/cpu/quant_dot.hpp): `blocks` blocks
+    // of 256 floats -> `blocks` QuantActivation, with the residual q8_k or without.
+    void (*quantize_activations)(float const* in, QuantActivation* out, std::size_t blocks, bool residual);
+    // y[r] = weight row r · x for `rows` rows of `type` (q4_k or q6_k), `row_bytes` apart, each
+    // `blocks` blocks long.
+    void (*quant_gemv)(DType type, void const* w, std::size_t row_bytes, std::size_t rows, QuantActivation const* x,
+                       std::size_t blocks, float* y, bool residual);
 };
 
 // One per ISA, each in its own namespace and TU (kernels_<isa>.cpp); only those the build
 // contains are linked.
 namespace sse4_2 { KernelTable const& kernel_table(); }
 namespace avx2 { KernelTable const& kernel_table(); }
-namespace avx512 { KernelTable const& kernel_table(); }
+namespace avx512 {
+KernelTable const& kernel_table();
+KernelTable const& vnni_kernel_table();  // the same kernels, with the VNNI K-quant dot products
+}
 
 // The table of the arch in use (rayo::cpu_arch()).
 KernelTable const& kernels();

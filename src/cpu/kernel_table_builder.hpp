@@ -6,6 +6,7 @@
 #include "rayo/cpu/elementwise.hpp"
 #include "rayo/cpu/gemm.hpp"
 #include "rayo/cpu/normalization.hpp"
+#include "rayo/cpu/quant_dot.hpp"
 #include "rayo/cpu/quantize.hpp"
 #include "rayo/cpu/reduction.hpp"
 #include "rayo/cpu/softmax.hpp"
@@ -27,7 +28,7 @@ ReduceResult reduce_kernel(detail::ReduceOp op, float const* in, std::size_t n) 
     return {};
 }
 
-template <class A>
+template <class A, bool Vnni = false>
 constexpr KernelTable make_kernel_table(CpuArch arch) {
     return KernelTable{
         .arch = arch,
@@ -48,6 +49,8 @@ constexpr KernelTable make_kernel_table(CpuArch arch) {
         .gemm_micro_direct_a = &gemm::micro_direct_a<A>,
         .quantize_q8_k = &kquant::quantize_q8_k_kernel<A>,
         .dequantize = &kquant::dequantize_kernel<A>,
+        .quantize_activations = &kquant::quantize_activations_kernel<A>,
+        .quant_gemv = &kquant::quant_gemv_kernel<A, Vnni>,
     };
 }
 

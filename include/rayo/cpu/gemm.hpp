@@ -21,6 +21,8 @@
 
 #include "rayo/cpu/gemm_args.hpp"
 #include "rayo/cpu/half_conversion.hpp"
+#include "rayo/cpu/quantize.hpp"
+#include "rayo/cpu/simd_loop.hpp"
 
 namespace rayo::cpu::gemm {
 
@@ -51,21 +53,7 @@ template <class A> [[gnu::always_inline]] inline std::size_t smaller(std::size_t
     return x < y ? x : y;
 }
 
-// A compile-time index; templated on A (not std::integral_constant) so that even an unoptimised
-// build's out-of-line conversion operator is a distinct symbol per ISA.
-template <class A, std::size_t I> struct Index {
-    [[gnu::always_inline]] constexpr operator std::size_t() const noexcept { return I; }  // NOLINT: implicit
-};
-
-// Calls f(Index<I>) for I in [0, N): a guaranteed unroll, so accumulators stay named registers
-// instead of an array the compiler might leave in memory.
-template <class A, class F, std::size_t... I>
-[[gnu::always_inline]] inline void unrolled_over(F& f, std::index_sequence<I...>) {
-    (f(Index<A, I>{}), ...);
-}
-template <class A, std::size_t N, class F> [[gnu::always_inline]] inline void unrolled(F&& f) {
-    unrolled_over<A>(f, std::make_index_sequence<N>{});
-}
+using rayo::cpu::unrolled;
 
 template <class A> [[gnu::always_inline]] inline f32_batch<A> multiply_add(f32_batch<A> x, f32_batch<A> y,
                                                                             f32_batch<A> z) noexcept {
@@ -86,6 +74,7 @@ template <class A> [[gnu::always_inline]] inline float element(void const* base,
         case GemmType::f32: return static_cast<float const*>(base)[index];
         case GemmType::f16: return half_bits_to_f32<A>(static_cast<std::uint16_t const*>(base)[index]);
         case GemmType::bf16: return bf16_bits_to_f32<A>(static_cast<std::uint16_t const*>(base)[index]);
+        case GemmType::q4_k: case GemmType::q6_k: break;  // packed by pack_b_quantized
     }
     return 0.0f;
 }
@@ -152,6 +141,7 @@ template <class A> [[gnu::always_inline]] inline void convert_run(void const* ba
             for (; i < count; ++i) dst[i] = bf16_bits_to_f32<A>(src[i]);
             return;
         }
+        case GemmType::q4_k: case GemmType::q6_k: return;  // packed by pack_b_quantized
     }
 }
 
@@ -196,6 +186,7 @@ inline std::size_t pack_transposed_avx2(void const* base, GemmType type, std::si
                     case GemmType::f32: v[l] = _mm256_loadu_ps(static_cast<float const*>(base) + index); break;
                     case GemmType::f16: v[l] = load_f16<A>(static_cast<std::uint16_t const*>(base) + index); break;
                     case GemmType::bf16: v[l] = load_bf16<A>(static_cast<std::uint16_t const*>(base) + index); break;
+                    case GemmType::q4_k: case GemmType::q6_k: break;  // packed by pack_b_quantized
                 }
             }
             transpose_8x8<A>(v);
@@ -306,10 +297,40 @@ void pack_a(GemmArgs const& args, std::size_t i0, std::size_t mc, std::size_t p0
     }
 }
 
+// pack_b for K-quant weight rows: each 256-value block of the panel's rows is decoded (exactly as
+// dequantize does) into an L1 tile, which is then packed like a transposed f32 B. The decoded
+// panel is reused by every row block of A, so decoding costs O(n·k), not O(m·n·k).
+template <class A>
+void pack_b_quantized(GemmArgs const& args, std::size_t p0, std::size_t kc, std::size_t j0, std::size_t nc,
+                      float* packed) {
+    constexpr std::size_t panel_cols = nr<A>;
+    constexpr std::size_t block = quant_block_values;
+    bool const q4 = args.b_type == GemmType::q4_k;
+    DType const type = q4 ? DType::q4_k : DType::q6_k;
+    std::size_t const block_bytes = q4 ? sizeof(q4_k) : sizeof(q6_k);
+    alignas(64) float tile[panel_cols * block];
+    auto const* rows = static_cast<unsigned char const*>(args.b);
+    for (std::size_t j = 0; j < nc; j += panel_cols) {
+        std::size_t const lines = detail::smaller<A>(panel_cols, nc - j);
+        for (std::size_t d0 = 0; d0 < kc; d0 += block) {
+            std::size_t const first_block = (p0 + d0) / block;
+            for (std::size_t l = 0; l < lines; ++l)
+                kquant::dequantize_kernel<A>(type, rows + (j0 + j + l) * args.b_col + first_block * block_bytes,
+                                             tile + l * block, 1);
+            detail::pack_panel<A, panel_cols>(tile, GemmType::f32, block, 1, 0, lines, 0, block,
+                                              packed + j * kc + d0 * panel_cols);
+        }
+    }
+}
+
 // Packs depth [p0, p0+kc) x columns [j0, j0+nc) of B into nr-column panels, panel q at packed + q·nr·kc.
 template <class A>
 void pack_b(GemmArgs const& args, std::size_t p0, std::size_t kc, std::size_t j0, std::size_t nc, float* packed) {
     constexpr std::size_t panel_cols = nr<A>;
+    if (is_quantized(args.b_type)) {
+        pack_b_quantized<A>(args, p0, kc, j0, nc, packed);
+        return;
+    }
     for (std::size_t j = 0; j < nc; j += panel_cols) {
         detail::pack_panel<A, panel_cols>(args.b, args.b_type, args.b_col, args.b_row, j0 + j,
                                           detail::smaller<A>(panel_cols, nc - j), p0, kc, packed + j * kc);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include <immintrin.h>
 
@@ -19,6 +20,22 @@ namespace rayo::cpu {
 
 template <class A>
 using fbatch = xsimd::batch<float, A>;
+
+// A compile-time index; templated on A (not std::integral_constant) so that even an unoptimised
+// build's out-of-line conversion operator is a distinct symbol per ISA.
+template <class A, std::size_t I> struct Index {
+    [[gnu::always_inline]] constexpr operator std::size_t() const noexcept { return I; }  // NOLINT: implicit
+};
+
+// Calls f(Index<I>) for I in [0, N): a guaranteed unroll, so accumulators stay named registers
+// instead of an array the compiler might leave in memory.
+template <class A, class F, std::size_t... I>
+[[gnu::always_inline]] inline void unrolled_over(F& f, std::index_sequence<I...>) {
+    (f(Index<A, I>{}), ...);
+}
+template <class A, std::size_t N, class F> [[gnu::always_inline]] inline void unrolled(F&& f) {
+    unrolled_over<A>(f, std::make_index_sequence<N>{});
+}
 
 // Loads the first `count` (< B::size) floats at p, the other lanes set to `pad`.
 template <class A>

@@ -1,0 +1,412 @@
+// Integer dot products of K-quant weight rows (q4_k, q6_k) with q8_k activations: the decode path
+// of quantized linear. Weights stay in their 4/6-bit form; each 32 values cost one byte
+// multiply-add (maddubs: u8 weight x s8 activation) and one scale multiply-add (pmaddwd), or on
+// AVX-512 VNNI one dpbusd and a float scale. The min / offset terms never touch the values: they
+// come from the activations' per-16 sums (q8_k::bsums).
+//
+// Activations are two q8_k blocks per 256 values (QuantActivation): twice the multiply work of
+// one, no extra weight traffic, and ~1e-5 instead of ~5e-3 relative error from quantizing x.
+//
+// Compiled in TUs with different ISA flags (see src/cpu/kernel_table.hpp): templates on the xsimd
+// arch A, raw pointers only.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <xsimd/xsimd.hpp>
+
+#include "rayo/cpu/quant_activation.hpp"
+#include "rayo/cpu/quantize.hpp"
+#include "rayo/dtype.hpp"
+#include "rayo/quant.hpp"
+
+namespace rayo::cpu::kquant {
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+// ---- activations ------------------------------------------------------------------------------
+
+// `count` blocks of 256 floats -> `count` QuantActivation; without `residual` only `main` (and
+// the sums from it alone).
+template <class A> void quantize_activations_kernel(float const* x, QuantActivation* out, std::size_t count,
+                                                    bool residual) noexcept {
+    using B = xsimd::batch<float, A>;
+    alignas(64) float part[quant_block_values];
+    for (std::size_t b = 0; b < count; ++b, x += quant_block_values) {
+        QuantActivation& act = out[b];
+        quantize_q8_k_kernel<A>(x, &act.main, 1);
+        for (std::size_t g = 0; g < 16; ++g) act.sums16[g] = act.main.d * static_cast<float>(act.main.bsums[g]);
+        if (residual) {
+            dequantize_q8_k_blocks<A>(&act.main, part, 1);
+            for (std::size_t i = 0; i < quant_block_values; i += B::size)
+                (B::load_unaligned(x + i) - B::load_aligned(part + i)).store_aligned(part + i);
+            quantize_q8_k_kernel<A>(part, &act.residual, 1);
+            for (std::size_t g = 0; g < 16; ++g) act.sums16[g] += act.residual.d * static_cast<float>(act.residual.bsums[g]);
+        }
+        for (std::size_t g = 0; g < 8; ++g) act.sums32[g] = act.sums16[2 * g] + act.sums16[2 * g + 1];
+    }
+}
+
+// ---- 32 bytes at a time: one ymm, or two xmm on SSE4.2 -----------------------------------------
+
+template <class A> inline constexpr bool has_ymm = is_avx2<A> || is_avx512<A>;
+
+template <class A> struct Bytes32;
+template <class A> requires has_ymm<A> struct Bytes32<A> { __m256i v; };
+template <class A> requires(!has_ymm<A>) struct Bytes32<A> { __m128i lo, hi; };
+
+template <class A> [[gnu::always_inline]] inline Bytes32<A> load32(void const* p) noexcept {
+    auto const* q = static_cast<std::uint8_t const*>(p);
+    if constexpr (has_ymm<A>) return {_mm256_loadu_si256(reinterpret_cast<__m256i const*>(q))};
+    else return {load16<A>(q), load16<A>(q + 16)};
+}
+
+template <class A> [[gnu::always_inline]] inline Bytes32<A> zero32() noexcept {
+    if constexpr (has_ymm<A>) return {_mm256_setzero_si256()};
+    else return {_mm_setzero_si128(), _mm_setzero_si128()};
+}
+
+template <class A> [[gnu::always_inline]] inline Bytes32<A> splat8(char c) noexcept {
+    if constexpr (has_ymm<A>) return {_mm256_set1_epi8(c)};
+    else return {_mm_set1_epi8(c), _mm_set1_epi8(c)};
+}
+
+template <class A> [[gnu::always_inline]] inline Bytes32<A> and32(Bytes32<A> a, Bytes32<A> b) noexcept {
+    if constexpr (has_ymm<A>) return {_mm256_and_si256(a.v, b.v)};
+    else return {_mm_and_si128(a.lo, b.lo), _mm_and_si128(a.hi, b.hi)};
+}
+
+template <class A> [[gnu::always_inline]] inline Bytes32<A> or32(Bytes32<A> a, Bytes32<A> b) noexcept {
+    if constexpr (has_ymm<A>) return {_mm256_or_si256(a.v, b.v)};
+    else return {_mm_or_si128(a.lo, b.lo), _mm_or_si128(a.hi, b.hi)};
+}
+
+// Shifts of 16-bit lanes; callers mask so that no bits cross between bytes.
+template <int N, class A> [[gnu::always_inline]] inline Bytes32<A> shift_right16(Bytes32<A> a) noexcept {
+    if constexpr (has_ymm<A>) return {_mm256_srli_epi16(a.v, N)};
+    else return {_mm_srli_epi16(a.lo, N), _mm_srli_epi16(a.hi, N)};
+}
+template <int N, class A> [[gnu::always_inline]] inline Bytes32<A> shift_left16(Bytes32<A> a) noexcept {
+    if constexpr (has_ymm<A>) return {_mm256_slli_epi16(a.v, N)};
+    else return {_mm_slli_epi16(a.lo, N), _mm_slli_epi16(a.hi, N)};
+}
+
+template <class A> [[gnu::always_inline]] inline Bytes32<A> add32(Bytes32<A> a, Bytes32<A> b) noexcept {
+    if constexpr (has_ymm<A>) return {_mm256_add_epi32(a.v, b.v)};
+    else return {_mm_add_epi32(a.lo, b.lo), _mm_add_epi32(a.hi, b.hi)};
+}
+
+// Eight int16 scales, in both 128-bit halves on AVX2.
+template <class A> [[gnu::always_inline]] inline Bytes32<A> splat_scales(__m128i scales16) noexcept {
+    if constexpr (has_ymm<A>) return {_mm256_broadcastsi128_si256(scales16)};
+    else return {scales16, scales16};
+}
+
+// Byte-shuffle controls for pmaddwd's scale operand: control[2·lo + ...] copies int16 lane `lo`
+// of eight into every lane of the low 128 bits and lane `hi` into the high. Entries (j, j) for
+// q4_k's sub-blocks of 32, (2i, 2i+1) for q6_k's pairs of sub-blocks of 16. Loaded at run time
+// (the loops that use them are unrolled by two only), so each costs one memory operand.
+struct alignas(32) ScaleShuffle {
+    std::uint8_t bytes[32];
+};
+struct ScaleShuffles {
+    ScaleShuffle same[8];   // (j, j)
+    ScaleShuffle pairs[4];  // (2i, 2i+1)
+};
+constexpr ScaleShuffles make_scale_shuffles() {
+    ScaleShuffles t{};
+    for (int j = 0; j < 8; ++j)
+        for (int k = 0; k < 32; ++k) t.same[j].bytes[k] = static_cast<std::uint8_t>(2 * j + (k & 1));
+    for (int i = 0; i < 4; ++i)
+        for (int k = 0; k < 32; ++k) t.pairs[i].bytes[k] = static_cast<std::uint8_t>(2 * (2 * i + k / 16) + (k & 1));
+    return t;
+}
+alignas(64) inline constexpr ScaleShuffles scale_shuffles = make_scale_shuffles();
+
+template <class A> [[gnu::always_inline]] inline Bytes32<A> pick_scales(Bytes32<A> scales, ScaleShuffle const& control) noexcept {
+    if constexpr (has_ymm<A>) {
+        return {_mm256_shuffle_epi8(scales.v, _mm256_load_si256(reinterpret_cast<__m256i const*>(control.bytes)))};
+    } else {
+        return {_mm_shuffle_epi8(scales.lo, _mm_load_si128(reinterpret_cast<__m128i const*>(control.bytes))),
+                _mm_shuffle_epi8(scales.hi, _mm_load_si128(reinterpret_cast<__m128i const*>(control.bytes + 16)))};
+    }
+}
+
+// int32 lanes of Σ_4 u·s times the int16 scale of their half (maddubs: u8 x s8 -> adjacent pairs
+// in int16, exact for u < 64; pmaddwd: x scale, pairs -> int32).
+template <class A> [[gnu::always_inline]] inline Bytes32<A> dot_scaled(Bytes32<A> u, Bytes32<A> s, Bytes32<A> scale) noexcept {
+    if constexpr (has_ymm<A>) {
+        return {_mm256_madd_epi16(_mm256_maddubs_epi16(u.v, s.v), scale.v)};
+    } else {
+        return {_mm_madd_epi16(_mm_maddubs_epi16(u.lo, s.lo), scale.lo),
+                _mm_madd_epi16(_mm_maddubs_epi16(u.hi, s.hi), scale.hi)};
+    }
+}
+
+// f32 accumulators: eight lanes (a ymm) where the ISA has them, else four.
+template <class A> struct FloatAcc;
+template <class A> requires has_ymm<A> struct FloatAcc<A> { __m256 v = _mm256_setzero_ps(); };
+template <class A> requires(!has_ymm<A>) struct FloatAcc<A> { __m128 v = _mm_setzero_ps(); };
+
+// acc += (f32)int32 lanes · scale
+template <class A> [[gnu::always_inline]] inline void accumulate(FloatAcc<A>& acc, Bytes32<A> lanes, float scale) noexcept {
+    if constexpr (has_ymm<A>) {
+        acc.v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes.v), _mm256_set1_ps(scale), acc.v);
+    } else {
+        __m128 const sum = _mm_cvtepi32_ps(_mm_add_epi32(lanes.lo, lanes.hi));
+        acc.v = _mm_add_ps(acc.v, _mm_mul_ps(sum, _mm_set1_ps(scale)));
+    }
+}
+
+// acc += scale · (f32)values[0..8) ⊙ sums[0..8): the weights' min / offset terms.
+template <class A> [[gnu::always_inline]] inline void accumulate_sums8(FloatAcc<A>& acc, __m128i values32_lo,
+                                                                       __m128i values32_hi, float const* sums,
+                                                                       float scale) noexcept {
+    if constexpr (has_ymm<A>) {
+        __m256 const v = _mm256_cvtepi32_ps(_mm256_set_m128i(values32_hi, values32_lo));
+        acc.v = _mm256_fmadd_ps(_mm256_mul_ps(v, _mm256_set1_ps(scale)), _mm256_loadu_ps(sums), acc.v);
+    } else {
+        __m128 const s = _mm_set1_ps(scale);
+        acc.v = _mm_add_ps(acc.v, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(values32_lo), s), _mm_loadu_ps(sums)));
+        acc.v = _mm_add_ps(acc.v, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(values32_hi), s), _mm_loadu_ps(sums + 4)));
+    }
+}
+
+template <class A> [[gnu::always_inline]] inline float total(FloatAcc<A> acc) noexcept {
+    __m128 v;
+    if constexpr (has_ymm<A>) v = _mm_add_ps(_mm256_castps256_ps128(acc.v), _mm256_extractf128_ps(acc.v, 1));
+    else v = acc.v;
+    v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+    v = _mm_add_ss(v, _mm_shuffle_ps(v, v, 0x55));
+    return _mm_cvtss_f32(v);
+}
+
+// ---- q4_k ---------------------------------------------------------------------------------------
+
+// The 12 packed bytes as [sc0..sc7, m0..m7] (6-bit scales and mins of the eight sub-blocks).
+template <class A> [[gnu::always_inline]] inline void unpack_q4_k_scales(std::uint8_t const* packed,
+                                                                         std::uint8_t* out) noexcept {
+    constexpr std::uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    std::uint32_t w[3];
+    std::memcpy(w, packed, 12);
+    // w[0]: sc0..3 (low 6 bits) + high bits of sc4..7; w[1]: m0..3 + high bits of m4..7;
+    // w[2]: low nibbles sc4..7, high nibbles m4..7.
+    std::uint32_t const u[4] = {w[0] & low6, (w[2] & low4) | (((w[0] >> 6) & low2) << 4), w[1] & low6,
+                                ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4)};
+    std::memcpy(out, u, 16);
+}
+
+// Σ over `blocks` blocks of one q4_k row · x: value = d·sc[j]·q − dmin·m[j] over sub-blocks j of 32.
+template <class A, bool Residual> float dot_q4_k(q4_k const* w, QuantActivation const* x, std::size_t blocks) noexcept {
+    Bytes32<A> const low4 = splat8<A>(0x0F);
+    // Separate accumulators: one fused multiply-add each per block keeps the loop-carried
+    // latency short, so consecutive blocks overlap.
+    FloatAcc<A> acc, acc_residual, acc_min;
+    for (std::size_t b = 0; b < blocks; ++b) {
+        q4_k const& blk = w[b];
+        QuantActivation const& act = x[b];
+        alignas(16) std::uint8_t sm[16];
+        unpack_q4_k_scales<A>(blk.scales.data(), sm);
+        __m128i const sm8 = load16<A>(sm);
+        Bytes32<A> const scales = splat_scales<A>(_mm_cvtepu8_epi16(sm8));
+        Bytes32<A> sum1 = zero32<A>(), sum2 = zero32<A>();
+        // Unrolled by two only: fully unrolled, GCC rebuilds every shuffle control from
+        // immediates and spills the accumulators.
+#pragma GCC unroll 2
+        for (std::size_t c = 0; c < 4; ++c) {
+            Bytes32<A> const q = load32<A>(blk.qs.data() + 32 * c);
+            Bytes32<A> const lo = and32<A>(q, low4), hi = and32<A>(shift_right16<4>(q), low4);
+            Bytes32<A> const s_lo = pick_scales<A>(scales, scale_shuffles.same[2 * c]);
+            Bytes32<A> const s_hi = pick_scales<A>(scales, scale_shuffles.same[2 * c + 1]);
+            std::int8_t const* x1 = act.main.qs.data() + 64 * c;
+            std::int8_t const* x2 = act.residual.qs.data() + 64 * c;
+            sum1 = add32<A>(sum1, add32<A>(dot_scaled<A>(lo, load32<A>(x1), s_lo), dot_scaled<A>(hi, load32<A>(x1 + 32), s_hi)));
+            if constexpr (Residual)
+                sum2 = add32<A>(sum2, add32<A>(dot_scaled<A>(lo, load32<A>(x2), s_lo), dot_scaled<A>(hi, load32<A>(x2 + 32), s_hi)));
+        }
+        float const d = half_to_f32<A>(blk.d), dmin = half_to_f32<A>(blk.dmin);
+        accumulate<A>(acc, sum1, d * act.main.d);
+        if constexpr (Residual) accumulate<A>(acc_residual, sum2, d * act.residual.d);
+        __m128i const mins = _mm_srli_si128(sm8, 8);
+        accumulate_sums8<A>(acc_min, _mm_cvtepu8_epi32(mins), _mm_cvtepu8_epi32(_mm_srli_si128(mins, 4)), act.sums32.data(), -dmin);
+    }
+    return total<A>(acc) + total<A>(acc_residual) + total<A>(acc_min);
+}
+
+// ---- q6_k ---------------------------------------------------------------------------------------
+
+// The 6-bit quants (stored as q + 32, 0..63) of values [128h + 32i, +32) for i = 0..3.
+template <class A> struct Q6Quarter {
+    Bytes32<A> q[4];
+};
+template <class A> [[gnu::always_inline]] inline Q6Quarter<A> unpack_q6_k_half(q6_k const& blk, std::size_t h) noexcept {
+    Bytes32<A> const low4 = splat8<A>(0x0F), bits45 = splat8<A>(0x30);
+    Bytes32<A> const a = load32<A>(blk.ql.data() + 64 * h), c = load32<A>(blk.ql.data() + 64 * h + 32);
+    Bytes32<A> const hb = load32<A>(blk.qh.data() + 32 * h);
+    return {{or32<A>(and32<A>(a, low4), and32<A>(shift_left16<4>(hb), bits45)),
+             or32<A>(and32<A>(c, low4), and32<A>(shift_left16<2>(hb), bits45)),
+             or32<A>(and32<A>(shift_right16<4>(a), low4), and32<A>(hb, bits45)),
+             or32<A>(and32<A>(shift_right16<4>(c), low4), and32<A>(shift_right16<2>(hb), bits45))}};
+}
+
+// The offset term −32·d·Σ_s sc[s]·sums16[s] of one block.
+template <class A> [[gnu::always_inline]] inline void q6_k_offset(FloatAcc<A>& acc, __m128i scales8,
+                                                                 QuantActivation const& act, float d) noexcept {
+    accumulate_sums8<A>(acc, _mm_cvtepi8_epi32(scales8), _mm_cvtepi8_epi32(_mm_srli_si128(scales8, 4)),
+                        act.sums16.data(), -32.0f * d);
+    __m128i const upper = _mm_srli_si128(scales8, 8);
+    accumulate_sums8<A>(acc, _mm_cvtepi8_epi32(upper), _mm_cvtepi8_epi32(_mm_srli_si128(upper, 4)),
+                        act.sums16.data() + 8, -32.0f * d);
+}
+
+// Σ over `blocks` blocks of one q6_k row · x: value = d·sc[s]·(q − 32) over sub-blocks s of 16.
+template <class A, bool Residual> float dot_q6_k(q6_k const* w, QuantActivation const* x, std::size_t blocks) noexcept {
+    FloatAcc<A> acc, acc_residual, acc_offset;  // see dot_q4_k
+    for (std::size_t b = 0; b < blocks; ++b) {
+        q6_k const& blk = w[b];
+        QuantActivation const& act = x[b];
+        __m128i const scales8 = load16<A>(blk.scales.data());
+        Bytes32<A> sum1 = zero32<A>(), sum2 = zero32<A>();
+#pragma GCC unroll 2
+        for (std::size_t h = 0; h < 2; ++h) {
+            Q6Quarter<A> const q = unpack_q6_k_half<A>(blk, h);
+            Bytes32<A> const half_scales = splat_scales<A>(_mm_cvtepi8_epi16(h == 0 ? scales8 : _mm_srli_si128(scales8, 8)));
+#pragma GCC unroll 2
+            for (std::size_t i = 0; i < 4; ++i) {
+                Bytes32<A> const s = pick_scales<A>(half_scales, scale_shuffles.pairs[i]);
+                std::size_t const at = 128 * h + 32 * i;
+                sum1 = add32<A>(sum1, dot_scaled<A>(q.q[i], load32<A>(act.main.qs.data() + at), s));
+                if constexpr (Residual)
+                    sum2 = add32<A>(sum2, dot_scaled<A>(q.q[i], load32<A>(act.residual.qs.data() + at), s));
+            }
+        }
+        float const d = half_to_f32<A>(blk.d);
+        accumulate<A>(acc, sum1, d * act.main.d);
+        if constexpr (Residual) accumulate<A>(acc_residual, sum2, d * act.residual.d);
+        q6_k_offset<A>(acc_offset, scales8, act, d);
+    }
+    return total<A>(acc) + total<A>(acc_residual) + total<A>(acc_offset);
+}
+
+// ---- AVX-512 VNNI: 64 values per dpbusd, scales applied in f32 --------------------------------
+
+// The VNNI functions carry their extension as a function attribute: the AVX-512 TU itself is
+// built for CPUs without it, and these run only where cpuid reports it. (Plain loops here: a
+// lambda would not inherit the attribute.)
+
+// acc += (f32)dots · scales[index] over 16 lanes.
+template <class A> [[gnu::always_inline]] inline __m512 scaled_dots(__m512 acc, __m512i dots, __m512 scales,
+                                                                   __m512i index) noexcept {
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(index, scales), acc);
+}
+
+template <class A, bool Residual> [[gnu::target("avx512vnni")]] float dot_q4_k_vnni(q4_k const* w, QuantActivation const* x,
+                                                                      std::size_t blocks) noexcept {
+    __m256i const low4 = _mm256_set1_epi8(0x0F);
+    __m512 acc = _mm512_setzero_ps();
+    FloatAcc<A> acc_min;
+    for (std::size_t b = 0; b < blocks; ++b) {
+        q4_k const& blk = w[b];
+        QuantActivation const& act = x[b];
+        alignas(16) std::uint8_t sm[16];
+        unpack_q4_k_scales<A>(blk.scales.data(), sm);
+        __m128i const sm8 = load16<A>(sm);
+        float const d = half_to_f32<A>(blk.d), dmin = half_to_f32<A>(blk.dmin);
+        __m512 const sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sm8));
+        __m512 const sc1 = _mm512_mul_ps(sc, _mm512_set1_ps(d * act.main.d));
+        __m512 const sc2 = _mm512_mul_ps(sc, _mm512_set1_ps(d * act.residual.d));
+        for (std::size_t c = 0; c < 4; ++c) {
+            __m256i const q = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(blk.qs.data() + 32 * c));
+            // Low nibbles are sub-block 2c (values 64c..+31), high nibbles 2c+1: in value order.
+            __m512i const wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(q, low4)),
+                                                  _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), 1);
+            __m512i const index = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(static_cast<int>(2 * c))),
+                                                     _mm256_set1_epi32(static_cast<int>(2 * c + 1)), 1);
+            __m512i const d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(act.main.qs.data() + 64 * c));
+            acc = scaled_dots<A>(acc, d1, sc1, index);
+            if constexpr (Residual) {
+                __m512i const d2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(act.residual.qs.data() + 64 * c));
+                acc = scaled_dots<A>(acc, d2, sc2, index);
+            }
+        }
+        __m128i const mins = _mm_srli_si128(sm8, 8);
+        accumulate_sums8<A>(acc_min, _mm_cvtepu8_epi32(mins), _mm_cvtepu8_epi32(_mm_srli_si128(mins, 4)), act.sums32.data(), -dmin);
+    }
+    return _mm512_reduce_add_ps(acc) + total<A>(acc_min);
+}
+
+template <class A, bool Residual> [[gnu::target("avx512vnni")]] float dot_q6_k_vnni(q6_k const* w, QuantActivation const* x,
+                                                                      std::size_t blocks) noexcept {
+    __m512 acc = _mm512_setzero_ps();
+    FloatAcc<A> acc_offset;
+    // Lane l of a dpbusd over 64 values holds values 4l..4l+3: sub-block (of 16) l / 4.
+    __m512i const quarter = _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2);
+    for (std::size_t b = 0; b < blocks; ++b) {
+        q6_k const& blk = w[b];
+        QuantActivation const& act = x[b];
+        float const d = half_to_f32<A>(blk.d);
+        __m128i const scales8 = load16<A>(blk.scales.data());
+        __m512 const sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(scales8));
+        __m512 const sc1 = _mm512_mul_ps(sc, _mm512_set1_ps(d * act.main.d));
+        __m512 const sc2 = _mm512_mul_ps(sc, _mm512_set1_ps(d * act.residual.d));
+        for (std::size_t h = 0; h < 2; ++h) {
+            Q6Quarter<A> const q = unpack_q6_k_half<A>(blk, h);
+            for (std::size_t pair = 0; pair < 2; ++pair) {
+                __m512i const wq = _mm512_inserti64x4(_mm512_castsi256_si512(q.q[2 * pair].v), q.q[2 * pair + 1].v, 1);
+                std::size_t const at = 128 * h + 64 * pair;
+                __m512i const index = _mm512_add_epi32(quarter, _mm512_set1_epi32(static_cast<int>(at / 16)));
+                __m512i const d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(act.main.qs.data() + at));
+                acc = scaled_dots<A>(acc, d1, sc1, index);
+                if constexpr (Residual) {
+                    __m512i const d2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(act.residual.qs.data() + at));
+                    acc = scaled_dots<A>(acc, d2, sc2, index);
+                }
+            }
+        }
+        q6_k_offset<A>(acc_offset, scales8, act, d);
+    }
+    return _mm512_reduce_add_ps(acc) + total<A>(acc_offset);
+}
+
+// ---- rows -----------------------------------------------------------------------------------------
+
+template <class A, bool Vnni, bool Residual>
+void quant_gemv_rows(DType type, void const* w, std::size_t row_bytes, std::size_t rows, QuantActivation const* x,
+                     std::size_t blocks, float* y) noexcept {
+    auto const* base = static_cast<unsigned char const*>(w);
+    for (std::size_t r = 0; r < rows; ++r) {
+        void const* row = base + r * row_bytes;
+        if (type == DType::q4_k) {
+            auto const* blk = static_cast<q4_k const*>(row);
+            if constexpr (Vnni) y[r] = dot_q4_k_vnni<A, Residual>(blk, x, blocks);
+            else y[r] = dot_q4_k<A, Residual>(blk, x, blocks);
+        } else {
+            auto const* blk = static_cast<q6_k const*>(row);
+            if constexpr (Vnni) y[r] = dot_q6_k_vnni<A, Residual>(blk, x, blocks);
+            else y[r] = dot_q6_k<A, Residual>(blk, x, blocks);
+        }
+    }
+}
+
+// y[r] = row r of `rows` weight rows (`row_bytes` apart, each `blocks` blocks of `type`) · x,
+// with x's residual blocks or without.
+template <class A, bool Vnni = false>
+void quant_gemv_kernel(DType type, void const* w, std::size_t row_bytes, std::size_t rows, QuantActivation const* x,
+                       std::size_t blocks, float* y, bool residual) noexcept {
+    if (residual) quant_gemv_rows<A, Vnni, true>(type, w, row_bytes, rows, x, blocks, y);
+    else quant_gemv_rows<A, Vnni, false>(type, w, row_bytes, rows, x, blocks, y);
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+}  // namespace rayo::cpu::kquant
