@@ -76,11 +76,11 @@ private:
 
 inline std::vector<CpuArch> archs() { return available_cpu_archs(); }
 
-// "sse4_2", "avx2", "avx512": usable in test names.
+// "sse4_2", "avx2", "avx512", "avx512_vnni": usable in test names (letters, digits, '_').
 inline std::string arch_id(CpuArch a) {
     std::string s(to_string(a));
     for (auto& c : s)
-        if (c == '.') c = '_';
+        if (c == '.' || c == '-') c = '_';
     return s;
 }
 struct ArchParamName {
