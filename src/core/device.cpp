@@ -70,11 +70,18 @@ Device Device::parse(std::string_view text) {
 
 Device Device::best() {
     if (char const* env = std::getenv("RAYO_DEVICE"); env && *env) return parse(env);
+    // CUDA, then a discrete Vulkan GPU, then any other hardware Vulkan device, then the CPU.
+    // Software Vulkan devices (lavapipe) only run when named.
     Device best = cpu();
+    bool best_is_discrete = false;
     for (auto* b : detail::Registry::instance().backends()) {
         if (b->is_software()) continue;
         if (b->kind() == DeviceKind::cuda) return Device(b->kind(), b->index());
-        if (b->kind() == DeviceKind::vulkan && best.kind() == DeviceKind::cpu) best = Device(b->kind(), b->index());
+        if (b->kind() != DeviceKind::vulkan) continue;
+        if (best.kind() == DeviceKind::cpu || (b->is_discrete_gpu() && !best_is_discrete)) {
+            best = Device(b->kind(), b->index());
+            best_is_discrete = b->is_discrete_gpu();
+        }
     }
     return best;
 }

@@ -40,6 +40,8 @@ public:
     [[nodiscard]] virtual std::string name() const = 0;
     // Software devices (lavapipe) are never picked by Device::best().
     [[nodiscard]] virtual bool is_software() const noexcept { return false; }
+    // Device::best() prefers a discrete GPU over integrated and virtual ones.
+    [[nodiscard]] virtual bool is_discrete_gpu() const noexcept { return false; }
 
     // Memory. allocate(0) returns a valid handle; release never throws.
     [[nodiscard]] virtual std::uintptr_t allocate(std::size_t bytes) = 0;

@@ -5,6 +5,7 @@
 
 #include "cpu/cpu_backend.hpp"
 #include "rayo/error.hpp"
+#include "vulkan/discovery.hpp"
 
 namespace rayo {
 // The one place allowed to construct Device values.
@@ -18,7 +19,10 @@ namespace rayo::detail {
 
 Device make_device(DeviceKind kind, int index) { return DeviceRegistryAccess::make(kind, index); }
 
-Registry::Registry() { backends_.push_back(std::make_unique<cpu::CpuBackend>()); }
+Registry::Registry() {
+    backends_.push_back(std::make_unique<cpu::CpuBackend>());
+    for (auto& b : vulkan::discover_backends()) backends_.push_back(std::move(b));
+}
 
 Registry& Registry::instance() {
     static Registry registry;

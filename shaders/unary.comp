@@ -1,0 +1,38 @@
+#version 450
+// y = f(x) element-wise; the op is a specialization constant (the codes of rayo::detail::UnaryOp).
+#extension GL_GOOGLE_include_directive : require
+#include "float_math.glsl"
+#include "elementwise_layout.glsl"
+
+layout(constant_id = 0) const uint OP = 0;
+
+layout(std430, set = 0, binding = 0) readonly buffer Input { float x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Output { float y[]; };
+
+float apply(float v) {
+    switch (OP) {
+        case 0: return v < 0.0 ? 0.0 : v;                      // relu (NaN passes through)
+        case 1: return v < 0.0 ? v * params.a : v;             // leaky_relu
+        case 2: return rayo_elu(v, params.a);
+        case 3: return rayo_sigmoid(v);
+        case 4: return rayo_tanh(v);
+        case 5: return rayo_silu(v);
+        case 6: return rayo_gelu_tanh(v);
+        // 7 (gelu_erf) has no shader yet: the backend refuses it.
+        case 8: {                                              // clip as torch.clamp: lo > hi gives hi
+            float t = v < params.a ? params.a : v;
+            return t > params.b ? params.b : t;
+        }
+        case 9: return rayo_exp(v);
+        case 10: return rayo_log(v);
+        case 11: return rayo_sqrt(v);
+        case 12: return abs(v);
+        case 13: return -v;
+    }
+    return v;
+}
+
+void main() {
+    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint i = gl_GlobalInvocationID.x; i < params.n; i += stride) y[params.out_offset + i] = apply(x[params.a_offset + i]);
+}

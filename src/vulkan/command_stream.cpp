@@ -1,0 +1,216 @@
+#include "vulkan/command_stream.hpp"
+
+#include <algorithm>
+
+#include "vulkan/vulkan_error.hpp"
+
+namespace rayo::vulkan {
+
+namespace {
+
+// Dispatches per batch before it is submitted without waiting for a read: enough to amortise a
+// submit, few enough that the GPU starts early and deferred frees come back soon.
+constexpr std::size_t submit_threshold = 256;
+// Batches in flight before recording waits for the oldest (bounds memory held by staging).
+constexpr std::size_t max_in_flight = 4;
+constexpr std::uint32_t sets_per_pool = 128;
+constexpr std::uint32_t buffers_per_set = 4;
+
+constexpr VkPipelineStageFlags device_stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+constexpr VkAccessFlags device_writes = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+constexpr VkAccessFlags device_accesses =
+    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+
+bool overlap(BufferAccess const& a, BufferAccess const& b) noexcept {
+    return a.buffer == b.buffer && a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+}
+
+}  // namespace
+
+CommandStream::CommandStream(LogicalDevice const& device) : device_(device) {}
+
+CommandStream::~CommandStream() {
+    try {
+        wait(next_serial_);
+    } catch (...) {  // a lost device: nothing left to wait for
+    }
+    device_.fn().vkDeviceWaitIdle(device_.handle());
+    if (recording_) destroy(*recording_);
+    for (auto& b : in_flight_) destroy(b);
+    for (auto& b : idle_) destroy(b);
+}
+
+void CommandStream::destroy(Batch& b) noexcept {
+    auto const& fn = device_.fn();
+    for (auto p : b.descriptor_pools) fn.vkDestroyDescriptorPool(device_.handle(), p, nullptr);
+    fn.vkDestroyFence(device_.handle(), b.fence, nullptr);
+    fn.vkDestroyCommandPool(device_.handle(), b.pool, nullptr);  // frees its command buffer
+}
+
+CommandStream::Batch& CommandStream::recording() {
+    if (recording_) return *recording_;
+    auto const& fn = device_.fn();
+    VkDevice const dev = device_.handle();
+    while (in_flight_.size() >= max_in_flight) {
+        check(fn.vkWaitForFences(dev, 1, &in_flight_.front().fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+        (void)completed_serial();
+    }
+    Batch b;
+    if (!idle_.empty()) {
+        b = std::move(idle_.back());
+        idle_.pop_back();
+    } else {
+        VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+        pool.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+        pool.queueFamilyIndex = device_.physical().compute_queue_family;
+        check(fn.vkCreateCommandPool(dev, &pool, nullptr, &b.pool), "vkCreateCommandPool");
+        VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        alloc.commandPool = b.pool;
+        alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        alloc.commandBufferCount = 1;
+        VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        if (VkResult r = fn.vkAllocateCommandBuffers(dev, &alloc, &b.commands); r != VK_SUCCESS) {
+            fn.vkDestroyCommandPool(dev, b.pool, nullptr);
+            check(r, "vkAllocateCommandBuffers");
+        }
+        if (VkResult r = fn.vkCreateFence(dev, &fence, nullptr, &b.fence); r != VK_SUCCESS) {
+            fn.vkDestroyCommandPool(dev, b.pool, nullptr);
+            check(r, "vkCreateFence");
+        }
+    }
+    b.serial = next_serial_;
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    if (VkResult r = fn.vkBeginCommandBuffer(b.commands, &begin); r != VK_SUCCESS) {
+        idle_.push_back(std::move(b));
+        check(r, "vkBeginCommandBuffer");
+    }
+    // Submissions on one queue are ordered but not memory-synchronised: make every earlier
+    // batch's writes visible to this one.
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = device_writes;
+    barrier.dstAccessMask = device_accesses;
+    fn.vkCmdPipelineBarrier(b.commands, device_stages, device_stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+    recording_ = std::move(b);
+    return *recording_;
+}
+
+VkCommandBuffer CommandStream::record(std::span<BufferAccess const> accesses) {
+    Batch& b = recording();
+    bool hazard = false;
+    for (auto const& a : accesses) {
+        for (auto const& w : b.written) hazard |= overlap(a, w);                 // RAW, WAW
+        if (a.write) for (auto const& r : b.read) hazard |= overlap(a, r);       // WAR
+    }
+    if (hazard) {
+        // Buffer barriers for what was written since the last barrier; a pure write-after-read
+        // needs only the execution dependency the barrier itself gives.
+        std::vector<VkBufferMemoryBarrier> barriers;
+        for (auto const& w : b.written) {
+            VkBufferMemoryBarrier m{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
+            m.srcAccessMask = device_writes;
+            m.dstAccessMask = device_accesses;
+            m.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+            m.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+            m.buffer = w.buffer;
+            m.offset = w.offset;
+            m.size = w.size;
+            barriers.push_back(m);
+        }
+        device_.fn().vkCmdPipelineBarrier(b.commands, device_stages, device_stages, 0, 0, nullptr,
+                                          static_cast<std::uint32_t>(barriers.size()), barriers.data(), 0, nullptr);
+        b.written.clear();
+        b.read.clear();
+    }
+    for (auto const& a : accesses) (a.write ? b.written : b.read).push_back(a);
+    ++b.recorded;
+    return b.commands;
+}
+
+VkDescriptorSet CommandStream::descriptor_set(VkDescriptorSetLayout layout) {
+    Batch& b = recording();
+    auto const& fn = device_.fn();
+    VkDevice const dev = device_.handle();
+    for (;;) {
+        if (b.pools_used == b.descriptor_pools.size()) {
+            VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets_per_pool * buffers_per_set};
+            VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+            info.maxSets = sets_per_pool;
+            info.poolSizeCount = 1;
+            info.pPoolSizes = &size;
+            VkDescriptorPool pool = VK_NULL_HANDLE;
+            check(fn.vkCreateDescriptorPool(dev, &info, nullptr, &pool), "vkCreateDescriptorPool");
+            b.descriptor_pools.push_back(pool);
+        }
+        VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+        alloc.descriptorPool = b.descriptor_pools[b.pools_used];
+        alloc.descriptorSetCount = 1;
+        alloc.pSetLayouts = &layout;
+        VkDescriptorSet set = VK_NULL_HANDLE;
+        VkResult const r = fn.vkAllocateDescriptorSets(dev, &alloc, &set);
+        if (r == VK_SUCCESS) return set;
+        if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) check(r, "vkAllocateDescriptorSets");
+        ++b.pools_used;  // this pool is full: the next one
+    }
+}
+
+void CommandStream::submit_if_large() {
+    if (recording_ && recording_->recorded >= submit_threshold) submit();
+}
+
+void CommandStream::submit() {
+    if (!recording_) return;
+    Batch& b = *recording_;
+    auto const& fn = device_.fn();
+    // Make the batch's writes visible to host reads of mapped staging memory after the fence.
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = device_writes;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    fn.vkCmdPipelineBarrier(b.commands, device_stages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+    check(fn.vkEndCommandBuffer(b.commands), "vkEndCommandBuffer");
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &b.commands;
+    check(fn.vkQueueSubmit(device_.queue(), 1, &submit, b.fence), "vkQueueSubmit");
+    ++submits_;
+    ++next_serial_;
+    in_flight_.push_back(std::move(b));
+    recording_.reset();
+}
+
+void CommandStream::retire(Batch& b) {
+    auto const& fn = device_.fn();
+    VkDevice const dev = device_.handle();
+    check(fn.vkResetFences(dev, 1, &b.fence), "vkResetFences");
+    check(fn.vkResetCommandPool(dev, b.pool, 0), "vkResetCommandPool");
+    for (std::size_t i = 0; i < b.descriptor_pools.size(); ++i)
+        check(fn.vkResetDescriptorPool(dev, b.descriptor_pools[i], 0), "vkResetDescriptorPool");
+    b.pools_used = 0;
+    b.recorded = 0;
+    b.written.clear();
+    b.read.clear();
+}
+
+std::uint64_t CommandStream::completed_serial() {
+    auto const& fn = device_.fn();
+    while (!in_flight_.empty()) {
+        Batch& b = in_flight_.front();
+        VkResult const r = fn.vkGetFenceStatus(device_.handle(), b.fence);
+        if (r == VK_NOT_READY) break;
+        check(r, "vkGetFenceStatus");
+        completed_ = b.serial;
+        retire(b);
+        idle_.push_back(std::move(b));
+        in_flight_.pop_front();
+    }
+    return completed_;
+}
+
+void CommandStream::wait(std::uint64_t serial) {
+    if (serial >= next_serial_) submit();
+    auto const& fn = device_.fn();
+    while (completed_serial() < serial && !in_flight_.empty())
+        check(fn.vkWaitForFences(device_.handle(), 1, &in_flight_.front().fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+}
+
+}  // namespace rayo::vulkan

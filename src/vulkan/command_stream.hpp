@@ -1,0 +1,78 @@
+// Records a device's commands into one command buffer per batch and submits the batch at a host
+// read, a synchronize(), or when it grows past a size threshold. Inserts a pipeline barrier
+// before a command whose buffer ranges depend on an earlier command of the batch (read after
+// write, write after write, write after read). Batches carry increasing serials; a serial is
+// complete once its fence has signalled, which is what deferred frees wait for.
+// Not thread-safe: the backend's device mutex guards it.
+#pragma once
+
+#include <volk.h>
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "vulkan/logical_device.hpp"
+
+namespace rayo::vulkan {
+
+struct BufferAccess {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceSize offset = 0;
+    VkDeviceSize size = 0;
+    bool write = false;
+};
+
+class CommandStream {
+public:
+    explicit CommandStream(LogicalDevice const& device);
+    ~CommandStream();  // waits for the GPU
+    CommandStream(CommandStream const&) = delete;
+    CommandStream& operator=(CommandStream const&) = delete;
+
+    // The command buffer to record one command into that touches `accesses`, after whatever
+    // barrier those need.
+    [[nodiscard]] VkCommandBuffer record(std::span<BufferAccess const> accesses);
+    // A descriptor set for the command being recorded; freed with its batch.
+    [[nodiscard]] VkDescriptorSet descriptor_set(VkDescriptorSetLayout layout);
+    // Submits the batch being recorded when it has grown past the threshold.
+    void submit_if_large();
+
+    // The serial of the batch being recorded (what its commands complete with).
+    [[nodiscard]] std::uint64_t recording_serial() const noexcept { return next_serial_; }
+    // The newest serial known complete; polls the fences of submitted batches.
+    [[nodiscard]] std::uint64_t completed_serial();
+    // Submits what is recorded (when `serial` needs it) and waits until `serial` has completed.
+    void wait(std::uint64_t serial);
+    [[nodiscard]] std::size_t submits() const noexcept { return submits_; }
+
+private:
+    struct Batch {
+        VkCommandPool pool = VK_NULL_HANDLE;
+        VkCommandBuffer commands = VK_NULL_HANDLE;
+        VkFence fence = VK_NULL_HANDLE;
+        std::vector<VkDescriptorPool> descriptor_pools;
+        std::size_t pools_used = 0;
+        std::uint64_t serial = 0;
+        std::size_t recorded = 0;
+        // Ranges touched since the last barrier.
+        std::vector<BufferAccess> written, read;
+    };
+
+    Batch& recording();
+    void submit();
+    void retire(Batch& batch);
+    void destroy(Batch& batch) noexcept;
+
+    LogicalDevice const& device_;
+    std::optional<Batch> recording_;
+    std::deque<Batch> in_flight_;
+    std::vector<Batch> idle_;
+    std::uint64_t next_serial_ = 1;
+    std::uint64_t completed_ = 0;
+    std::size_t submits_ = 0;
+};
+
+}  // namespace rayo::vulkan

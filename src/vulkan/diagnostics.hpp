@@ -1,0 +1,28 @@
+// What the Vulkan backend exposes to tests (and to nothing else): the validation layer's message
+// count and the allocators' state. Free of Vulkan headers so tests need none.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "rayo/device.hpp"
+
+namespace rayo::vulkan {
+
+// Whether VK_LAYER_KHRONOS_validation and its debug messenger are active (RAYO_VULKAN_VALIDATION=1).
+[[nodiscard]] bool validation_enabled() noexcept;
+// Warnings and errors the validation layer has reported in this process (each is also logged).
+[[nodiscard]] std::uint64_t validation_message_count() noexcept;
+
+struct MemoryStats {
+    std::size_t device_blocks = 0;      // VkDeviceMemory blocks behind tensors
+    std::size_t staging_blocks = 0;     // host-visible blocks behind uploads and downloads
+    std::size_t live_buffers = 0;       // tensor allocations not yet released
+    std::size_t pending_frees = 0;      // released, waiting for the GPU to finish with them
+    std::uint64_t heap_bytes = 0;       // the device-local heap tensors are carved from
+    std::uint64_t max_buffer_bytes = 0; // the largest tensor allocation (one storage binding)
+};
+// Throws rayo::Error when `device` is not a Vulkan device of this process.
+[[nodiscard]] MemoryStats memory_stats(Device device);
+
+}  // namespace rayo::vulkan

@@ -1,0 +1,73 @@
+// A suballocator over large VkDeviceMemory blocks of one memory type: each block carries one
+// VkBuffer spanning it, and allocations are ranges of that buffer (first fit, coalesced on free).
+// Requests larger than half a block get a block of their own. Not thread-safe: the backend's
+// device mutex guards it.
+#pragma once
+
+#include <volk.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "vulkan/logical_device.hpp"
+
+namespace rayo::vulkan {
+
+struct Allocation {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceSize offset = 0;  // of the range within buffer (and within its block)
+    VkDeviceSize size = 0;
+    std::byte* mapped = nullptr;  // host address of the range, for host-visible memory
+    std::uint32_t block = 0;
+};
+
+enum class MemoryKind {
+    device_local,  // tensors: storage buffers, copy source and destination
+    staging,       // host-visible, coherent: uploads and downloads
+};
+
+class MemoryAllocator {
+public:
+    MemoryAllocator(LogicalDevice const& device, MemoryKind kind);
+    ~MemoryAllocator();
+    MemoryAllocator(MemoryAllocator const&) = delete;
+    MemoryAllocator& operator=(MemoryAllocator const&) = delete;
+
+    // Throws OutOfMemory (with the sizes) when the heap cannot hold `bytes` more.
+    [[nodiscard]] Allocation allocate(VkDeviceSize bytes);
+    void free(Allocation const& allocation) noexcept;
+
+    [[nodiscard]] std::size_t block_count() const noexcept;
+    [[nodiscard]] VkDeviceSize heap_bytes() const noexcept { return heap_bytes_; }
+
+private:
+    struct Block {
+        VkDeviceMemory memory = VK_NULL_HANDLE;
+        VkBuffer buffer = VK_NULL_HANDLE;
+        VkDeviceSize size = 0;
+        std::byte* mapped = nullptr;
+        std::map<VkDeviceSize, VkDeviceSize> free_ranges;  // offset -> size
+        VkDeviceSize used = 0;
+        bool dedicated = false;
+    };
+
+    Block create_block(VkDeviceSize size, VkDeviceSize requested);
+    void destroy_block(Block& block) noexcept;
+    bool carve(Block& block, std::uint32_t index, VkDeviceSize bytes, Allocation& out);
+
+    LogicalDevice const& device_;
+    std::string label_;
+    VkBufferUsageFlags usage_ = 0;
+    std::uint32_t memory_type_ = 0;
+    bool host_visible_ = false;
+    VkDeviceSize heap_bytes_ = 0;
+    VkDeviceSize block_bytes_ = 0;
+    VkDeviceSize alignment_ = 256;
+    VkDeviceSize reserved_bytes_ = 0;  // in blocks
+    std::vector<Block> blocks_;        // a destroyed block leaves an empty slot (memory == null)
+};
+
+}  // namespace rayo::vulkan

@@ -1,0 +1,111 @@
+#include "vulkan/pipeline_cache.hpp"
+
+#include <vector>
+
+#include "vulkan/embedded_shaders.hpp"
+#include "vulkan/vulkan_error.hpp"
+
+namespace rayo::vulkan {
+
+namespace {
+
+struct ShaderInfo {
+    std::span<std::uint32_t const> code;
+    std::uint32_t bindings;
+    char const* name;
+};
+
+ShaderInfo info(Shader s) {
+    switch (s) {
+        case Shader::unary: return {shaders::unary, 2, "unary"};
+        case Shader::binary: return {shaders::binary, 3, "binary"};
+    }
+    return {};
+}
+
+}  // namespace
+
+PipelineCache::~PipelineCache() {
+    auto const& fn = device_.fn();
+    VkDevice const dev = device_.handle();
+    for (auto& [key, p] : pipelines_) fn.vkDestroyPipeline(dev, p.pipeline, nullptr);
+    for (auto& [key, m] : modules_) fn.vkDestroyShaderModule(dev, m, nullptr);
+    for (auto& [key, l] : layouts_) {
+        fn.vkDestroyPipelineLayout(dev, l.layout, nullptr);
+        fn.vkDestroyDescriptorSetLayout(dev, l.set_layout, nullptr);
+    }
+    if (cache_) fn.vkDestroyPipelineCache(dev, cache_, nullptr);
+}
+
+PipelineCache::Layout const& PipelineCache::layout(std::uint32_t bindings) {
+    if (auto it = layouts_.find(bindings); it != layouts_.end()) return it->second;
+    auto const& fn = device_.fn();
+    VkDevice const dev = device_.handle();
+    std::vector<VkDescriptorSetLayoutBinding> b(bindings);
+    for (std::uint32_t i = 0; i < bindings; ++i)
+        b[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    set_info.bindingCount = bindings;
+    set_info.pBindings = b.data();
+    Layout l;
+    check(fn.vkCreateDescriptorSetLayout(dev, &set_info, nullptr, &l.set_layout), "vkCreateDescriptorSetLayout");
+    VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(ElementwiseParams)};
+    VkPipelineLayoutCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    info.setLayoutCount = 1;
+    info.pSetLayouts = &l.set_layout;
+    info.pushConstantRangeCount = 1;
+    info.pPushConstantRanges = &push;
+    if (VkResult r = fn.vkCreatePipelineLayout(dev, &info, nullptr, &l.layout); r != VK_SUCCESS) {
+        fn.vkDestroyDescriptorSetLayout(dev, l.set_layout, nullptr);
+        check(r, "vkCreatePipelineLayout");
+    }
+    return layouts_.emplace(bindings, l).first->second;
+}
+
+VkShaderModule PipelineCache::module(Shader shader) {
+    if (auto it = modules_.find(shader); it != modules_.end()) return it->second;
+    auto const code = info(shader).code;
+    VkShaderModuleCreateInfo ci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    ci.codeSize = code.size_bytes();
+    ci.pCode = code.data();
+    VkShaderModule m = VK_NULL_HANDLE;
+    check(device_.fn().vkCreateShaderModule(device_.handle(), &ci, nullptr, &m),
+          std::string("vkCreateShaderModule(") + info(shader).name + ")");
+    return modules_.emplace(shader, m).first->second;
+}
+
+Pipeline const& PipelineCache::get(Shader shader, SpecConstants const& constants) {
+    auto const key = std::make_tuple(shader, constants);
+    if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+    auto const& fn = device_.fn();
+    VkDevice const dev = device_.handle();
+    if (!cache_) {
+        VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+        check(fn.vkCreatePipelineCache(dev, &ci, nullptr, &cache_), "vkCreatePipelineCache");
+    }
+    std::uint32_t const bindings = info(shader).bindings;
+    Layout const& l = layout(bindings);
+    VkShaderModule const m = module(shader);
+
+    std::array<VkSpecializationMapEntry, std::tuple_size_v<SpecConstants>> entries{};
+    for (std::uint32_t i = 0; i < entries.size(); ++i)
+        entries[i] = {i, static_cast<std::uint32_t>(i * sizeof(std::uint32_t)), sizeof(std::uint32_t)};
+    VkSpecializationInfo spec{};
+    spec.mapEntryCount = static_cast<std::uint32_t>(entries.size());
+    spec.pMapEntries = entries.data();
+    spec.dataSize = sizeof(constants);
+    spec.pData = constants.data();
+    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = m;
+    ci.stage.pName = "main";
+    ci.stage.pSpecializationInfo = &spec;
+    ci.layout = l.layout;
+    Pipeline p{VK_NULL_HANDLE, l.layout, l.set_layout, bindings};
+    check(fn.vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &p.pipeline),
+          std::string("vkCreateComputePipelines(") + info(shader).name + ")");
+    return pipelines_.emplace(key, p).first->second;
+}
+
+}  // namespace rayo::vulkan

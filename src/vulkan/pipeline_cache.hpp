@@ -1,0 +1,62 @@
+// Compute pipelines created once per (shader, specialization constants) and kept for the
+// device's lifetime, with the descriptor-set and pipeline layouts they share. Not thread-safe:
+// the backend's device mutex guards it.
+#pragma once
+
+#include <volk.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <tuple>
+
+#include "vulkan/logical_device.hpp"
+
+namespace rayo::vulkan {
+
+enum class Shader : std::uint8_t { unary, binary };
+
+// Specialization constants by constant_id (0: op code, 1: workgroup size, 2: shader-specific).
+using SpecConstants = std::array<std::uint32_t, 3>;
+
+struct Pipeline {
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    std::uint32_t bindings = 0;  // storage buffers 0..bindings-1
+};
+
+class PipelineCache {
+public:
+    explicit PipelineCache(LogicalDevice const& device) : device_(device) {}
+    ~PipelineCache();
+    PipelineCache(PipelineCache const&) = delete;
+    PipelineCache& operator=(PipelineCache const&) = delete;
+
+    [[nodiscard]] Pipeline const& get(Shader shader, SpecConstants const& constants);
+    [[nodiscard]] std::size_t size() const noexcept { return pipelines_.size(); }
+
+private:
+    struct Layout {
+        VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+        VkPipelineLayout layout = VK_NULL_HANDLE;
+    };
+    Layout const& layout(std::uint32_t bindings);
+    VkShaderModule module(Shader shader);
+
+    LogicalDevice const& device_;
+    VkPipelineCache cache_ = VK_NULL_HANDLE;
+    std::map<std::uint32_t, Layout> layouts_;
+    std::map<Shader, VkShaderModule> modules_;
+    std::map<std::tuple<Shader, SpecConstants>, Pipeline> pipelines_;
+};
+
+// Push constants of the element-wise shaders (shaders/elementwise_layout.glsl).
+struct ElementwiseParams {
+    std::uint32_t n = 0;
+    std::uint32_t a_offset = 0, b_offset = 0, out_offset = 0;  // in elements
+    float a = 0.0f, b = 0.0f;
+};
+
+}  // namespace rayo::vulkan

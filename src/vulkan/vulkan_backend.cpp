@@ -1,0 +1,323 @@
+#include "vulkan/vulkan_backend.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/logging.hpp"
+#include "dispatch/registry.hpp"
+#include "rayo/error.hpp"
+#include "vulkan/vulkan_error.hpp"
+
+namespace rayo::vulkan {
+
+using detail::TensorView;
+
+VulkanBackend::VulkanBackend(PhysicalDevice const& physical, int index)
+    : index_(index),
+      device_(physical),
+      device_memory_(device_, MemoryKind::device_local),
+      staging_memory_(device_, MemoryKind::staging),
+      stream_(device_),
+      pipelines_(device_) {
+    workgroup_size_ = std::min<std::uint32_t>(256, physical.properties.limits.maxComputeWorkGroupSize[0]);
+}
+
+VulkanBackend::~VulkanBackend() {
+    std::lock_guard lock(mutex_);
+    try {
+        stream_.wait(stream_.recording_serial());
+    } catch (std::exception const& e) {
+        detail::log(LogLevel::error, std::string("rayo: vulkan: waiting for the device at exit: ") + e.what());
+    }
+    for (auto const& p : pending_) (p.staging ? staging_memory_ : device_memory_).free(p.allocation);
+    pending_.clear();
+    // Tensors that outlive the backend (static ones, at exit): their memory goes with the device.
+    for (auto const& [handle, b] : buffers_) device_memory_.free(b.allocation);
+}
+
+VulkanBackend::Buffer& VulkanBackend::buffer(std::uintptr_t handle) {
+    auto it = buffers_.find(handle);
+    if (it == buffers_.end()) throw Error("vulkan: unknown buffer handle " + std::to_string(handle));
+    return it->second;
+}
+
+void VulkanBackend::check_range(Buffer const& b, std::size_t offset, std::size_t bytes, char const* what) const {
+    if (offset > b.allocation.size || bytes > b.allocation.size - offset)
+        throw Error(std::string("vulkan: ") + what + " of " + std::to_string(bytes) + " bytes at offset " +
+                    std::to_string(offset) + " exceeds the buffer's " + std::to_string(b.allocation.size) + " bytes");
+}
+
+void VulkanBackend::free_after(std::uint64_t serial, Allocation const& a, bool staging) {
+    if (serial <= stream_.completed_serial()) (staging ? staging_memory_ : device_memory_).free(a);
+    else pending_.push_back({serial, a, staging});
+}
+
+void VulkanBackend::reclaim() {
+    if (pending_.empty()) return;
+    std::uint64_t const done = stream_.completed_serial();
+    std::erase_if(pending_, [&](PendingFree const& p) {
+        if (p.serial > done) return false;
+        (p.staging ? staging_memory_ : device_memory_).free(p.allocation);
+        return true;
+    });
+}
+
+std::uintptr_t VulkanBackend::allocate(std::size_t bytes) {
+    std::lock_guard lock(mutex_);
+    auto const& limits = device_.physical().properties.limits;
+    // The heap first: a request no heap can hold is out of memory, whatever the binding limit.
+    if (bytes > device_memory_.heap_bytes())
+        throw OutOfMemory("vulkan:" + std::to_string(index_) + " (" + device_.physical().name() + "): cannot allocate " +
+                          std::to_string(bytes) + " bytes: the device-local heap holds " +
+                          std::to_string(device_memory_.heap_bytes()) + " bytes");
+    if (bytes > limits.maxStorageBufferRange)
+        throw Unsupported("vulkan:" + std::to_string(index_) + " (" + device_.physical().name() + "): a tensor of " +
+                          std::to_string(bytes) + " bytes exceeds the largest storage buffer binding, " +
+                          std::to_string(limits.maxStorageBufferRange) +
+                          " bytes (maxStorageBufferRange); splitting tensors across bindings is not implemented");
+    reclaim();
+    Allocation a;
+    try {
+        a = device_memory_.allocate(bytes);
+    } catch (OutOfMemory const&) {
+        // Memory released by work still in flight may be enough: wait for it, then try once more.
+        stream_.wait(stream_.recording_serial());
+        reclaim();
+        a = device_memory_.allocate(bytes);
+    }
+    std::uintptr_t const handle = next_handle_++;
+    buffers_.emplace(handle, Buffer{a, 0});
+    return handle;
+}
+
+void VulkanBackend::release(std::uintptr_t handle) noexcept {
+    std::lock_guard lock(mutex_);
+    auto node = buffers_.extract(handle);
+    if (node.empty()) return;
+    try {
+        free_after(node.mapped().last_use, node.mapped().allocation, false);
+    } catch (std::exception const& e) {  // a lost device: the memory goes with it
+        detail::log(LogLevel::error, std::string("rayo: vulkan: release: ") + e.what());
+    }
+}
+
+void VulkanBackend::upload(std::uintptr_t dst, std::size_t offset, void const* src, std::size_t bytes) {
+    if (bytes == 0) return;
+    std::lock_guard lock(mutex_);
+    Buffer& b = buffer(dst);
+    check_range(b, offset, bytes, "upload");
+    reclaim();
+    Allocation const staging = staging_memory_.allocate(bytes);
+    std::memcpy(staging.mapped, src, bytes);  // coherent: visible to the device at submit
+    BufferAccess const accesses[] = {{staging.buffer, staging.offset, bytes, false},
+                                     {b.allocation.buffer, b.allocation.offset + offset, bytes, true}};
+    VkCommandBuffer cmd = stream_.record(accesses);
+    VkBufferCopy region{staging.offset, b.allocation.offset + offset, bytes};
+    device_.fn().vkCmdCopyBuffer(cmd, staging.buffer, b.allocation.buffer, 1, &region);
+    std::uint64_t const serial = stream_.recording_serial();
+    b.last_use = serial;
+    free_after(serial, staging, true);
+    stream_.submit_if_large();
+}
+
+void VulkanBackend::download(std::uintptr_t src, std::size_t offset, void* dst, std::size_t bytes) {
+    if (bytes == 0) return;
+    std::lock_guard lock(mutex_);
+    Buffer& b = buffer(src);
+    check_range(b, offset, bytes, "download");
+    reclaim();
+    Allocation const staging = staging_memory_.allocate(bytes);
+    BufferAccess const accesses[] = {{b.allocation.buffer, b.allocation.offset + offset, bytes, false},
+                                     {staging.buffer, staging.offset, bytes, true}};
+    VkCommandBuffer cmd = stream_.record(accesses);
+    VkBufferCopy region{b.allocation.offset + offset, staging.offset, bytes};
+    device_.fn().vkCmdCopyBuffer(cmd, b.allocation.buffer, staging.buffer, 1, &region);
+    std::uint64_t const serial = stream_.recording_serial();
+    b.last_use = serial;
+    try {
+        stream_.wait(serial);
+    } catch (...) {
+        free_after(serial, staging, true);
+        throw;
+    }
+    std::memcpy(dst, staging.mapped, bytes);
+    staging_memory_.free(staging);
+    reclaim();
+}
+
+void VulkanBackend::copy(std::uintptr_t src, std::size_t src_offset, std::uintptr_t dst, std::size_t dst_offset,
+                         std::size_t bytes) {
+    if (bytes == 0) return;
+    std::lock_guard lock(mutex_);
+    Buffer& s = buffer(src);
+    Buffer& d = buffer(dst);
+    check_range(s, src_offset, bytes, "copy source");
+    check_range(d, dst_offset, bytes, "copy destination");
+    VkDeviceSize const from = s.allocation.offset + src_offset, to = d.allocation.offset + dst_offset;
+    bool const overlapping = s.allocation.buffer == d.allocation.buffer && from < to + bytes && to < from + bytes;
+    if (overlapping && from == to) return;
+    reclaim();
+    auto const& fn = device_.fn();
+    std::uint64_t const serial = stream_.recording_serial();
+    if (!overlapping) {
+        BufferAccess const accesses[] = {{s.allocation.buffer, from, bytes, false}, {d.allocation.buffer, to, bytes, true}};
+        VkCommandBuffer cmd = stream_.record(accesses);
+        VkBufferCopy region{from, to, bytes};
+        fn.vkCmdCopyBuffer(cmd, s.allocation.buffer, d.allocation.buffer, 1, &region);
+    } else {
+        // vkCmdCopyBuffer forbids overlapping regions: go through a temporary buffer (memmove).
+        Allocation const tmp = device_memory_.allocate(bytes);
+        BufferAccess const first[] = {{s.allocation.buffer, from, bytes, false}, {tmp.buffer, tmp.offset, bytes, true}};
+        VkBufferCopy region{from, tmp.offset, bytes};
+        fn.vkCmdCopyBuffer(stream_.record(first), s.allocation.buffer, tmp.buffer, 1, &region);
+        BufferAccess const second[] = {{tmp.buffer, tmp.offset, bytes, false}, {d.allocation.buffer, to, bytes, true}};
+        region = {tmp.offset, to, bytes};
+        fn.vkCmdCopyBuffer(stream_.record(second), tmp.buffer, d.allocation.buffer, 1, &region);
+        free_after(serial, tmp, false);
+    }
+    s.last_use = d.last_use = serial;
+    stream_.submit_if_large();
+}
+
+void VulkanBackend::fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes, void const* pattern,
+                         std::size_t pattern_bytes) {
+    if (bytes == 0) return;
+    std::uint32_t word = 0;
+    bool const word_pattern = pattern_bytes == 1 || pattern_bytes == 2 || pattern_bytes == 4;
+    if (word_pattern)
+        for (std::size_t i = 0; i < 4; i += pattern_bytes) std::memcpy(reinterpret_cast<std::byte*>(&word) + i, pattern, pattern_bytes);
+    if (!word_pattern || offset % 4 != 0 || bytes % 4 != 0) {
+        // vkCmdFillBuffer writes 4-byte words at 4-byte offsets: anything else is uploaded.
+        std::vector<std::byte> host(bytes);
+        for (std::size_t i = 0; i + pattern_bytes <= bytes; i += pattern_bytes)
+            std::memcpy(host.data() + i, pattern, pattern_bytes);
+        upload(dst, offset, host.data(), bytes);
+        return;
+    }
+    std::lock_guard lock(mutex_);
+    Buffer& b = buffer(dst);
+    check_range(b, offset, bytes, "fill");
+    reclaim();
+    BufferAccess const access{b.allocation.buffer, b.allocation.offset + offset, bytes, true};
+    VkCommandBuffer cmd = stream_.record({&access, 1});
+    device_.fn().vkCmdFillBuffer(cmd, b.allocation.buffer, b.allocation.offset + offset, bytes, word);
+    b.last_use = stream_.recording_serial();
+    stream_.submit_if_large();
+}
+
+void VulkanBackend::synchronize() {
+    std::lock_guard lock(mutex_);
+    stream_.wait(stream_.recording_serial());
+    reclaim();
+}
+
+void VulkanBackend::elementwise(Shader shader, SpecConstants constants, TensorView const& a, TensorView const* b,
+                                TensorView const& out, float pa, float pb) {
+    for (TensorView const* v : {&a, b, &out})
+        if (v && (v->dtype != DType::f32 || v->offset % sizeof(float) != 0))
+            throw Unsupported("vulkan: element-wise shaders take f32 tensors");
+    std::size_t const n = out.numel;
+    if (n == 0) return;
+    std::lock_guard lock(mutex_);
+    reclaim();
+    constants[1] = workgroup_size_;
+    Pipeline const& p = pipelines_.get(shader, constants);
+    Buffer& ba = buffer(a.buffer);
+    Buffer& bo = buffer(out.buffer);
+    Buffer& bb = b ? buffer(b->buffer) : ba;
+    TensorView const& vb = b ? *b : a;
+    check_range(ba, a.offset, n * sizeof(float), "element-wise input");
+    check_range(bb, vb.offset, n * sizeof(float), "element-wise input");
+    check_range(bo, out.offset, n * sizeof(float), "element-wise output");
+
+    // Bindings are whole allocations; the views' offsets go in the push constants.
+    Buffer* const bound[] = {&ba, &bo, &bb};
+    VkDescriptorSet const set = stream_.descriptor_set(p.set_layout);
+    VkDescriptorBufferInfo infos[3];
+    VkWriteDescriptorSet writes[3];
+    for (std::uint32_t i = 0; i < p.bindings; ++i) {
+        Allocation const& al = bound[i]->allocation;
+        infos[i] = {al.buffer, al.offset, al.size};
+        writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[i].dstSet = set;
+        writes[i].dstBinding = i;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &infos[i];
+    }
+    auto const& fn = device_.fn();
+    fn.vkUpdateDescriptorSets(device_.handle(), p.bindings, writes, 0, nullptr);
+
+    std::vector<BufferAccess> accesses{
+        {ba.allocation.buffer, ba.allocation.offset + a.offset, n * sizeof(float), false},
+        {bo.allocation.buffer, bo.allocation.offset + out.offset, n * sizeof(float), true}};
+    if (b) accesses.push_back({bb.allocation.buffer, bb.allocation.offset + b->offset, n * sizeof(float), false});
+    VkCommandBuffer cmd = stream_.record(accesses);
+    ElementwiseParams params;
+    params.n = static_cast<std::uint32_t>(n);  // n·4 bytes fit one binding, so n < 2^32
+    params.a_offset = static_cast<std::uint32_t>(a.offset / sizeof(float));
+    params.b_offset = static_cast<std::uint32_t>(vb.offset / sizeof(float));
+    params.out_offset = static_cast<std::uint32_t>(out.offset / sizeof(float));
+    params.a = pa;
+    params.b = pb;
+    fn.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    fn.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+    fn.vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof params, &params);
+    // The shaders loop with a grid stride, so the group count stays within the device's limit.
+    std::size_t const groups = std::min<std::size_t>((n + workgroup_size_ - 1) / workgroup_size_,
+                                                     std::min<std::uint32_t>(65535, device_.physical().properties.limits.maxComputeWorkGroupCount[0]));
+    fn.vkCmdDispatch(cmd, static_cast<std::uint32_t>(groups), 1, 1);
+    std::uint64_t const serial = stream_.recording_serial();
+    ba.last_use = bb.last_use = bo.last_use = serial;
+    stream_.submit_if_large();
+}
+
+void VulkanBackend::unary(detail::UnaryOp op, detail::UnaryParams params, TensorView const& in, TensorView const& out) {
+    if (op == detail::UnaryOp::gelu_erf) not_yet("gelu (erf form)");
+    elementwise(Shader::unary, {static_cast<std::uint32_t>(op), 0, 0}, in, nullptr, out, params.a, params.b);
+}
+
+void VulkanBackend::binary(detail::BinaryOp op, TensorView const& a, TensorView const& b, TensorView const& out) {
+    elementwise(Shader::binary, {static_cast<std::uint32_t>(op), 0, 0}, a, &b, out, 0.0f, 0.0f);
+}
+
+void VulkanBackend::binary_scalar(detail::BinaryOp op, TensorView const& a, float s, TensorView const& out) {
+    elementwise(Shader::binary, {static_cast<std::uint32_t>(op), 0, 1}, a, nullptr, out, s, 0.0f);
+}
+
+void VulkanBackend::not_yet(char const* op) const {
+    throw Unsupported(std::string("the Vulkan backend has no ") + op + " shader yet");
+}
+
+void VulkanBackend::reduce(detail::ReduceOp, detail::ReduceShape, bool, TensorView const&, TensorView const&) { not_yet("reduction"); }
+void VulkanBackend::dot(TensorView const&, TensorView const&, TensorView const&) { not_yet("dot"); }
+void VulkanBackend::softmax(std::size_t, std::size_t, bool, TensorView const&, TensorView const&) { not_yet("softmax"); }
+void VulkanBackend::norm(detail::NormOp, std::size_t, std::size_t, float, TensorView const&, TensorView const&,
+                         TensorView const&, TensorView const&) {
+    not_yet("normalization");
+}
+void VulkanBackend::matmul(detail::MatmulShape, TensorView const&, TensorView const&, TensorView const&) { not_yet("matmul"); }
+void VulkanBackend::quantize(TensorView const&, TensorView const&) { not_yet("quantize"); }
+void VulkanBackend::dequantize(TensorView const&, TensorView const&) { not_yet("dequantize"); }
+
+MemoryStats VulkanBackend::memory_stats() const {
+    std::lock_guard lock(mutex_);
+    MemoryStats s;
+    s.device_blocks = device_memory_.block_count();
+    s.staging_blocks = staging_memory_.block_count();
+    s.live_buffers = buffers_.size();
+    s.pending_frees = pending_.size();
+    s.heap_bytes = device_memory_.heap_bytes();
+    s.max_buffer_bytes = std::min<std::uint64_t>(device_.physical().properties.limits.maxStorageBufferRange,
+                                                 device_.physical().max_allocation_bytes);
+    return s;
+}
+
+MemoryStats memory_stats(Device device) {
+    auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
+    if (!b) throw Error(device.id() + " is not a Vulkan device");
+    return b->memory_stats();
+}
+
+}  // namespace rayo::vulkan

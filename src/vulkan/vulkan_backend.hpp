@@ -1,0 +1,95 @@
+// The Vulkan backend for one physical device: tensors in suballocated device-local memory,
+// uploads and downloads through staging memory, ops recorded into batched command buffers.
+// One mutex per device makes it safe to use from several host threads.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "dispatch/backend.hpp"
+#include "vulkan/command_stream.hpp"
+#include "vulkan/diagnostics.hpp"
+#include "vulkan/logical_device.hpp"
+#include "vulkan/memory_allocator.hpp"
+#include "vulkan/pipeline_cache.hpp"
+
+namespace rayo::vulkan {
+
+class VulkanBackend final : public detail::Backend {
+public:
+    VulkanBackend(PhysicalDevice const& physical, int index);
+    ~VulkanBackend() override;
+
+    [[nodiscard]] DeviceKind kind() const noexcept override { return DeviceKind::vulkan; }
+    [[nodiscard]] int index() const noexcept override { return index_; }
+    [[nodiscard]] std::string name() const override { return device_.physical().description(); }
+    [[nodiscard]] bool is_software() const noexcept override { return device_.physical().is_software(); }
+    [[nodiscard]] bool is_discrete_gpu() const noexcept override { return device_.physical().is_discrete(); }
+
+    [[nodiscard]] std::uintptr_t allocate(std::size_t bytes) override;
+    void release(std::uintptr_t buffer) noexcept override;
+    void upload(std::uintptr_t dst, std::size_t offset, void const* src, std::size_t bytes) override;
+    void download(std::uintptr_t src, std::size_t offset, void* dst, std::size_t bytes) override;
+    void copy(std::uintptr_t src, std::size_t src_offset, std::uintptr_t dst, std::size_t dst_offset,
+              std::size_t bytes) override;
+    void fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes, void const* pattern,
+              std::size_t pattern_bytes) override;
+    void synchronize() override;
+
+    void unary(detail::UnaryOp op, detail::UnaryParams params, detail::TensorView const& in,
+               detail::TensorView const& out) override;
+    void binary(detail::BinaryOp op, detail::TensorView const& a, detail::TensorView const& b,
+                detail::TensorView const& out) override;
+    void binary_scalar(detail::BinaryOp op, detail::TensorView const& a, float s, detail::TensorView const& out) override;
+    // Not written yet: they throw Unsupported, and the dispatcher runs them on the CPU.
+    void reduce(detail::ReduceOp op, detail::ReduceShape shape, bool mean, detail::TensorView const& in,
+                detail::TensorView const& out) override;
+    void dot(detail::TensorView const& a, detail::TensorView const& b, detail::TensorView const& out) override;
+    void softmax(std::size_t rows, std::size_t cols, bool log, detail::TensorView const& in,
+                 detail::TensorView const& out) override;
+    void norm(detail::NormOp op, std::size_t rows, std::size_t cols, float eps, detail::TensorView const& in,
+              detail::TensorView const& gamma, detail::TensorView const& beta, detail::TensorView const& out) override;
+    void matmul(detail::MatmulShape shape, detail::TensorView const& a, detail::TensorView const& b,
+                detail::TensorView const& out) override;
+    void quantize(detail::TensorView const& in, detail::TensorView const& out) override;
+    void dequantize(detail::TensorView const& in, detail::TensorView const& out) override;
+
+    [[nodiscard]] MemoryStats memory_stats() const;
+
+private:
+    struct Buffer {
+        Allocation allocation;
+        std::uint64_t last_use = 0;  // serial of the last batch that touched it
+    };
+    struct PendingFree {
+        std::uint64_t serial;
+        Allocation allocation;
+        bool staging;
+    };
+
+    Buffer& buffer(std::uintptr_t handle);
+    void reclaim();  // frees what the GPU has finished with
+    void free_after(std::uint64_t serial, Allocation const& a, bool staging);
+    void check_range(Buffer const& b, std::size_t offset, std::size_t bytes, char const* what) const;
+    void elementwise(Shader shader, SpecConstants constants, detail::TensorView const& a,
+                     detail::TensorView const* b, detail::TensorView const& out, float pa, float pb);
+    [[noreturn]] void not_yet(char const* op) const;
+
+    int index_;
+    // Destroyed in reverse: pipelines, the stream (waits for the GPU), memory, then the device.
+    LogicalDevice device_;
+    MemoryAllocator device_memory_;
+    MemoryAllocator staging_memory_;
+    CommandStream stream_;
+    PipelineCache pipelines_;
+    mutable std::mutex mutex_;
+    std::unordered_map<std::uintptr_t, Buffer> buffers_;
+    std::uintptr_t next_handle_ = 1;
+    std::vector<PendingFree> pending_;
+    std::uint32_t workgroup_size_ = 256;
+};
+
+}  // namespace rayo::vulkan
