@@ -1,0 +1,142 @@
+// The Vulkan backend's device layer: enumeration, selection, memory reuse, out-of-memory,
+// deferred frees, batching and concurrency. Runs on every machine with a Vulkan device (lavapipe in
+// CI, with RAYO_VULKAN_VALIDATION=1 set by ctest).
+#include "support/vulkan_support.hpp"
+
+#include <thread>
+
+namespace rayo::test {
+namespace {
+
+using VulkanDevice = VulkanTest;
+
+TEST_F(VulkanDevice, EnumeratesEveryDeviceWithNameTypeAndMemory) {
+    int expected_index = 0;
+    for (Device d : Device::all()) {
+        if (d.kind() != DeviceKind::vulkan) continue;
+        EXPECT_EQ(d.index(), expected_index++);
+        EXPECT_EQ(d.id(), "vulkan:" + std::to_string(d.index()));
+        EXPECT_EQ(Device::parse(d.id()), d);
+        std::string const name = d.name();
+        EXPECT_NE(name.find("GiB"), std::string::npos) << name;
+        EXPECT_TRUE(name.find("GPU") != std::string::npos || name.find("software") != std::string::npos) << name;
+    }
+}
+
+TEST_F(VulkanDevice, BestNeverPicksASoftwareDevice) {
+    if (std::getenv("RAYO_DEVICE")) GTEST_SKIP() << "RAYO_DEVICE overrides best()";
+    Device const best = Device::best();
+    if (best.kind() == DeviceKind::vulkan) EXPECT_EQ(best.name().find("software"), std::string::npos) << best.name();
+    for (Device d : Device::all())
+        if (d.name().find("software") != std::string::npos) EXPECT_NE(best, d) << d.name();
+}
+
+TEST_F(VulkanDevice, RoundTripsBytesThroughDeviceMemory) {
+    auto const v = random_floats(100'003, fresh_seed());
+    auto t = Tensor<float>::from(v, {v.size()}, device);
+    EXPECT_EQ(t.to_vector(), v);
+    EXPECT_EQ(t.clone().to_vector(), v);
+    EXPECT_EQ(t.to(Device::cpu()).to(device).to_vector(), v);
+    // Views at element offsets, fills with 1-, 4- and 8-byte patterns.
+    auto s = Tensor<float>::from(std::vector<float>(v.begin(), v.begin() + 100'000), {1000, 100}, device).slice(3, 7);
+    EXPECT_EQ(s.to_vector(), std::vector<float>(v.begin() + 300, v.begin() + 700));
+    EXPECT_EQ(Tensor<float>::full({37}, 2.5f, device).to_vector(), std::vector<float>(37, 2.5f));
+    EXPECT_EQ(Tensor<float>::zeros({5}, device).to_vector(), std::vector<float>(5, 0.0f));
+    std::vector<std::int32_t> ints{1, -2, 3};
+    EXPECT_EQ(Tensor<std::int32_t>::from(ints, {3}, device).to_vector(), ints);
+}
+
+TEST_F(VulkanDevice, ReusesMemoryForTenThousandTensors) {
+    auto const v = random_floats(1000, fresh_seed());
+    { auto warm = Tensor<float>::from(v, {v.size()}, device); }
+    device.synchronize();
+    auto const before = vulkan::memory_stats(device);
+    for (int i = 0; i < 10'000; ++i) {
+        auto t = Tensor<float>::from(v, {v.size()}, device);  // an upload: its free is deferred
+        if (i % 1000 == 0) EXPECT_EQ(t.to_vector(), v);
+    }
+    device.synchronize();
+    auto const after = vulkan::memory_stats(device);
+    EXPECT_LE(after.device_blocks, before.device_blocks);
+    EXPECT_LE(after.staging_blocks, std::max<std::size_t>(before.staging_blocks, 1));
+    EXPECT_EQ(after.live_buffers, before.live_buffers);
+    EXPECT_EQ(after.pending_frees, 0u);
+}
+
+TEST_F(VulkanDevice, OutOfMemoryIsClearAndRecoverable) {
+    auto const stats = vulkan::memory_stats(device);
+    std::size_t const too_many = (stats.heap_bytes + (std::uint64_t{1} << 30)) / sizeof(float);
+    try {
+        (void)Tensor<float>::empty({too_many}, device);
+        ADD_FAILURE() << "no exception for " << too_many * sizeof(float) << " bytes";
+    } catch (OutOfMemory const& e) {
+        std::string const what = e.what();
+        EXPECT_NE(what.find(std::to_string(too_many * sizeof(float))), std::string::npos) << what;
+        EXPECT_NE(what.find(std::to_string(stats.heap_bytes)), std::string::npos) << what;
+    }
+    // Larger than one storage binding but within the heap: rejected with both sizes named.
+    if (stats.max_buffer_bytes < stats.heap_bytes) {
+        std::size_t const n = stats.max_buffer_bytes / sizeof(float) + 1;
+        try {
+            (void)Tensor<float>::empty({n}, device);
+            ADD_FAILURE() << "no exception for " << n * sizeof(float) << " bytes";
+        } catch (Error const& e) {
+            std::string const what = e.what();
+            EXPECT_NE(what.find(std::to_string(n * sizeof(float))), std::string::npos) << what;
+        }
+    }
+    auto const v = random_floats(4096, fresh_seed());
+    EXPECT_EQ(Tensor<float>::from(v, {v.size()}, device).to_vector(), v);
+    EXPECT_EQ(vulkan::memory_stats(device).live_buffers, stats.live_buffers);
+}
+
+TEST_F(VulkanDevice, ChainedOpsStayOnTheDeviceAndHonourDependencies) {
+    // Each op reads the previous one's output: a missing barrier shows up as a wrong value.
+    auto const v = random_floats(70'000, fresh_seed(), 0.0f, 1.0f);
+    auto x = Tensor<float>::from(v, {v.size()}, device);
+    auto y = x;
+    for (int i = 0; i < 200; ++i) y = add(y, 1.0f);
+    add(y, y, y);  // in place, reading what the last op wrote
+    auto const got = y.to_vector();
+    for (std::size_t i = 0; i < v.size(); i += 997)
+        ASSERT_NEAR(got[i], 2.0 * (v[i] + 200.0), 1e-3) << "at " << i;
+    EXPECT_EQ(stats().cpu_fallbacks, 0u);
+}
+
+TEST_F(VulkanDevice, FourThreadsShareOneDevice) {
+    reset_stats();
+    std::vector<std::thread> threads;
+    std::vector<int> failures(4, 0);
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            auto const v = random_floats(257, static_cast<std::uint32_t>(t) + 1);
+            auto x = Tensor<float>::from(v, {v.size()}, device);
+            for (int i = 0; i < 1000; ++i) {
+                x = mul(x, 1.0f);  // exact, so the result must equal the input
+                if (i % 250 == 249 && x.to_vector() != v) ++failures[static_cast<std::size_t>(t)];
+            }
+        });
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failures, std::vector<int>(4, 0));
+    EXPECT_EQ(stats().ops, 4000u);
+    EXPECT_EQ(stats().cpu_fallbacks, 0u);
+}
+
+TEST_F(VulkanDevice, UnwrittenOpsFallBackToTheCpuVisibly) {
+    auto const v = random_floats(3 * 50, fresh_seed());
+    auto x = Tensor<float>::from(v, {3, 50}, device);
+    reset_stats();
+    auto p = softmax(x);
+    EXPECT_EQ(p.device(), device);
+    EXPECT_EQ(stats().cpu_fallbacks, 1u);
+    EXPECT_EQ(stats().fallbacks_by_op.at("softmax on " + device.id()), 1u);
+    EXPECT_EQ(p.to_vector(), softmax(x.to(Device::cpu())).to_vector());
+    // The result of a fallback feeds later device ops.
+    auto q = add(p, 1.0f);
+    auto const want = add(softmax(x.to(Device::cpu())), 1.0f).to_vector();
+    EXPECT_EQ(q.to_vector(), want);
+    EXPECT_EQ(sum(x).item(), sum(x.to(Device::cpu())).item());
+}
+
+}  // namespace
+}  // namespace rayo::test
