@@ -136,16 +136,7 @@ TEST_P(Matmul, LinearWithKQuantWeights) {
 // this data) and 1e-1 with ggml's single q8_k (measured 2.5-5.2%: the large channel sets its
 // block's scale). x is normal with one channel 40x larger and an all-zero block, as real
 // activations have; m <= 4 takes the integer dot products, larger m the GEMM.
-class KQuantActivationScope {
-public:
-    explicit KQuantActivationScope(KQuantActivations mode) : saved_(kquant_activations()) { set_kquant_activations(mode); }
-    ~KQuantActivationScope() { set_kquant_activations(saved_); }
-    KQuantActivationScope(KQuantActivationScope const&) = delete;
-    KQuantActivationScope& operator=(KQuantActivationScope const&) = delete;
-
-private:
-    KQuantActivations saved_;
-};
+using KQuantActivationScope = SettingScope<KQuantActivations, &kquant_activations, &set_kquant_activations>;
 
 std::vector<float> activation_like(std::size_t rows, std::size_t k, std::uint32_t seed) {
     std::mt19937 rng(seed);

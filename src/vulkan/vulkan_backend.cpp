@@ -75,7 +75,7 @@ std::uintptr_t VulkanBackend::allocate(std::size_t bytes) {
         throw Unsupported("vulkan:" + std::to_string(index_) + " (" + device_.physical().name() + "): a tensor of " +
                           std::to_string(bytes) + " bytes exceeds the largest storage buffer binding, " +
                           std::to_string(limits.maxStorageBufferRange) +
-                          " bytes (maxStorageBufferRange); splitting tensors across bindings is not implemented");
+                          " bytes (maxStorageBufferRange); such a tensor must be split into smaller ones");
     reclaim();
     Allocation a;
     try {

@@ -62,17 +62,21 @@ inline double relative_l2(std::vector<float> const& got, std::vector<double> con
     return std::sqrt(num / std::max(den, 1e-300));
 }
 
-// Every CPU instruction set this machine runs; tests switch to each and restore afterwards.
-class ArchScope {
+// Sets a process-wide setting for one scope and restores the previous value afterwards.
+template <class T, T (*Get)(), void (*Set)(T)>
+class SettingScope {
 public:
-    explicit ArchScope(CpuArch arch) : saved_(cpu_arch()) { set_cpu_arch(arch); }
-    ~ArchScope() { set_cpu_arch(saved_); }
-    ArchScope(ArchScope const&) = delete;
-    ArchScope& operator=(ArchScope const&) = delete;
+    explicit SettingScope(T value) : saved_(Get()) { Set(value); }
+    ~SettingScope() { Set(saved_); }
+    SettingScope(SettingScope const&) = delete;
+    SettingScope& operator=(SettingScope const&) = delete;
 
 private:
-    CpuArch saved_;
+    T saved_;
 };
+
+// Every CPU instruction set this machine runs; tests switch to each and restore afterwards.
+using ArchScope = SettingScope<CpuArch, &cpu_arch, &set_cpu_arch>;
 
 inline std::vector<CpuArch> archs() { return available_cpu_archs(); }
 

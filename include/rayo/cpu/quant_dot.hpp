@@ -191,17 +191,16 @@ template <class A> [[gnu::always_inline]] inline float total(FloatAcc<A> acc) no
 
 // ---- q4_k ---------------------------------------------------------------------------------------
 
-// The 12 packed bytes as [sc0..sc7, m0..m7] (6-bit scales and mins of the eight sub-blocks).
-template <class A> [[gnu::always_inline]] inline void unpack_q4_k_scales(std::uint8_t const* packed,
-                                                                         std::uint8_t* out) noexcept {
+// The 12 packed bytes as 16 bytes [sc0..sc7, m0..m7] (6-bit scales and mins of the eight sub-blocks).
+template <class A> [[gnu::always_inline]] inline __m128i q4_k_scales_and_mins(std::uint8_t const* packed) noexcept {
     constexpr std::uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
     std::uint32_t w[3];
     std::memcpy(w, packed, 12);
     // w[0]: sc0..3 (low 6 bits) + high bits of sc4..7; w[1]: m0..3 + high bits of m4..7;
     // w[2]: low nibbles sc4..7, high nibbles m4..7.
-    std::uint32_t const u[4] = {w[0] & low6, (w[2] & low4) | (((w[0] >> 6) & low2) << 4), w[1] & low6,
-                                ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4)};
-    std::memcpy(out, u, 16);
+    alignas(16) std::uint32_t const u[4] = {w[0] & low6, (w[2] & low4) | (((w[0] >> 6) & low2) << 4), w[1] & low6,
+                                            ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4)};
+    return load16<A>(u);
 }
 
 // Σ over `blocks` blocks of one q4_k row · x: value = d·sc[j]·q − dmin·m[j] over sub-blocks j of 32.
@@ -213,9 +212,7 @@ template <class A, bool Residual> float dot_q4_k(q4_k const* w, QuantActivation 
     for (std::size_t b = 0; b < blocks; ++b) {
         q4_k const& blk = w[b];
         QuantActivation const& act = x[b];
-        alignas(16) std::uint8_t sm[16];
-        unpack_q4_k_scales<A>(blk.scales.data(), sm);
-        __m128i const sm8 = load16<A>(sm);
+        __m128i const sm8 = q4_k_scales_and_mins<A>(blk.scales.data());
         Bytes32<A> const scales = splat_scales<A>(_mm_cvtepu8_epi16(sm8));
         Bytes32<A> sum1 = zero32<A>(), sum2 = zero32<A>();
         // Unrolled by two only: fully unrolled, GCC rebuilds every shuffle control from
@@ -316,9 +313,7 @@ template <class A, bool Residual> [[gnu::target("avx512vnni")]] float dot_q4_k_v
     for (std::size_t b = 0; b < blocks; ++b) {
         q4_k const& blk = w[b];
         QuantActivation const& act = x[b];
-        alignas(16) std::uint8_t sm[16];
-        unpack_q4_k_scales<A>(blk.scales.data(), sm);
-        __m128i const sm8 = load16<A>(sm);
+        __m128i const sm8 = q4_k_scales_and_mins<A>(blk.scales.data());
         float const d = half_to_f32<A>(blk.d), dmin = half_to_f32<A>(blk.dmin);
         __m512 const sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sm8));
         __m512 const sc1 = _mm512_mul_ps(sc, _mm512_set1_ps(d * act.main.d));
