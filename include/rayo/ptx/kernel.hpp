@@ -1,0 +1,250 @@
+// A PTX kernel (.entry) built instruction by instruction from C++.
+//
+//   rayo::ptx::Kernel k("scale");
+//   Reg x = k.param(Type::u64, "x"), n = k.param(Type::u32, "n");
+//   Reg i = k.global_thread_index();
+//   k.if_then(k.setp(Cmp::lt, i, n), [&] {
+//       Reg p = k.element_address(k.cvta_to_global(x), i, 4);
+//       k.st(Space::global, Type::f32, p, k.mul(k.ld(Space::global, Type::f32, p), 2.0f));
+//   });
+//   std::string text = k.emit(Target::sm_90);
+//
+// Registers are typed and virtual; every emitter checks nothing at the call but records the types
+// it expects, and verify() (run by emit) rejects a register read before it is written, a register
+// of the wrong type or of another kernel, a label used but never placed, and an instruction the
+// target does not have — with the instruction's index and text in the message.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rayo/error.hpp"
+#include "rayo/ptx/instruction.hpp"
+#include "rayo/ptx/operand.hpp"
+#include "rayo/ptx/target.hpp"
+#include "rayo/ptx/type.hpp"
+
+namespace rayo::ptx {
+
+// A kernel that cannot be emitted as written: the message names the kernel, the instruction and
+// the operand.
+class BuildError : public Error {
+public:
+    using Error::Error;
+};
+
+enum class Space : std::uint8_t { global, shared, local, param, constant, generic };
+// Cache operators of ld/st (PTX "Cache operators"); nc selects the read-only data path (ld.global.nc).
+enum class Cache : std::uint8_t { none, ca, cg, cs, lu, cv, nc, wb, wt };
+enum class Cmp : std::uint8_t { eq, ne, lt, le, gt, ge };
+// Float rounding for arithmetic and conversions; none lets the instruction's default stand
+// (integer conversions, or float → wider float).
+enum class Rounding : std::uint8_t { none, rn, rz, rm, rp, rni, rzi, rmi, rpi };
+enum class Special : std::uint8_t {
+    tid_x, tid_y, tid_z, ntid_x, ntid_y, ntid_z, ctaid_x, ctaid_y, ctaid_z, nctaid_x, nctaid_y, nctaid_z, laneid, warpid
+};
+enum class ShuffleMode : std::uint8_t { up, down, bfly, idx };
+enum class VoteMode : std::uint8_t { all, any, uni, ballot };
+enum class AtomicOp : std::uint8_t { add, min, max, exch, and_, or_, xor_, inc, dec };
+// Whole-warp mask for the .sync instructions.
+inline constexpr std::uint32_t full_warp = 0xffffffffu;
+
+class Kernel {
+public:
+    explicit Kernel(std::string name);
+    Kernel(Kernel&&) noexcept = default;
+    Kernel& operator=(Kernel&&) noexcept = default;
+    Kernel(Kernel const&) = default;
+    Kernel& operator=(Kernel const&) = default;
+
+    [[nodiscard]] std::string const& name() const noexcept { return name_; }
+
+    // ---- declarations
+    // A kernel parameter, loaded into a register of its type (ld.param).
+    Reg param(Type type, std::string_view name);
+    // A fresh virtual register.
+    Reg reg(Type type);
+    // A special register (%tid.x, %ctaid.y, %laneid, ...) copied into a .u32 register.
+    Reg special(Special s);
+    // A static shared array of `count` elements; its address is shared_address(symbol).
+    Symbol shared_array(std::string_view name, Type element, std::size_t count, std::size_t alignment = 16);
+    // The dynamic shared memory (extern, sized at launch).
+    Symbol dynamic_shared(std::size_t alignment = 16);
+    // The 32-bit shared-window address of a shared symbol.
+    Reg shared_address(Symbol const& symbol);
+    // Upper bound on threads per block, emitted as .maxntid (lets ptxas budget registers).
+    void max_threads(unsigned threads) { max_threads_ = threads; }
+
+    // ---- the escape hatch: any instruction, with its operands' types stated for the verifier
+    void instruction(std::string opcode, std::vector<OperandUse> operands, Requirement requirement = {});
+    void comment(std::string text);
+
+    // ---- moves and conversions
+    void mov(Reg dst, Operand src);
+    Reg mov(Type type, Operand src);
+    void cvt(Reg dst, Reg src, Rounding rounding = Rounding::none, bool saturate = false);
+    Reg cvt(Type to, Reg src, Rounding rounding = Rounding::none, bool saturate = false);
+    // A generic address (a pointer parameter) converted to the global window.
+    Reg cvta_to_global(Reg generic);
+    // base + index * element_bytes as a .u64 address (index .u32 or .s32: widened first).
+    Reg element_address(Reg base, Reg index, unsigned element_bytes);
+    // blockIdx.x * blockDim.x + threadIdx.x, as .u32.
+    Reg global_thread_index();
+
+    // ---- arithmetic; the type is the destination's (floats: .rn unless stated, integers: .lo)
+    void add(Reg dst, Reg a, Operand b);
+    Reg add(Reg a, Operand b);
+    void sub(Reg dst, Reg a, Operand b);
+    Reg sub(Reg a, Operand b);
+    void mul(Reg dst, Reg a, Operand b);
+    Reg mul(Reg a, Operand b);
+    // Integer: the full 2N-bit product (.wide); dst is twice as wide as a.
+    Reg mul_wide(Reg a, Operand b);
+    // Integer: the high half of the product.
+    Reg mul_hi(Reg a, Operand b);
+    void div(Reg dst, Reg a, Operand b);  // floats: div.rn (IEEE); integers: truncating
+    Reg div(Reg a, Operand b);
+    Reg div_approx(Reg a, Operand b);  // f32 only: div.approx.f32, 2 ulp
+    Reg rem(Reg a, Operand b);
+    // Float: fma.rn (one rounding); integer: mad.lo.
+    void fma(Reg dst, Reg a, Operand b, Operand c);
+    Reg fma(Reg a, Operand b, Operand c);
+    Reg min(Reg a, Operand b);
+    Reg max(Reg a, Operand b);
+    void min(Reg dst, Reg a, Operand b);
+    void max(Reg dst, Reg a, Operand b);
+    Reg neg(Reg a);
+    Reg abs(Reg a);
+    Reg sqrt(Reg a);             // sqrt.rn
+    Reg rsqrt_approx(Reg a);     // rsqrt.approx.f32
+    Reg rcp(Reg a);              // rcp.rn
+    Reg rcp_approx(Reg a);       // rcp.approx.f32
+    Reg ex2_approx(Reg a);       // 2^a, ex2.approx.f32 (2 ulp)
+    Reg lg2_approx(Reg a);       // log2(a), lg2.approx.f32
+    Reg tanh_approx(Reg a);      // tanh.approx.f32 (sm_75+)
+    // Bit operations (any integer or bit type).
+    Reg and_(Reg a, Operand b);
+    Reg or_(Reg a, Operand b);
+    Reg xor_(Reg a, Operand b);
+    Reg not_(Reg a);
+    Reg shl(Reg a, Operand bits);
+    Reg shr(Reg a, Operand bits);  // logical for .u/.b, arithmetic for .s
+    // Extracts `length` bits at `start` (bfe), sign-extending for .s types.
+    Reg bfe(Reg a, Operand start, Operand length);
+    // prmt.b32: selects 4 bytes of {b, a} by the nibbles of selector.
+    Reg prmt(Reg a, Operand b, Operand selector);
+    // Four-way byte dot product with accumulate (dp4a), .s32 result.
+    Reg dp4a(Reg a, Reg b, Operand c, bool a_signed = true, bool b_signed = true);
+
+    // ---- comparisons
+    Reg setp(Cmp cmp, Reg a, Operand b);  // a .pred register; unsigned compare for .u/.b types
+    Reg selp(Operand if_true, Operand if_false, Reg predicate, Type type);
+    void selp(Reg dst, Operand if_true, Operand if_false, Reg predicate);
+    Reg and_pred(Reg a, Reg b);
+    Reg not_pred(Reg a);
+
+    // ---- memory (addresses: .u64 for global/generic, .u32 for shared)
+    void ld(Reg dst, Space space, Type type, Address const& address, Cache cache = Cache::none);
+    Reg ld(Space space, Type type, Address const& address, Cache cache = Cache::none);
+    // ld.v2 / ld.v4: `width` registers of `type`.
+    std::vector<Reg> ld_vector(Space space, Type type, int width, Address const& address, Cache cache = Cache::none);
+    void ld_vector(std::span<Reg const> dst, Space space, Type type, Address const& address, Cache cache = Cache::none);
+    void st(Space space, Type type, Address const& address, Operand value, Cache cache = Cache::none);
+    void st_vector(Space space, Type type, Address const& address, std::span<Reg const> values);
+    // atom returns the old value; red does not.
+    Reg atom(Space space, AtomicOp op, Type type, Address const& address, Operand value);
+    void red(Space space, AtomicOp op, Type type, Address const& address, Operand value);
+    Reg atom_cas(Space space, Type type, Address const& address, Operand compare, Operand value);
+
+    // ---- asynchronous copies and tensor cores (sm_80+)
+    // cp.async of 4, 8 or 16 bytes from global to shared; 16-byte copies bypass L1 (.cg).
+    // `source_bytes` < bytes zero-fills the rest (out-of-range tiles).
+    void cp_async(Reg shared_address, Address const& global, int bytes, std::optional<Operand> source_bytes = {});
+    void cp_async_commit();
+    void cp_async_wait(int pending_groups);
+    // ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16: `count` .b32 registers.
+    std::vector<Reg> ldmatrix(int count, bool transpose, Reg shared_address);
+    // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32: d (4 f32) = a (4 b32) · b (2 b32) + c (4 f32).
+    void mma_m16n8k16(Type input, std::span<Reg const> d, std::span<Reg const> a, std::span<Reg const> b,
+                      std::span<Reg const> c);
+
+    // ---- warp-level
+    Reg shfl(ShuffleMode mode, Reg value, Operand lane_or_delta, std::uint32_t mask = full_warp);
+    Reg vote(VoteMode mode, Reg predicate, std::uint32_t mask = full_warp);  // ballot: .b32, else .pred
+
+    // ---- synchronisation
+    void bar_sync(int barrier = 0);
+    void bar_warp_sync(std::uint32_t mask = full_warp);
+    void membar_gl();
+
+    // ---- control flow
+    Label label();
+    void place(Label l);
+    void bra(Label l);
+    void bra_if(Reg predicate, Label l, bool when = true);
+    void ret();
+    // Every instruction emitted by `body` is guarded by @predicate (or @!predicate).
+    void predicated(Reg predicate, bool when, std::function<void()> const& body);
+    // Branches around `body` unless predicate holds.
+    void if_then(Reg predicate, std::function<void()> const& body);
+    void if_then_else(Reg predicate, std::function<void()> const& then_body, std::function<void()> const& else_body);
+    // for (index = begin; index < end; index += step) body(); compares by index's type.
+    void for_range(Reg index, Operand begin, Operand end, Operand step, std::function<void()> const& body);
+
+    // ---- output
+    // Throws BuildError at the first problem; emit() runs it.
+    void verify(Target target) const;
+    // The .entry with its declarations (for a Module holding several kernels).
+    [[nodiscard]] std::string emit_entry(Target target) const;
+    // A whole module with this kernel alone.
+    [[nodiscard]] std::string emit(Target target, std::optional<IsaVersion> isa = std::nullopt) const;
+    // The module-scope declarations this kernel needs (its dynamic shared memory).
+    [[nodiscard]] std::string emit_module_scope() const;
+
+    [[nodiscard]] std::span<Instruction const> instructions() const noexcept { return body_; }
+    [[nodiscard]] std::string register_name(Reg r) const;
+
+private:
+    struct ParamDecl {
+        Type type;
+        std::string name;
+    };
+    struct SharedDecl {
+        std::string name;
+        Type element;
+        std::size_t count;
+        std::size_t alignment;
+    };
+
+    void push(Instruction in);
+    void check_own(Reg r, std::string_view what) const;
+    void arith(std::string_view op, Reg dst, std::vector<Operand> const& sources, bool float_rounding,
+               bool integer_lo);
+    void unary_float(std::string_view opcode, Reg dst, Reg a, Requirement req = {});
+    Reg same_type_result(Reg a) { return reg(a.type()); }
+    [[nodiscard]] std::string describe(Instruction const& in) const;
+    [[nodiscard]] std::string operand_text(OperandUse const& use) const;
+    [[nodiscard]] std::string address_text(Address const& a) const;
+
+    std::uint32_t serial_;  // tells this kernel's registers and labels from another's
+    std::string name_;
+    std::vector<ParamDecl> params_;
+    std::vector<SharedDecl> shared_;
+    std::optional<std::size_t> dynamic_shared_alignment_;
+    std::vector<Type> reg_types_;
+    std::vector<std::uint32_t> reg_ordinals_;  // index among the registers of the same type
+    std::array<std::uint32_t, 32> next_ordinal_{};
+    std::uint32_t label_count_ = 0;
+    std::vector<Instruction> body_;
+    std::optional<Guard> guard_;
+    unsigned max_threads_ = 0;
+};
+
+}  // namespace rayo::ptx
