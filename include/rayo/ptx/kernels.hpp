@@ -1,0 +1,12 @@
+// rayo's kernel generators: every op's CUDA kernel as a ptx::Kernel, parametrised by dtype, shape
+// and tile, emitted for any target with no GPU present:
+//
+//   std::string text = rayo::ptx::kernels::gemm({.tile = {128, 128, 32}}).emit(rayo::ptx::Target::sm_90);
+#pragma once
+
+#include "rayo/ptx/kernels/elementwise.hpp"
+#include "rayo/ptx/kernels/gemm.hpp"
+#include "rayo/ptx/kernels/normalization.hpp"
+#include "rayo/ptx/kernels/quant.hpp"
+#include "rayo/ptx/kernels/reduction.hpp"
+#include "rayo/ptx/kernels/softmax.hpp"

@@ -1,0 +1,90 @@
+// Element-wise kernels: every unary op of rayo (relu ... gelu, exp, log, sqrt) and the binary
+// ops (tensor-tensor and tensor-scalar add/sub/mul/div) over f32 arrays, as PTX.
+//
+//   Kernel k = rayo::ptx::kernels::unary({.op = UnaryKind::gelu_erf});
+//   std::string text = k.emit(Target::sm_90);
+//
+// Memory: a 1-D grid-stride loop over 16-byte vectors (ld.global.v4.f32 / st.global.v4.f32)
+// with a scalar head (the elements before `out` reaches a 16-byte boundary) and a scalar tail, so
+// any element count and any 4-byte-aligned view works with any 1-D launch. The vector body needs
+// every operand at the same address modulo 16; for views that are not, `vectorized = false` gives
+// a plain scalar grid-stride loop. Each loop iteration keeps `unroll` accesses per operand in
+// flight per thread.
+//
+// Accuracy, in ulps of the float nearest the exact result (subnormal results and ±inf/NaN inputs
+// included): relu, leaky_relu, clip, abs, neg, add, sub, mul, sqrt (sqrt.rn), div (div.rn) are
+// IEEE operations (0.5 ulp). exp, log, tanh, sigmoid, silu, elu, gelu_tanh are the CPU's
+// algorithms (rayo/cpu/vector_math.hpp, the FMA path) with the same operations in the same order,
+// so they give the CPU's bits on FMA machines and its bounds: exp 1.02, log 0.85, tanh 3.04,
+// sigmoid 3.17, silu 2.40, elu 0.98 (alpha = 1; 1.94 for other alphas), gelu_tanh 2.33.
+// gelu_erf is an f32 algorithm of its own (the CPU's works in double, which would make the kernel
+// compute-bound): max 2.7 ulp measured on the host over every 37th float in |x| < 20.
+// Special values follow the CPU: NaN in, NaN out; exp(-inf) = 0, log(±0) = -inf, log(x<0) = NaN,
+// tanh(±inf) = ±1, gelu/silu(-inf) = -0, gelu(-0) = -0, elu(-inf) = -alpha.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "rayo/ptx/kernel.hpp"
+
+namespace rayo::ptx::kernels {
+
+// The element-wise ops. gelu_tanh is 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))); gelu_erf is
+// x·Φ(x). leaky_relu and elu take alpha as parameter `a`; clip takes lo = `a`, hi = `b`
+// (min(max(x, lo), hi), so lo > hi gives hi).
+enum class UnaryKind : std::uint8_t {
+    relu, leaky_relu, elu, sigmoid, tanh, silu, gelu_tanh, gelu_erf, clip, exp, log, sqrt, abs, neg
+};
+enum class BinaryKind : std::uint8_t { add, sub, mul, div };
+
+constexpr std::string_view to_string(UnaryKind op) noexcept {
+    constexpr std::string_view names[] = {"relu", "leaky_relu", "elu",      "sigmoid", "tanh", "silu", "gelu_tanh",
+                                          "gelu_erf", "clip",   "exp",      "log",     "sqrt", "abs",  "neg"};
+    return names[static_cast<int>(op)];
+}
+constexpr std::string_view to_string(BinaryKind op) noexcept {
+    constexpr std::string_view names[] = {"add", "sub", "mul", "div"};
+    return names[static_cast<int>(op)];
+}
+
+struct UnaryKernelConfig {
+    UnaryKind op = UnaryKind::relu;
+    // 16-byte vector body; needs `in` and `out` at the same address modulo 16.
+    bool vectorized = true;
+    // Accesses per operand in flight per thread and loop iteration: 1, 2 or 4.
+    unsigned unroll = 4;
+    // The largest block the kernel is launched with (.maxntid); any 1-D block up to it works.
+    unsigned block_threads = 256;
+};
+
+// out[i] = op(in[i]) for i < n. Parameters, in order:
+//   out (.u64 address), in (.u64 address), n (.u64 element count), a (.f32), b (.f32)
+// `out` may be `in` (in place). Named rayo_unary_<op>_<v4|scalar>_u<unroll>.
+[[nodiscard]] Kernel unary(UnaryKernelConfig const& config);
+
+struct BinaryKernelConfig {
+    BinaryKind op = BinaryKind::add;
+    // out = a op s with the .f32 parameter s, instead of a op b.
+    bool scalar_operand = false;
+    // 16-byte vector body; needs every array operand at the same address modulo 16.
+    bool vectorized = true;
+    unsigned unroll = 4;           // 1, 2 or 4
+    unsigned block_threads = 256;  // .maxntid
+};
+
+// out[i] = a[i] op b[i] (or a[i] op s) for i < n, each one IEEE operation (div is div.rn).
+// Parameters, in order:
+//   out (.u64), a (.u64), b (.u64, not read with scalar_operand), n (.u64), s (.f32, read only
+//   with scalar_operand)
+// `out` may be `a` or `b`. Named rayo_binary_<op>[_scalar]_<v4|scalar>_u<unroll>.
+[[nodiscard]] Kernel binary(BinaryKernelConfig const& config);
+
+// The op on one .f32 register, for other generators (softmax's exp, say): appends the
+// instructions to `k` and returns the result register. `a` and `b` are .f32 registers holding the
+// op's parameters (alpha; lo and hi), needed only by leaky_relu, elu and clip. Straight-line code
+// except for exp-heavy tails (silu, gelu_tanh), which branch around a slow path; call it outside
+// predicated() blocks.
+[[nodiscard]] Reg emit_unary(Kernel& k, UnaryKind op, Reg x, Reg a = {}, Reg b = {});
+
+}  // namespace rayo::ptx::kernels

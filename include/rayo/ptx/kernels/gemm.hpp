@@ -1,0 +1,145 @@
+// The GEMM kernel generator: out[m, n] = a[m, k] · op(b) with f32 results, as a PTX kernel.
+//
+//   using namespace rayo::ptx;
+//   kernels::GemmConfig const config{.a = Type::bf16, .b = Type::bf16, .b_transposed = true,
+//                                    .tile = {128, 128, 32}, .warps = 4, .stages = 4};
+//   std::string const ptx = kernels::gemm(config).emit(Target::sm_90);
+//   kernels::GemmLaunch const launch = kernels::gemm_launch(config, m, n);  // grid, threads, shared bytes
+//
+// Two algorithms, both needing sm_80 (cp.async):
+//   * simt: f32 × f32 on the CUDA cores (FFMA). A block tile of tile.m × tile.n is computed by
+//     (tile.m / 32) · (tile.n / 64) warps, 8 × 8 outputs per thread (two 4-row and two 4-column
+//     strips, so shared-memory reads are 16-byte loads that are broadcasts or conflict-free); each k
+//     step is an outer product of 8 a values and 8 b values per thread. a (and a transposed b) is
+//     copied into k-major shared memory by 4-byte cp.async (the copy does the transposition); b as
+//     [k, n] by 16-byte cp.async; `stages` k steps are in flight.
+//   * tensor_core: f16 or bf16 b on the tensor cores (mma.sync.m16n8k16, f32 accumulation). Tiles
+//     of a and b are copied by a `stages`-deep cp.async pipeline into XOR-swizzled shared memory
+//     (conflict-free ldmatrix) and fed to the warps by ldmatrix (.trans for a b that is not
+//     transposed). An f32 a (f32 activations × 16-bit weights) is converted to b's type with
+//     round-to-nearest on its way into shared memory: products then carry a's rounding error,
+//     at most 2^-11 (f16) or 2^-8 (bf16) of |a·b| each; an f16 conversion of |a| > 65504 gives inf.
+//     Operands that are not 16-byte aligned (GemmConfig::aligned = false) are loaded element by
+//     element through registers instead of cp.async.
+//
+// Kernel parameters, in order: a, b, out (.u64 generic addresses of the first elements), then
+// m, n, k (.u32). a is [m, k] row-major; b is [k, n] row-major, or [n, k] row-major when
+// b_transposed (so linear(x, w) = x · wᵀ is b_transposed with b = w); out is [m, n] row-major f32.
+// Any m, n, k below 2^32 (k may be 0: out becomes zeros); edge tiles are zero-filled on load and
+// masked on store. The grid is one-dimensional (gemm_launch says how large).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "rayo/ptx/kernel.hpp"
+#include "rayo/ptx/type.hpp"
+
+namespace rayo::ptx::kernels {
+
+enum class GemmAlgorithm : std::uint8_t {
+    automatic,    // tensor_core when b is f16 or bf16, simt when it is f32
+    simt,         // a and b f32
+    tensor_core,  // b f16 or bf16; a the same type or f32 (converted to b's type)
+};
+
+// A block's tile of the output (m × n) and the depth of one k step of the main loop. A zero field
+// takes the algorithm's default: 128 × 128 × 8 (simt), 128 × 128 × 32 (tensor_core).
+struct GemmTile {
+    unsigned m = 0, n = 0, k = 0;
+};
+
+struct GemmConfig {
+    // Problem sizes baked into the kernel as constants; 0 leaves the size to the kernel's m/n/k
+    // parameter (which must then be passed; a baked size ignores its parameter). A baked size that
+    // is a multiple of its tile dimension also drops that dimension's edge checks.
+    std::uint32_t m = 0, n = 0, k = 0;
+    Type a = Type::f32;  // f32, f16 or bf16
+    Type b = Type::f32;  // f32, f16 or bf16; a is b's type or f32
+    bool b_transposed = false;
+    GemmAlgorithm algorithm = GemmAlgorithm::automatic;
+    GemmTile tile = {};
+    // Warps per block. simt: fixed by the tile, (tile.m / 32) · (tile.n / 64) (0 or that number);
+    // tensor_core: 1, 2, 4 or 8 (0: 4), laid out 1×1, 2×1/1×2, 2×2, 4×2/2×4 over the tile.
+    unsigned warps = 0;
+    // Shared-memory buffers in flight. simt: 2 (double buffering; 0 or 2); tensor_core: the
+    // cp.async pipeline depth, 2 to 8 (0: 4).
+    unsigned stages = 0;
+    // 16-byte global accesses (vector loads, 16-byte cp.async, vector stores). The caller
+    // guarantees that a, b and out start on 16-byte boundaries and that every row of a, b and out
+    // is a multiple of 16 bytes long (k·sizeof(a), k or n·sizeof(b), n·4). false: element-wise
+    // accesses (any sizes and 4-byte-aligned f32 / 2-byte-aligned 16-bit data), slower.
+    bool aligned = true;
+    // Block tiles are visited `group_m` tile rows at a time, column by column within a group, so
+    // blocks running together share panels of a and b in L2. 0: 8.
+    unsigned group_m = 0;
+};
+
+// The launch shape of a gemm kernel for an m × n output.
+struct GemmLaunch {
+    std::uint32_t grid = 0;          // blocks, along x (0 when m or n is 0: nothing to launch)
+    std::uint32_t threads = 0;       // per block, along x
+    std::uint32_t shared_bytes = 0;  // dynamic shared memory per block
+};
+
+// The configuration with every default filled in and checked: throws BuildError for a type pair,
+// tile, warp count or stage count the generators do not support.
+[[nodiscard]] GemmConfig gemm_resolved(GemmConfig const& config);
+
+// The kernel. Its name spells every generator parameter (e.g.
+// gemm_tc_bf16_bf16_nt_128x128x32_w4_s4_v_g8), so equal names mean equal kernels.
+[[nodiscard]] Kernel gemm(GemmConfig const& config);
+
+// The kernel's name (see gemm()), without building it.
+[[nodiscard]] std::string gemm_name(GemmConfig const& config);
+
+// How to launch gemm(config) for an m × n output (m and n as passed, or as baked).
+[[nodiscard]] GemmLaunch gemm_launch(GemmConfig const& config, std::uint32_t m, std::uint32_t n);
+
+// The variant rayo's CUDA matmul runs for out[m, n] = a[m, k] · op(b), with `aligned` as
+// GemmConfig::aligned requires (the caller checks addresses and row lengths), on a GPU with
+// `multiprocessors` SMs: f32 × f32 on the CUDA cores; anything with a 16-bit b on the tensor
+// cores. Large outputs take 128x128 tiles; outputs with fewer such tiles than SMs take 64x64; a
+// few rows (m ≤ 32) take 32x64. The sizes stay kernel parameters (none is baked).
+[[nodiscard]] GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t k, Type a, Type b,
+                                            bool b_transposed, bool aligned, int multiprocessors);
+
+// Every configuration choose_gemm_config returns, for any problem.
+[[nodiscard]] std::vector<GemmConfig> chosen_gemm_configs();
+
+namespace detail {
+
+// Pieces the two generator files share; not part of the API.
+struct GemmFrame {
+    Reg a, b, out;          // global addresses
+    Reg m, n, k;            // sizes (.u32): parameters or baked constants
+    Reg row0, col0;         // the block tile's first output row and column
+    bool check_m = true;    // whether rows past m can occur in this kernel
+    bool check_n = true;
+    bool check_k = true;    // whether the last k step can be partial
+};
+// Declares the parameters and finds the block's tile (grouped rasterisation).
+GemmFrame gemm_frame(Kernel& kernel, GemmConfig const& resolved);
+// How a block's warps tile its output: m warps down, n warps across.
+struct WarpGrid {
+    unsigned m = 1, n = 1;
+};
+WarpGrid gemm_warp_grid(GemmConfig const& resolved);
+// The k loop both algorithms run: `stages` shared-memory slots, stages − 1 k steps in flight, one
+// barrier per step; unrolled `stages` times so every slot offset is an immediate.
+struct GemmPipeline {
+    std::function<void(unsigned slot, Reg k_left)> issue;  // start loading the next k step (k_left > 0)
+    std::function<void(unsigned slot)> store_staged;       // register-staged loads → slot (may be empty)
+    std::function<void(unsigned slot)> multiply;           // the MMAs / FMAs of one k step
+    std::function<void()> advance;                         // global addresses to the next k step
+    bool cp_async = true;  // whether issue() starts cp.async copies (else no groups to commit and wait for)
+};
+void gemm_pipeline(Kernel& kernel, GemmFrame const& frame, unsigned tile_k, unsigned stages, GemmPipeline const& steps);
+Kernel gemm_simt(GemmConfig const& resolved);         // gemm.cpp
+Kernel gemm_tensor_core(GemmConfig const& resolved);  // gemm_tensor_core.cpp
+
+}  // namespace detail
+
+}  // namespace rayo::ptx::kernels

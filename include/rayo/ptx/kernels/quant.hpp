@@ -1,0 +1,133 @@
+// K-quant kernels (q4_k, q6_k, q8_k; layouts in rayo/quant.hpp) as generated PTX:
+//
+//   * dequantize        blocks -> f32, bit for bit the CPU's floats (same f16 -> f32 conversion, the same
+//                       f32 products and differences in the same order, no fused multiply-add);
+//   * quantize_q8       f32 -> q8_k, byte for byte the CPU reference quantizer (also for ±inf and NaN);
+//   * quantize_activations + quant_gemv
+//                       linear(x, w) for a few rows of x (decoding): x is quantized on the device into int8
+//                       records laid out for the GEMV's lanes, then every weight byte is read once and
+//                       multiplied with dp4a;
+//   * gemm_activations + quant_gemm
+//                       linear(x, w) for many rows of x: x converted to f16 once, weight tiles decoded to f16
+//                       in shared memory, multiplied on tensor cores (mma.sync m16n8k16, f32 accumulation).
+//
+// Every function returns a ptx::Kernel that any target from sm_80 on can emit; none needs a GPU:
+//
+//   std::string text = rayo::ptx::kernels::quant_gemv({.weight = rayo::DType::q4_k, .rows = 1})
+//                          .emit(rayo::ptx::Target::sm_90);
+//
+// Parameters are listed per kernel, in order: addresses are .u64 (generic, as the driver gives them),
+// counts .u32. An invalid configuration throws ptx::BuildError.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "rayo/dtype.hpp"
+#include "rayo/ptx/kernel.hpp"
+
+namespace rayo::ptx::kernels {
+
+// ---- dequantize ---------------------------------------------------------------------------------
+
+// Parameters: (u64 blocks, u64 out, u32 count): `count` blocks of `type` -> count·256 f32 values.
+// One warp decodes one block (each lane 8 values); launch ceil(count / (threads/32)) blocks of
+// `threads` threads. `out` must be 16-byte aligned; q4_k blocks 16-byte, q8_k 4-byte, q6_k 2-byte.
+struct DequantizeConfig {
+    DType type = DType::q4_k;  // q4_k, q6_k or q8_k
+    unsigned threads = 256;    // a multiple of 32, at most 1024
+};
+[[nodiscard]] Kernel dequantize(DequantizeConfig const& config);
+
+// ---- q8_k quantization --------------------------------------------------------------------------
+
+// Parameters: (u64 x, u64 out, u32 count): count·256 f32 values (16-byte aligned) -> `count` q8_k
+// blocks, exactly the reference's bytes: max = the first value of largest magnitude, iscale =
+// −127/max, q = min(127, round-half-even(iscale·x)) through the 1.5·2²³ trick, d = 1/iscale, bsums.
+// Non-finite inputs give the x86 reference's bytes too (its NaN results are emulated). One warp per
+// block; launch as dequantize.
+struct QuantizeQ8Config {
+    unsigned threads = 256;  // a multiple of 32, at most 1024
+};
+[[nodiscard]] Kernel quantize_q8(QuantizeQ8Config const& config = {});
+
+// ---- the GEMV path ------------------------------------------------------------------------------
+
+// The activation records quantize_activations writes and quant_gemv reads: one record per 256
+// values of x (record r = row·blocks_per_row + block, so a row-major x [m, k] is simply count =
+// m·k/256 consecutive records). x ≈ main + residual where main = q8_k(x) and residual =
+// q8_k(x − d·main) exactly as the CPU's QuantActivation (the CPU's q8_k bytes), so ~15 bits of x
+// reach the integer dot products; the int8 quants are stored in the order the GEMV's lanes read them:
+//
+// q4_k weights (640 bytes): lane j (0..7) of a block's eight lanes multiplies qs bytes
+//   [16j, 16j+16): values 64c + 16s + t (low nibbles) and 64c + 32 + 16s + t (high), c = j/2, s = j%2.
+//   [0, 512)    quants: piece p (0: main low, 1: main high, 2: residual low, 3: residual high),
+//               lane j, 16 bytes at 128p + 16j
+//   [512, 640)  lane j's slot at 512 + 16j: int16 sums of its main low / main high / residual low /
+//               residual high 16 quants (the q4_k min term), f32 d_main, f32 d_residual
+// q6_k weights (768 bytes): lane j (0..15) of a block's sixteen lanes takes values
+//   128h + 32i + l0 + t (i, t = 0..3), h = j/8, l0 = 4·(j%8).
+//   [0, 512)    quants: piece p (0: main, 1: residual), lane j, 16 bytes (i = 0..3) at 256p + 16j
+//   [512, 768)  lane j's slot at 512 + 16j: f32 d_main, f32 d_residual, 8 bytes unused
+// Without the residual, its quants are left unwritten (never read) and its sums and d are zero.
+constexpr std::size_t activation_record_bytes(DType weight) noexcept { return weight == DType::q6_k ? 768 : 640; }
+
+// Parameters: (u64 x, u64 records, u32 count): count·256 f32 values (16-byte aligned) -> `count`
+// records (16-byte aligned). One warp per record; launch as dequantize.
+struct QuantActivationsConfig {
+    DType weight = DType::q4_k;  // the layout: q4_k or q6_k
+    bool residual = true;        // false: main only (ggml's single q8_k, ~0.5-5% error on linear)
+    unsigned threads = 256;
+};
+[[nodiscard]] Kernel quantize_activations(QuantActivationsConfig const& config);
+
+// Parameters: (u64 w, u64 records, u64 out, u32 n, u32 blocks_per_row):
+// out[a, r] = Σ_k x[a, k]·w[r, k] for a < rows, r < n, with w [n rows of blocks_per_row blocks of
+// `weight`], records from quantize_activations (rows·blocks_per_row of them) and out f32 [rows, n].
+// One warp per weight row; the lanes of a warp cover 4 q4_k blocks (8 lanes each, 16-byte loads) or
+// 2 q6_k blocks (16 lanes each, aligned 4-byte loads: q6_k blocks are only 2-byte aligned), `unroll`
+// such groups per step; integer sums by dp4a (weights u8 or, for q6_k, s8 q−32) with the q4_k min
+// term from the records' sums, then f32 per block, and a shuffle reduction at the end. Launch
+// ceil(n / warps) blocks of 32·warps threads. q4_k rows must be 16-byte aligned, q6_k 2-byte.
+struct QuantGemvConfig {
+    DType weight = DType::q4_k;  // q4_k or q6_k
+    unsigned rows = 1;           // rows of x, 1..8: each lane keeps one accumulator per row
+    bool residual = true;        // must match the records
+    unsigned warps = 4;          // warps per block (1..32)
+    unsigned unroll = 2;         // block groups in flight per lane: 1, 2 or 4
+};
+[[nodiscard]] Kernel quant_gemv(QuantGemvConfig const& config);
+
+// ---- the GEMM path ------------------------------------------------------------------------------
+
+// Parameters: (u64 x, u64 out, u32 count): count f32 values (16-byte aligned, count a multiple of 8)
+// -> f16 (round to nearest even). Each thread converts 8 values; launch ceil(count / (8·threads))
+// blocks.
+struct GemmActivationsConfig {
+    unsigned threads = 256;
+};
+[[nodiscard]] Kernel gemm_activations(GemmActivationsConfig const& config = {});
+
+// Parameters: (u64 x_f16, u64 w, u64 out, u32 m, u32 n, u32 k): out[m, n] = x[m, k] · w[n, k]ᵀ with
+// x f16 (from gemm_activations), w rows of k/256 blocks of `weight`, out f32.
+// Block tile block_m × block_n × 64 with 8 warps (2 × 4): per 64-value step of k the f16 x tile comes
+// in by cp.async while the weight tile's raw bytes are loaded into registers, decoded in f32
+// (value = d·sc·q − dmin·m, or d·sc·(q − 32)), rounded to f16 into shared memory; fragments by
+// ldmatrix from XOR-swizzled tiles, mma.sync m16n8k16 f16 x f16 -> f32. Two stages, one barrier per
+// step. Launch grid (ceil(n / block_n), ceil(m / block_m)), 256 threads, dynamic shared memory
+// quant_gemm_shared_bytes(config) (opted in above 48 KiB). Accuracy: x and the decoded weights are
+// rounded to f16 (relative 2^-11 each): ~3e-4 relative error on linear, against 1e-3 promised;
+// |x|, |w| must stay below 65504 (f16's range).
+struct QuantGemmConfig {
+    DType weight = DType::q4_k;  // q4_k or q6_k
+    unsigned block_m = 128;      // rows of x per block: 64 or 128
+    unsigned block_n = 128;      // weight rows per block: 64 or 128
+};
+[[nodiscard]] Kernel quant_gemm(QuantGemmConfig const& config);
+constexpr unsigned quant_gemm_k_step = 64;
+constexpr unsigned quant_gemm_threads = 256;
+constexpr unsigned quant_gemm_shared_bytes(QuantGemmConfig const& config) noexcept {
+    return 2 * (config.block_m + config.block_n) * quant_gemm_k_step * 2;
+}
+
+}  // namespace rayo::ptx::kernels

@@ -1,0 +1,66 @@
+// What the CUDA op files need of a device: its target, addresses of tensor views, temporary
+// device memory, and launching a generated kernel (generated and loaded once per key).
+// CudaBackend implements it; the op files see nothing else of the runtime.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "dispatch/backend.hpp"
+#include "rayo/ptx/kernel.hpp"
+#include "rayo/ptx/target.hpp"
+
+namespace rayo::cuda {
+
+struct LaunchDims {
+    std::array<unsigned, 3> grid{1, 1, 1};
+    std::array<unsigned, 3> block{1, 1, 1};
+    unsigned shared_bytes = 0;  // dynamic shared memory
+};
+
+class KernelRunner {
+public:
+    virtual ~KernelRunner() = default;
+
+    [[nodiscard]] virtual ptx::Target target() const noexcept = 0;
+    [[nodiscard]] virtual int multiprocessor_count() const noexcept = 0;
+    // The device address of a view's first byte.
+    [[nodiscard]] virtual std::uint64_t address(detail::TensorView const& view) = 0;
+    // Stream-ordered device memory for intermediate results; free_temporary may be called right
+    // after the launches that use it are queued.
+    [[nodiscard]] virtual std::uint64_t allocate_temporary(std::size_t bytes) = 0;
+    virtual void free_temporary(std::uint64_t address) noexcept = 0;
+    // Queues the kernel `make` builds on the device's stream. `make` runs only the first time a
+    // key is seen on this device; the key must therefore name everything the kernel depends on.
+    // `arguments` point at the values of the kernel's parameters, in order.
+    virtual void launch(std::string const& key, std::function<ptx::Kernel()> const& make, LaunchDims dims,
+                        std::span<void*> arguments) = 0;
+
+    // launch() with the parameter values given directly (std::uint64_t addresses, std::uint32_t
+    // sizes, float scalars: each exactly the type the kernel declares).
+    template <class... Args>
+    void run(std::string const& key, std::function<ptx::Kernel()> const& make, LaunchDims dims, Args... args) {
+        std::array<void*, sizeof...(Args)> pointers{static_cast<void*>(&args)...};
+        launch(key, make, dims, pointers);
+    }
+};
+
+// Temporary device memory released (stream-ordered) when it goes out of scope.
+class TemporaryBuffer {
+public:
+    TemporaryBuffer(KernelRunner& runner, std::size_t bytes) : runner_(&runner), address_(runner.allocate_temporary(bytes)) {}
+    ~TemporaryBuffer() { runner_->free_temporary(address_); }
+    TemporaryBuffer(TemporaryBuffer const&) = delete;
+    TemporaryBuffer& operator=(TemporaryBuffer const&) = delete;
+    [[nodiscard]] std::uint64_t address() const noexcept { return address_; }
+
+private:
+    KernelRunner* runner_;
+    std::uint64_t address_;
+};
+
+}  // namespace rayo::cuda

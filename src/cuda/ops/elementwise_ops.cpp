@@ -1,0 +1,161 @@
+#include "cuda/ops/elementwise_ops.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "rayo/error.hpp"
+#include "rayo/ptx/kernels/elementwise.hpp"
+
+namespace rayo::cuda::ops {
+
+using detail::TensorView;
+
+namespace {
+
+// 256-thread blocks, four per multiprocessor: every element-wise kernel needs at most 64
+// registers a thread (ptxas reports 60 at most), so all blocks are resident at once, and with four
+// 16-byte accesses per operand in flight per thread that is 64 KiB of loads per multiprocessor —
+// well above what HBM3 needs to stay busy.
+constexpr unsigned block_threads = 256;
+constexpr unsigned unroll = 4;
+constexpr unsigned blocks_per_multiprocessor = 4;
+
+ptx::kernels::UnaryKind unary_kind(detail::UnaryOp op) {
+    using detail::UnaryOp;
+    using ptx::kernels::UnaryKind;
+    switch (op) {
+        case UnaryOp::relu: return UnaryKind::relu;
+        case UnaryOp::leaky_relu: return UnaryKind::leaky_relu;
+        case UnaryOp::elu: return UnaryKind::elu;
+        case UnaryOp::sigmoid: return UnaryKind::sigmoid;
+        case UnaryOp::tanh: return UnaryKind::tanh;
+        case UnaryOp::silu: return UnaryKind::silu;
+        case UnaryOp::gelu_tanh: return UnaryKind::gelu_tanh;
+        case UnaryOp::gelu_erf: return UnaryKind::gelu_erf;
+        case UnaryOp::clip: return UnaryKind::clip;
+        case UnaryOp::exp: return UnaryKind::exp;
+        case UnaryOp::log: return UnaryKind::log;
+        case UnaryOp::sqrt: return UnaryKind::sqrt;
+        case UnaryOp::abs: return UnaryKind::abs;
+        case UnaryOp::neg: return UnaryKind::neg;
+    }
+    throw Unsupported("cuda: unary op " + std::to_string(static_cast<int>(op)) + " has no kernel");
+}
+
+ptx::kernels::BinaryKind binary_kind(detail::BinaryOp op) {
+    using detail::BinaryOp;
+    using ptx::kernels::BinaryKind;
+    switch (op) {
+        case BinaryOp::add: return BinaryKind::add;
+        case BinaryOp::sub: return BinaryKind::sub;
+        case BinaryOp::mul: return BinaryKind::mul;
+        case BinaryOp::div: return BinaryKind::div;
+    }
+    throw Unsupported("cuda: binary op " + std::to_string(static_cast<int>(op)) + " has no kernel");
+}
+
+void require_f32(std::string const& op, TensorView const& view, char const* role) {
+    if (view.dtype != DType::f32)
+        throw Unsupported("cuda: " + op + " runs on f32 " + role + ", not " + std::string(to_string(view.dtype)));
+}
+
+void require_numel(std::string const& op, TensorView const& view, std::size_t n, char const* role) {
+    if (view.numel != n)
+        throw ShapeError("cuda: " + op + ": " + role + " has " + std::to_string(view.numel) + " elements, expected " +
+                         std::to_string(n));
+}
+
+// The device address of an f32 view; f32 views are 4-byte aligned by construction.
+std::uint64_t float_address(KernelRunner& runner, std::string const& op, TensorView const& view) {
+    std::uint64_t const address = runner.address(view);
+    if (address % 4 != 0)
+        throw Unsupported("cuda: " + op + ": f32 view at address " + std::to_string(address) +
+                          " is not 4-byte aligned");
+    return address;
+}
+
+// The vector body needs all operands at one address modulo 16 (the head aligns them together).
+bool same_alignment(std::initializer_list<std::uint64_t> addresses) {
+    std::uint64_t const first = *addresses.begin() % 16;
+    return std::all_of(addresses.begin(), addresses.end(), [&](std::uint64_t a) { return a % 16 == first; });
+}
+
+LaunchDims launch_shape(KernelRunner& runner, std::size_t n, bool vectorized) {
+    // A thread handles `unroll` vectors (or elements) per loop iteration; enough blocks for one
+    // iteration each, at most the resident count (the grid-stride loop does the rest).
+    std::size_t const units = vectorized ? (n + 3) / 4 : n;
+    std::size_t const per_block = std::size_t{block_threads} * unroll;
+    std::size_t const wanted = std::max<std::size_t>(1, (units + per_block - 1) / per_block);
+    std::size_t const resident =
+        static_cast<std::size_t>(std::max(1, runner.multiprocessor_count())) * blocks_per_multiprocessor;
+    LaunchDims dims;
+    dims.grid[0] = static_cast<unsigned>(std::min(wanted, resident));
+    dims.block[0] = block_threads;
+    return dims;
+}
+
+std::string key_suffix(bool vectorized, KernelRunner const& runner) {
+    return std::string("/f32/") + (vectorized ? "v4" : "scalar") + "/u" + std::to_string(unroll) + "/b" +
+           std::to_string(block_threads) + "/" + std::string(ptx::to_string(runner.target()));
+}
+
+void binary_launch(KernelRunner& runner, detail::BinaryOp op, TensorView const& a, TensorView const* b, float s,
+                   TensorView const& out) {
+    std::string const name = std::string(detail::to_string(op)) + (b ? "" : " (scalar)");
+    require_f32(name, a, "input");
+    if (b) require_f32(name, *b, "input");
+    require_f32(name, out, "output");
+    std::size_t const n = a.numel;
+    if (b) require_numel(name, *b, n, "b");
+    require_numel(name, out, n, "out");
+    if (n == 0) return;
+    std::uint64_t const a_address = float_address(runner, name, a);
+    std::uint64_t const b_address = b ? float_address(runner, name, *b) : 0;
+    std::uint64_t const out_address = float_address(runner, name, out);
+    bool const vectorized =
+        b ? same_alignment({out_address, a_address, b_address}) : same_alignment({out_address, a_address});
+    ptx::kernels::BinaryKernelConfig const config{.op = binary_kind(op),
+                                                  .scalar_operand = b == nullptr,
+                                                  .vectorized = vectorized,
+                                                  .unroll = unroll,
+                                                  .block_threads = block_threads};
+    std::string const key = "binary/" + std::string(ptx::kernels::to_string(config.op)) +
+                            (config.scalar_operand ? "/scalar_operand" : "/tensor_operand") +
+                            key_suffix(vectorized, runner);
+    runner.run(
+        key, [config] { return ptx::kernels::binary(config); }, launch_shape(runner, n, vectorized), out_address,
+        a_address, b_address, std::uint64_t{n}, s);
+}
+
+}  // namespace
+
+void unary(KernelRunner& runner, detail::UnaryOp op, detail::UnaryParams params, TensorView const& in,
+           TensorView const& out) {
+    std::string const name(detail::to_string(op));
+    require_f32(name, in, "input");
+    require_f32(name, out, "output");
+    require_numel(name, out, in.numel, "out");
+    std::size_t const n = in.numel;
+    if (n == 0) return;
+    std::uint64_t const in_address = float_address(runner, name, in);
+    std::uint64_t const out_address = float_address(runner, name, out);
+    bool const vectorized = same_alignment({out_address, in_address});
+    ptx::kernels::UnaryKernelConfig const config{
+        .op = unary_kind(op), .vectorized = vectorized, .unroll = unroll, .block_threads = block_threads};
+    std::string const key = "unary/" + std::string(ptx::kernels::to_string(config.op)) + key_suffix(vectorized, runner);
+    runner.run(
+        key, [config] { return ptx::kernels::unary(config); }, launch_shape(runner, n, vectorized), out_address,
+        in_address, std::uint64_t{n}, params.a, params.b);
+}
+
+void binary(KernelRunner& runner, detail::BinaryOp op, TensorView const& a, TensorView const& b,
+            TensorView const& out) {
+    binary_launch(runner, op, a, &b, 0.0f, out);
+}
+
+void binary_scalar(KernelRunner& runner, detail::BinaryOp op, TensorView const& a, float s, TensorView const& out) {
+    binary_launch(runner, op, a, nullptr, s, out);
+}
+
+}  // namespace rayo::cuda::ops

@@ -1,0 +1,252 @@
+#include "cuda/ops/reduction_ops.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "rayo/error.hpp"
+#include "rayo/ptx/kernels/reduction.hpp"
+
+namespace rayo::cuda::ops {
+
+using detail::TensorView;
+using ptx::kernels::ReduceGroup;
+using ptx::kernels::ReduceKind;
+using ptx::kernels::ReduceSource;
+using ptx::kernels::ReduceStage;
+
+namespace {
+
+constexpr unsigned block_threads = 256;
+constexpr unsigned unroll = 4;
+// Enough 256-thread blocks to keep every multiprocessor's loads in flight when one long axis is
+// split into parts (a part per block); the parts' partial results then fit one more small launch.
+constexpr std::size_t blocks_per_multiprocessor = 4;
+// Grid-stride launches never need more blocks than this per multiprocessor.
+constexpr std::size_t max_blocks_per_multiprocessor = 8;
+// A part of a split row is at least this long, so the partial results stay few.
+constexpr std::size_t min_part = 8192;
+// A column part walks at least this many elements along the axis.
+constexpr std::size_t min_column_part = 64;
+
+ReduceKind kind_of(detail::ReduceOp op) {
+    switch (op) {
+        case detail::ReduceOp::sum: return ReduceKind::sum;
+        case detail::ReduceOp::max: return ReduceKind::max;
+        case detail::ReduceOp::min: return ReduceKind::min;
+        case detail::ReduceOp::argmax: return ReduceKind::argmax;
+        case detail::ReduceOp::argmin: return ReduceKind::argmin;
+    }
+    throw Unsupported("cuda: reduction " + std::to_string(static_cast<int>(op)) + " has no kernel");
+}
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+std::size_t multiprocessors(KernelRunner const& runner) {
+    return static_cast<std::size_t>(std::max(1, runner.multiprocessor_count()));
+}
+
+// Who reduces one row of `extent` values: short rows a thread each, middling ones a warp, long
+// ones a block.
+ReduceGroup group_for(std::size_t extent) {
+    if (extent <= 16) return ReduceGroup::thread;
+    if (extent <= 2048) return ReduceGroup::warp;
+    return ReduceGroup::block;
+}
+
+LaunchDims rows_launch(KernelRunner const& runner, ReduceGroup group, std::size_t items) {
+    std::size_t const per_block = group == ReduceGroup::thread ? block_threads
+                                  : group == ReduceGroup::warp ? block_threads / 32
+                                                               : 1;
+    std::size_t const cap = multiprocessors(runner) * max_blocks_per_multiprocessor;
+    LaunchDims dims;
+    dims.grid[0] = static_cast<unsigned>(std::clamp<std::size_t>(ceil_div(items, per_block), 1, cap));
+    dims.block[0] = block_threads;
+    return dims;
+}
+
+// Splits an axis of `extent` into about `wanted` parts of a multiple of 4 elements (so the parts of
+// a 16-byte aligned row stay aligned); returns {chunk, parts} with no empty part.
+std::pair<std::size_t, std::size_t> split(std::size_t extent, std::size_t wanted) {
+    std::size_t chunk = std::max<std::size_t>(4, ceil_div(ceil_div(extent, std::max<std::size_t>(wanted, 1)), 4) * 4);
+    return {chunk, std::max<std::size_t>(1, ceil_div(extent, chunk))};
+}
+
+std::string target_key(KernelRunner const& runner) { return std::string(ptx::to_string(runner.target())); }
+
+std::string rows_key(ptx::kernels::ReduceRowsConfig const& c, KernelRunner const& runner) {
+    return "reduce_rows/" + std::string(to_string(c.op)) + (c.mean ? "/mean" : "/plain") + "/f32/" +
+           std::string(to_string(c.source)) + "/" + std::string(to_string(c.stage)) + "/" +
+           std::string(to_string(c.group)) + (c.vectorized ? "/v4" : "/scalar") + "/u" + std::to_string(c.unroll) +
+           "/b" + std::to_string(c.block_threads) + "/" + target_key(runner);
+}
+
+std::string columns_key(ptx::kernels::ReduceColumnsConfig const& c, KernelRunner const& runner) {
+    return "reduce_columns/" + std::string(to_string(c.op)) + (c.mean ? "/mean" : "/plain") + "/f32/" +
+           std::string(to_string(c.stage)) + "/u" + std::to_string(c.unroll) + "/b" + std::to_string(c.block_threads) +
+           "/" + target_key(runner);
+}
+
+// Launches reduce_rows over `rows` rows of `extent` entries at in (and in_aux).
+void launch_rows(KernelRunner& runner, ptx::kernels::ReduceRowsConfig config, std::uint64_t out,
+                 std::uint64_t out_index, std::uint64_t in, std::uint64_t in_aux, std::size_t rows, std::size_t extent,
+                 std::size_t chunk, std::size_t parts, std::size_t count) {
+    // The generator reads partials, and rows a thread reduces alone, with scalar loads.
+    if (config.source == ReduceSource::partials || config.group == ReduceGroup::thread) config.vectorized = false;
+    if (config.stage == ReduceStage::partial) config.mean = false;  // applied by the final pass
+    std::size_t const items = config.stage == ReduceStage::partial ? rows * parts : rows;
+    runner.run(
+        rows_key(config, runner), [config] { return ptx::kernels::reduce_rows(config); },
+        rows_launch(runner, config.group, items), out, out_index, in, in_aux, std::uint64_t{rows},
+        std::uint64_t{extent}, std::uint64_t{chunk}, std::uint64_t{parts}, std::uint64_t{count});
+}
+
+// The partial results of a split axis: `slots` values (f64 sums or f32 extremes) and, for the
+// arg ops, their s64 indices.
+struct Partials {
+    Partials(KernelRunner& runner, ReduceKind op, std::size_t slots)
+        : values(runner, slots * (op == ReduceKind::sum ? 8 : 4)),
+          indices(runner, ptx::kernels::is_arg(op) ? slots * 8 : 8) {}
+    TemporaryBuffer values;
+    TemporaryBuffer indices;
+};
+
+// The second pass: each of `outputs` rows of `parts` partial results reduced in order to the final
+// result at `out`.
+void combine_partials(KernelRunner& runner, ReduceKind op, bool mean, Partials const& partials, std::size_t outputs,
+                      std::size_t parts, std::size_t count, std::uint64_t out) {
+    ptx::kernels::ReduceRowsConfig const config{.op = op,
+                                                .mean = mean,
+                                                .source = ReduceSource::partials,
+                                                .stage = ReduceStage::final,
+                                                .group = group_for(parts),
+                                                .vectorized = false,
+                                                .unroll = unroll,
+                                                .block_threads = block_threads};
+    launch_rows(runner, config, out, 0, partials.values.address(), partials.indices.address(), outputs, parts, parts, 1,
+                count);
+}
+
+// inner == 1: rows of `extent` contiguous values (a, and b for a dot product).
+void reduce_rows(KernelRunner& runner, ReduceKind op, bool mean, std::size_t rows, std::size_t extent, std::uint64_t a,
+                 std::uint64_t b, bool products, std::uint64_t out) {
+    bool const vectorized = !products || a % 16 == b % 16;
+    ReduceSource const source = products ? ReduceSource::products : ReduceSource::values;
+    ReduceGroup const group = group_for(extent);
+    // Few long rows: split each into parts, a block per part, so the whole device reads.
+    std::size_t const target_blocks = multiprocessors(runner) * blocks_per_multiprocessor;
+    std::size_t wanted_parts = 1;
+    if (group == ReduceGroup::block && rows < target_blocks)
+        wanted_parts = std::min(ceil_div(target_blocks, rows), std::max<std::size_t>(1, extent / min_part));
+    auto const [chunk, parts] = split(extent, wanted_parts);
+    ptx::kernels::ReduceRowsConfig config{.op = op,
+                                          .mean = mean,
+                                          .source = source,
+                                          .stage = ReduceStage::final,
+                                          .group = group,
+                                          .vectorized = vectorized,
+                                          .unroll = unroll,
+                                          .block_threads = block_threads};
+    if (parts == 1) {
+        launch_rows(runner, config, out, 0, a, b, rows, extent, extent, 1, extent);
+        return;
+    }
+    Partials const partials(runner, op, rows * parts);
+    config.stage = ReduceStage::partial;
+    launch_rows(runner, config, partials.values.address(), partials.indices.address(), a, b, rows, extent, chunk, parts,
+                extent);
+    combine_partials(runner, op, mean, partials, rows, parts, extent, out);
+}
+
+// inner > 1: a thread per output column, walking the axis with stride inner.
+void reduce_columns(KernelRunner& runner, ReduceKind op, bool mean, detail::ReduceShape shape, std::uint64_t in,
+                    std::uint64_t out) {
+    std::size_t const outputs = shape.outer * shape.inner;
+    // Few columns along a long axis: split the axis so that the device has threads enough.
+    std::size_t const target_threads = multiprocessors(runner) * 2048;
+    std::size_t wanted_parts = 1;
+    if (outputs < target_threads / 2)
+        wanted_parts =
+            std::min(ceil_div(target_threads, outputs), std::max<std::size_t>(1, shape.extent / min_column_part));
+    auto const [chunk, parts] = split(shape.extent, wanted_parts);
+    ReduceStage const stage = parts == 1 ? ReduceStage::final : ReduceStage::partial;
+    ptx::kernels::ReduceColumnsConfig const config{.op = op,
+                                                   .mean = stage == ReduceStage::final && mean,
+                                                   .stage = stage,
+                                                   .unroll = unroll,
+                                                   .block_threads = block_threads};
+    // x: consecutive columns (coalesced), y: the (outer, part) slabs.
+    LaunchDims dims;
+    std::size_t const block_x = std::min<std::size_t>(block_threads, ceil_div(shape.inner, 32) * 32);
+    std::size_t const cap = multiprocessors(runner) * max_blocks_per_multiprocessor;
+    std::size_t const grid_x = std::clamp<std::size_t>(ceil_div(shape.inner, block_x), 1, cap);
+    std::size_t const slabs = shape.outer * parts;
+    std::size_t const grid_y =
+        std::clamp<std::size_t>(std::min(slabs, std::max<std::size_t>(1, cap * 4 / grid_x)), 1, 65535);
+    dims.grid = {static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y), 1};
+    dims.block = {static_cast<unsigned>(block_x), 1, 1};
+    auto launch = [&](std::uint64_t value_out, std::uint64_t index_out) {
+        runner.run(
+            columns_key(config, runner), [config] { return ptx::kernels::reduce_columns(config); }, dims, value_out,
+            index_out, in, std::uint64_t{shape.outer}, std::uint64_t{shape.extent}, std::uint64_t{shape.inner},
+            std::uint64_t{chunk}, std::uint64_t{parts}, std::uint64_t{shape.extent});
+    };
+    if (parts == 1) {
+        launch(out, 0);
+        return;
+    }
+    Partials const partials(runner, op, outputs * parts);
+    launch(partials.values.address(), partials.indices.address());
+    combine_partials(runner, op, mean, partials, outputs, parts, shape.extent, out);
+}
+
+std::uint64_t view_address(KernelRunner& runner, std::string const& op, TensorView const& view, std::size_t alignment) {
+    std::uint64_t const address = runner.address(view);
+    if (address % alignment != 0)
+        throw Unsupported("cuda: " + op + ": view at address " + std::to_string(address) + " is not " +
+                          std::to_string(alignment) + "-byte aligned");
+    return address;
+}
+
+}  // namespace
+
+void reduce(KernelRunner& runner, detail::ReduceOp op, detail::ReduceShape shape, bool mean, TensorView const& in,
+            TensorView const& out) {
+    std::string const name = mean ? "mean" : std::string(detail::to_string(op));
+    bool const arg = detail::is_arg_reduction(op);
+    if (in.dtype != DType::f32)
+        throw Unsupported("cuda: " + name + " runs on f32 input, not " + std::string(to_string(in.dtype)));
+    DType const result = arg ? DType::i64 : DType::f32;
+    if (out.dtype != result)
+        throw Unsupported("cuda: " + name + " writes " + std::string(to_string(result)) + ", not " +
+                          std::string(to_string(out.dtype)));
+    std::size_t const outputs = shape.outer * shape.inner;
+    if (in.numel != outputs * shape.extent || out.numel != outputs)
+        throw ShapeError("cuda: " + name + " of [" + std::to_string(shape.outer) + ", " + std::to_string(shape.extent) +
+                         ", " + std::to_string(shape.inner) + "] takes " + std::to_string(outputs * shape.extent) +
+                         " values into " + std::to_string(outputs) + ", got " + std::to_string(in.numel) + " into " +
+                         std::to_string(out.numel));
+    if (outputs == 0) return;
+    if (shape.extent == 0 && op != detail::ReduceOp::sum)
+        throw ShapeError("cuda: " + name + " of an empty axis has no value");
+    ReduceKind const kind = kind_of(op);
+    std::uint64_t const in_address = view_address(runner, name, in, 4);
+    std::uint64_t const out_address = view_address(runner, name, out, arg ? 8 : 4);
+    // An empty axis reads nothing (the kernels write 0, or NaN for a mean, without touching in).
+    if (shape.inner == 1 || shape.extent == 0)
+        reduce_rows(runner, kind, mean, outputs, shape.extent, in_address, 0, false, out_address);
+    else
+        reduce_columns(runner, kind, mean, shape, in_address, out_address);
+}
+
+void dot(KernelRunner& runner, TensorView const& a, TensorView const& b, TensorView const& out) {
+    for (auto const* v : {&a, &b, &out})
+        if (v->dtype != DType::f32) throw Unsupported("cuda: dot runs on f32, not " + std::string(to_string(v->dtype)));
+    if (b.numel != a.numel || out.numel != 1)
+        throw ShapeError("cuda: dot of " + std::to_string(a.numel) + " and " + std::to_string(b.numel) +
+                         " values into " + std::to_string(out.numel));
+    reduce_rows(runner, ReduceKind::sum, false, 1, a.numel, view_address(runner, "dot", a, 4),
+                view_address(runner, "dot", b, 4), true, view_address(runner, "dot", out, 4));
+}
+
+}  // namespace rayo::cuda::ops

@@ -1,0 +1,504 @@
+// Element-wise kernels: the grid-stride loop (16-byte vector body, scalar head and tail) and the
+// per-element math. exp, log, tanh, sigmoid, silu, elu and gelu_tanh repeat the FMA path of
+// rayo/cpu/vector_math.hpp operation by operation (fma.rn is the CPU's fused multiply-add, and
+// add/mul/div are .rn), so the GPU gives the CPU's bits and inherits its measured bounds. Where the
+// CPU relies on x86 min/max returning the second operand for NaN, the kernels use min.NaN/max.NaN,
+// which return NaN, or plain min/max where the CPU's result is the non-NaN one.
+#include "rayo/ptx/kernels/elementwise.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace rayo::ptx::kernels {
+
+namespace {
+
+constexpr float infinity = std::numeric_limits<float>::infinity();
+constexpr float quiet_nan = std::numeric_limits<float>::quiet_NaN();
+constexpr float log2e = 0x1.715476p+0f;
+// ln2 = ln2_hi + ln2_lo (Cody-Waite); n·ln2_hi is exact for |n| < 2^15.
+constexpr float ln2_hi = 0x1.63p-1f;
+constexpr float ln2_lo = -0x1.bd0106p-13f;
+// x + 1.5·2^23 rounds x to an integer held in the low mantissa bits.
+constexpr float round_magic = 0x1.8p+23f;
+constexpr std::int64_t round_magic_bits = 0x4B400000;
+constexpr std::int64_t one_bits = 0x3F800000;
+
+// ---- bit-level helpers
+
+// The bits of an f32 register as .s32 (and back): mov.b32 between registers of any 32-bit type.
+Reg float_bits(Kernel& k, Reg f) {
+    Reg r = k.reg(Type::s32);
+    k.instruction("mov.b32", {RegUse{r, Type::b32, Access::write}, RegUse{f, Type::b32}});
+    return r;
+}
+Reg bits_float(Kernel& k, Reg i) {
+    Reg r = k.reg(Type::f32);
+    k.instruction("mov.b32", {RegUse{r, Type::b32, Access::write}, RegUse{i, Type::b32}});
+    return r;
+}
+Reg constant(Kernel& k, float v) { return k.mov(Type::f32, v); }
+
+// min/max that return NaN when either operand is NaN (the builder's min/max return the other one).
+Reg min_nan(Kernel& k, Reg a, float b) {
+    Reg r = k.reg(Type::f32);
+    k.instruction("min.NaN.f32", {RegUse{r, Type::f32, Access::write}, RegUse{a, Type::f32}, ImmUse{b, Type::f32}},
+                  {.compute_capability = 80});
+    return r;
+}
+Reg max_nan(Kernel& k, Reg a, float b) {
+    Reg r = k.reg(Type::f32);
+    k.instruction("max.NaN.f32", {RegUse{r, Type::f32, Access::write}, RegUse{a, Type::f32}, ImmUse{b, Type::f32}},
+                  {.compute_capability = 80});
+    return r;
+}
+Reg select(Kernel& k, Reg predicate, Operand if_true, Operand if_false) {
+    return k.selp(if_true, if_false, predicate, Type::f32);
+}
+// x < lo ? lo : x and x > hi ? hi : x, keeping NaN (the CPU's clamp_below / clamp_above).
+Reg clamp_below(Kernel& k, Reg x, float lo) { return select(k, k.setp(Cmp::lt, x, lo), lo, x); }
+
+// ---- the CPU's exp building blocks (vector_math.hpp, detail::)
+
+struct Reduced {
+    Reg r;  // x - n·ln2
+    Reg t;  // n + round_magic (n in the low mantissa bits)
+};
+
+Reduced exp_reduce(Kernel& k, Reg x) {
+    Reg t = k.fma(x, log2e, round_magic);
+    Reg n = k.sub(t, round_magic);
+    Reg r = k.fma(n, -ln2_hi, x);
+    return {k.fma(n, -ln2_lo, r), t};
+}
+
+// e^r - 1 for |r| <= ~0.35 (Cephes expf), Estrin form as on the CPU.
+Reg expm1_poly(Kernel& k, Reg r) {
+    Reg r2 = k.mul(r, r);
+    Reg p01 = k.fma(r, 1.6666665459e-1f, 5.0000001201e-1f);
+    Reg p23 = k.fma(r, 8.3334519073e-3f, 4.1665795894e-2f);
+    Reg p45 = k.fma(r, 1.9875691500e-4f, 1.3981999507e-3f);
+    Reg p = k.fma(k.fma(p45, r2, p23), r2, p01);
+    return k.fma(p, r2, r);
+}
+
+// p·2^n by adding n to the exponent field; valid when the result is normal.
+Reg scale_fast(Kernel& k, Reg p, Reg t) { return bits_float(k, k.add(float_bits(k, p), k.shl(float_bits(k, t), 23))); }
+
+// 2^n as two power-of-two factors, so p·s1·s2 rounds a subnormal result once; n in [-252, 254].
+struct ScaleFactors {
+    Reg s1, s2;
+};
+ScaleFactors scale_factors(Kernel& k, Reg t) {
+    Reg n = k.sub(float_bits(k, t), round_magic_bits);
+    Reg n1 = k.shr(n, 1);  // arithmetic: n is .s32
+    Reg n2 = k.sub(n, n1);
+    return {bits_float(k, k.shl(k.add(n1, 127), 23)), bits_float(k, k.shl(k.add(n2, 127), 23))};
+}
+Reg scale(Kernel& k, Reg p, ScaleFactors const& s) { return k.mul(k.mul(p, s.s1), s.s2); }
+Reg scale_slow(Kernel& k, Reg p, Reg t) { return scale(k, p, scale_factors(k, t)); }
+
+// e^-x for x >= -87 (silu, gelu_tanh): the negation folded into the reduction and the odd terms.
+Reg exp_neg(Kernel& k, Reg x, Reg const* x_lo = nullptr) {
+    Reg xc = min_nan(k, x, 87.0f);
+    Reg t = k.fma(xc, -log2e, round_magic);
+    Reg n = k.sub(t, round_magic);
+    Reg rn = k.fma(n, ln2_lo, k.fma(n, ln2_hi, xc));  // -r
+    if (x_lo) rn = k.add(rn, *x_lo);
+    Reg r2 = k.mul(rn, rn);
+    Reg p01 = k.fma(rn, -1.6666665459e-1f, 5.0000001201e-1f);
+    Reg p23 = k.fma(rn, -8.3334519073e-3f, 4.1665795894e-2f);
+    Reg p45 = k.fma(rn, -1.9875691500e-4f, 1.3981999507e-3f);
+    Reg p = k.fma(k.fma(p45, r2, p23), r2, p01);
+    return scale_fast(k, k.add(k.fma(p, r2, k.neg(rn)), 1.0f), t);
+}
+
+// ---- the ops
+
+Reg exp_value(Kernel& k, Reg x) {
+    // Clamping to [-104, 89] changes nothing the CPU's fast path computes, and there scale_slow
+    // equals scale_fast exactly; outside, it is the CPU's slow path. exp(-104) < 2^-150.
+    Reg xc = max_nan(k, min_nan(k, x, 89.0f), -104.0f);
+    Reduced const rd = exp_reduce(k, xc);
+    return scale_slow(k, k.add(expm1_poly(k, rd.r), 1.0f), rd.t);
+}
+
+Reg log_value(Kernel& k, Reg x) {
+    // Subnormals: scale into the normal range so the exponent field means something.
+    Reg sub = k.setp(Cmp::lt, x, 0x1p-126f);
+    Reg xs = select(k, sub, k.mul(x, 0x1p+23f), x);
+    Reg kbias = select(k, sub, -23.0f, 0.0f);
+    // x = 2^k·m with m in [sqrt(1/2), sqrt(2)).
+    Reg ix = k.add(float_bits(k, xs), std::int64_t{0x3f800000 - 0x3f3504f3});
+    Reg ke = k.sub(k.shr(ix, 23), 127);
+    Reg f = k.sub(bits_float(k, k.add(k.and_(ix, 0x007fffff), 0x3f3504f3)), 1.0f);
+    Reg kf = k.add(k.cvt(Type::f32, ke, Rounding::rn), kbias);
+    Reg z = k.mul(f, f);
+    Reg z2 = k.mul(z, z);
+    Reg p01 = k.fma(f, -2.4999993993e-1f, 3.3333331174e-1f);
+    Reg p23 = k.fma(f, -1.6668057665e-1f, 2.0000714765e-1f);
+    Reg p45 = k.fma(f, -1.2420140846e-1f, 1.4249322787e-1f);
+    Reg p67 = k.fma(f, -1.1514610310e-1f, 1.1676998740e-1f);
+    Reg p48 = k.fma(k.fma(z, 7.0376836292e-2f, p67), z, p45);
+    Reg p = k.fma(p48, z2, k.fma(p23, z, p01));
+    Reg y = k.mul(k.mul(p, f), z);
+    y = k.fma(kf, ln2_lo, y);
+    y = k.fma(z, -0.5f, y);
+    Reg r = k.fma(kf, ln2_hi, k.add(f, y));
+    r = select(k, k.setp(Cmp::eq, x, infinity), infinity, r);
+    r = select(k, k.setp(Cmp::eq, x, 0.0f), -infinity, r);
+    return select(k, k.setp(Cmp::ge, x, 0.0f), r, quiet_nan);  // x < 0 or NaN
+}
+
+Reg tanh_value(Kernel& k, Reg x) {
+    // 2u/(1 + u²) with u = tanh(x/2) as a (2,3) rational (see the CPU's comment); ±1 from 9.125.
+    Reg a = max_nan(k, min_nan(k, x, 0x1.24p+3f), -0x1.24p+3f);
+    Reg z = k.mul(a, a);
+    Reg p = k.fma(z, 0x1.bd30a2p-14f, 0x1.c69614p-6f);
+    p = k.fma(p, z, 0x1.dd70a4p-1f);
+    Reg q = k.fma(z, 0x1.315924p-19f, 0x1.266f8p-9f);
+    q = k.fma(q, z, 0x1.aff094p-3f);
+    q = k.fma(q, z, 0x1.dd70a4p+0f);
+    Reg n = k.mul(a, p);
+    return k.div(k.mul(n, k.add(q, q)), k.fma(q, q, k.mul(n, n)));
+}
+
+Reg sigmoid_value(Kernel& k, Reg x) {
+    // sigmoid x = v/(v + 2^64·e^-r), v = 2^(64+m), x = m·ln2 + r: one division, no slow path.
+    Reg xc = max_nan(k, min_nan(k, x, 40.0f), -120.0f);
+    float const magic = round_magic + 191.0f;
+    Reg t = k.fma(xc, log2e, magic);
+    Reg v = bits_float(k, k.shl(float_bits(k, t), 23));
+    Reg m = k.sub(t, magic);
+    Reg r = k.fma(m, -ln2_lo, k.fma(m, -ln2_hi, xc));
+    Reg p = k.fma(r, -0x1.10890ep+57f, 0x1.573b18p+59f);
+    p = k.fma(p, r, -0x1.5557b6p+61f);
+    p = k.fma(p, r, 0x1.fffdc4p+62f);
+    p = k.fma(p, r, -0x1.fffffep+63f);
+    return k.div(v, k.fma(p, r, k.add(v, 0x1p+64f)));
+}
+
+// Runs `tail` in place of the value of `result` where `predicate` holds (a branch: the tails are
+// rare, and a warp with no lane in them skips the code).
+void override_where(Kernel& k, Reg predicate, Reg result, std::function<Reg()> const& tail) {
+    k.if_then(predicate, [&] { k.mov(result, tail()); });
+}
+
+Reg silu_value(Kernel& k, Reg x) {
+    Reg r = k.div(x, k.add(exp_neg(k, x), 1.0f));
+    // x < -87 or NaN: x·e^x with the 2^n scaling after the product (one rounding when subnormal).
+    override_where(k, k.not_pred(k.setp(Cmp::ge, x, -87.0f)), r, [&] {
+        Reg xc = clamp_below(k, x, -115.0f);
+        Reduced const rd = exp_reduce(k, xc);
+        return scale_slow(k, k.mul(xc, k.add(expm1_poly(k, rd.r), 1.0f)), rd.t);
+    });
+    return r;
+}
+
+Reg elu_value(Kernel& k, Reg x, Reg alpha) {
+    // expm1 on [-30, 0]: e^x - 1 = 2^n·(e^r - 1) + (2^n - 1).
+    Reg xc = max_nan(k, min_nan(k, x, 0.0f), -30.0f);
+    Reduced const rd = exp_reduce(k, xc);
+    Reg q = expm1_poly(k, rd.r);
+    Reg s = bits_float(k, k.add(k.shl(float_bits(k, rd.t), 23), one_bits));  // 2^n
+    Reg em1 = k.fma(s, q, k.sub(s, 1.0f));
+    return select(k, k.setp(Cmp::ge, x, 0.0f), x, k.mul(em1, alpha));
+}
+
+// z = 2·sqrt(2/π)·(x + 0.044715·x³) as zh + zl (double-float), as the CPU's gelu_tanh_arg.
+struct DoubleFloat {
+    Reg hi, lo;
+};
+DoubleFloat gelu_tanh_arg(Kernel& k, Reg x) {
+    constexpr float c1_hi = 0x1.988454p+0f, c1_lo = -0x1.857936p-25f;
+    constexpr float c3_hi = 0x1.2444f2p-4f, c3_lo = 0x1.49b16ap-29f;
+    Reg sh = k.mul(x, x);
+    Reg sl = k.fma(x, x, k.neg(sh));
+    Reg ph = k.mul(sh, c3_hi);
+    Reg pl = k.fma(sh, c3_hi, k.neg(ph));
+    pl = k.fma(sl, c3_hi, pl);
+    pl = k.fma(sh, c3_lo, pl);
+    // two_sum(c1_hi, ph)
+    Reg c1 = constant(k, c1_hi);
+    Reg wh = k.add(c1, ph);
+    Reg bb = k.sub(wh, c1);
+    Reg wl = k.add(k.sub(c1, k.sub(wh, bb)), k.sub(ph, bb));
+    wl = k.add(wl, k.add(pl, c1_lo));
+    Reg zh = k.mul(x, wh);
+    Reg zl = k.fma(x, wh, k.neg(zh));
+    zl = k.fma(x, wl, zl);
+    return {zh, zl};
+}
+
+Reg gelu_tanh_value(Kernel& k, Reg x) {
+    // x·sigmoid(z); above 12 gelu = x. A NaN x gives a finite z (plain min returns 12, as the
+    // CPU's minps does) and reaches the result through x.
+    Reg xc = k.min(x, 12.0f);
+    DoubleFloat const z = gelu_tanh_arg(k, xc);
+    Reg r = k.div(x, k.add(exp_neg(k, z.hi, &z.lo), 1.0f));
+    // z < -87 (x < -9.98) or NaN: x·e^z, scaled after the product; below -12 the result is 0.
+    override_where(k, k.not_pred(k.setp(Cmp::ge, z.hi, -87.0f)), r, [&] {
+        Reg xt = clamp_below(k, x, -12.0f);
+        DoubleFloat const zt = gelu_tanh_arg(k, xt);
+        Reduced const rd = exp_reduce(k, zt.hi);
+        Reg rr = k.add(rd.r, zt.lo);
+        return scale_slow(k, k.mul(xt, k.add(expm1_poly(k, rr), 1.0f)), rd.t);
+    });
+    return r;
+}
+
+// x·Φ(x) in f32. Φ(-t) = e^{-t²/2}·P(z)/(t + 4), z = (t - 4)/(t + 4), P a degree-10 Chebyshev fit
+// (relative error 2.9e-9) of the function the CPU fits to degree 13 in double. Where f32 rounding
+// would cost ulps, the pieces are carried exactly: t² and t + 4 as double-floats, 1/(t + 4) as
+// vh + vl (so z has one rounding), P's last Horner step compensated, e^{-t²/2} = 2^n·(1 + qm)
+// with qm kept apart, and x·Φ formed with one fma. Max error 2.7 ulp (host model over every 37th
+// float with |x| < 20, rcp.approx taken as off by one ulp either way), subnormal results included.
+Reg gelu_erf_value(Kernel& k, Reg x) {
+    // Below -15 the result is 0 in f32 (the clamp keeps the exponent in scale_factors' range);
+    // t = 15 also serves every x >= 15, where the result is x, and NaN, which reaches it through x.
+    Reg xm = max_nan(k, x, -15.0f);
+    Reg t = k.min(k.and_(xm, 0x7fffffff), 15.0f);
+    // e^{-t²/2} = 2^n·(1 + qm), with -t²/2 = yh + yl exactly.
+    Reg sh = k.mul(t, t);
+    Reg sl = k.fma(t, t, k.neg(sh));
+    Reg yh = k.mul(sh, -0.5f);
+    Reg yl = k.mul(sl, -0.5f);
+    Reduced const rd = exp_reduce(k, yh);
+    Reg qm = expm1_poly(k, k.add(rd.r, yl));
+    // d + dl = t + 4 exactly (Fast2Sum on the larger and the smaller); vh + vl = 1/(d + dl).
+    Reg big = k.max(t, 4.0f), small = k.min(t, 4.0f);
+    Reg d = k.add(big, small);
+    Reg minus_dl = k.sub(k.sub(d, big), small);
+    Reg vh = k.reg(Type::f32);
+    k.instruction("rcp.approx.ftz.f32", {RegUse{vh, Type::f32, Access::write}, RegUse{d, Type::f32}});
+    Reg e = k.fma(vh, k.neg(d), 1.0f);
+    e = k.fma(vh, minus_dl, e);
+    Reg vl = k.mul(vh, e);
+    // z = 1 - 8/(t + 4).
+    Reg z = k.fma(vl, -8.0f, k.fma(vh, -8.0f, 1.0f));
+    // P(z), highest degree first (fit in double, rounded to f32); the constant term is a double-float.
+    constexpr double fit[] = {-0x1.b07cf0e97322ap-15, -0x1.e61df7c4c400ap-13, 0x1.66ba3ecd76dfap-13,
+                              0x1.af48cc4ec5ba8p-10,  -0x1.c95a0f2c2b37bp-9,  -0x1.ee7c9870d7f57p-8,
+                              0x1.eec6ceabe1b1dp-5,   -0x1.7dfede9d0e033p-3,  0x1.8c6dbcfa740d5p-2,
+                              -0x1.373e3b1c49267p-1,  0x1.82b4bb8e5ca17p-1};
+    constexpr float c0_hi = static_cast<float>(fit[10]);
+    constexpr float c0_lo = static_cast<float>(fit[10] - static_cast<double>(c0_hi));
+    Reg p = k.fma(z, static_cast<float>(fit[0]), static_cast<float>(fit[1]));
+    for (std::size_t i = 2; i < 10; ++i) p = k.fma(p, z, static_cast<float>(fit[i]));
+    Reg ph = k.mul(p, z);
+    Reg pl = k.fma(p, z, k.neg(ph));
+    Reg c0 = constant(k, c0_hi);
+    Reg big_p = k.add(c0, ph);
+    Reg bb = k.sub(big_p, c0);
+    Reg small_p = k.add(k.add(k.sub(c0, k.sub(big_p, bb)), k.sub(ph, bb)), k.add(pl, c0_lo));
+    // H = P·(1 + qm)·(vh + vl) = a + corr, a = Ph·vh.
+    Reg a = k.mul(big_p, vh);
+    Reg a_lo = k.fma(big_p, vh, k.neg(a));
+    Reg corr = k.fma(a, qm, k.fma(big_p, vl, k.fma(small_p, vh, a_lo)));
+    ScaleFactors const s = scale_factors(k, rd.t);
+    // x < 0 (sign bit, so -0 and -NaN): x·Φ(-t) = 2^n·(x·a + x·corr), one rounding; the sign
+    // bit is set again because -0·a + (-0·corr) is +0 when corr < 0.
+    Reg negative = scale(k, k.or_(k.fma(xm, a, k.mul(xm, corr)), std::int64_t{0x80000000}), s);
+    // x >= 0: x - x·Φ(-t), one rounding; from 6 on (and for +inf) the result is x.
+    Reg q = scale(k, k.add(a, corr), s);
+    Reg positive = select(k, k.setp(Cmp::lt, x, 6.0f), k.fma(k.neg(x), q, x), x);
+    return select(k, k.setp(Cmp::lt, float_bits(k, x), 0), negative, positive);
+}
+
+Reg require_parameter(Reg r, UnaryKind op, char const* which) {
+    if (!r.valid())
+        throw BuildError("ptx: emit_unary(" + std::string(to_string(op)) + ") needs parameter register '" + which +
+                         "'");
+    return r;
+}
+
+}  // namespace
+
+Reg emit_unary(Kernel& k, UnaryKind op, Reg x, Reg a, Reg b) {
+    switch (op) {
+        // NaN < 0 is false, so NaN passes through relu, leaky_relu and clip unchanged.
+        case UnaryKind::relu: return select(k, k.setp(Cmp::lt, x, 0.0f), 0.0f, x);
+        case UnaryKind::leaky_relu:
+            return select(k, k.setp(Cmp::lt, x, 0.0f), k.mul(x, require_parameter(a, op, "a")), x);
+        case UnaryKind::elu: return elu_value(k, x, require_parameter(a, op, "a"));
+        case UnaryKind::sigmoid: return sigmoid_value(k, x);
+        case UnaryKind::tanh: return tanh_value(k, x);
+        case UnaryKind::silu: return silu_value(k, x);
+        case UnaryKind::gelu_tanh: return gelu_tanh_value(k, x);
+        case UnaryKind::gelu_erf: return gelu_erf_value(k, x);
+        case UnaryKind::clip: {
+            Reg lo = require_parameter(a, op, "a"), hi = require_parameter(b, op, "b");
+            Reg t = select(k, k.setp(Cmp::lt, x, lo), lo, x);
+            return select(k, k.setp(Cmp::gt, t, hi), hi, t);
+        }
+        case UnaryKind::exp: return exp_value(k, x);
+        case UnaryKind::log: return log_value(k, x);
+        case UnaryKind::sqrt: return k.sqrt(x);
+        // Sign-bit operations: exact for every input, NaN included, and no flush of subnormals.
+        case UnaryKind::abs: return k.and_(x, 0x7fffffff);
+        case UnaryKind::neg: return k.xor_(x, std::int64_t{0x80000000});
+    }
+    throw BuildError("ptx: emit_unary: unknown op " + std::to_string(static_cast<int>(op)));
+}
+
+namespace {
+
+struct LoopShape {
+    bool vectorized;
+    unsigned unroll;
+};
+
+void check_shape(std::string const& name, LoopShape s, unsigned block_threads) {
+    if (s.unroll != 1 && s.unroll != 2 && s.unroll != 4)
+        throw BuildError("ptx kernel '" + name + "': unroll must be 1, 2 or 4, not " + std::to_string(s.unroll));
+    if (block_threads == 0 || block_threads > 1024 || block_threads % 32 != 0)
+        throw BuildError("ptx kernel '" + name + "': block_threads must be a multiple of 32 in [32, 1024], not " +
+                         std::to_string(block_threads));
+}
+
+Reg element_offset(Kernel& k, Reg base, Reg index, unsigned shift) { return k.add(base, k.shl(index, shift)); }
+
+// The element-wise loop shared by unary and binary kernels: `inputs` array parameters already
+// converted to global addresses, `out`, the element count `n`, and `compute` mapping one element's
+// input registers to its result.
+void elementwise_loop(Kernel& k, LoopShape shape, Reg out, std::vector<Reg> const& inputs, Reg n,
+                      std::function<Reg(std::vector<Reg> const&)> const& compute) {
+    // Global thread index and grid size, 64-bit: element counts may pass 2^32.
+    Reg tid = k.special(Special::tid_x), ntid = k.special(Special::ntid_x);
+    Reg ctaid = k.special(Special::ctaid_x), nctaid = k.special(Special::nctaid_x);
+    Reg i = k.add(k.mul_wide(ctaid, ntid), k.cvt(Type::u64, tid));
+    Reg stride = k.mul_wide(nctaid, ntid);
+
+    auto scalar_element = [&](Reg index) {
+        std::vector<Reg> values;
+        for (Reg in : inputs) values.push_back(k.ld(Space::global, Type::f32, element_offset(k, in, index, 2)));
+        k.st(Space::global, Type::f32, element_offset(k, out, index, 2), compute(values));
+    };
+    // Visits index, index + stride, ... below `count`, `unroll` at a time while they last (all
+    // loads of a group issued before any math, for memory-level parallelism), then one at a time.
+    // `group` gets the indices of one group; returns after the loop.
+    auto strided_loop = [&](Reg count, std::function<void(std::vector<Reg> const&)> const& group) {
+        Reg index = k.mov(Type::u64, i);
+        if (shape.unroll > 1) {
+            Reg last = k.mul(stride, std::int64_t{shape.unroll - 1});
+            Reg step = k.mul(stride, std::int64_t{shape.unroll});
+            Label top = k.label(), done = k.label();
+            k.place(top);
+            k.bra_if(k.setp(Cmp::ge, k.add(index, last), count), done);
+            std::vector<Reg> indices{index};
+            for (unsigned u = 1; u < shape.unroll; ++u) indices.push_back(k.add(indices.back(), stride));
+            group(indices);
+            k.add(index, index, step);
+            k.bra(top);
+            k.place(done);
+        }
+        Label top = k.label(), done = k.label();
+        k.place(top);
+        k.bra_if(k.setp(Cmp::ge, index, count), done);
+        group({index});
+        k.add(index, index, stride);
+        k.bra(top);
+        k.place(done);
+    };
+
+    if (!shape.vectorized) {
+        strided_loop(n, [&](std::vector<Reg> const& indices) {
+            std::vector<std::vector<Reg>> loaded;
+            for (Reg index : indices) {
+                std::vector<Reg> values;
+                for (Reg in : inputs) values.push_back(k.ld(Space::global, Type::f32, element_offset(k, in, index, 2)));
+                loaded.push_back(std::move(values));
+            }
+            for (std::size_t g = 0; g < indices.size(); ++g)
+                k.st(Space::global, Type::f32, element_offset(k, out, indices[g], 2), compute(loaded[g]));
+        });
+        return;
+    }
+
+    // Head: the elements before `out` reaches a 16-byte boundary (the inputs share its alignment).
+    Reg head = k.min(k.shr(k.and_(k.neg(out), 15), 2), n);
+    k.if_then(k.setp(Cmp::lt, i, head), [&] { scalar_element(i); });
+    Reg rest = k.sub(n, head);
+    Reg vectors = k.shr(rest, 2);
+    Reg vector_out = element_offset(k, out, head, 2);
+    std::vector<Reg> vector_in;
+    for (Reg in : inputs) vector_in.push_back(element_offset(k, in, head, 2));
+    strided_loop(vectors, [&](std::vector<Reg> const& indices) {
+        // loaded[g][input] holds 4 registers.
+        std::vector<std::vector<std::vector<Reg>>> loaded;
+        for (Reg index : indices) {
+            std::vector<std::vector<Reg>> per_input;
+            for (Reg in : vector_in)
+                per_input.push_back(k.ld_vector(Space::global, Type::f32, 4, element_offset(k, in, index, 4)));
+            loaded.push_back(std::move(per_input));
+        }
+        for (std::size_t g = 0; g < indices.size(); ++g) {
+            std::vector<Reg> results;
+            for (int lane = 0; lane < 4; ++lane) {
+                std::vector<Reg> values;
+                for (auto const& v : loaded[g]) values.push_back(v[static_cast<std::size_t>(lane)]);
+                results.push_back(compute(values));
+            }
+            k.st_vector(Space::global, Type::f32, element_offset(k, vector_out, indices[g], 4), results);
+        }
+    });
+    // Tail: the last (n - head) % 4 elements, one per thread.
+    Reg tail = k.and_(rest, 3);
+    k.if_then(k.setp(Cmp::lt, i, tail), [&] { scalar_element(k.add(k.add(head, k.shl(vectors, 2)), i)); });
+}
+
+std::string loop_suffix(bool vectorized, unsigned unroll) {
+    return std::string(vectorized ? "_v4" : "_scalar") + "_u" + std::to_string(unroll);
+}
+
+}  // namespace
+
+Kernel unary(UnaryKernelConfig const& config) {
+    std::string const name =
+        "rayo_unary_" + std::string(to_string(config.op)) + loop_suffix(config.vectorized, config.unroll);
+    LoopShape const shape{config.vectorized, config.unroll};
+    check_shape(name, shape, config.block_threads);
+    Kernel k(name);
+    k.max_threads(config.block_threads);
+    Reg out = k.cvta_to_global(k.param(Type::u64, "out"));
+    Reg in = k.cvta_to_global(k.param(Type::u64, "in"));
+    Reg n = k.param(Type::u64, "n");
+    Reg a = k.param(Type::f32, "a");
+    Reg b = k.param(Type::f32, "b");
+    elementwise_loop(k, shape, out, {in}, n,
+                     [&](std::vector<Reg> const& v) { return emit_unary(k, config.op, v[0], a, b); });
+    return k;
+}
+
+Kernel binary(BinaryKernelConfig const& config) {
+    std::string const name = "rayo_binary_" + std::string(to_string(config.op)) +
+                             (config.scalar_operand ? "_scalar" : "") + loop_suffix(config.vectorized, config.unroll);
+    LoopShape const shape{config.vectorized, config.unroll};
+    check_shape(name, shape, config.block_threads);
+    Kernel k(name);
+    k.max_threads(config.block_threads);
+    Reg out = k.cvta_to_global(k.param(Type::u64, "out"));
+    Reg a = k.cvta_to_global(k.param(Type::u64, "a"));
+    Reg b = k.param(Type::u64, "b");
+    Reg n = k.param(Type::u64, "n");
+    Reg s = k.param(Type::f32, "s");
+    std::vector<Reg> inputs{a};
+    if (!config.scalar_operand) inputs.push_back(k.cvta_to_global(b));
+    auto apply = [&](Reg x, Reg y) {
+        switch (config.op) {
+            case BinaryKind::add: return k.add(x, y);
+            case BinaryKind::sub: return k.sub(x, y);
+            case BinaryKind::mul: return k.mul(x, y);
+            case BinaryKind::div: return k.div(x, y);
+        }
+        throw BuildError("ptx kernel '" + name + "': unknown binary op");
+    };
+    elementwise_loop(k, shape, out, inputs, n,
+                     [&](std::vector<Reg> const& v) { return apply(v[0], config.scalar_operand ? s : v[1]); });
+    return k;
+}
+
+}  // namespace rayo::ptx::kernels

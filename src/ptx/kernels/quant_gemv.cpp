@@ -1,0 +1,326 @@
+// linear(x, w) with q4_k / q6_k weights for a few rows of x: the weights are read once, as stored,
+// and multiplied with int8 activation records (quantize_activations) by dp4a.
+//
+// One warp per weight row. Each lane multiplies 32 (q4_k) or 16 (q6_k) values of a block against
+// every row of x, keeping one f32 accumulator per row of x:
+//   q4_k: 8 lanes per block, lane j loads qs bytes [16j, 16j+16) with one 16-byte load and the
+//         block's 16-byte header (d, dmin, 12 bytes of scales); Σ q·x per sub-block half by dp4a
+//         (u8 x s8), times the 6-bit scales in int32 (≤ 2^25, exact), the min term from the
+//         record's int16 sums by dp2a, then d·S − dmin·M in f32.
+//   q6_k: 16 lanes per block, lane j takes ql bytes [64h + l0, +4) and [64h + 32 + l0, +4) and
+//         qh [32h + l0, +4) (h = j/8, l0 = 4·(j%8)): 16 values, each in its own 16-value sub-block.
+//         Blocks are 210 bytes, so a block is 2-byte aligned only: words are loaded from the 4-byte
+//         aligned address below and, for blocks at 2 mod 4, re-assembled with the next word by prmt.
+//         The 6-bit codes become signed q − 32 bytes (flip bit 5, then smear it into bits 6-7 by a
+//         multiply with 6), so dp4a gives Σ (q − 32)·x directly.
+// With the residual records every product is taken twice (main and residual quants of x) on the same
+// weight registers. Blocks past the row's end (the last group of a row) re-read the last block with
+// its weight scale zeroed, so the loop has no branches and loads no out-of-range memory.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "rayo/ptx/kernels/quant.hpp"
+
+namespace rayo::ptx::kernels {
+
+namespace {
+
+// dp2a.lo: a's two int16 halves times b's bytes 0 and 1 (unsigned), plus c.
+Reg dp2a_lo(Kernel& k, Reg pairs, Reg bytes) {
+    Reg r = k.reg(Type::s32);
+    k.instruction("dp2a.lo.s32.u32",
+                  {RegUse{r, Type::s32, Access::write}, RegUse{pairs, Type::s32, Access::read},
+                   RegUse{bytes, Type::u32, Access::read}, ImmUse{0, Type::s32}},
+                  {.compute_capability = 61});
+    return r;
+}
+
+std::array<Reg, 2> halves_as_float(Kernel& k, Reg word) {
+    Reg lo = k.reg(Type::f16), hi = k.reg(Type::f16);
+    k.instruction("mov.b32", {VectorUse{{RegUse{lo, Type::b16, Access::write}, RegUse{hi, Type::b16, Access::write}}},
+                              RegUse{word, Type::b32, Access::read}});
+    return {k.cvt(Type::f32, lo), k.cvt(Type::f32, hi)};
+}
+
+std::array<Reg, 4> as_array(std::vector<Reg> const& v) { return {v[0], v[1], v[2], v[3]}; }
+
+// Σ_t w[t]·x[t] over four words of bytes: one dp4a chain.
+Reg dot16(Kernel& k, std::array<Reg, 4> const& w, std::array<Reg, 4> const& x, bool weights_signed) {
+    Reg sum = k.dp4a(w[0], x[0], 0, weights_signed, true);
+    for (int t = 1; t < 4; ++t) sum = k.dp4a(w[t], x[t], sum, weights_signed, true);
+    return sum;
+}
+
+struct Row {
+    Reg weights;      // .u64: the row's first block
+    Reg records;      // .u64: this lane's part of the first record of x row 0
+    Reg valid_limit;  // .u32: blocks per row
+    Reg last_block;   // .u32: blocks per row − 1
+    std::vector<Reg> x_row_offset;  // .u64 per row of x: a · blocks_per_row · record bytes
+};
+
+// ---- q4_k ---------------------------------------------------------------------------------------
+
+struct Q4Weights {
+    std::array<Reg, 4> header;
+    std::array<Reg, 4> qs;
+    Reg valid;   // .pred
+    Reg record;  // .u64: this lane's part of the block's record (x row 0)
+};
+
+struct Q4Lane {
+    Reg j;          // lane within the block's eight
+    Reg upper;      // .pred: sub-blocks 4..7 (c >= 2)
+    Reg shift;      // byte of sub-block 2c within its scale word, in bits
+    Reg shift_hi;   // and of 2c+1
+    Reg qs_offset;  // .u64: 16 + 16j
+    Reg x_offset;   // .u64: 16j
+};
+
+Q4Weights load_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Reg block, std::uint32_t record_bytes) {
+    Q4Weights w;
+    w.valid = k.setp(Cmp::lt, block, row.valid_limit);
+    Reg const b = k.min(block, row.last_block);
+    Reg const at = k.add(row.weights, k.mul_wide(b, 144));
+    w.header = as_array(k.ld_vector(Space::global, Type::u32, 4, Address(at), Cache::nc));
+    w.qs = as_array(k.ld_vector(Space::global, Type::u32, 4, Address(k.add(at, lane.qs_offset)), Cache::nc));
+    w.record = k.add(row.records, k.mul_wide(b, record_bytes));
+    return w;
+}
+
+void multiply_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Q4Weights const& w, bool residual,
+                   std::vector<Reg> const& acc) {
+    auto [d, dmin] = halves_as_float(k, w.header[0]);
+    d = k.selp(d, 0.0f, w.valid, Type::f32);
+    Reg const neg_dmin = k.selp(k.neg(dmin), 0.0f, w.valid, Type::f32);
+    // The eight 6-bit scales and mins as words of bytes (get_scale_min_k4), then this lane's two.
+    Reg const sc_low = k.and_(w.header[1], 0x3f3f3f3f);
+    Reg const m_low = k.and_(w.header[2], 0x3f3f3f3f);
+    Reg const sc_high = k.or_(k.and_(w.header[3], 0x0f0f0f0f), k.and_(k.shr(w.header[1], 2), 0x30303030));
+    Reg const m_high = k.or_(k.and_(k.shr(w.header[3], 4), 0x0f0f0f0f), k.and_(k.shr(w.header[2], 2), 0x30303030));
+    Reg const scw = k.selp(sc_high, sc_low, lane.upper, Type::u32);
+    Reg const mw = k.selp(m_high, m_low, lane.upper, Type::u32);
+    Reg const sc_lo = k.bfe(scw, lane.shift, 8);
+    Reg const sc_hi = k.bfe(scw, lane.shift_hi, 8);
+    Reg const mins = k.shr(mw, lane.shift);  // bytes 0, 1: the mins of sub-blocks 2c, 2c+1 (for dp2a.lo)
+    std::array<Reg, 4> lo{}, hi{};
+    for (int t = 0; t < 4; ++t) {
+        lo[t] = k.and_(w.qs[t], 0x0f0f0f0f);
+        hi[t] = k.and_(k.shr(w.qs[t], 4), 0x0f0f0f0f);
+    }
+    for (std::size_t a = 0; a < acc.size(); ++a) {
+        Reg const rec = a == 0 ? w.record : k.add(w.record, row.x_row_offset[a]);
+        auto const x_lo = as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec), Cache::nc));
+        auto const x_hi = as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec, 128), Cache::nc));
+        // sums (main, residual) as int16 pairs, then d_main, d_residual
+        auto const slot = as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec, 512), Cache::nc));
+        auto const term = [&](std::array<Reg, 4> const& xl, std::array<Reg, 4> const& xh, Reg sums, Reg x_scale) {
+            Reg s = k.mul(dot16(k, lo, xl, false), sc_lo);
+            s = k.fma(dot16(k, hi, xh, false), sc_hi, s);
+            Reg const m = dp2a_lo(k, sums, mins);
+            Reg const t = k.fma(k.cvt(Type::f32, s), d, k.mul(k.cvt(Type::f32, m), neg_dmin));
+            k.fma(acc[a], t, x_scale, acc[a]);  // in place: the loop carries acc
+        };
+        term(x_lo, x_hi, slot[0], slot[2]);
+        if (residual) {
+            auto const r_lo = as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec, 256), Cache::nc));
+            auto const r_hi = as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec, 384), Cache::nc));
+            term(r_lo, r_hi, slot[1], slot[3]);
+        }
+    }
+}
+
+// ---- q6_k ---------------------------------------------------------------------------------------
+
+struct Q6Weights {
+    std::array<Reg, 4> q;        // signed bytes q − 32 for i = 0..3
+    std::array<Reg, 4> scales;   // .s32
+    Reg d;                       // .f32, zero past the row's end
+    Reg record;
+};
+
+struct Q6Raw {
+    Reg a0, a1, b0, b1, h0, h1;  // aligned words of ql (low part), ql (+32) and qh, and the words after
+    Reg misaligned;              // .pred: the block starts at 2 mod 4
+    std::array<Reg, 4> scales;
+    Reg d_half;                  // .f16
+    Reg valid;
+    Reg record;
+};
+
+struct Q6Lane {
+    Reg ql_offset;     // .u64: 64h + l0
+    Reg qh_offset;     // .u64: 128 + 32h + l0
+    Reg scale_offset;  // .u64: 192 + 8h + (j%8)/4; scale i at +2i
+    Reg x_offset;      // .u64: 16j
+};
+
+Q6Raw load_q6_k(Kernel& k, Row const& row, Q6Lane const& lane, Reg block, std::uint32_t record_bytes) {
+    Q6Raw w;
+    w.valid = k.setp(Cmp::lt, block, row.valid_limit);
+    Reg const b = k.min(block, row.last_block);
+    Reg const at = k.add(row.weights, k.mul_wide(b, 210));
+    Reg const misalignment = k.and_(at, 2);
+    w.misaligned = k.setp(Cmp::ne, misalignment, 0);
+    Reg const aligned = k.sub(at, misalignment);
+    Reg const ql = k.add(aligned, lane.ql_offset);
+    Reg const qh = k.add(aligned, lane.qh_offset);
+    w.a0 = k.ld(Space::global, Type::u32, Address(ql), Cache::nc);
+    w.b0 = k.ld(Space::global, Type::u32, Address(ql, 32), Cache::nc);
+    w.h0 = k.ld(Space::global, Type::u32, Address(qh), Cache::nc);
+    // The word after is needed (and loaded) only for a misaligned block; prmt ignores it otherwise.
+    w.a1 = k.reg(Type::u32);
+    w.b1 = k.reg(Type::u32);
+    w.h1 = k.reg(Type::u32);
+    k.predicated(w.misaligned, true, [&] {
+        k.ld(w.a1, Space::global, Type::u32, Address(ql, 4), Cache::nc);
+        k.ld(w.b1, Space::global, Type::u32, Address(ql, 36), Cache::nc);
+        k.ld(w.h1, Space::global, Type::u32, Address(qh, 4), Cache::nc);
+    });
+    Reg const sc = k.add(at, lane.scale_offset);
+    for (int i = 0; i < 4; ++i) w.scales[i] = k.ld(Space::global, Type::s8, Address(sc, 2 * i), Cache::nc);
+    w.d_half = k.reg(Type::f16);
+    k.ld(w.d_half, Space::global, Type::b16, Address(at, 208), Cache::nc);
+    w.record = k.add(row.records, k.mul_wide(b, record_bytes));
+    return w;
+}
+
+Q6Weights decode_q6_k(Kernel& k, Q6Raw const& raw) {
+    Reg const select = k.selp(0x5432, 0x3210, raw.misaligned, Type::u32);
+    Reg const wa = k.prmt(raw.a0, raw.a1, select);
+    Reg const wb = k.prmt(raw.b0, raw.b1, select);
+    // Bit 1 of each 2-bit pair becomes bit 5 of a code: flipping it makes the codes q ^ 32.
+    Reg const h = k.xor_(k.prmt(raw.h0, raw.h1, select), static_cast<std::int64_t>(0xAAAAAAAAu));
+    std::array<Reg, 4> flipped{
+        k.or_(k.and_(wa, 0x0f0f0f0f), k.and_(k.shl(h, 4), 0x30303030)),
+        k.or_(k.and_(wb, 0x0f0f0f0f), k.and_(k.shl(h, 2), 0x30303030)),
+        k.or_(k.and_(k.shr(wa, 4), 0x0f0f0f0f), k.and_(h, 0x30303030)),
+        k.or_(k.and_(k.shr(wb, 4), 0x0f0f0f0f), k.and_(k.shr(h, 2), 0x30303030)),
+    };
+    Q6Weights w;
+    for (int i = 0; i < 4; ++i) {
+        // (q ^ 32) as a signed 6-bit value, sign-extended per byte: bit 5 copied into bits 6 and 7.
+        w.q[i] = k.or_(flipped[i], k.mul(k.and_(flipped[i], 0x20202020), 6));
+    }
+    w.scales = raw.scales;
+    w.d = k.selp(k.cvt(Type::f32, raw.d_half), 0.0f, raw.valid, Type::f32);
+    w.record = raw.record;
+    return w;
+}
+
+void multiply_q6_k(Kernel& k, Row const& row, Q6Weights const& w, bool residual, std::vector<Reg> const& acc) {
+    for (std::size_t a = 0; a < acc.size(); ++a) {
+        Reg const rec = a == 0 ? w.record : k.add(w.record, row.x_row_offset[a]);
+        auto const scales = k.ld_vector(Space::global, Type::f32, 2, Address(rec, 512), Cache::nc);
+        auto const term = [&](std::array<Reg, 4> const& x, Reg x_scale) {
+            Reg s = k.mul(k.dp4a(w.q[0], x[0], 0), w.scales[0]);
+            for (int i = 1; i < 4; ++i) s = k.fma(k.dp4a(w.q[i], x[i], 0), w.scales[i], s);
+            k.fma(acc[a], k.cvt(Type::f32, s), k.mul(w.d, x_scale), acc[a]);  // in place: the loop carries acc
+        };
+        term(as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec), Cache::nc)), scales[0]);
+        if (residual) term(as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec, 256), Cache::nc)), scales[1]);
+    }
+}
+
+}  // namespace
+
+Kernel quant_gemv(QuantGemvConfig const& config) {
+    bool const q4 = config.weight == DType::q4_k;
+    if (!q4 && config.weight != DType::q6_k)
+        throw BuildError("ptx kernels: quant_gemv takes q4_k or q6_k weights, not " + std::string(to_string(config.weight)));
+    if (config.rows < 1 || config.rows > 8)
+        throw BuildError("ptx kernels: quant_gemv handles 1 to 8 rows of x, not " + std::to_string(config.rows));
+    if (config.warps < 1 || config.warps > 32)
+        throw BuildError("ptx kernels: quant_gemv needs 1 to 32 warps per block, not " + std::to_string(config.warps));
+    if (config.unroll != 1 && config.unroll != 2 && config.unroll != 4)
+        throw BuildError("ptx kernels: quant_gemv unrolls by 1, 2 or 4, not " + std::to_string(config.unroll));
+
+    Kernel k("rayo_quant_gemv_" + std::string(to_string(config.weight)) + "_m" + std::to_string(config.rows) +
+             (config.residual ? "_residual" : "") + "_w" + std::to_string(config.warps) + "_u" +
+             std::to_string(config.unroll));
+    k.max_threads(32 * config.warps);
+    Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
+    Reg const records = k.cvta_to_global(k.param(Type::u64, "records"));
+    Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
+    Reg const n = k.param(Type::u32, "n");
+    Reg const blocks = k.param(Type::u32, "blocks_per_row");
+
+    Reg const tid = k.special(Special::tid_x);
+    Reg const lane = k.and_(tid, 31);
+    Reg const weight_row = k.fma(k.special(Special::ctaid_x), config.warps, k.shr(tid, 5));
+    Label const done = k.label();
+    k.bra_if(k.setp(Cmp::ge, weight_row, n), done);
+
+    std::uint32_t const block_bytes = q4 ? 144 : 210;
+    auto const record_bytes = static_cast<std::uint32_t>(activation_record_bytes(config.weight));
+    unsigned const lanes_per_block = q4 ? 8 : 16;
+    unsigned const group = 32 / lanes_per_block;  // blocks per warp step
+    Reg const j = k.and_(lane, lanes_per_block - 1);
+    Reg const first_block = k.shr(lane, q4 ? 3 : 4);
+
+    Row row;
+    row.weights = k.add(weights, k.mul(k.cvt(Type::u64, weight_row), k.mul_wide(blocks, block_bytes)));
+    Reg const x_offset = k.mul_wide(j, 16);
+    row.records = k.add(records, x_offset);
+    row.valid_limit = blocks;
+    row.last_block = k.sub(blocks, 1);
+    Reg const x_row_stride = k.mul_wide(blocks, record_bytes);
+    row.x_row_offset.push_back(Reg{});
+    for (unsigned a = 1; a < config.rows; ++a) row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
+
+    std::vector<Reg> acc;
+    for (unsigned a = 0; a < config.rows; ++a) acc.push_back(k.mov(Type::f32, 0.0f));
+
+    Q4Lane q4_lane;
+    Q6Lane q6_lane;
+    if (q4) {
+        Reg const c = k.shr(j, 1);
+        q4_lane.j = j;
+        q4_lane.upper = k.setp(Cmp::ge, c, 2);
+        q4_lane.shift = k.shl(k.and_(c, 1), 4);
+        q4_lane.shift_hi = k.add(q4_lane.shift, 8);
+        q4_lane.qs_offset = k.mul_wide(k.add(k.shl(j, 4), 16), 1);
+        q4_lane.x_offset = x_offset;
+    } else {
+        Reg const h = k.shr(j, 3);
+        Reg const l0 = k.shl(k.and_(j, 7), 2);
+        q6_lane.ql_offset = k.mul_wide(k.fma(h, 64, l0), 1);
+        q6_lane.qh_offset = k.mul_wide(k.add(k.fma(h, 32, l0), 128), 1);
+        q6_lane.scale_offset = k.mul_wide(k.add(k.fma(h, 8, k.shr(k.and_(j, 7), 2)), 192), 1);
+        q6_lane.x_offset = x_offset;
+    }
+
+    unsigned const step = group * config.unroll;
+    Reg const it = k.reg(Type::u32);
+    k.for_range(it, 0, blocks, step, [&] {
+        Reg const base = k.add(it, first_block);
+        if (q4) {
+            std::vector<Q4Weights> ws;
+            for (unsigned u = 0; u < config.unroll; ++u)
+                ws.push_back(load_q4_k(k, row, q4_lane, u == 0 ? base : k.add(base, u * group), record_bytes));
+            for (auto const& w : ws) multiply_q4_k(k, row, q4_lane, w, config.residual, acc);
+        } else {
+            std::vector<Q6Raw> raws;
+            for (unsigned u = 0; u < config.unroll; ++u)
+                raws.push_back(load_q6_k(k, row, q6_lane, u == 0 ? base : k.add(base, u * group), record_bytes));
+            for (auto const& raw : raws) multiply_q6_k(k, row, decode_q6_k(k, raw), config.residual, acc);
+        }
+    });
+
+    // Sum over the warp's lanes; lane 0 writes out[a, weight_row].
+    for (auto& a : acc)
+        for (int delta = 16; delta >= 1; delta /= 2) a = k.add(a, k.shfl(ShuffleMode::bfly, a, delta));
+    Reg const out_stride = k.mul_wide(n, 4);
+    Reg at = k.add(out, k.mul_wide(weight_row, 4));
+    k.predicated(k.setp(Cmp::eq, lane, 0), true, [&] {
+        for (std::size_t a = 0; a < acc.size(); ++a) {
+            k.st(Space::global, Type::f32, Address(at), acc[a]);
+            if (a + 1 < acc.size()) at = k.add(at, out_stride);
+        }
+    });
+    k.place(done);
+    return k;
+}
+
+}  // namespace rayo::ptx::kernels

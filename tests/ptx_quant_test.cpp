@@ -1,0 +1,124 @@
+// The K-quant kernel generators (rayo/ptx/kernels/quant.hpp): every variant the CUDA backend can
+// launch is emitted and assembled by ptxas for sm_80 and sm_90; bad configurations are refused
+// with a BuildError that names the problem.
+#include <gtest/gtest.h>
+
+#include <rayo/ptx/kernels/quant.hpp>
+
+#include <string>
+#include <vector>
+
+#include "support/ptxas.hpp"
+
+namespace rayo::test {
+namespace {
+
+using ptx::Kernel;
+using ptx::Target;
+namespace kernels = ptx::kernels;
+
+constexpr Target targets[] = {Target::sm_80, Target::sm_90};
+
+void expect_all_assemble(std::vector<Kernel> const& variants) {
+    for (Target t : targets)
+        for (auto const& kernel : variants) {
+            SCOPED_TRACE(kernel.name() + " for " + std::string(ptx::to_string(t)));
+            expect_assembles(kernel, t);
+        }
+}
+
+TEST(PtxQuant, DequantizeAssembles) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    std::vector<Kernel> v;
+    for (DType t : {DType::q4_k, DType::q6_k, DType::q8_k}) v.push_back(kernels::dequantize({.type = t}));
+    expect_all_assemble(v);
+}
+
+TEST(PtxQuant, QuantizeQ8Assembles) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    expect_all_assemble({kernels::quantize_q8()});
+}
+
+TEST(PtxQuant, ActivationRecordsAssemble) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    std::vector<Kernel> v;
+    for (DType t : {DType::q4_k, DType::q6_k})
+        for (bool residual : {true, false}) v.push_back(kernels::quantize_activations({.weight = t, .residual = residual}));
+    expect_all_assemble(v);
+}
+
+// Every GEMV the CUDA backend can pick (rows 1-8, with and without the residual, unroll 2 and 4),
+// assembled as one module per target so ptxas starts once.
+TEST(PtxQuant, GemvAssemblesForEveryRowCount) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (Target t : targets) {
+        ptx::Module module(t);
+        for (DType type : {DType::q4_k, DType::q6_k})
+            for (bool residual : {true, false})
+                for (unsigned unroll : {2u, 4u})
+                    for (unsigned rows = 1; rows <= 8; ++rows)
+                        module.add(kernels::quant_gemv(
+                            {.weight = type, .rows = rows, .residual = residual, .unroll = unroll}));
+        // The other shapes the configuration allows.
+        for (DType type : {DType::q4_k, DType::q6_k})
+            module.add(kernels::quant_gemv({.weight = type, .rows = 3, .warps = 8, .unroll = 1}));
+        std::string const failure = ptxas_failure("rayo_quant_gemv_all", module.emit(), t);
+        EXPECT_TRUE(failure.empty()) << failure;
+    }
+}
+
+TEST(PtxQuant, GemmAssemblesForEveryTile) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    std::vector<Kernel> v{kernels::gemm_activations()};
+    for (DType t : {DType::q4_k, DType::q6_k})
+        for (unsigned bm : {64u, 128u})
+            for (unsigned bn : {64u, 128u}) v.push_back(kernels::quant_gemm({.weight = t, .block_m = bm, .block_n = bn}));
+    expect_all_assemble(v);
+}
+
+TEST(PtxQuant, GemmSharedMemoryIsTwoStagesOfBothTiles) {
+    EXPECT_EQ(kernels::quant_gemm_shared_bytes({.block_m = 128, .block_n = 128}), 2u * (128 + 128) * 128);
+    EXPECT_EQ(kernels::quant_gemm_shared_bytes({.block_m = 64, .block_n = 128}), 2u * (64 + 128) * 128);
+}
+
+TEST(PtxQuant, ActivationRecordSizesKeepRecordsAligned) {
+    EXPECT_EQ(kernels::activation_record_bytes(DType::q4_k), 640u);
+    EXPECT_EQ(kernels::activation_record_bytes(DType::q6_k), 768u);
+    EXPECT_EQ(kernels::activation_record_bytes(DType::q4_k) % 16, 0u);
+}
+
+// The generated text uses the instructions the design rests on.
+TEST(PtxQuant, KernelsUseTheIntendedInstructions) {
+    std::string const gemv = kernels::quant_gemv({.weight = DType::q4_k, .rows = 1}).emit(Target::sm_90);
+    EXPECT_NE(gemv.find("dp4a.u32.s32"), std::string::npos);
+    EXPECT_NE(gemv.find("dp2a.lo.s32.u32"), std::string::npos);
+    EXPECT_NE(gemv.find("ld.global.nc.v4.u32"), std::string::npos);
+    EXPECT_NE(gemv.find("shfl.sync.bfly.b32"), std::string::npos);
+    std::string const gemv6 = kernels::quant_gemv({.weight = DType::q6_k, .rows = 1}).emit(Target::sm_90);
+    EXPECT_NE(gemv6.find("dp4a.s32.s32"), std::string::npos);
+    EXPECT_NE(gemv6.find("prmt.b32"), std::string::npos);
+    std::string const gemm = kernels::quant_gemm({.weight = DType::q6_k}).emit(Target::sm_80);
+    EXPECT_NE(gemm.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos);
+    EXPECT_NE(gemm.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos);
+    EXPECT_NE(gemm.find("cp.async.cg.shared.global"), std::string::npos);
+    // Exactness of dequantize: products and differences, never a fused multiply-add.
+    for (DType t : {DType::q4_k, DType::q6_k, DType::q8_k}) {
+        std::string const deq = kernels::dequantize({.type = t}).emit(Target::sm_90);
+        EXPECT_EQ(deq.find("fma."), std::string::npos) << to_string(t);
+    }
+}
+
+TEST(PtxQuant, BadConfigurationsAreRefused) {
+    EXPECT_THROW((void)kernels::dequantize({.type = DType::f32}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::dequantize({.type = DType::q4_k, .threads = 48}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quantize_activations({.weight = DType::q8_k}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q8_k}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q4_k, .rows = 0}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q4_k, .rows = 9}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q4_k, .unroll = 3}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemm({.weight = DType::f16}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemm({.weight = DType::q4_k, .block_m = 32}), ptx::BuildError);
+}
+
+}  // namespace
+}  // namespace rayo::test

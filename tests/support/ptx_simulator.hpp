@@ -1,0 +1,774 @@
+// A host interpreter for the PTX that rayo's kernel generators emit, so the tests can check what
+// a kernel computes on a machine without a GPU. It executes a ptx::Kernel's recorded instructions
+// (not its text) thread by thread on host memory: global addresses are host pointers (each access
+// bounds- and alignment-checked against the buffers the test allows), shared memory is per block,
+// bar.sync waits for the block's threads and shfl.sync for the warp's lanes. Float arithmetic is
+// the host's IEEE single/double arithmetic with round-to-nearest (fma is std::fma), which is what
+// the .rn instructions compute; rcp.approx is modelled as the correctly rounded reciprocal.
+// Only the subset of PTX the generators use is known; anything else fails with the instruction.
+#pragma once
+
+#include <rayo/ptx/ptx.hpp>
+
+#include "cuda/kernel_runner.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <regex>
+#include <span>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rayo::test::ptxsim {
+
+struct Dim3 {
+    unsigned x = 1, y = 1, z = 1;
+};
+
+inline std::uint64_t param(float v) { return std::bit_cast<std::uint32_t>(v); }
+inline std::uint64_t param(void const* p) { return reinterpret_cast<std::uintptr_t>(p); }
+inline std::uint64_t param(std::uint64_t v) { return v; }
+
+class SimulationError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+class Simulator {
+public:
+    explicit Simulator(ptx::Kernel const& kernel) : kernel_(kernel) {
+        decode();
+        // Shared arrays: sizes from the emitted declarations (the builder keeps them private).
+        std::string const text = kernel.emit(ptx::Target::sm_90);
+        std::regex const shared(R"(\.shared \.align (\d+) \.b8 (\w+)\[(\d+)\];)");
+        for (std::sregex_iterator it(text.begin(), text.end(), shared), end; it != end; ++it) {
+            std::size_t const align = std::stoul((*it)[1].str()), bytes = std::stoul((*it)[3].str());
+            shared_bytes_ = (shared_bytes_ + align - 1) / align * align;
+            symbols_[(*it)[2].str()] = shared_bytes_;
+            shared_bytes_ += bytes;
+        }
+    }
+
+    // Host memory the kernel may read and write.
+    void allow(void const* p, std::size_t bytes) {
+        ranges_.push_back({reinterpret_cast<std::uintptr_t>(p), bytes});
+    }
+
+    void forget_buffers() { ranges_.clear(); }
+
+    // Runs the kernel over the grid; `params` are the raw bits of the kernel's parameters in
+    // declaration order (param() makes them).
+    void run(Dim3 grid, Dim3 block, std::vector<std::uint64_t> const& params) {
+        if (params.size() != param_names_.size())
+            throw SimulationError(kernel_.name() + ": " + std::to_string(param_names_.size()) + " parameters, " +
+                                  std::to_string(params.size()) + " given");
+        for (std::size_t i = 0; i < params.size(); ++i) params_[param_names_[i]] = params[i];
+        grid_ = grid;
+        block_ = block;
+        for (unsigned bz = 0; bz < grid.z; ++bz)
+            for (unsigned by = 0; by < grid.y; ++by)
+                for (unsigned bx = 0; bx < grid.x; ++bx) run_block(bx, by, bz);
+    }
+
+    // run() with the parameters as a driver launch takes them: pointers to values of exactly the
+    // types the kernel declares.
+    void run(Dim3 grid, Dim3 block, std::span<void* const> arguments) {
+        if (arguments.size() != param_types_.size())
+            throw SimulationError(kernel_.name() + ": " + std::to_string(param_types_.size()) + " parameters, " +
+                                  std::to_string(arguments.size()) + " given");
+        std::vector<std::uint64_t> values;
+        for (std::size_t i = 0; i < arguments.size(); ++i) {
+            std::uint64_t v = 0;
+            std::memcpy(&v, arguments[i], static_cast<std::size_t>(ptx::bytes_of(param_types_[i])));
+            values.push_back(v);
+        }
+        run(grid, block, values);
+    }
+
+    [[nodiscard]] std::uint64_t executed() const noexcept { return executed_; }
+    [[nodiscard]] std::vector<ptx::Type> const& parameter_types() const noexcept { return param_types_; }
+
+private:
+    enum class Op : std::uint8_t {
+        ld, st, mov, cvta, add, sub, mul, mad, fma, div, rem, min, max, neg, abs, and_, or_, xor_, not_, shl, shr,
+        setp, selp, cvt, bra, ret, sqrt, rcp, bar, shfl, label, comment
+    };
+    struct Decoded {
+        Op op = Op::comment;
+        ptx::Type type = ptx::Type::b32;   // the instruction's type (cvt: the destination's)
+        ptx::Type source = ptx::Type::b32;  // cvt's source type
+        std::string cmp;                     // setp
+        bool combine_and = false;            // setp.<cmp>.and
+        bool nan = false;                    // min/max.NaN
+        bool wide = false, high = false;     // mul.wide, mul.hi
+        bool shared = false, param = false;  // ld/st space
+        std::string shuffle;                 // shfl mode
+        int vector = 1;                      // ld/st .v2/.v4
+        ptx::Rounding rounding = ptx::Rounding::none;
+        std::size_t target = 0;              // bra: instruction index
+        ptx::Instruction const* in = nullptr;
+    };
+    struct Thread {
+        std::vector<std::uint64_t> regs;
+        std::size_t pc = 0;
+        unsigned tid[3]{};
+        enum class State { running, barrier, shuffle, done } state = State::running;
+    };
+    struct Range {
+        std::uintptr_t begin;
+        std::size_t bytes;
+    };
+
+    static ptx::Type parse_type(std::string const& s) {
+        for (int t = 0; t <= static_cast<int>(ptx::Type::f64); ++t)
+            if (ptx::name_of(static_cast<ptx::Type>(t)) == s) return static_cast<ptx::Type>(t);
+        throw SimulationError("unknown type ." + s);
+    }
+    static bool is_type(std::string const& s) {
+        for (int t = 0; t <= static_cast<int>(ptx::Type::f64); ++t)
+            if (ptx::name_of(static_cast<ptx::Type>(t)) == s) return true;
+        return false;
+    }
+
+    [[noreturn]] void fail(std::size_t index, std::string const& why) const {
+        std::ostringstream s;
+        s << kernel_.name() << ", instruction " << index << " (" << kernel_.instructions()[index].opcode
+          << "): " << why;
+        throw SimulationError(s.str());
+    }
+
+    void decode() {
+        auto const body = kernel_.instructions();
+        std::map<std::uint32_t, std::size_t> labels;
+        for (std::size_t i = 0; i < body.size(); ++i)
+            if (body[i].kind == ptx::Instruction::Kind::label) labels[body[i].placed.id()] = i;
+        std::uint32_t max_reg = 0;
+        auto note_reg = [&](ptx::Reg r) { max_reg = std::max(max_reg, r.id() + 1); };
+        for (std::size_t i = 0; i < body.size(); ++i) {
+            ptx::Instruction const& in = body[i];
+            Decoded d;
+            d.in = &in;
+            if (in.kind == ptx::Instruction::Kind::label) d.op = Op::label;
+            if (in.kind != ptx::Instruction::Kind::operation) {
+                code_.push_back(d);
+                continue;
+            }
+            for (auto const& use : in.operands) {
+                if (auto const* r = std::get_if<ptx::RegUse>(&use)) note_reg(r->reg);
+                if (auto const* v = std::get_if<ptx::VectorUse>(&use))
+                    for (auto const& e : v->elements) note_reg(e.reg);
+                if (auto const* a = std::get_if<ptx::AddressUse>(&use))
+                    if (auto const* r = std::get_if<ptx::Reg>(&a->address.base)) note_reg(*r);
+            }
+            if (in.guard) note_reg(in.guard->predicate);
+            std::vector<std::string> tokens;
+            std::stringstream ss(in.opcode);
+            for (std::string t; std::getline(ss, t, '.');) tokens.push_back(t);
+            std::string const& head = tokens[0];
+            static std::map<std::string, Op> const ops{
+                {"ld", Op::ld},   {"st", Op::st},     {"mov", Op::mov},   {"cvta", Op::cvta}, {"add", Op::add},
+                {"sub", Op::sub}, {"mul", Op::mul},   {"mad", Op::mad},   {"fma", Op::fma},   {"div", Op::div},
+                {"rem", Op::rem}, {"min", Op::min},   {"max", Op::max},   {"neg", Op::neg},   {"abs", Op::abs},
+                {"and", Op::and_}, {"or", Op::or_},   {"xor", Op::xor_},  {"not", Op::not_},  {"shl", Op::shl},
+                {"shr", Op::shr}, {"setp", Op::setp}, {"selp", Op::selp}, {"cvt", Op::cvt},   {"bra", Op::bra},
+                {"ret", Op::ret}, {"sqrt", Op::sqrt}, {"rcp", Op::rcp},   {"bar", Op::bar},   {"shfl", Op::shfl}};
+            auto const op = ops.find(head);
+            if (op == ops.end()) fail(i, "not simulated");
+            d.op = op->second;
+            if (d.op == Op::bra) {
+                auto const& l = std::get<ptx::LabelUse>(in.operands[0]).label;
+                d.target = labels.at(l.id());
+            } else if (d.op == Op::ret || d.op == Op::bar) {
+            } else if (d.op == Op::cvt) {
+                d.type = parse_type(tokens[tokens.size() - 2]);
+                d.source = parse_type(tokens.back());
+                for (std::size_t t = 1; t + 2 < tokens.size(); ++t) {
+                    static std::map<std::string, ptx::Rounding> const r{
+                        {"rn", ptx::Rounding::rn},   {"rz", ptx::Rounding::rz},   {"rm", ptx::Rounding::rm},
+                        {"rp", ptx::Rounding::rp},   {"rni", ptx::Rounding::rni}, {"rzi", ptx::Rounding::rzi},
+                        {"rmi", ptx::Rounding::rmi}, {"rpi", ptx::Rounding::rpi}};
+                    if (auto it = r.find(tokens[t]); it != r.end()) d.rounding = it->second;
+                    else if (tokens[t] != "ftz") fail(i, "cvt modifier ." + tokens[t] + " not simulated");
+                }
+            } else {
+                d.type = parse_type(tokens.back());
+                for (std::size_t t = 1; t + 1 < tokens.size(); ++t) {
+                    std::string const& m = tokens[t];
+                    if (m == "NaN") d.nan = true;
+                    else if (m == "wide") d.wide = true;
+                    else if (m == "hi") d.high = true;
+                    else if (m == "shared") d.shared = true;
+                    else if (m == "param") d.param = true;
+                    else if (m == "v2") d.vector = 2;
+                    else if (m == "v4") d.vector = 4;
+                    else if (d.op == Op::setp && t == 1) d.cmp = m;
+                    else if (d.op == Op::setp && m == "and") d.combine_and = true;
+                    else if (d.op == Op::shfl && (m == "bfly" || m == "down" || m == "up" || m == "idx")) d.shuffle = m;
+                    else if (m == "rn" || m == "lo" || m == "approx" || m == "ftz" || m == "global" || m == "to" ||
+                             m == "sync" || m == "nc" || m == "cs" || m == "cg" || m == "ca")
+                        continue;
+                    else fail(i, "modifier ." + m + " not simulated");
+                }
+                if (d.op == Op::setp && d.cmp.empty()) fail(i, "setp without a comparison");
+                if (d.op == Op::shfl && d.shuffle.empty()) fail(i, "shfl mode not simulated");
+            }
+            code_.push_back(d);
+        }
+        register_count_ = max_reg;
+        for (std::size_t i = 0; i < body.size(); ++i)
+            if (code_[i].op == Op::ld && code_[i].param) {
+                auto const& text = std::get<ptx::TextUse>(body[i].operands[1]).text;
+                param_names_.push_back(text.substr(1, text.size() - 2));
+                param_types_.push_back(code_[i].type);
+            }
+    }
+
+    // ---- values
+
+    static std::uint64_t mask(ptx::Type t, std::uint64_t v) {
+        int const bits = ptx::bits_of(t);
+        if (t == ptx::Type::pred) return v & 1;
+        return bits >= 64 ? v : v & ((std::uint64_t{1} << bits) - 1);
+    }
+    static float f32(std::uint64_t v) { return std::bit_cast<float>(static_cast<std::uint32_t>(v)); }
+    static double f64(std::uint64_t v) { return std::bit_cast<double>(v); }
+    static std::uint64_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+    static std::uint64_t bits(double f) { return std::bit_cast<std::uint64_t>(f); }
+    static std::int64_t signed_value(ptx::Type t, std::uint64_t v) {
+        int const b = ptx::bits_of(t);
+        if (b >= 64) return static_cast<std::int64_t>(v);
+        std::uint64_t const m = std::uint64_t{1} << (b - 1);
+        v &= (m << 1) - 1;
+        return static_cast<std::int64_t>((v ^ m) - m);
+    }
+
+    std::uint64_t special(std::string const& name, Thread const& t) const {
+        static std::map<std::string, int> const names{
+            {"%tid.x", 0}, {"%tid.y", 1}, {"%tid.z", 2}, {"%ntid.x", 3}, {"%ntid.y", 4}, {"%ntid.z", 5},
+            {"%ctaid.x", 6}, {"%ctaid.y", 7}, {"%ctaid.z", 8}, {"%nctaid.x", 9}, {"%nctaid.y", 10},
+            {"%nctaid.z", 11}, {"%laneid", 12}, {"%warpid", 13}};
+        auto const it = names.find(name);
+        if (it == names.end()) {
+            if (auto s = symbols_.find(name); s != symbols_.end()) return s->second;
+            throw SimulationError("unknown operand text " + name);
+        }
+        unsigned const linear = t.tid[0] + block_.x * (t.tid[1] + block_.y * t.tid[2]);
+        switch (it->second) {
+            case 0: return t.tid[0];
+            case 1: return t.tid[1];
+            case 2: return t.tid[2];
+            case 3: return block_.x;
+            case 4: return block_.y;
+            case 5: return block_.z;
+            case 6: return block_index_[0];
+            case 7: return block_index_[1];
+            case 8: return block_index_[2];
+            case 9: return grid_.x;
+            case 10: return grid_.y;
+            case 11: return grid_.z;
+            case 12: return linear % 32;
+            default: return linear / 32;
+        }
+    }
+
+    std::uint64_t read(Thread const& t, ptx::OperandUse const& use, ptx::Type type) const {
+        if (auto const* r = std::get_if<ptx::RegUse>(&use)) return mask(type, t.regs[r->reg.id()]);
+        if (auto const* imm = std::get_if<ptx::ImmUse>(&use)) {
+            if (imm->value.is_float()) {
+                if (type == ptx::Type::f64) return bits(imm->value.floating());
+                return bits(static_cast<float>(imm->value.floating()));
+            }
+            return mask(type, static_cast<std::uint64_t>(imm->value.integer()));
+        }
+        if (auto const* text = std::get_if<ptx::TextUse>(&use)) return mask(type, special(text->text, t));
+        throw SimulationError("operand kind not readable here");
+    }
+    std::uint64_t address_of(Thread const& t, ptx::Address const& a) const {
+        std::uint64_t base;
+        if (auto const* r = std::get_if<ptx::Reg>(&a.base)) base = t.regs[r->id()];
+        else base = symbols_.at(std::get<ptx::Symbol>(a.base).name);
+        return base + static_cast<std::uint64_t>(a.offset);
+    }
+
+    void* global(std::size_t index, std::uint64_t address, std::size_t bytes) const {
+        if (address % bytes != 0)
+            fail(index, "global access of " + std::to_string(bytes) + " bytes at misaligned address " +
+                            std::to_string(address));
+        for (auto const& r : ranges_)
+            if (address >= r.begin && address + bytes <= r.begin + r.bytes) return reinterpret_cast<void*>(address);
+        fail(index, "global access outside the allowed buffers at " + std::to_string(address));
+    }
+    void* shared(std::size_t index, std::uint64_t address, std::size_t bytes) {
+        if (address % bytes != 0) fail(index, "misaligned shared access");
+        if (address + bytes > shared_memory_.size()) fail(index, "shared access out of bounds");
+        return shared_memory_.data() + address;
+    }
+
+    // ---- execution
+
+    void run_block(unsigned bx, unsigned by, unsigned bz) {
+        block_index_[0] = bx, block_index_[1] = by, block_index_[2] = bz;
+        shared_memory_.assign(shared_bytes_, 0xCD);  // poisoned: a read before a write shows
+        unsigned const count = block_.x * block_.y * block_.z;
+        std::vector<Thread> threads(count);
+        for (unsigned i = 0; i < count; ++i) {
+            threads[i].regs.assign(register_count_, 0);
+            threads[i].tid[0] = i % block_.x;
+            threads[i].tid[1] = (i / block_.x) % block_.y;
+            threads[i].tid[2] = i / (block_.x * block_.y);
+        }
+        for (;;) {
+            bool ran = false;
+            for (auto& t : threads)
+                if (t.state == Thread::State::running) {
+                    step_until_blocked(t);
+                    ran = true;
+                }
+            std::size_t done = 0, at_barrier = 0, at_shuffle = 0;
+            for (auto const& t : threads) {
+                done += t.state == Thread::State::done;
+                at_barrier += t.state == Thread::State::barrier;
+                at_shuffle += t.state == Thread::State::shuffle;
+            }
+            if (done == count) return;
+            bool released = false;
+            if (at_barrier > 0 && at_barrier + done == count) {
+                for (auto& t : threads)
+                    if (t.state == Thread::State::barrier) t.state = Thread::State::running, ++t.pc;
+                released = true;
+            }
+            for (unsigned w = 0; w * 32 < count; ++w) {
+                unsigned const first = w * 32, last = std::min(count, first + 32);
+                bool all = true;
+                std::size_t pc = 0;
+                bool any = false;
+                for (unsigned i = first; i < last; ++i) {
+                    if (threads[i].state != Thread::State::shuffle) { all = false; break; }
+                    if (any && threads[i].pc != pc)
+                        throw SimulationError(kernel_.name() + ": lanes of a warp at different shfl.sync");
+                    pc = threads[i].pc, any = true;
+                }
+                if (all && any) {
+                    shuffle(threads, first, last);
+                    released = true;
+                }
+            }
+            if (!ran && !released)
+                throw SimulationError(kernel_.name() + ": deadlock (" + std::to_string(at_barrier) +
+                                      " threads at bar.sync, " + std::to_string(at_shuffle) + " at shfl.sync, " +
+                                      std::to_string(done) + " done)");
+        }
+    }
+
+    void shuffle(std::vector<Thread>& threads, unsigned first, unsigned last) {
+        Decoded const& d = code_[threads[first].pc];
+        auto const& ops = d.in->operands;
+        std::vector<std::uint64_t> values(32, 0);
+        for (unsigned i = first; i < last; ++i) values[i - first] = read(threads[i], ops[1], ptx::Type::b32);
+        for (unsigned i = first; i < last; ++i) {
+            Thread& t = threads[i];
+            unsigned const lane = i - first;
+            auto const b = static_cast<unsigned>(read(t, ops[2], ptx::Type::u32));
+            long source = lane;
+            if (d.shuffle == "bfly") source = lane ^ b;
+            else if (d.shuffle == "down") source = lane + b;
+            else if (d.shuffle == "up") source = static_cast<long>(lane) - static_cast<long>(b);
+            else source = b & 31;
+            if (source < 0 || source > 31 || static_cast<unsigned>(source) + first >= last) source = lane;
+            write(t, std::get<ptx::RegUse>(ops[0]), values[static_cast<std::size_t>(source)]);
+            t.state = Thread::State::running;
+            ++t.pc;
+        }
+    }
+
+    void write(Thread& t, ptx::RegUse const& r, std::uint64_t v) { t.regs[r.reg.id()] = mask(r.expected, v); }
+
+    void step_until_blocked(Thread& t) {
+        auto const& body = kernel_.instructions();
+        while (t.state == Thread::State::running) {
+            if (t.pc >= code_.size()) {
+                t.state = Thread::State::done;
+                return;
+            }
+            std::size_t const index = t.pc;
+            Decoded const& d = code_[index];
+            if (d.op == Op::label || d.op == Op::comment) {
+                ++t.pc;
+                continue;
+            }
+            ++executed_;
+            ptx::Instruction const& in = body[index];
+            if (in.guard) {
+                bool const p = t.regs[in.guard->predicate.id()] & 1;
+                if (p != in.guard->when) {
+                    ++t.pc;
+                    continue;
+                }
+            }
+            execute(t, index, d, in);
+        }
+    }
+
+    void execute(Thread& t, std::size_t index, Decoded const& d, ptx::Instruction const& in) {
+        using ptx::Type;
+        auto const& ops = in.operands;
+        Type const type = d.type;
+        auto dst = [&]() -> ptx::RegUse const& { return std::get<ptx::RegUse>(ops[0]); };
+        auto src = [&](std::size_t i, Type ty) { return read(t, ops[i], ty); };
+        bool const is_f32 = type == Type::f32, is_f64 = type == Type::f64;
+        bool const is_signed = ptx::kind_of(type) == ptx::TypeKind::signed_int;
+        int const width = ptx::bits_of(type);
+        switch (d.op) {
+            case Op::bra: t.pc = d.target; return;
+            case Op::ret: t.state = Thread::State::done; return;
+            case Op::bar: t.state = Thread::State::barrier; return;
+            case Op::shfl: t.state = Thread::State::shuffle; return;
+            case Op::ld: case Op::st: memory(t, index, d, in); break;
+            case Op::mov: {
+                // mov.b64 {lo, hi}, r (unpack) and mov.b64 r, {lo, hi} (pack).
+                if (auto const* v = std::get_if<ptx::VectorUse>(&ops[0])) {
+                    std::uint64_t const x = src(1, type);
+                    t.regs[v->elements[0].reg.id()] = x & 0xffffffffu;
+                    t.regs[v->elements[1].reg.id()] = x >> 32;
+                } else if (auto const* v1 = std::get_if<ptx::VectorUse>(&ops[1])) {
+                    std::uint64_t const lo = t.regs[v1->elements[0].reg.id()] & 0xffffffffu;
+                    std::uint64_t const hi = t.regs[v1->elements[1].reg.id()] & 0xffffffffu;
+                    write(t, dst(), lo | (hi << 32));
+                } else {
+                    write(t, dst(), src(1, type));
+                }
+                break;
+            }
+            case Op::cvta: write(t, dst(), src(1, type)); break;
+            case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min: case Op::max: {
+                std::uint64_t const a = src(1, type), b = src(2, type);
+                if (is_f32) write(t, dst(), bits(float_op(d, f32(a), f32(b))));
+                else if (is_f64) write(t, dst(), bits(float_op(d, f64(a), f64(b))));
+                else if (d.op == Op::mul && d.wide) {
+                    Type const wide = ptx::bits_of(type) == 32 ? (is_signed ? Type::s64 : Type::u64) : type;
+                    std::uint64_t const r =
+                        is_signed ? static_cast<std::uint64_t>(signed_value(type, a) * signed_value(type, b)) : a * b;
+                    t.regs[dst().reg.id()] = mask(wide, r);
+                } else write(t, dst(), integer_op(index, d, type, a, b));
+                break;
+            }
+            case Op::mad: {
+                std::uint64_t const r = src(1, type) * src(2, type) + src(3, type);
+                write(t, dst(), mask(type, r));
+                break;
+            }
+            case Op::fma: {
+                std::uint64_t const a = src(1, type), b = src(2, type), c = src(3, type);
+                if (is_f32) write(t, dst(), bits(std::fma(f32(a), f32(b), f32(c))));
+                else write(t, dst(), bits(std::fma(f64(a), f64(b), f64(c))));
+                break;
+            }
+            case Op::neg: {
+                std::uint64_t const a = src(1, type);
+                if (is_f32) write(t, dst(), bits(-f32(a)));
+                else if (is_f64) write(t, dst(), bits(-f64(a)));
+                else write(t, dst(), mask(type, static_cast<std::uint64_t>(-signed_value(type, a))));
+                break;
+            }
+            case Op::abs: {
+                std::uint64_t const a = src(1, type);
+                if (is_f32) write(t, dst(), bits(std::fabs(f32(a))));
+                else if (is_f64) write(t, dst(), bits(std::fabs(f64(a))));
+                else write(t, dst(), mask(type, static_cast<std::uint64_t>(std::llabs(signed_value(type, a)))));
+                break;
+            }
+            case Op::and_: write(t, dst(), src(1, type) & src(2, type)); break;
+            case Op::or_: write(t, dst(), src(1, type) | src(2, type)); break;
+            case Op::xor_: write(t, dst(), src(1, type) ^ src(2, type)); break;
+            case Op::not_: write(t, dst(), mask(type, ~src(1, type))); break;
+            case Op::shl: {
+                std::uint64_t const n = src(2, Type::u32);
+                write(t, dst(), n >= static_cast<std::uint64_t>(width) ? 0 : mask(type, src(1, type) << n));
+                break;
+            }
+            case Op::shr: {
+                std::uint64_t const n = std::min<std::uint64_t>(src(2, Type::u32), static_cast<std::uint64_t>(width));
+                std::uint64_t const a = src(1, type);
+                if (is_signed) {
+                    std::int64_t const v = signed_value(type, a);
+                    write(t, dst(), mask(type, static_cast<std::uint64_t>(n >= 64 ? (v < 0 ? -1 : 0) : v >> n)));
+                } else {
+                    write(t, dst(), n >= 64 ? 0 : a >> n);
+                }
+                break;
+            }
+            case Op::setp: {
+                bool p = compare(index, d.cmp, type, src(1, type), src(2, type));
+                if (d.combine_and) p = p && (src(3, Type::pred) & 1);
+                write(t, dst(), p);
+                break;
+            }
+            case Op::selp: write(t, dst(), (src(3, Type::pred) & 1) ? src(1, type) : src(2, type)); break;
+            case Op::cvt: write(t, dst(), convert(index, d, src(1, d.source))); break;
+            case Op::sqrt: {
+                std::uint64_t const a = src(1, type);
+                if (is_f32) write(t, dst(), bits(std::sqrt(f32(a))));
+                else write(t, dst(), bits(std::sqrt(f64(a))));
+                break;
+            }
+            case Op::rcp: {
+                std::uint64_t const a = src(1, type);
+                if (is_f32) write(t, dst(), bits(1.0f / f32(a)));
+                else write(t, dst(), bits(1.0 / f64(a)));
+                break;
+            }
+            default: fail(index, "not simulated");
+        }
+        ++t.pc;
+    }
+
+    template <class F>
+    static F float_op(Decoded const& d, F a, F b) {
+        switch (d.op) {
+            case Op::add: return a + b;
+            case Op::sub: return a - b;
+            case Op::mul: return a * b;
+            case Op::div: return a / b;
+            case Op::min: case Op::max: {
+                bool const is_max = d.op == Op::max;
+                if (std::isnan(a) || std::isnan(b)) {
+                    if (d.nan) return std::numeric_limits<F>::quiet_NaN();
+                    return std::isnan(a) ? b : a;
+                }
+                if (a == b) return is_max ? (std::signbit(a) ? b : a) : (std::signbit(a) ? a : b);  // -0 < +0
+                return is_max ? std::max(a, b) : std::min(a, b);
+            }
+            default: return std::numeric_limits<F>::quiet_NaN();
+        }
+    }
+
+    std::uint64_t integer_op(std::size_t index, Decoded const& d, ptx::Type type, std::uint64_t a,
+                             std::uint64_t b) const {
+        bool const is_signed = ptx::kind_of(type) == ptx::TypeKind::signed_int;
+        std::int64_t const sa = signed_value(type, a), sb = signed_value(type, b);
+        switch (d.op) {
+            case Op::add: return mask(type, a + b);
+            case Op::sub: return mask(type, a - b);
+            case Op::mul:
+                if (d.high) fail(index, "mul.hi not simulated");
+                return mask(type, a * b);
+            case Op::div:
+                if (b == 0) fail(index, "integer division by zero");
+                return mask(type, is_signed ? static_cast<std::uint64_t>(sa / sb) : a / b);
+            case Op::rem:
+                if (b == 0) fail(index, "integer division by zero");
+                return mask(type, is_signed ? static_cast<std::uint64_t>(sa % sb) : a % b);
+            case Op::min: return is_signed ? mask(type, static_cast<std::uint64_t>(std::min(sa, sb))) : std::min(a, b);
+            case Op::max: return is_signed ? mask(type, static_cast<std::uint64_t>(std::max(sa, sb))) : std::max(a, b);
+            default: fail(index, "not an integer operation");
+        }
+    }
+
+    bool compare(std::size_t index, std::string const& cmp, ptx::Type type, std::uint64_t a, std::uint64_t b) const {
+        if (ptx::is_float(type)) {
+            double const x = type == ptx::Type::f32 ? f32(a) : f64(a), y = type == ptx::Type::f32 ? f32(b) : f64(b);
+            bool const unordered = std::isnan(x) || std::isnan(y);
+            if (cmp == "eq") return !unordered && x == y;
+            if (cmp == "ne") return !unordered && x != y;
+            if (cmp == "lt") return !unordered && x < y;
+            if (cmp == "le") return !unordered && x <= y;
+            if (cmp == "gt") return !unordered && x > y;
+            if (cmp == "ge") return !unordered && x >= y;
+            if (cmp == "equ") return unordered || x == y;
+            if (cmp == "neu") return unordered || x != y;
+            if (cmp == "ltu") return unordered || x < y;
+            if (cmp == "leu") return unordered || x <= y;
+            if (cmp == "gtu") return unordered || x > y;
+            if (cmp == "geu") return unordered || x >= y;
+            if (cmp == "nan") return unordered;
+            if (cmp == "num") return !unordered;
+            fail(index, "comparison " + cmp + " not simulated");
+        }
+        bool const is_signed = ptx::kind_of(type) == ptx::TypeKind::signed_int;
+        auto ord = [&](auto x, auto y) -> bool {
+            if (cmp == "eq") return x == y;
+            if (cmp == "ne") return x != y;
+            if (cmp == "lt" || cmp == "lo") return x < y;
+            if (cmp == "le" || cmp == "ls") return x <= y;
+            if (cmp == "gt" || cmp == "hi") return x > y;
+            if (cmp == "ge" || cmp == "hs") return x >= y;
+            fail(index, "comparison " + cmp + " not simulated");
+        };
+        return is_signed ? ord(signed_value(type, a), signed_value(type, b)) : ord(a, b);
+    }
+
+    std::uint64_t convert(std::size_t index, Decoded const& d, std::uint64_t v) const {
+        using ptx::Type;
+        Type const to = d.type, from = d.source;
+        if (ptx::is_float(to) && ptx::is_float(from)) {
+            if (to == Type::f64 && from == Type::f32) return bits(static_cast<double>(f32(v)));
+            if (to == Type::f32 && from == Type::f64) return bits(static_cast<float>(f64(v)));  // round to nearest
+            if (to == from) return v;
+            fail(index, "float conversion not simulated");
+        }
+        if (ptx::is_float(to)) {
+            bool const s = ptx::kind_of(from) == ptx::TypeKind::signed_int;
+            if (to == Type::f32)
+                return s ? bits(static_cast<float>(signed_value(from, v))) : bits(static_cast<float>(v));
+            return s ? bits(static_cast<double>(signed_value(from, v))) : bits(static_cast<double>(v));
+        }
+        if (ptx::is_float(from)) fail(index, "float to integer conversion not simulated");
+        // Integer to integer: sign- or zero-extend from the source, truncate to the destination.
+        bool const s = ptx::kind_of(from) == ptx::TypeKind::signed_int;
+        std::uint64_t const x = s ? static_cast<std::uint64_t>(signed_value(from, v)) : mask(from, v);
+        return mask(to, x);
+    }
+
+    void memory(Thread& t, std::size_t index, Decoded const& d, ptx::Instruction const& in) {
+        auto const& ops = in.operands;
+        std::size_t const bytes = static_cast<std::size_t>(ptx::bytes_of(d.type));
+        if (d.op == Op::ld && d.param) {
+            auto const& text = std::get<ptx::TextUse>(ops[1]).text;
+            write(t, std::get<ptx::RegUse>(ops[0]), mask(d.type, params_.at(text.substr(1, text.size() - 2))));
+            return;
+        }
+        std::size_t const address_operand = d.op == Op::ld ? 1 : 0;
+        std::uint64_t const address = address_of(t, std::get<ptx::AddressUse>(ops[address_operand]).address);
+        std::size_t const total = bytes * static_cast<std::size_t>(d.vector);
+        auto* p = static_cast<std::uint8_t*>(d.shared ? shared(index, address, total) : global(index, address, total));
+        ptx::RegUse const* regs[4] = {};
+        std::size_t count = 0;
+        if (auto const* v = std::get_if<ptx::VectorUse>(&ops[d.op == Op::ld ? 0 : 1])) {
+            for (auto const& e : v->elements) regs[count++] = &e;
+        } else if (auto const* r = std::get_if<ptx::RegUse>(&ops[d.op == Op::ld ? 0 : 1])) {
+            regs[count++] = r;
+        }
+        if (d.op == Op::ld) {
+            for (std::size_t e = 0; e < count; ++e) {
+                std::uint64_t v = 0;
+                std::memcpy(&v, p + e * bytes, bytes);
+                if (ptx::kind_of(d.type) == ptx::TypeKind::signed_int)
+                    v = static_cast<std::uint64_t>(signed_value(d.type, v));
+                t.regs[regs[e]->reg.id()] = v;
+            }
+        } else if (count == 0) {
+            std::uint64_t const v = read(t, ops[1], d.type);
+            std::memcpy(p, &v, bytes);
+        } else {
+            for (std::size_t e = 0; e < count; ++e) {
+                std::uint64_t const v = t.regs[regs[e]->reg.id()];
+                std::memcpy(p + e * bytes, &v, bytes);
+            }
+        }
+    }
+
+    ptx::Kernel const& kernel_;
+    std::vector<Decoded> code_;
+    std::uint32_t register_count_ = 0;
+    std::vector<std::string> param_names_;
+    std::vector<ptx::Type> param_types_;
+    std::map<std::string, std::uint64_t> params_;
+    std::map<std::string, std::uint64_t> symbols_;
+    std::size_t shared_bytes_ = 0;
+    std::vector<std::uint8_t> shared_memory_;
+    std::vector<Range> ranges_;
+    Dim3 grid_, block_;
+    unsigned block_index_[3]{};
+    std::uint64_t executed_ = 0;
+};
+
+
+// A cuda::KernelRunner whose launches run in the simulator, synchronously, on host memory: views'
+// buffers are host pointers (buffer + offset is the address). It checks that a cache key always
+// names the same kernel text, and records the launches for the tests to inspect.
+class SimulatedRunner final : public cuda::KernelRunner {
+public:
+    struct LaunchRecord {
+        std::string key;
+        cuda::LaunchDims dims;
+    };
+
+    explicit SimulatedRunner(int multiprocessors = 2, ptx::Target target = ptx::Target::sm_90)
+        : multiprocessors_(multiprocessors), target_(target) {}
+
+    [[nodiscard]] ptx::Target target() const noexcept override { return target_; }
+    [[nodiscard]] int multiprocessor_count() const noexcept override { return multiprocessors_; }
+    [[nodiscard]] std::uint64_t address(detail::TensorView const& view) override { return view.buffer + view.offset; }
+    [[nodiscard]] std::uint64_t allocate_temporary(std::size_t bytes) override {
+        auto block = std::make_unique<std::vector<std::uint8_t>>(bytes, 0xCD);  // poisoned
+        auto const address = reinterpret_cast<std::uint64_t>(block->data());
+        temporaries_[address] = std::move(block);
+        return address;
+    }
+    void free_temporary(std::uint64_t address) noexcept override { temporaries_.erase(address); }
+
+    void launch(std::string const& key, std::function<ptx::Kernel()> const& make, cuda::LaunchDims dims,
+                std::span<void*> arguments) override {
+        auto it = kernels_.find(key);
+        if (it == kernels_.end()) {
+            auto entry = std::make_unique<Entry>(make());
+            entry->text = entry->kernel.emit(target_);
+            entry->simulator = std::make_unique<Simulator>(entry->kernel);
+            it = kernels_.emplace(key, std::move(entry)).first;
+        } else if (make().emit(target_) != it->second->text) {
+            throw SimulationError("cache key '" + key + "' names two different kernels");
+        }
+        launches_.push_back({key, dims});
+        Simulator& sim = *it->second->simulator;
+        sim.forget_buffers();
+        std::uint64_t const before = sim.executed();
+        for (auto const& r : allowed_) sim.allow(reinterpret_cast<void const*>(r.first), r.second);
+        for (auto const& [address, block] : temporaries_) sim.allow(block->data(), block->size());
+        sim.run({dims.grid[0], dims.grid[1], dims.grid[2]}, {dims.block[0], dims.block[1], dims.block[2]}, arguments);
+        executed_ += sim.executed() - before;
+    }
+
+    // Host memory the kernels may touch.
+    void allow(void const* p, std::size_t bytes) { allowed_.push_back({reinterpret_cast<std::uintptr_t>(p), bytes}); }
+    [[nodiscard]] std::vector<LaunchRecord> const& launches() const noexcept { return launches_; }
+    void clear_launches() { launches_.clear(); }
+    [[nodiscard]] std::size_t live_temporaries() const noexcept { return temporaries_.size(); }
+    [[nodiscard]] std::uint64_t executed() const noexcept { return executed_; }
+
+private:
+    struct Entry {
+        explicit Entry(ptx::Kernel k) : kernel(std::move(k)) {}
+        ptx::Kernel kernel;
+        std::string text;
+        std::unique_ptr<Simulator> simulator;
+    };
+    int multiprocessors_;
+    ptx::Target target_;
+    std::map<std::string, std::unique_ptr<Entry>> kernels_;
+    std::map<std::uint64_t, std::unique_ptr<std::vector<std::uint8_t>>> temporaries_;
+    std::vector<std::pair<std::uintptr_t, std::size_t>> allowed_;
+    std::vector<LaunchRecord> launches_;
+    std::uint64_t executed_ = 0;
+};
+
+// A host buffer of floats (or other values) at a chosen offset from a 256-byte boundary, seen as a
+// TensorView: offset_elements shifts the view to test unaligned starts.
+template <class T>
+class HostView {
+public:
+    HostView(SimulatedRunner& runner, std::size_t n, std::size_t offset_elements, DType dtype)
+        : storage_((n + offset_elements) * sizeof(T) + 512), n_(n) {
+        auto const base = (reinterpret_cast<std::uintptr_t>(storage_.data()) + 255) / 256 * 256;
+        view_ = {base, offset_elements * sizeof(T), n, dtype};
+        runner.allow(data(), n * sizeof(T));
+    }
+    [[nodiscard]] T* data() const { return reinterpret_cast<T*>(view_.buffer + view_.offset); }
+    [[nodiscard]] detail::TensorView const& view() const { return view_; }
+    [[nodiscard]] std::vector<T> values() const { return std::vector<T>(data(), data() + n_); }
+    void fill(std::vector<T> const& v) { std::memcpy(data(), v.data(), v.size() * sizeof(T)); }
+
+private:
+    std::vector<std::uint8_t> storage_;
+    std::size_t n_;
+    detail::TensorView view_;
+};
+
+}  // namespace rayo::test::ptxsim
