@@ -41,7 +41,8 @@ void unary_kernel(detail::UnaryOp op, detail::UnaryParams p, float const* in, fl
         case UnaryOp::log: return map([](B x) { return math::log(x); });
         case UnaryOp::sqrt: return map([](B x) { return xsimd::sqrt(x); });
         case UnaryOp::abs: return map([](B x) { return xsimd::abs(x); });
-        case UnaryOp::neg: return map([](B x) { return -x; });
+        // A sign-bit flip: xsimd's AVX-512 negation is 0 - x, which turns -(+0) into +0.
+        case UnaryOp::neg: return map([](B x) { return x ^ B(-0.0f); });
     }
 }
 
