@@ -8,10 +8,4 @@ foreach(backend VULKAN CUDA)
 endforeach()
 
 include(RayoVulkan)
-
-string(TOUPPER "${RAYO_ENABLE_CUDA}" value)
-if(value MATCHES "^(ON|TRUE|YES|1)$")
-    message(FATAL_ERROR "RAYO_ENABLE_CUDA=ON: this version of rayo does not contain the CUDA backend yet; use AUTO or OFF")
-endif()
-set(RAYO_HAVE_CUDA OFF)
-message(STATUS "rayo: CUDA backend: not in this version (RAYO_ENABLE_CUDA=${value})")
+include(RayoCuda)

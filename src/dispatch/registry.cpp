@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cpu/cpu_backend.hpp"
+#include "cuda/discovery.hpp"
 #include "rayo/error.hpp"
 #include "vulkan/discovery.hpp"
 
@@ -21,6 +22,8 @@ Device make_device(DeviceKind kind, int index) { return DeviceRegistryAccess::ma
 
 Registry::Registry() {
     backends_.push_back(std::make_unique<cpu::CpuBackend>());
+    // CUDA before Vulkan: Device::all() lists the preferred GPUs first.
+    for (auto& b : cuda::discover_backends()) backends_.push_back(std::move(b));
     for (auto& b : vulkan::discover_backends()) backends_.push_back(std::move(b));
 }
 

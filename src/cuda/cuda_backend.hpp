@@ -1,0 +1,119 @@
+// The CUDA backend for one device: tensors in stream-ordered pool memory, transfers through
+// pinned staging, every operation enqueued on the device's one stream. One mutex per device makes
+// it safe to use from several host threads; the handles it gives out are device addresses.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "cuda/context.hpp"
+#include "cuda/kernel_runner.hpp"
+#include "cuda/driver_api.hpp"
+#include "cuda/memory_pool.hpp"
+#include "cuda/module_cache.hpp"
+#include "cuda/pinned_staging.hpp"
+#include "cuda/stream.hpp"
+#include "dispatch/backend.hpp"
+
+namespace rayo::cuda {
+
+// What the driver says about a device, read once.
+struct DeviceProperties {
+    std::string name;                  // "NVIDIA H200 (139.8 GiB, sm_90)"
+    int compute_capability = 0;        // major * 10 + minor
+    unsigned max_shared_bytes = 0;     // per block, opted in
+    int multiprocessor_count = 0;
+};
+
+// What tests check about memory reuse (and nothing else uses).
+struct MemoryStats {
+    std::size_t live_buffers = 0;  // tensor allocations not yet released
+    PoolUsage pool;
+    DeviceMemoryInfo device;
+};
+
+class CudaBackend final : public detail::Backend {
+public:
+    // Retains the device's primary context and creates its stream; throws rayo::Unsupported for a
+    // device without stream-ordered memory pools, rayo::DeviceError for a driver failure.
+    CudaBackend(Driver const& driver, CUdevice device, int index);
+    ~CudaBackend() override;
+
+    [[nodiscard]] DeviceKind kind() const noexcept override { return DeviceKind::cuda; }
+    [[nodiscard]] int index() const noexcept override { return index_; }
+    [[nodiscard]] std::string name() const override { return properties_.name; }
+    [[nodiscard]] bool is_discrete_gpu() const noexcept override { return true; }
+
+    [[nodiscard]] std::uintptr_t allocate(std::size_t bytes) override;
+    void release(std::uintptr_t buffer) noexcept override;
+    void upload(std::uintptr_t dst, std::size_t offset, void const* src, std::size_t bytes) override;
+    void download(std::uintptr_t src, std::size_t offset, void* dst, std::size_t bytes) override;
+    void copy(std::uintptr_t src, std::size_t src_offset, std::uintptr_t dst, std::size_t dst_offset,
+              std::size_t bytes) override;
+    void fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes, void const* pattern,
+              std::size_t pattern_bytes) override;
+    void synchronize() override;
+
+    // Defined in cuda_backend_ops*.cpp.
+    void unary(detail::UnaryOp op, detail::UnaryParams params, detail::TensorView const& in,
+               detail::TensorView const& out) override;
+    void binary(detail::BinaryOp op, detail::TensorView const& a, detail::TensorView const& b,
+                detail::TensorView const& out) override;
+    void binary_scalar(detail::BinaryOp op, detail::TensorView const& a, float s,
+                       detail::TensorView const& out) override;
+    void reduce(detail::ReduceOp op, detail::ReduceShape shape, bool mean, detail::TensorView const& in,
+                detail::TensorView const& out) override;
+    void dot(detail::TensorView const& a, detail::TensorView const& b, detail::TensorView const& out) override;
+    void softmax(std::size_t rows, std::size_t cols, bool log, detail::TensorView const& in,
+                 detail::TensorView const& out) override;
+    void norm(detail::NormOp op, std::size_t rows, std::size_t cols, float eps, detail::TensorView const& in,
+              detail::TensorView const& gamma, detail::TensorView const& beta, detail::TensorView const& out) override;
+    void matmul(detail::MatmulShape shape, detail::TensorView const& a, detail::TensorView const& b,
+                detail::TensorView const& out) override;
+    void quantize(detail::TensorView const& in, detail::TensorView const& out) override;
+    void dequantize(detail::TensorView const& in, detail::TensorView const& out) override;
+
+    // major * 10 + minor, e.g. 90 for sm_90.
+    [[nodiscard]] int compute_capability() const noexcept { return properties_.compute_capability; }
+    [[nodiscard]] int multiprocessor_count() const noexcept { return properties_.multiprocessor_count; }
+    // "cuda:0", for messages.
+    [[nodiscard]] std::string const& label() const noexcept { return context_.label(); }
+    [[nodiscard]] PrimaryContext const& context() const noexcept { return context_; }
+    [[nodiscard]] Stream& stream() noexcept { return stream_; }
+    [[nodiscard]] ModuleCache& modules() noexcept { return modules_; }
+    [[nodiscard]] MemoryStats memory_stats() const;
+    // Runs body with the device's KernelRunner, the lock held and the context current: how the
+    // tests drive the op glue in cuda/ops/ directly.
+    void with_runner(std::function<void(KernelRunner&)> const& body);
+
+private:
+    class Runner;  // the KernelRunner the op glue sees (cuda_backend_ops.cpp)
+    // Runs op(runner) with the mutex held and the context current.
+    template <class Op>
+    void run_op(Op&& op);
+
+    // The device address of `bytes` bytes at `offset` in the buffer `handle`. Throws rayo::Error
+    // for a handle this backend did not allocate (or has released) and for a range outside it.
+    // Call with mutex_ held.
+    [[nodiscard]] CUdeviceptr address(std::uintptr_t handle, std::size_t offset, std::size_t bytes,
+                                      char const* what) const;
+
+    int index_;
+    DeviceProperties properties_;
+    // Destroyed in reverse: modules and staging (both wait for the stream), the stream, then the context.
+    PrimaryContext context_;
+    Stream stream_;
+    MemoryPool memory_;
+    PinnedStaging staging_;
+    ModuleCache modules_;
+    // Guards the stream's order, the pool, the staging chunks and buffers_; op methods take it too.
+    mutable std::mutex mutex_;
+    std::unordered_map<CUdeviceptr, std::size_t> buffers_;  // live allocations and their sizes
+    std::unordered_map<std::string, CUfunction> kernels_;   // by op key: launches skip the module cache
+};
+
+}  // namespace rayo::cuda

@@ -1,0 +1,106 @@
+// The CUDA backend's ops: each takes the device's lock, makes its context current and hands a
+// KernelRunner to the op's glue in cuda/ops/, which generates, caches and launches the kernels.
+#include <string>
+
+#include "cuda/cuda_backend.hpp"
+#include "core/logging.hpp"
+#include "cuda/kernel_runner.hpp"
+#include "cuda/ops/elementwise_ops.hpp"
+#include "cuda/ops/matmul_ops.hpp"
+#include "cuda/ops/normalization_ops.hpp"
+#include "cuda/ops/quant_ops.hpp"
+#include "cuda/ops/reduction_ops.hpp"
+#include "cuda/ops/softmax_ops.hpp"
+#include "rayo/dtype.hpp"
+#include "rayo/ptx/target.hpp"
+
+namespace rayo::cuda {
+
+using detail::TensorView;
+
+// Lives for one op, with the backend's mutex held and its context current.
+class CudaBackend::Runner final : public KernelRunner {
+public:
+    explicit Runner(CudaBackend& backend) : backend_(backend) {}
+
+    [[nodiscard]] ptx::Target target() const noexcept override {
+        return ptx::target_for_compute_capability(backend_.compute_capability());
+    }
+    [[nodiscard]] int multiprocessor_count() const noexcept override { return backend_.multiprocessor_count(); }
+    [[nodiscard]] std::uint64_t address(TensorView const& view) override {
+        return backend_.address(view.buffer, view.offset, bytes_for(view.dtype, view.numel), "kernel operand");
+    }
+    [[nodiscard]] std::uint64_t allocate_temporary(std::size_t bytes) override { return backend_.memory_.allocate(bytes); }
+    void free_temporary(std::uint64_t address) noexcept override {
+        try {
+            backend_.memory_.free(address);  // stream-ordered: after the kernels queued so far
+        } catch (std::exception const& e) {  // a failed context: its memory goes with it
+            detail::log(LogLevel::error, "rayo: " + backend_.label() + ": freeing a temporary: " + e.what());
+        }
+    }
+    void launch(std::string const& key, std::function<ptx::Kernel()> const& make, LaunchDims dims,
+                std::span<void*> arguments) override {
+        // The hot path of every op: one map lookup once the kernel is loaded.
+        auto it = backend_.kernels_.find(key);
+        if (it == backend_.kernels_.end()) {
+            ptx::Target const t = target();
+            ptx::Kernel const kernel = make();
+            std::string const text = kernel.emit(t);
+            CUfunction const f = backend_.modules_.function(key + "@" + std::string(ptx::to_string(t)), kernel.name(),
+                                                            [&] { return text; });
+            it = backend_.kernels_.emplace(key, f).first;
+        }
+        backend_.modules_.launch(it->second, {dims.grid[0], dims.grid[1], dims.grid[2]},
+                                 {dims.block[0], dims.block[1], dims.block[2]}, dims.shared_bytes, arguments);
+    }
+
+private:
+    CudaBackend& backend_;
+};
+
+template <class Op>
+void CudaBackend::run_op(Op&& op) {
+    std::lock_guard lock(mutex_);
+    ScopedCurrent const current(context_);
+    Runner runner(*this);
+    op(runner);
+}
+
+void CudaBackend::with_runner(std::function<void(KernelRunner&)> const& body) {
+    run_op([&](Runner& r) { body(r); });
+}
+
+void CudaBackend::unary(detail::UnaryOp op, detail::UnaryParams params, TensorView const& in, TensorView const& out) {
+    run_op([&](Runner& r) { ops::unary(r, op, params, in, out); });
+}
+void CudaBackend::binary(detail::BinaryOp op, TensorView const& a, TensorView const& b, TensorView const& out) {
+    run_op([&](Runner& r) { ops::binary(r, op, a, b, out); });
+}
+void CudaBackend::binary_scalar(detail::BinaryOp op, TensorView const& a, float s, TensorView const& out) {
+    run_op([&](Runner& r) { ops::binary_scalar(r, op, a, s, out); });
+}
+void CudaBackend::reduce(detail::ReduceOp op, detail::ReduceShape shape, bool mean, TensorView const& in,
+                         TensorView const& out) {
+    run_op([&](Runner& r) { ops::reduce(r, op, shape, mean, in, out); });
+}
+void CudaBackend::dot(TensorView const& a, TensorView const& b, TensorView const& out) {
+    run_op([&](Runner& r) { ops::dot(r, a, b, out); });
+}
+void CudaBackend::softmax(std::size_t rows, std::size_t cols, bool log, TensorView const& in, TensorView const& out) {
+    run_op([&](Runner& r) { ops::softmax(r, rows, cols, log, in, out); });
+}
+void CudaBackend::norm(detail::NormOp op, std::size_t rows, std::size_t cols, float eps, TensorView const& in,
+                       TensorView const& gamma, TensorView const& beta, TensorView const& out) {
+    run_op([&](Runner& r) { ops::norm(r, op, rows, cols, eps, in, gamma, beta, out); });
+}
+void CudaBackend::matmul(detail::MatmulShape shape, TensorView const& a, TensorView const& b, TensorView const& out) {
+    run_op([&](Runner& r) { ops::matmul(r, shape, a, b, out); });
+}
+void CudaBackend::quantize(TensorView const& in, TensorView const& out) {
+    run_op([&](Runner& r) { ops::quantize(r, in, out); });
+}
+void CudaBackend::dequantize(TensorView const& in, TensorView const& out) {
+    run_op([&](Runner& r) { ops::dequantize(r, in, out); });
+}
+
+}  // namespace rayo::cuda

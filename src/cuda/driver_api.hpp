@@ -1,0 +1,189 @@
+// The slice of the CUDA driver ABI rayo uses, declared here rather than taken from cuda.h so that
+// building rayo needs no CUDA toolkit, and the table of driver entry points resolved at run time
+// from libcuda.so.1. Numeric values and signatures are cuda.h's (CUDA 12 and 13 agree on them).
+//
+// Entry points are resolved through cuGetProcAddress by their base name with an explicit CUDA
+// version: the version at which the signature declared here became current (cudaTypedefs.h names
+// it PFN_<name>_v<version>). Guessing suffixed names is wrong: in CUDA 13 cuCtxSynchronize_v2
+// takes a context argument the old cuCtxSynchronize did not.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace rayo::cuda {
+
+// Handles are opaque pointers to driver structs, as in cuda.h.
+using CUdevice = int;
+using CUdeviceptr = std::uint64_t;  // unsigned long long on every 64-bit target
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+using CUmemoryPool = struct CUmemPoolHandle_st*;
+
+// An int-sized enum in cuda.h; the driver may return codes this list does not name.
+enum class CUresult : int {
+    success = 0,
+    invalid_value = 1,
+    out_of_memory = 2,
+    not_initialized = 3,
+    deinitialized = 4,
+    stub_library = 34,
+    no_device = 100,
+    invalid_context = 201,
+    invalid_ptx = 218,
+    unsupported_ptx_version = 222,
+    invalid_handle = 400,
+    not_found = 500,
+    not_ready = 600,
+    illegal_address = 700,
+    launch_out_of_resources = 701,
+    launch_timeout = 702,
+    context_is_destroyed = 709,
+    assert_failed = 710,  // CUDA_ERROR_ASSERT
+    hardware_stack_error = 714,
+    illegal_instruction = 715,
+    misaligned_address = 716,
+    invalid_address_space = 717,
+    invalid_pc = 718,
+    launch_failed = 719,
+    not_supported = 801,
+    unknown = 999,
+};
+
+// CUdevice_attribute values rayo reads (CU_DEVICE_ATTRIBUTE_*).
+enum class CUdevice_attribute : int {
+    max_threads_per_block = 1,
+    max_grid_dim_x = 5,
+    max_shared_memory_per_block = 8,
+    warp_size = 10,
+    multiprocessor_count = 16,
+    integrated = 18,
+    compute_capability_major = 75,
+    compute_capability_minor = 76,
+    max_shared_memory_per_block_optin = 97,
+    memory_pools_supported = 115,
+};
+
+// CUjit_option values (CU_JIT_*). Option values travel as void*: sizes and levels by value.
+enum class CUjit_option : int {
+    info_log_buffer = 3,
+    info_log_buffer_size_bytes = 4,
+    error_log_buffer = 5,
+    error_log_buffer_size_bytes = 6,
+    optimization_level = 7,
+    log_verbose = 12,
+};
+
+// CUmemPool_attribute values (CU_MEMPOOL_ATTR_*); the byte counts are cuuint64_t.
+enum class CUmemPool_attribute : int {
+    release_threshold = 4,
+    reserved_mem_current = 5,
+    reserved_mem_high = 6,
+    used_mem_current = 7,
+    used_mem_high = 8,
+};
+
+// CUfunction_attribute values (CU_FUNC_ATTRIBUTE_*).
+enum class CUfunction_attribute : int {
+    max_dynamic_shared_size_bytes = 8,
+};
+
+// CUdriverProcAddressQueryResult (CU_GET_PROC_ADDRESS_*).
+enum class CUdriverProcAddressQueryResult : int {
+    success = 0,
+    symbol_not_found = 1,
+    version_not_sufficient = 2,
+};
+
+inline constexpr unsigned stream_non_blocking = 0x1;       // CU_STREAM_NON_BLOCKING
+inline constexpr unsigned event_disable_timing = 0x2;      // CU_EVENT_DISABLE_TIMING
+inline constexpr std::uint64_t get_proc_address_legacy_stream = 0x1;  // CU_GET_PROC_ADDRESS_LEGACY_STREAM
+
+// Every driver entry point rayo calls. The table is filled once per process and never unloaded:
+// static tensors are released during exit, after which the library must still be there.
+struct Driver {
+    int version = 0;  // cuDriverGetVersion: 1000 * major + 10 * minor, e.g. 13000
+
+    CUresult (*cuGetErrorName)(CUresult error, char const** name) = nullptr;
+    CUresult (*cuGetErrorString)(CUresult error, char const** text) = nullptr;
+    CUresult (*cuInit)(unsigned flags) = nullptr;
+    CUresult (*cuDriverGetVersion)(int* version) = nullptr;
+
+    CUresult (*cuDeviceGetCount)(int* count) = nullptr;
+    CUresult (*cuDeviceGet)(CUdevice* device, int ordinal) = nullptr;
+    CUresult (*cuDeviceGetName)(char* name, int length, CUdevice device) = nullptr;
+    CUresult (*cuDeviceGetAttribute)(int* value, CUdevice_attribute attribute, CUdevice device) = nullptr;
+    CUresult (*cuDeviceTotalMem)(std::size_t* bytes, CUdevice device) = nullptr;
+
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* context, CUdevice device) = nullptr;
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice device) = nullptr;
+    CUresult (*cuCtxPushCurrent)(CUcontext context) = nullptr;
+    CUresult (*cuCtxPopCurrent)(CUcontext* context) = nullptr;
+    CUresult (*cuCtxGetCurrent)(CUcontext* context) = nullptr;
+
+    CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags) = nullptr;
+    CUresult (*cuStreamDestroy)(CUstream stream) = nullptr;
+    CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
+    CUresult (*cuEventCreate)(CUevent* event, unsigned flags) = nullptr;
+    CUresult (*cuEventDestroy)(CUevent event) = nullptr;
+    CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;
+    CUresult (*cuEventSynchronize)(CUevent event) = nullptr;
+
+    CUresult (*cuMemGetInfo)(std::size_t* free, std::size_t* total) = nullptr;
+    CUresult (*cuDeviceGetDefaultMemPool)(CUmemoryPool* pool, CUdevice device) = nullptr;
+    CUresult (*cuMemPoolSetAttribute)(CUmemoryPool pool, CUmemPool_attribute attribute, void* value) = nullptr;
+    CUresult (*cuMemPoolGetAttribute)(CUmemoryPool pool, CUmemPool_attribute attribute, void* value) = nullptr;
+    CUresult (*cuMemPoolTrimTo)(CUmemoryPool pool, std::size_t min_bytes_to_keep) = nullptr;
+    CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr* pointer, std::size_t bytes, CUmemoryPool pool,
+                                        CUstream stream) = nullptr;
+    CUresult (*cuMemFreeAsync)(CUdeviceptr pointer, CUstream stream) = nullptr;
+    CUresult (*cuMemHostAlloc)(void** pointer, std::size_t bytes, unsigned flags) = nullptr;
+    CUresult (*cuMemFreeHost)(void* pointer) = nullptr;
+
+    CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, void const* src, std::size_t bytes, CUstream stream) = nullptr;
+    CUresult (*cuMemcpyDtoHAsync)(void* dst, CUdeviceptr src, std::size_t bytes, CUstream stream) = nullptr;
+    CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes, CUstream stream) = nullptr;
+    CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, std::size_t count, CUstream stream) = nullptr;
+    CUresult (*cuMemsetD16Async)(CUdeviceptr dst, unsigned short value, std::size_t count, CUstream stream) = nullptr;
+    CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned value, std::size_t count, CUstream stream) = nullptr;
+    CUresult (*cuMemsetD2D32Async)(CUdeviceptr dst, std::size_t pitch, unsigned value, std::size_t width,
+                                   std::size_t height, CUstream stream) = nullptr;
+
+    CUresult (*cuModuleLoadDataEx)(CUmodule* module, void const* image, unsigned option_count, CUjit_option* options,
+                                   void** option_values) = nullptr;
+    CUresult (*cuModuleUnload)(CUmodule module) = nullptr;
+    CUresult (*cuModuleGetFunction)(CUfunction* function, CUmodule module, char const* name) = nullptr;
+    CUresult (*cuFuncSetAttribute)(CUfunction function, CUfunction_attribute attribute, int value) = nullptr;
+    CUresult (*cuLaunchKernel)(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                               unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
+                               CUstream stream, void** params, void** extra) = nullptr;
+
+    // The process's driver: libcuda.so.1 opened, every entry point above resolved and cuInit(0)
+    // done, on the first call. Throws rayo::DeviceError saying what is missing (the library, an
+    // entry point, or a device, as cuInit reports it); later calls throw the same.
+    [[nodiscard]] static Driver const& get();
+    // The loaded driver, or nullptr when get() has not succeeded (never loads, never throws).
+    [[nodiscard]] static Driver const* loaded() noexcept;
+};
+
+// "CUDA_ERROR_OUT_OF_MEMORY", from the driver when it is loaded ("CUresult 2" otherwise).
+[[nodiscard]] std::string error_name(CUresult result);
+// "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory", from the driver when it is loaded.
+[[nodiscard]] std::string describe(CUresult result);
+
+// Throws for a failed call: rayo::OutOfMemory for CUDA_ERROR_OUT_OF_MEMORY, rayo::DeviceError
+// carrying the code and its name for anything else. `what` names the device and the call, as
+// "cuda:0: cuStreamCreate"; the message is "<what> failed: <name> (<code>): <driver's text>".
+// Calls made per operation test the result before building `what`, so a message costs nothing
+// until something fails; check() is for the rest.
+[[noreturn]] void throw_error(CUresult result, std::string_view what);
+inline void check(CUresult result, std::string_view what) {
+    if (result != CUresult::success) throw_error(result, what);
+}
+
+}  // namespace rayo::cuda
