@@ -127,5 +127,7 @@ void register_reductions();
 void register_softmax_norm();
 void register_matmul();
 void register_quant();
+// The anchor cases on a GPU (nothing when the benchmark device is the CPU).
+void register_gpu();
 
 }  // namespace rayo_bench

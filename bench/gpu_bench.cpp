@@ -1,0 +1,148 @@
+// GPU benchmarks at the shapes the anchors measure (../shared/anchors/torch_anchors.py), so rayo
+// and cuBLAS/PyTorch can be compared case by case from one run on the same machine. Registered
+// only when the benchmark device is a GPU.
+//
+// Bandwidth-bound GEMVs rotate over enough weight copies that no call finds its weights in L2
+// ("cold"); "hot" reuses one buffer, as ggml's test-backend-ops does.
+#include "bench_support.hpp"
+
+#include <string>
+#include <vector>
+
+namespace rayo_bench {
+namespace {
+
+using rayo::FTensor;
+
+// Several times the largest L2 of the devices in question (50-60 MB).
+constexpr double rotation_bytes = 512.0 * (1 << 20);
+constexpr std::int64_t big = std::int64_t{1} << 28;  // 1 GiB of floats
+
+void run_copy(benchmark::State& state) {
+    rayo::Device const device = bench_device();
+    FTensor const x = random_tensor(rayo::Shape{big}, device);
+    time_op(state, device, [&] { (void)x.clone(); });
+    report(state, {.bytes = 2.0 * static_cast<double>(x.bytes())});
+}
+
+template <class T>
+void run_matmul(benchmark::State& state, std::int64_t n) {
+    rayo::Device const device = bench_device();
+    auto const a = random_tensor<T>(rayo::Shape{n, n}, device, {-1.0f, 1.0f}, 1);
+    auto const b = random_tensor<T>(rayo::Shape{n, n}, device, {-1.0f, 1.0f}, 2);
+    FTensor const out = output_tensor(rayo::Shape{n, n}, device);
+    time_op(state, device, [&] { rayo::matmul(a, b, out); });
+    report(state, {.flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n)});
+}
+
+void run_softmax(benchmark::State& state, std::int64_t rows, std::int64_t cols) {
+    rayo::Device const device = bench_device();
+    FTensor const x = random_tensor(rayo::Shape{rows, cols}, device);
+    FTensor const out = output_tensor(rayo::Shape{rows, cols}, device);
+    time_op(state, device, [&] { rayo::softmax(x, -1, out); });
+    report(state, {.bytes = 2.0 * static_cast<double>(x.bytes())});
+}
+
+void run_sum(benchmark::State& state) {
+    rayo::Device const device = bench_device();
+    FTensor const x = random_tensor(rayo::Shape{big}, device);
+    FTensor const out = output_tensor(rayo::Shape{}, device);
+    time_op(state, device, [&] { rayo::sum(x, out); });
+    report(state, {.bytes = static_cast<double>(x.bytes())});
+}
+
+void run_gelu(benchmark::State& state) {
+    rayo::Device const device = bench_device();
+    FTensor const x = random_tensor(rayo::Shape{big}, device);
+    FTensor const out = output_tensor(rayo::Shape{big}, device);
+    time_op(state, device, [&] { rayo::gelu(x, rayo::Gelu::exact, out); });
+    report(state, {.bytes = 2.0 * static_cast<double>(x.bytes())});
+}
+
+template <class W>
+void run_quant_linear(benchmark::State& state, std::int64_t batch, std::int64_t out_features,
+                      std::int64_t in_features, bool cold) {
+    rayo::Device const device = bench_device();
+    // Quantized once on the CPU (q4_k/q6_k quantization is a CPU op), then uploaded.
+    auto const w = rayo::quantize<W>(
+        random_tensor(rayo::Shape{out_features, in_features}, rayo::Device::cpu(), {-1.0f, 1.0f}, 7)).to(device);
+    std::vector<rayo::Tensor<W>> copies{w};
+    if (cold) {
+        auto const count = static_cast<std::size_t>(rotation_bytes / static_cast<double>(w.bytes())) + 1;
+        while (copies.size() < count) copies.push_back(w.clone());
+    }
+    FTensor const x = random_tensor(rayo::Shape{batch, in_features}, device, {-1.0f, 1.0f}, 8);
+    FTensor const y = output_tensor(rayo::Shape{batch, out_features}, device);
+    std::size_t next = 0;
+    time_op(state, device, [&] {
+        rayo::linear(x, copies[next], y);
+        next = (next + 1) % copies.size();
+    });
+    report(state, {.bytes = static_cast<double>(w.bytes()),
+                   .flops = 2.0 * static_cast<double>(batch * out_features) * static_cast<double>(in_features)});
+}
+
+// Back-to-back launches of a tiny op, synchronised once per batch: the per-op dispatch cost.
+void run_tiny_op(benchmark::State& state) {
+    rayo::Device const device = bench_device();
+    FTensor const x = random_tensor(rayo::Shape{16}, device);
+    time_op(state, device, [&] { rayo::add(x, 1.0f, x); });
+}
+
+// One tiny op and a host read of its result: the round trip a synchronous caller pays.
+void run_tiny_op_with_read(benchmark::State& state) {
+    rayo::Device const device = bench_device();
+    FTensor const x = random_tensor(rayo::Shape{16}, device);
+    time_op(state, device, [&] {
+        rayo::add(x, 1.0f, x);
+        benchmark::DoNotOptimize(x.to_vector());
+    });
+}
+
+template <class W>
+std::string weight_name() {
+    return std::string(rayo::to_string(rayo::dtype_of<W>));
+}
+
+template <class W>
+void register_quant_linear() {
+    struct Shape {
+        std::int64_t out, in;
+    };
+    for (Shape s : {Shape{4096, 4096}, Shape{14336, 4096}, Shape{4096, 14336}}) {
+        std::string const shape = std::to_string(s.out) + "x" + std::to_string(s.in);
+        add_benchmark("gpu/linear_" + weight_name<W>() + "/1x" + shape + "/cold",
+                      [=](benchmark::State& st) { run_quant_linear<W>(st, 1, s.out, s.in, true); });
+        add_benchmark("gpu/linear_" + weight_name<W>() + "/1x" + shape + "/hot",
+                      [=](benchmark::State& st) { run_quant_linear<W>(st, 1, s.out, s.in, false); });
+    }
+    add_benchmark("gpu/linear_" + weight_name<W>() + "/512x4096x14336",
+                  [](benchmark::State& st) { run_quant_linear<W>(st, 512, 4096, 14336, false); });
+}
+
+}  // namespace
+
+void register_gpu() {
+    if (bench_device().kind() == rayo::DeviceKind::cpu) return;
+    add_benchmark("gpu/copy/1GiB", run_copy);
+    for (std::int64_t n : {1024, 4096, 8192}) {
+        add_benchmark("gpu/matmul_f32/" + std::to_string(n), [n](benchmark::State& st) { run_matmul<float>(st, n); });
+        add_benchmark("gpu/matmul_bf16/" + std::to_string(n),
+                      [n](benchmark::State& st) { run_matmul<rayo::bfloat16>(st, n); });
+        add_benchmark("gpu/matmul_f16/" + std::to_string(n), [n](benchmark::State& st) { run_matmul<rayo::half>(st, n); });
+    }
+    struct Rows {
+        std::int64_t rows, cols;
+    };
+    for (Rows r : {Rows{4096, 4096}, Rows{32768, 4096}, Rows{1 << 20, 128}, Rows{1 << 16, 4096}})
+        add_benchmark("gpu/softmax/" + std::to_string(r.rows) + "x" + std::to_string(r.cols),
+                      [r](benchmark::State& st) { run_softmax(st, r.rows, r.cols); });
+    add_benchmark("gpu/sum/2^28", run_sum);
+    add_benchmark("gpu/gelu/2^28", run_gelu);
+    register_quant_linear<rayo::q4_k>();
+    register_quant_linear<rayo::q6_k>();
+    add_benchmark("gpu/tiny_op", run_tiny_op);
+    add_benchmark("gpu/tiny_op_with_read", run_tiny_op_with_read);
+}
+
+}  // namespace rayo_bench
