@@ -15,10 +15,13 @@ MemoryPool::MemoryPool(Stream const& stream, std::string device_name)
     ScopedCurrent const current(context);
     Driver const& d = context.driver();
     check(d.cuDeviceGetDefaultMemPool(&pool_, context.device()), context.label() + ": cuDeviceGetDefaultMemPool");
-    std::uint64_t keep_everything = std::numeric_limits<std::uint64_t>::max();
-    check(d.cuMemPoolSetAttribute(pool_, CUmemPool_attribute::release_threshold, &keep_everything),
-          context.label() + ": cuMemPoolSetAttribute(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)");
     total_bytes_ = device_memory().total_bytes;
+    // Freed memory up to a quarter of the device stays reserved for reuse (no driver allocation
+    // per tensor); beyond that it goes back at the next synchronisation, so a peak does not starve
+    // other users of the GPU (another process, or rayo's own Vulkan device on the same GPU).
+    std::uint64_t keep = total_bytes_ / 4;
+    check(d.cuMemPoolSetAttribute(pool_, CUmemPool_attribute::release_threshold, &keep),
+          context.label() + ": cuMemPoolSetAttribute(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)");
 }
 
 void MemoryPool::out_of_memory(std::size_t bytes) const {
