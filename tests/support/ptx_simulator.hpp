@@ -4,7 +4,9 @@
 // bounds- and alignment-checked against the buffers the test allows), shared memory is per block,
 // bar.sync waits for the block's threads and shfl.sync for the warp's lanes. Float arithmetic is
 // the host's IEEE single/double arithmetic with round-to-nearest (fma is std::fma), which is what
-// the .rn instructions compute; rcp.approx is modelled as the correctly rounded reciprocal.
+// the .rn instructions compute; rcp.approx is modelled as the correctly rounded reciprocal, and
+// ex2.approx.f32 as the correctly rounded 2^x with subnormal results flushed to zero (as .ftz
+// does); tests allow for the hardware's 2 ulp in their bounds.
 // Only the subset of PTX the generators use is known; anything else fails with the instruction.
 #pragma once
 
@@ -99,7 +101,7 @@ public:
 private:
     enum class Op : std::uint8_t {
         ld, st, mov, cvta, add, sub, mul, mad, fma, div, rem, min, max, neg, abs, and_, or_, xor_, not_, shl, shr,
-        setp, selp, cvt, bra, ret, sqrt, rcp, bar, shfl, label, comment
+        setp, selp, cvt, bra, ret, sqrt, rcp, ex2, bar, shfl, label, comment
     };
     struct Decoded {
         Op op = Op::comment;
@@ -179,7 +181,8 @@ private:
                 {"rem", Op::rem}, {"min", Op::min},   {"max", Op::max},   {"neg", Op::neg},   {"abs", Op::abs},
                 {"and", Op::and_}, {"or", Op::or_},   {"xor", Op::xor_},  {"not", Op::not_},  {"shl", Op::shl},
                 {"shr", Op::shr}, {"setp", Op::setp}, {"selp", Op::selp}, {"cvt", Op::cvt},   {"bra", Op::bra},
-                {"ret", Op::ret}, {"sqrt", Op::sqrt}, {"rcp", Op::rcp},   {"bar", Op::bar},   {"shfl", Op::shfl}};
+                {"ret", Op::ret}, {"sqrt", Op::sqrt}, {"rcp", Op::rcp},   {"bar", Op::bar},   {"shfl", Op::shfl},
+                {"ex2", Op::ex2}};
             auto const op = ops.find(head);
             if (op == ops.end()) fail(i, "not simulated");
             d.op = op->second;
@@ -523,6 +526,13 @@ private:
                 std::uint64_t const a = src(1, type);
                 if (is_f32) write(t, dst(), bits(1.0f / f32(a)));
                 else write(t, dst(), bits(1.0 / f64(a)));
+                break;
+            }
+            case Op::ex2: {
+                if (!is_f32) fail(index, "ex2 other than .f32 not simulated");
+                float r = static_cast<float>(std::exp2(static_cast<double>(f32(src(1, type)))));
+                if (std::fabs(r) < std::numeric_limits<float>::min()) r = 0.0f;
+                write(t, dst(), bits(r));
                 break;
             }
             default: fail(index, "not simulated");
