@@ -773,7 +773,9 @@ public:
     [[nodiscard]] T* data() const { return reinterpret_cast<T*>(view_.buffer + view_.offset); }
     [[nodiscard]] detail::TensorView const& view() const { return view_; }
     [[nodiscard]] std::vector<T> values() const { return std::vector<T>(data(), data() + n_); }
-    void fill(std::vector<T> const& v) { std::memcpy(data(), v.data(), v.size() * sizeof(T)); }
+    void fill(std::vector<T> const& v) {
+        if (!v.empty()) std::memcpy(data(), v.data(), v.size() * sizeof(T));  // memcpy from null is UB
+    }
 
 private:
     std::vector<std::uint8_t> storage_;
