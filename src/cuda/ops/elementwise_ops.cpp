@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/ops/operand_checks.hpp"
 #include "rayo/error.hpp"
 #include "rayo/ptx/kernels/elementwise.hpp"
 
@@ -55,17 +56,6 @@ ptx::kernels::BinaryKind binary_kind(detail::BinaryOp op) {
     throw Unsupported("cuda: binary op " + std::to_string(static_cast<int>(op)) + " has no kernel");
 }
 
-void require_f32(std::string const& op, TensorView const& view, char const* role) {
-    if (view.dtype != DType::f32)
-        throw Unsupported("cuda: " + op + " runs on f32 " + role + ", not " + std::string(to_string(view.dtype)));
-}
-
-void require_numel(std::string const& op, TensorView const& view, std::size_t n, char const* role) {
-    if (view.numel != n)
-        throw ShapeError("cuda: " + op + ": " + role + " has " + std::to_string(view.numel) + " elements, expected " +
-                         std::to_string(n));
-}
-
 // The device address of an f32 view; f32 views are 4-byte aligned by construction.
 std::uint64_t float_address(KernelRunner& runner, std::string const& op, TensorView const& view) {
     std::uint64_t const address = runner.address(view);
@@ -107,8 +97,8 @@ void binary_launch(KernelRunner& runner, detail::BinaryOp op, TensorView const& 
     if (b) require_f32(name, *b, "input");
     require_f32(name, out, "output");
     std::size_t const n = a.numel;
-    if (b) require_numel(name, *b, n, "b");
-    require_numel(name, out, n, "out");
+    if (b) require_numel(name, *b, n, "b", true);
+    require_numel(name, out, n, "out", true);
     if (n == 0) return;
     std::uint64_t const a_address = float_address(runner, name, a);
     std::uint64_t const b_address = b ? float_address(runner, name, *b) : 0;
@@ -135,7 +125,7 @@ void unary(KernelRunner& runner, detail::UnaryOp op, detail::UnaryParams params,
     std::string const name(detail::to_string(op));
     require_f32(name, in, "input");
     require_f32(name, out, "output");
-    require_numel(name, out, in.numel, "out");
+    require_numel(name, out, in.numel, "out", true);
     std::size_t const n = in.numel;
     if (n == 0) return;
     std::uint64_t const in_address = float_address(runner, name, in);
