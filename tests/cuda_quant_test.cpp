@@ -360,6 +360,22 @@ TEST_F(CudaQuant, LinearOnSlicedViews) {
     }
 }
 
+// The fused GEMV (1-2 rows of x) strides its warps over the weight rows: more rows than the grid
+// has warps (one 32-warp block per multiprocessor), and a k whose records (q6_k, k = 32768: 96 KiB)
+// just fit in shared memory; beyond, the records kernel + GEMV.
+TEST_F(CudaQuant, FusedGemvStridesOverRowsAndFallsBackForLongRows) {
+    for (std::size_t m : {1, 2}) {
+        SCOPED_TRACE("m " + std::to_string(m));
+        reset_stats();
+        EXPECT_LE(linear_error<q4_k>(device, m, 9000, 256).relative, 1e-3);
+        EXPECT_LE(linear_error<q6_k>(device, m, 9000, 256).relative, 1e-3);
+        EXPECT_LE(linear_error<q4_k>(device, m, 40, 256 * 128 / m).relative, 1e-3);
+        EXPECT_LE(linear_error<q6_k>(device, m, 40, 256 * 128 / m).relative, 1e-3);
+        EXPECT_LE(linear_error<q4_k>(device, m, 40, 256 * 160).relative, 1e-3);
+        EXPECT_EQ(stats().cpu_fallbacks, 0u);
+    }
+}
+
 // rayo::KQuantActivations::q8_k: the GEMV uses x's main q8_k only (ggml's precision).
 TEST_F(CudaQuant, LinearWithSingleQ8kActivations) {
     using KQuantActivationScope = SettingScope<KQuantActivations, &kquant_activations, &set_kquant_activations>;

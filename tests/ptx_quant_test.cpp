@@ -59,6 +59,12 @@ TEST(PtxQuant, GemvAssemblesForEveryRowCount) {
                     for (unsigned rows = 1; rows <= 8; ++rows)
                         module.add(kernels::quant_gemv(
                             {.weight = type, .rows = rows, .residual = residual, .unroll = unroll}));
+        // The fused GEMVs the backend picks for 1-2 rows of x (32 warps, unroll 2).
+        for (DType type : {DType::q4_k, DType::q6_k})
+            for (bool residual : {true, false})
+                for (unsigned rows = 1; rows <= 2; ++rows)
+                    module.add(kernels::quant_gemv(
+                        {.weight = type, .rows = rows, .residual = residual, .warps = 32, .unroll = 2, .fused = true}));
         // The other shapes the configuration allows.
         for (DType type : {DType::q4_k, DType::q6_k})
             module.add(kernels::quant_gemv({.weight = type, .rows = 3, .warps = 8, .unroll = 1}));
@@ -97,6 +103,12 @@ TEST(PtxQuant, KernelsUseTheIntendedInstructions) {
     std::string const gemv6 = kernels::quant_gemv({.weight = DType::q6_k, .rows = 1}).emit(Target::sm_90);
     EXPECT_NE(gemv6.find("dp4a.s32.s32"), std::string::npos);
     EXPECT_NE(gemv6.find("prmt.b32"), std::string::npos);
+    std::string const fused = kernels::quant_gemv({.weight = DType::q4_k, .warps = 32, .fused = true}).emit(Target::sm_90);
+    EXPECT_NE(fused.find("prefetch.global.L2"), std::string::npos);
+    EXPECT_NE(fused.find("st.shared.v2.b32"), std::string::npos);
+    EXPECT_NE(fused.find("ld.shared.v4.b32"), std::string::npos);
+    EXPECT_NE(fused.find("bar.sync"), std::string::npos);
+    EXPECT_EQ(fused.find("records"), std::string::npos);  // x is the parameter
     std::string const gemm = kernels::quant_gemm({.weight = DType::q6_k}).emit(Target::sm_80);
     EXPECT_NE(gemm.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos);
     EXPECT_NE(gemm.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos);

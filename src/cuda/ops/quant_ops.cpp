@@ -83,6 +83,15 @@ void quantize_activations(KernelRunner& runner, DType weight, bool residual, std
                x, records, as_u32(count, "activation blocks"));
 }
 
+// The fused GEMV (1-2 rows of x whose records fit in shared memory): one launch instead of two (no
+// records kernel, no records buffer). Every block quantizes x into shared memory, so the grid is one
+// 32-warp block per multiprocessor (x quantized once per SM) whose warps stride over the weight rows;
+// unroll 2 keeps it at ≤ 64 registers without spills (ptxas -v, sm_80 and sm_90).
+constexpr std::size_t gemv_fused_max_shared = 96 * 1024;  // ≤ the opt-in limit of every sm_80+ part
+constexpr unsigned gemv_fused_max_rows = 2;
+constexpr unsigned gemv_fused_warps = 32;
+constexpr unsigned gemv_fused_unroll = 2;
+
 void linear_gemv(KernelRunner& runner, detail::MatmulShape shape, TensorView const& x, TensorView const& w,
                  TensorView const& out) {
     DType const weight = w.dtype;
@@ -98,17 +107,37 @@ void linear_gemv(KernelRunner& runner, detail::MatmulShape shape, TensorView con
     unsigned const unroll = gemv_unroll(weight, blocks_per_row);
     for (std::size_t row = 0; row < shape.m; row += gemv_max_rows) {
         auto const rows = static_cast<unsigned>(std::min(gemv_max_rows, shape.m - row));
+        std::uint64_t const x_rows = x_at + row * shape.k * sizeof(float);
+        std::uint64_t const out_rows = out_at + row * shape.n * sizeof(float);
+        std::size_t const shared = kernels::quant_gemv_fused_shared_bytes(weight, rows, blocks_per_row);
+        if (rows <= gemv_fused_max_rows && shared <= gemv_fused_max_shared) {
+            kernels::QuantGemvConfig const config{.weight = weight,
+                                                  .rows = rows,
+                                                  .residual = residual,
+                                                  .warps = gemv_fused_warps,
+                                                  .unroll = gemv_fused_unroll,
+                                                  .fused = true};
+            std::size_t const ctas = std::min<std::size_t>((shape.n + gemv_fused_warps - 1) / gemv_fused_warps,
+                                                           static_cast<std::size_t>(std::max(1, runner.multiprocessor_count())));
+            LaunchDims const fused_dims{.grid = {static_cast<unsigned>(ctas), 1, 1},
+                                        .block = {32 * gemv_fused_warps, 1, 1},
+                                        .shared_bytes = static_cast<unsigned>(shared)};
+            std::string const key = "quant.gemv_fused." + std::string(to_string(weight)) + ".m" + std::to_string(rows) +
+                                    (residual ? ".residual" : ".main") + ".w" + std::to_string(gemv_fused_warps) + ".u" +
+                                    std::to_string(gemv_fused_unroll) + "." + target_name(runner);
+            runner.run(key, [=] { return kernels::quant_gemv(config); }, fused_dims, w_at, x_rows, out_rows, n, blocks);
+            continue;
+        }
         std::size_t const count = rows * blocks_per_row;
         // One temporary per chunk of rows: freed (stream-ordered) after the GEMV that reads it.
         TemporaryBuffer records(runner, count * kernels::activation_record_bytes(weight));
-        quantize_activations(runner, weight, residual, x_at + row * shape.k * sizeof(float), records.address(), count);
+        quantize_activations(runner, weight, residual, x_rows, records.address(), count);
         kernels::QuantGemvConfig const config{
             .weight = weight, .rows = rows, .residual = residual, .warps = gemv_warps, .unroll = unroll};
         std::string const key = "quant.gemv." + std::string(to_string(weight)) + ".m" + std::to_string(rows) +
                                 (residual ? ".residual" : ".main") + ".w" + std::to_string(gemv_warps) + ".u" +
                                 std::to_string(unroll) + "." + target_name(runner);
-        runner.run(key, [=] { return kernels::quant_gemv(config); }, dims, w_at, records.address(),
-                   out_at + row * shape.n * sizeof(float), n, blocks);
+        runner.run(key, [=] { return kernels::quant_gemv(config); }, dims, w_at, records.address(), out_rows, n, blocks);
     }
 }
 

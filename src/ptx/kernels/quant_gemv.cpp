@@ -54,11 +54,20 @@ Reg dot16(Kernel& k, std::array<Reg, 4> const& w, std::array<Reg, 4> const& x, b
 
 struct Row {
     Reg weights;      // .u64: the row's first block
-    Reg records;      // .u64: this lane's part of the first record of x row 0
+    Space space = Space::global;  // where the records are: global (.u64 addresses) or shared (fused, .u32)
+    Reg records;      // .u64 / .u32: this lane's part of the first record of x row 0
     Reg valid_limit;  // .u32: blocks per row
     Reg last_block;   // .u32: blocks per row − 1
-    std::vector<Reg> x_row_offset;  // .u64 per row of x: a · blocks_per_row · record bytes
+    std::vector<Reg> x_row_offset;  // .u64 / .u32 per row of x: a · blocks_per_row · record bytes
 };
+
+// This lane's part of record `b` of x row 0.
+Reg record_at(Kernel& k, Row const& row, Reg b, std::uint32_t record_bytes) {
+    if (row.space == Space::shared) return k.add(row.records, k.mul(b, record_bytes));
+    return k.add(row.records, k.mul_wide(b, record_bytes));
+}
+
+Cache record_cache(Row const& row) { return row.space == Space::shared ? Cache::none : Cache::nc; }
 
 // ---- q4_k ---------------------------------------------------------------------------------------
 
@@ -75,7 +84,6 @@ struct Q4Lane {
     Reg shift;      // byte of sub-block 2c within its scale word, in bits
     Reg shift_hi;   // and of 2c+1
     Reg qs_offset;  // .u64: 16 + 16j
-    Reg x_offset;   // .u64: 16j
 };
 
 Q4Weights load_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Reg block, std::uint32_t record_bytes) {
@@ -85,7 +93,7 @@ Q4Weights load_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Reg block, st
     Reg const at = k.add(row.weights, k.mul_wide(b, 144));
     w.header = as_array(k.ld_vector(Space::global, Type::u32, 4, Address(at), Cache::nc));
     w.qs = as_array(k.ld_vector(Space::global, Type::u32, 4, Address(k.add(at, lane.qs_offset)), Cache::nc));
-    w.record = k.add(row.records, k.mul_wide(b, record_bytes));
+    w.record = record_at(k, row, b, record_bytes);
     return w;
 }
 
@@ -111,10 +119,10 @@ void multiply_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Q4Weights cons
     }
     for (std::size_t a = 0; a < acc.size(); ++a) {
         Reg const rec = a == 0 ? w.record : k.add(w.record, row.x_row_offset[a]);
-        auto const x_lo = as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec), Cache::nc));
-        auto const x_hi = as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec, 128), Cache::nc));
+        auto const x_lo = as_array(k.ld_vector(row.space, Type::b32, 4, Address(rec), record_cache(row)));
+        auto const x_hi = as_array(k.ld_vector(row.space, Type::b32, 4, Address(rec, 128), record_cache(row)));
         // sums (main, residual) as int16 pairs, then d_main, d_residual
-        auto const slot = as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec, 512), Cache::nc));
+        auto const slot = as_array(k.ld_vector(row.space, Type::b32, 4, Address(rec, 512), record_cache(row)));
         auto const term = [&](std::array<Reg, 4> const& xl, std::array<Reg, 4> const& xh, Reg sums, Reg x_scale) {
             Reg s = k.mul(dot16(k, lo, xl, false), sc_lo);
             s = k.fma(dot16(k, hi, xh, false), sc_hi, s);
@@ -124,8 +132,8 @@ void multiply_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Q4Weights cons
         };
         term(x_lo, x_hi, slot[0], slot[2]);
         if (residual) {
-            auto const r_lo = as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec, 256), Cache::nc));
-            auto const r_hi = as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec, 384), Cache::nc));
+            auto const r_lo = as_array(k.ld_vector(row.space, Type::b32, 4, Address(rec, 256), record_cache(row)));
+            auto const r_hi = as_array(k.ld_vector(row.space, Type::b32, 4, Address(rec, 384), record_cache(row)));
             term(r_lo, r_hi, slot[1], slot[3]);
         }
     }
@@ -153,7 +161,6 @@ struct Q6Lane {
     Reg ql_offset;     // .u64: 64h + l0
     Reg qh_offset;     // .u64: 128 + 32h + l0
     Reg scale_offset;  // .u64: 192 + 8h + (j%8)/4; scale i at +2i
-    Reg x_offset;      // .u64: 16j
 };
 
 Q6Raw load_q6_k(Kernel& k, Row const& row, Q6Lane const& lane, Reg block, std::uint32_t record_bytes) {
@@ -182,7 +189,7 @@ Q6Raw load_q6_k(Kernel& k, Row const& row, Q6Lane const& lane, Reg block, std::u
     for (int i = 0; i < 4; ++i) w.scales[i] = k.ld(Space::global, Type::s8, Address(sc, 2 * i), Cache::nc);
     w.d_half = k.reg(Type::f16);
     k.ld(w.d_half, Space::global, Type::b16, Address(at, 208), Cache::nc);
-    w.record = k.add(row.records, k.mul_wide(b, record_bytes));
+    w.record = record_at(k, row, b, record_bytes);
     return w;
 }
 
@@ -212,14 +219,99 @@ Q6Weights decode_q6_k(Kernel& k, Q6Raw const& raw) {
 void multiply_q6_k(Kernel& k, Row const& row, Q6Weights const& w, bool residual, std::vector<Reg> const& acc) {
     for (std::size_t a = 0; a < acc.size(); ++a) {
         Reg const rec = a == 0 ? w.record : k.add(w.record, row.x_row_offset[a]);
-        auto const scales = k.ld_vector(Space::global, Type::f32, 2, Address(rec, 512), Cache::nc);
+        auto const scales = k.ld_vector(row.space, Type::f32, 2, Address(rec, 512), record_cache(row));
         auto const term = [&](std::array<Reg, 4> const& x, Reg x_scale) {
             Reg s = k.mul(k.dp4a(w.q[0], x[0], 0), w.scales[0]);
             for (int i = 1; i < 4; ++i) s = k.fma(k.dp4a(w.q[i], x[i], 0), w.scales[i], s);
             k.fma(acc[a], k.cvt(Type::f32, s), k.mul(w.d, x_scale), acc[a]);  // in place: the loop carries acc
         };
-        term(as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec), Cache::nc)), scales[0]);
-        if (residual) term(as_array(k.ld_vector(Space::global, Type::b32, 4, Address(rec, 256), Cache::nc)), scales[1]);
+        term(as_array(k.ld_vector(row.space, Type::b32, 4, Address(rec), record_cache(row))), scales[0]);
+        if (residual) term(as_array(k.ld_vector(row.space, Type::b32, 4, Address(rec, 256), record_cache(row))), scales[1]);
+    }
+}
+
+// ---- fused activation quantization (into shared memory) -----------------------------------------
+
+// One warp's q8 block of 256 values, lane L holding values 8L..8L+7: q = rni(x·127/amax), d = amax/127.
+// Not the reference's bytes (that takes the first value of largest magnitude, sign kept, and an IEEE
+// division), but the same approximation x ≈ d·q with |q| ≤ 127 (|x·iscale| ≤ 127·(1 + 2^-21) < 127.5),
+// at a third of the instructions; amax = 0 gives d = 0 and q = 0 (0·inf is NaN, which cvt turns to 0).
+struct FastQ8 {
+    std::array<Reg, 8> q;      // .s32
+    std::array<Reg, 2> words;  // the quants as int8 bytes, value order
+    Reg d;                     // .f32
+    Reg sum;                   // .s32: Σ of this lane's eight quants
+};
+
+Reg pack_bytes(Kernel& k, Reg a, Reg b, Reg c, Reg d) { return k.prmt(k.prmt(a, b, 0x0040), k.prmt(c, d, 0x0040), 0x5410); }
+
+FastQ8 fast_q8(Kernel& k, std::array<Reg, 8> const& x, Reg ones) {
+    Reg amax = k.abs(x[0]);
+    for (int i = 1; i < 8; ++i) amax = k.max(amax, k.abs(x[i]));
+    for (int delta = 16; delta >= 1; delta /= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
+    FastQ8 out{};
+    out.d = k.mul(amax, 1.0f / 127.0f);
+    Reg const iscale = k.mul(k.rcp_approx(amax), 127.0f);
+    for (int i = 0; i < 8; ++i) out.q[i] = k.cvt(Type::s32, k.mul(x[i], iscale), Rounding::rni);
+    out.words = {pack_bytes(k, out.q[0], out.q[1], out.q[2], out.q[3]), pack_bytes(k, out.q[4], out.q[5], out.q[6], out.q[7])};
+    out.sum = k.dp4a(out.words[1], ones, k.dp4a(out.words[0], ones, 0));
+    return out;
+}
+
+// Record `index` (x block `index`, 256 f32 at x + 1024·index) quantized by one warp into the shared
+// record at `record` (.u32), laid out as quantize_activations lays it out (quant.hpp).
+void quantize_record(Kernel& k, DType weight, bool residual, Reg x, Reg index, Reg record, Reg lane) {
+    Reg const at = k.add(x, k.add(k.mul_wide(index, 1024), k.mul_wide(lane, 32)));
+    auto const v0 = k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc);
+    auto const v1 = k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc);
+    std::array<Reg, 8> const v{v0[0], v0[1], v0[2], v0[3], v1[0], v1[1], v1[2], v1[3]};
+    Reg const ones = k.mov(Type::u32, 0x01010101);
+    FastQ8 const main = fast_q8(k, v, ones);
+    FastQ8 res{};
+    if (residual) {
+        Reg const neg_d = k.neg(main.d);
+        std::array<Reg, 8> r{};
+        for (int i = 0; i < 8; ++i) r[i] = k.fma(k.cvt(Type::f32, main.q[i]), neg_d, v[i]);
+        res = fast_q8(k, r, ones);
+    } else {
+        res.d = k.mov(Type::f32, 0.0f);
+        res.sum = k.mov(Type::s32, 0);
+    }
+    std::array<Reg, 2> const d_pair{main.d, res.d};
+    if (weight == DType::q4_k) {
+        // Producer lane L: consumer lane j = 2c + s (c = L/8, s = (L/2)%2), piece hi = (L/4)%2, byte 8·(L%2).
+        Reg const c = k.shr(lane, 3);
+        Reg const hi = k.and_(k.shr(lane, 2), 1);
+        Reg const s = k.and_(k.shr(lane, 1), 1);
+        Reg const j16 = k.shl(k.fma(c, 2, s), 4);
+        Reg const quant_at = k.add(record, k.add(k.fma(hi, 128, j16), k.shl(k.and_(lane, 1), 3)));
+        k.st_vector(Space::shared, Type::b32, Address(quant_at), main.words);
+        if (residual) k.st_vector(Space::shared, Type::b32, Address(quant_at, 256), res.words);
+        Reg const main16 = k.add(main.sum, k.shfl(ShuffleMode::bfly, main.sum, 1));
+        Reg const res16 = residual ? k.add(res.sum, k.shfl(ShuffleMode::bfly, res.sum, 1)) : res.sum;
+        Reg const pair_at = k.add(record, j16);
+        Reg const slot_at = k.add(pair_at, k.shl(hi, 1));
+        k.predicated(k.setp(Cmp::eq, k.and_(lane, 1), 0), true, [&] {
+            k.st(Space::shared, Type::u16, Address(slot_at, 512), main16);
+            k.st(Space::shared, Type::u16, Address(slot_at, 516), res16);
+            k.st_vector(Space::shared, Type::f32, Address(pair_at, 520), d_pair);
+        });
+    } else {
+        // Producer lane L: half h = L/16, i = (L/4)%4; first word to consumer lane j = 8h + 2·(L%4) at
+        // byte 4i, second to lane j + 1.
+        Reg const h = k.shr(lane, 4);
+        Reg const i = k.and_(k.shr(lane, 2), 3);
+        Reg const j16 = k.shl(k.fma(h, 8, k.shl(k.and_(lane, 3), 1)), 4);
+        Reg const quant_at = k.add(record, k.add(j16, k.shl(i, 2)));
+        k.st(Space::shared, Type::b32, Address(quant_at), main.words[0]);
+        k.st(Space::shared, Type::b32, Address(quant_at, 16), main.words[1]);
+        if (residual) {
+            k.st(Space::shared, Type::b32, Address(quant_at, 256), res.words[0]);
+            k.st(Space::shared, Type::b32, Address(quant_at, 272), res.words[1]);
+        }
+        Reg const slot_at = k.add(record, j16);
+        k.st_vector(Space::shared, Type::f32, Address(slot_at, 512), d_pair);
+        k.st_vector(Space::shared, Type::f32, Address(slot_at, 528), d_pair);
     }
 }
 
@@ -238,39 +330,68 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
 
     Kernel k("rayo_quant_gemv_" + std::string(to_string(config.weight)) + "_m" + std::to_string(config.rows) +
              (config.residual ? "_residual" : "") + "_w" + std::to_string(config.warps) + "_u" +
-             std::to_string(config.unroll));
+             std::to_string(config.unroll) + (config.fused ? "_fused" : ""));
     k.max_threads(32 * config.warps);
     Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
-    Reg const records = k.cvta_to_global(k.param(Type::u64, "records"));
+    Reg const records = k.cvta_to_global(k.param(Type::u64, config.fused ? "x" : "records"));
     Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
     Reg const n = k.param(Type::u32, "n");
     Reg const blocks = k.param(Type::u32, "blocks_per_row");
 
     Reg const tid = k.special(Special::tid_x);
     Reg const lane = k.and_(tid, 31);
-    Reg const weight_row = k.fma(k.special(Special::ctaid_x), config.warps, k.shr(tid, 5));
+    Reg const warp = k.shr(tid, 5);
+    Reg const first_row = k.fma(k.special(Special::ctaid_x), config.warps, warp);
     Label const done = k.label();
-    k.bra_if(k.setp(Cmp::ge, weight_row, n), done);
 
     std::uint32_t const block_bytes = q4 ? 144 : 210;
     auto const record_bytes = static_cast<std::uint32_t>(activation_record_bytes(config.weight));
+    Reg const row_bytes = k.mul_wide(blocks, block_bytes);
+
+    Row row;
+    Reg records_base;
+    if (config.fused) {
+        // Start this warp's first weight row towards L2 while the CTA quantizes x into shared memory.
+        k.if_then(k.setp(Cmp::lt, first_row, n), [&] {
+            // (32-bit offsets: x's records fit in shared memory, so a row is at most a few KiB.)
+            Reg const start = k.add(weights, k.mul(k.cvt(Type::u64, first_row), row_bytes));
+            Reg const line = k.reg(Type::u32);
+            k.for_range(line, k.shl(lane, 7), k.mul(blocks, block_bytes), 4096, [&] {
+                k.instruction("prefetch.global.L2", {AddressUse{Address(k.add(start, k.cvt(Type::u64, line)))}});
+            });
+        });
+        // x's rows·blocks_per_row records, one warp each, then every warp reads them.
+        records_base = k.shared_address(k.dynamic_shared(16));
+        Reg const count = k.mul(blocks, static_cast<std::int64_t>(config.rows));
+        Reg const r = k.reg(Type::u32);
+        k.for_range(r, warp, count, config.warps, [&] {
+            quantize_record(k, config.weight, config.residual, records, r, k.add(records_base, k.mul(r, record_bytes)), lane);
+        });
+        k.bar_sync();
+        row.space = Space::shared;
+    } else {
+        k.bra_if(k.setp(Cmp::ge, first_row, n), done);
+        records_base = records;
+    }
+
     unsigned const lanes_per_block = q4 ? 8 : 16;
     unsigned const group = 32 / lanes_per_block;  // blocks per warp step
     Reg const j = k.and_(lane, lanes_per_block - 1);
     Reg const first_block = k.shr(lane, q4 ? 3 : 4);
 
-    Row row;
-    row.weights = k.add(weights, k.mul(k.cvt(Type::u64, weight_row), k.mul_wide(blocks, block_bytes)));
-    Reg const x_offset = k.mul_wide(j, 16);
-    row.records = k.add(records, x_offset);
+    if (config.fused) {
+        row.records = k.add(records_base, k.shl(j, 4));
+        Reg const x_row_stride = k.mul(blocks, record_bytes);
+        row.x_row_offset.push_back(Reg{});
+        for (unsigned a = 1; a < config.rows; ++a) row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
+    } else {
+        row.records = k.add(records_base, k.mul_wide(j, 16));
+        Reg const x_row_stride = k.mul_wide(blocks, record_bytes);
+        row.x_row_offset.push_back(Reg{});
+        for (unsigned a = 1; a < config.rows; ++a) row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
+    }
     row.valid_limit = blocks;
     row.last_block = k.sub(blocks, 1);
-    Reg const x_row_stride = k.mul_wide(blocks, record_bytes);
-    row.x_row_offset.push_back(Reg{});
-    for (unsigned a = 1; a < config.rows; ++a) row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
-
-    std::vector<Reg> acc;
-    for (unsigned a = 0; a < config.rows; ++a) acc.push_back(k.mov(Type::f32, 0.0f));
 
     Q4Lane q4_lane;
     Q6Lane q6_lane;
@@ -281,44 +402,55 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
         q4_lane.shift = k.shl(k.and_(c, 1), 4);
         q4_lane.shift_hi = k.add(q4_lane.shift, 8);
         q4_lane.qs_offset = k.mul_wide(k.add(k.shl(j, 4), 16), 1);
-        q4_lane.x_offset = x_offset;
     } else {
         Reg const h = k.shr(j, 3);
         Reg const l0 = k.shl(k.and_(j, 7), 2);
         q6_lane.ql_offset = k.mul_wide(k.fma(h, 64, l0), 1);
         q6_lane.qh_offset = k.mul_wide(k.add(k.fma(h, 32, l0), 128), 1);
         q6_lane.scale_offset = k.mul_wide(k.add(k.fma(h, 8, k.shr(k.and_(j, 7), 2)), 192), 1);
-        q6_lane.x_offset = x_offset;
     }
-
-    unsigned const step = group * config.unroll;
-    Reg const it = k.reg(Type::u32);
-    k.for_range(it, 0, blocks, step, [&] {
-        Reg const base = k.add(it, first_block);
-        if (q4) {
-            std::vector<Q4Weights> ws;
-            for (unsigned u = 0; u < config.unroll; ++u)
-                ws.push_back(load_q4_k(k, row, q4_lane, u == 0 ? base : k.add(base, u * group), record_bytes));
-            for (auto const& w : ws) multiply_q4_k(k, row, q4_lane, w, config.residual, acc);
-        } else {
-            std::vector<Q6Raw> raws;
-            for (unsigned u = 0; u < config.unroll; ++u)
-                raws.push_back(load_q6_k(k, row, q6_lane, u == 0 ? base : k.add(base, u * group), record_bytes));
-            for (auto const& raw : raws) multiply_q6_k(k, row, decode_q6_k(k, raw), config.residual, acc);
-        }
-    });
-
-    // Sum over the warp's lanes; lane 0 writes out[a, weight_row].
-    for (auto& a : acc)
-        for (int delta = 16; delta >= 1; delta /= 2) a = k.add(a, k.shfl(ShuffleMode::bfly, a, delta));
     Reg const out_stride = k.mul_wide(n, 4);
-    Reg at = k.add(out, k.mul_wide(weight_row, 4));
-    k.predicated(k.setp(Cmp::eq, lane, 0), true, [&] {
-        for (std::size_t a = 0; a < acc.size(); ++a) {
-            k.st(Space::global, Type::f32, Address(at), acc[a]);
-            if (a + 1 < acc.size()) at = k.add(at, out_stride);
-        }
-    });
+    Reg const lane0 = k.setp(Cmp::eq, lane, 0);
+
+    auto const one_row = [&](Reg weight_row) {
+        row.weights = k.add(weights, k.mul(k.cvt(Type::u64, weight_row), row_bytes));
+        std::vector<Reg> acc;
+        for (unsigned a = 0; a < config.rows; ++a) acc.push_back(k.mov(Type::f32, 0.0f));
+        unsigned const step = group * config.unroll;
+        Reg const it = k.reg(Type::u32);
+        k.for_range(it, 0, blocks, step, [&] {
+            Reg const base = k.add(it, first_block);
+            if (q4) {
+                std::vector<Q4Weights> ws;
+                for (unsigned u = 0; u < config.unroll; ++u)
+                    ws.push_back(load_q4_k(k, row, q4_lane, u == 0 ? base : k.add(base, u * group), record_bytes));
+                for (auto const& w : ws) multiply_q4_k(k, row, q4_lane, w, config.residual, acc);
+            } else {
+                std::vector<Q6Raw> raws;
+                for (unsigned u = 0; u < config.unroll; ++u)
+                    raws.push_back(load_q6_k(k, row, q6_lane, u == 0 ? base : k.add(base, u * group), record_bytes));
+                for (auto const& raw : raws) multiply_q6_k(k, row, decode_q6_k(k, raw), config.residual, acc);
+            }
+        });
+        // Sum over the warp's lanes; lane 0 writes out[a, weight_row].
+        for (auto& a : acc)
+            for (int delta = 16; delta >= 1; delta /= 2) a = k.add(a, k.shfl(ShuffleMode::bfly, a, delta));
+        Reg at = k.add(out, k.mul_wide(weight_row, 4));
+        k.predicated(lane0, true, [&] {
+            for (std::size_t a = 0; a < acc.size(); ++a) {
+                k.st(Space::global, Type::f32, Address(at), acc[a]);
+                if (a + 1 < acc.size()) at = k.add(at, out_stride);
+            }
+        });
+    };
+    if (config.fused) {
+        // Rows strided over the grid's warps.
+        Reg const row_step = k.mul(k.special(Special::nctaid_x), config.warps);
+        Reg const weight_row = k.reg(Type::u32);
+        k.for_range(weight_row, first_row, n, row_step, [&] { one_row(weight_row); });
+    } else {
+        one_row(first_row);
+    }
     k.place(done);
     return k;
 }

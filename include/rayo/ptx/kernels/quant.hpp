@@ -89,14 +89,26 @@ struct QuantActivationsConfig {
 // such groups per step; integer sums by dp4a (weights u8 or, for q6_k, s8 q−32) with the q4_k min
 // term from the records' sums, then f32 per block, and a shuffle reduction at the end. Launch
 // ceil(n / warps) blocks of 32·warps threads. q4_k rows must be 16-byte aligned, q6_k 2-byte.
+//
+// fused: no records kernel. Parameters (u64 w, u64 x, u64 out, u32 n, u32 blocks_per_row) with x f32
+// [rows, blocks_per_row·256] (16-byte aligned). Every block first starts its warps' first weight rows
+// towards L2 (prefetch), then quantizes all of x into records in dynamic shared memory
+// (quant_gemv_fused_shared_bytes; one warp per record, the same layout and residual scheme, but
+// q = rni(x·127/amax) rather than the reference's bytes: the same accuracy), then its warps take weight
+// rows ctaid·warps + warp + i·gridDim·warps. Launch any grid (a few blocks per multiprocessor: each
+// block quantizes x once).
 struct QuantGemvConfig {
     DType weight = DType::q4_k;  // q4_k or q6_k
     unsigned rows = 1;           // rows of x, 1..8: each lane keeps one accumulator per row
     bool residual = true;        // must match the records
     unsigned warps = 4;          // warps per block (1..32)
     unsigned unroll = 2;         // block groups in flight per lane: 1, 2 or 4
+    bool fused = false;          // quantize x into shared memory in the GEMV itself (above)
 };
 [[nodiscard]] Kernel quant_gemv(QuantGemvConfig const& config);
+constexpr std::size_t quant_gemv_fused_shared_bytes(DType weight, unsigned rows, std::size_t blocks_per_row) noexcept {
+    return rows * blocks_per_row * activation_record_bytes(weight);
+}
 
 // ---- the GEMM path ------------------------------------------------------------------------------
 
