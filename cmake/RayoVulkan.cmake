@@ -50,6 +50,11 @@ function(rayo_add_vulkan_backend target)
         ${PROJECT_SOURCE_DIR}/src/vulkan/physical_device.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/pipeline_cache.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_backend.cpp
+        ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_dispatch.cpp
+        ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_reductions.cpp
+        ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_rows.cpp
+        ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_matmul.cpp
+        ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_quant.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_error.cpp)
     target_sources(${target} PRIVATE ${_rayo_vulkan_sources} ${RAYO_VOLK_SOURCE})
     # volk defines the Vulkan entry points as global function pointers: keep them out of the
@@ -64,5 +69,6 @@ function(rayo_add_vulkan_backend target)
     target_link_libraries(${target} PRIVATE ${CMAKE_DL_LIBS})
     rayo_embed_shaders(${target}
         SOURCE_DIR ${PROJECT_SOURCE_DIR}/shaders
-        SHADERS unary binary)
+        SHADERS unary binary reduce reduce_subgroup rows rows_subgroup
+                matmul matmul_storage16 matmul_coopmat quant_dequantize quant_q8_k quant_activations quant_gemv)
 endfunction()

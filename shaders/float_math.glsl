@@ -231,3 +231,71 @@ float rayo_div(float a, float b) {
     precise float result = fma(r, 1.0 / b, q);
     return result;
 }
+
+// gelu (erf form): x·Φ(x), Φ the normal CDF. The CPU works in double; here in float with the
+// same decomposition: Φ(-t) = e^(-t²/2)·p(z)/(t + 4), z = (t - 4)/(t + 4), p the CPU's degree-13
+// fit (coefficients rounded to float). -t²/2 is carried as a double-float (t² exactly, by
+// Dekker), since e^y turns y's absolute error into a relative one; 2^n is applied last, so tiny
+// results are rounded once. Φ(x) = 1 - Φ(-x) for x >= 0 (Φ(-x) <= 1/2: no cancellation).
+// One compensated Horner step: (p + pe)·z + (c_hi + c_lo), the result's error carried in pe.
+void rayo_gelu_erf_step(inout float p, inout float pe, float z, float c_hi, float c_lo) {
+    float ph, pl, s, sl;
+    rayo_two_prod(p, z, ph, pl);
+    rayo_two_sum(ph, c_hi, s, sl);
+    precise float e = ((pl + sl) + pe * z) + c_lo;
+    p = s;
+    pe = e;
+}
+
+float rayo_gelu_erf(float x) {
+    if (isnan(x) || x >= 15.0) return x;  // above 15, Φ = 1 in float
+    precise float xm = max(x, -15.0);      // below -15, x·Φ(x) rounds to -0
+    precise float t = abs(xm);
+    float sh, sl;
+    rayo_two_prod(t, t, sh, sl);
+    precise float yh = -0.5 * sh;
+    precise float yl = -0.5 * sl;
+    // yh + yl = n·ln2 + r as in rayo_exp_reduce, with yl folded into the small term so that r is
+    // rounded once.
+    precise float tt = fma(yh, RAYO_LOG2E, RAYO_ROUND_MAGIC);
+    precise float n = tt - RAYO_ROUND_MAGIC;
+    precise float p_hi = n * RAYO_LN2_HI;
+    precise float r0 = yh - p_hi;
+    precise float p_lo = n * RAYO_LN2_LO - yl;
+    precise float r = r0 - p_lo;
+    precise float q = rayo_expm1_poly(r);  // e^(-t²/2) = (1 + q)·2^n
+    // t ± 4 as exact double-floats: rounding t + 4 alone would cost h a whole ulp.
+    float den, den_lo, num, num_lo;
+    rayo_two_sum(t, 4.0, den, den_lo);
+    rayo_two_sum(t, -4.0, num, num_lo);
+    precise float z0 = rayo_div(num, den);
+    precise float z = z0 + (num_lo - z0 * den_lo) / den;
+    float p = fma(-1.323612310e-06, z, 4.151929261e-06);
+    p = fma(p, z, 3.229983122e-05);
+    p = fma(p, z, -5.758941370e-06);
+    p = fma(p, z, -2.308029798e-04);
+    p = fma(p, z, 1.348851511e-04);
+    p = fma(p, z, 1.630986226e-03);
+    p = fma(p, z, -3.479980165e-03);
+    p = fma(p, z, -7.540234830e-03);
+    p = fma(p, z, 6.039660051e-02);
+    // The last four steps carry their rounding errors (and the coefficients' float rounding):
+    // near z = 0.5 they cancel partly, and plain float Horner there cost ~3 ulp.
+    float pe = 0.0;
+    rayo_gelu_erf_step(p, pe, z, -1.865218580e-01, 3.579613495e-09);
+    rayo_gelu_erf_step(p, pe, z, 3.871374130e-01, -1.313604425e-08);
+    rayo_gelu_erf_step(p, pe, z, -6.078966260e-01, -1.604446709e-08);
+    rayo_gelu_erf_step(p, pe, z, 7.552851439e-01, -1.343149680e-08);
+    precise float pp = p + pe;
+    precise float h = rayo_div(pp, den);
+    // (1 + q)·h·(1 - den_lo/den) without rounding 1 + q or the correction first.
+    precise float qc = q - den_lo / den;
+    precise float eh = h * qc + h;
+    if (xm < 0.0) {
+        precise float v = xm * eh;
+        return rayo_scale(v, tt);
+    }
+    precise float phi = rayo_scale(eh, tt);  // Φ(-x)
+    precise float result = x * (1.0 - phi);
+    return result;
+}

@@ -18,7 +18,7 @@ float apply(float v) {
         case 4: return rayo_tanh(v);
         case 5: return rayo_silu(v);
         case 6: return rayo_gelu_tanh(v);
-        // 7 (gelu_erf) has no shader yet: the backend refuses it.
+        case 7: return rayo_gelu_erf(v);
         case 8: {                                              // clip as torch.clamp: lo > hi gives hi
             float t = v < params.a ? params.a : v;
             return t > params.b ? params.b : t;

@@ -25,4 +25,13 @@ struct MemoryStats {
 // Throws rayo::Error when `device` is not a Vulkan device of this process.
 [[nodiscard]] MemoryStats memory_stats(Device device);
 
+// Whether the device's compute shaders have subgroup arithmetic (reductions then use it).
+[[nodiscard]] bool has_subgroup_arithmetic(Device device);
+// false makes reductions, softmax and norms take their shared-memory path even where subgroup
+// arithmetic exists, so tests cover both paths; true restores the default.
+void use_subgroups(Device device, bool enabled);
+// false turns off matmul's 16-bit-storage reads of f16 (packed words instead) or its
+// cooperative-matrix GEMM, so tests cover the portable paths too; true restores the default.
+void use_matmul_features(Device device, bool storage16, bool cooperative_matrix);
+
 }  // namespace rayo::vulkan

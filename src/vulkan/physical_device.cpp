@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 namespace rayo::vulkan {
@@ -15,6 +16,46 @@ char const* type_name(VkPhysicalDeviceType type) noexcept {
         case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
         case VK_PHYSICAL_DEVICE_TYPE_CPU: return "software, CPU";
         default: return "other";
+    }
+}
+
+bool has_extension(std::vector<VkExtensionProperties> const& list, char const* name) {
+    return std::any_of(list.begin(), list.end(), [&](auto const& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+// 16-bit storage, and the cooperative-matrix path of matmul when every piece of it is there.
+void describe_matmul_features(PhysicalDevice& d) {
+    VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features2.pNext = &storage16;
+    vkGetPhysicalDeviceFeatures2(d.handle, &features2);
+    d.storage_buffer_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
+
+    std::uint32_t count = 0;
+    vkEnumerateDeviceExtensionProperties(d.handle, nullptr, &count, nullptr);
+    std::vector<VkExtensionProperties> extensions(count);
+    vkEnumerateDeviceExtensionProperties(d.handle, nullptr, &count, extensions.data());
+    if (!has_extension(extensions, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) ||
+        !has_extension(extensions, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME) ||
+        !has_extension(extensions, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME) ||
+        !vkGetPhysicalDeviceCooperativeMatrixPropertiesNV || d.subgroup_size != 32)
+        return;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceVulkanMemoryModelFeatures model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    coop.pNext = &float16;
+    float16.pNext = &model;
+    features2.pNext = &coop;
+    vkGetPhysicalDeviceFeatures2(d.handle, &features2);
+    if (!coop.cooperativeMatrix || !float16.shaderFloat16 || !model.vulkanMemoryModel) return;
+    vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(d.handle, &count, nullptr);
+    std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+    vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(d.handle, &count, shapes.data());
+    for (auto const& s : shapes) {
+        bool const f16_to_f32 = s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                                s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                                s.scope == VK_SCOPE_SUBGROUP_NV && s.MSize == 16 && s.KSize == 16;
+        if (f16_to_f32 && (s.NSize == 16 || s.NSize == 8)) d.cooperative_matrix_n = std::max(d.cooperative_matrix_n, s.NSize);
     }
 }
 
@@ -37,13 +78,20 @@ std::optional<PhysicalDevice> describe(VkPhysicalDevice handle) {
     PhysicalDevice d;
     d.handle = handle;
     VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    maintenance3.pNext = &subgroup;
     VkPhysicalDeviceProperties2 properties2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     properties2.pNext = &maintenance3;
     vkGetPhysicalDeviceProperties(handle, &d.properties);
     if (d.properties.apiVersion < VK_API_VERSION_1_1) return std::nullopt;
     vkGetPhysicalDeviceProperties2(handle, &properties2);
     d.max_allocation_bytes = maintenance3.maxMemoryAllocationSize;
+    d.subgroup_size = std::max<std::uint32_t>(1, subgroup.subgroupSize);
+    VkSubgroupFeatureFlags const needed = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+    d.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                            (subgroup.supportedOperations & needed) == needed;
     vkGetPhysicalDeviceMemoryProperties(handle, &d.memory);
+    describe_matmul_features(d);
 
     std::uint32_t count = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(handle, &count, nullptr);

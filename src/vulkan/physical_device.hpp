@@ -15,6 +15,16 @@ struct PhysicalDevice {
     VkPhysicalDeviceMemoryProperties memory{};
     VkDeviceSize max_allocation_bytes = 0;  // maxMemoryAllocationSize (Vulkan 1.1)
     std::uint32_t compute_queue_family = 0;
+    // Subgroups (Vulkan 1.1): the size, and whether compute shaders have the basic and arithmetic
+    // operations (subgroupAdd, subgroupMax, ...). Reductions use them when present.
+    std::uint32_t subgroup_size = 1;
+    bool subgroup_arithmetic = false;
+    // storageBuffer16BitAccess (Vulkan 1.1): f16 operands are then read through 16-bit storage.
+    bool storage_buffer_16bit = false;
+    // VK_NV_cooperative_matrix with an f16·f16 + f32 subgroup shape of M = K = 16 (N in
+    // cooperative_matrix_n: 16 or 8, 0 when absent), a subgroup of 32, and the shaderFloat16 and
+    // vulkanMemoryModel features its shader needs. The device enables them only then.
+    std::uint32_t cooperative_matrix_n = 0;
 
     [[nodiscard]] std::string name() const { return properties.deviceName; }
     // CPU implementations (lavapipe, SwiftShader): used only when named, never by Device::best().

@@ -19,6 +19,17 @@ ShaderInfo info(Shader s) {
     switch (s) {
         case Shader::unary: return {shaders::unary, 2, "unary"};
         case Shader::binary: return {shaders::binary, 3, "binary"};
+        case Shader::reduce: return {shaders::reduce, 4, "reduce"};
+        case Shader::reduce_subgroup: return {shaders::reduce_subgroup, 4, "reduce_subgroup"};
+        case Shader::rows: return {shaders::rows, 4, "rows"};
+        case Shader::rows_subgroup: return {shaders::rows_subgroup, 4, "rows_subgroup"};
+        case Shader::matmul: return {shaders::matmul, 3, "matmul"};
+        case Shader::matmul_storage16: return {shaders::matmul_storage16, 3, "matmul_storage16"};
+        case Shader::matmul_coopmat: return {shaders::matmul_coopmat, 3, "matmul_coopmat"};
+        case Shader::quant_dequantize: return {shaders::quant_dequantize, 2, "quant_dequantize"};
+        case Shader::quant_q8_k: return {shaders::quant_q8_k, 2, "quant_q8_k"};
+        case Shader::quant_activations: return {shaders::quant_activations, 2, "quant_activations"};
+        case Shader::quant_gemv: return {shaders::quant_gemv, 3, "quant_gemv"};
     }
     return {};
 }
@@ -49,7 +60,7 @@ PipelineCache::Layout const& PipelineCache::layout(std::uint32_t bindings) {
     set_info.pBindings = b.data();
     Layout l;
     check(fn.vkCreateDescriptorSetLayout(dev, &set_info, nullptr, &l.set_layout), "vkCreateDescriptorSetLayout");
-    VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(ElementwiseParams)};
+    VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, max_push_constant_bytes};
     VkPipelineLayoutCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     info.setLayoutCount = 1;
     info.pSetLayouts = &l.set_layout;

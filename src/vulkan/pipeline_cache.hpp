@@ -15,10 +15,18 @@
 
 namespace rayo::vulkan {
 
-enum class Shader : std::uint8_t { unary, binary };
+// Every shader of shaders/*.comp; each is registered with its binding count in pipeline_cache.cpp's info().
+enum class Shader : std::uint8_t { unary, binary, reduce, reduce_subgroup, rows, rows_subgroup,
+                                   matmul, matmul_storage16, matmul_coopmat, quant_dequantize, quant_q8_k,
+                                   quant_activations, quant_gemv };
 
-// Specialization constants by constant_id (0: op code, 1: workgroup size, 2: shader-specific).
-using SpecConstants = std::array<std::uint32_t, 3>;
+// Specialization constants by constant_id (0: op code, 1: workgroup size, 2..7: shader-specific, e.g.
+// tile shapes). Unused entries stay 0; ids a shader does not declare are ignored.
+using SpecConstants = std::array<std::uint32_t, 8>;
+
+// The push-constant range of every pipeline layout: the minimum maxPushConstantsSize Vulkan
+// guarantees. A shader's push block may be any size up to this.
+inline constexpr std::uint32_t max_push_constant_bytes = 128;
 
 struct Pipeline {
     VkPipeline pipeline = VK_NULL_HANDLE;

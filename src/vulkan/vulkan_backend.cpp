@@ -274,7 +274,6 @@ void VulkanBackend::elementwise(Shader shader, SpecConstants constants, TensorVi
 }
 
 void VulkanBackend::unary(detail::UnaryOp op, detail::UnaryParams params, TensorView const& in, TensorView const& out) {
-    if (op == detail::UnaryOp::gelu_erf) not_yet("gelu (erf form)");
     elementwise(Shader::unary, {static_cast<std::uint32_t>(op), 0, 0}, in, nullptr, out, params.a, params.b);
 }
 
@@ -290,16 +289,8 @@ void VulkanBackend::not_yet(char const* op) const {
     throw Unsupported(std::string("the Vulkan backend has no ") + op + " shader yet");
 }
 
-void VulkanBackend::reduce(detail::ReduceOp, detail::ReduceShape, bool, TensorView const&, TensorView const&) { not_yet("reduction"); }
-void VulkanBackend::dot(TensorView const&, TensorView const&, TensorView const&) { not_yet("dot"); }
-void VulkanBackend::softmax(std::size_t, std::size_t, bool, TensorView const&, TensorView const&) { not_yet("softmax"); }
-void VulkanBackend::norm(detail::NormOp, std::size_t, std::size_t, float, TensorView const&, TensorView const&,
-                         TensorView const&, TensorView const&) {
-    not_yet("normalization");
-}
-void VulkanBackend::matmul(detail::MatmulShape, TensorView const&, TensorView const&, TensorView const&) { not_yet("matmul"); }
-void VulkanBackend::quantize(TensorView const&, TensorView const&) { not_yet("quantize"); }
-void VulkanBackend::dequantize(TensorView const&, TensorView const&) { not_yet("dequantize"); }
+// reduce and dot: vulkan_reductions.cpp; softmax and norm: vulkan_rows.cpp.
+// matmul: vulkan_matmul.cpp; quantize, dequantize and K-quant linear: vulkan_quant.cpp.
 
 MemoryStats VulkanBackend::memory_stats() const {
     std::lock_guard lock(mutex_);

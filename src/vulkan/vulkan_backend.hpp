@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
+#include <span>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -12,6 +15,7 @@
 #include "dispatch/backend.hpp"
 #include "vulkan/command_stream.hpp"
 #include "vulkan/diagnostics.hpp"
+#include "vulkan/dispatch.hpp"
 #include "vulkan/logical_device.hpp"
 #include "vulkan/memory_allocator.hpp"
 #include "vulkan/pipeline_cache.hpp"
@@ -44,7 +48,7 @@ public:
     void binary(detail::BinaryOp op, detail::TensorView const& a, detail::TensorView const& b,
                 detail::TensorView const& out) override;
     void binary_scalar(detail::BinaryOp op, detail::TensorView const& a, float s, detail::TensorView const& out) override;
-    // Not written yet: they throw Unsupported, and the dispatcher runs them on the CPU.
+    // reduce, dot: vulkan_reductions.cpp; softmax, norm: vulkan_rows.cpp.
     void reduce(detail::ReduceOp op, detail::ReduceShape shape, bool mean, detail::TensorView const& in,
                 detail::TensorView const& out) override;
     void dot(detail::TensorView const& a, detail::TensorView const& b, detail::TensorView const& out) override;
@@ -52,14 +56,22 @@ public:
                  detail::TensorView const& out) override;
     void norm(detail::NormOp op, std::size_t rows, std::size_t cols, float eps, detail::TensorView const& in,
               detail::TensorView const& gamma, detail::TensorView const& beta, detail::TensorView const& out) override;
+    // matmul: vulkan_matmul.cpp; quantize, dequantize: vulkan_quant.cpp.
     void matmul(detail::MatmulShape shape, detail::TensorView const& a, detail::TensorView const& b,
                 detail::TensorView const& out) override;
     void quantize(detail::TensorView const& in, detail::TensorView const& out) override;
     void dequantize(detail::TensorView const& in, detail::TensorView const& out) override;
 
     [[nodiscard]] MemoryStats memory_stats() const;
+    // Tests only: false makes reductions, softmax and norms take the shared-memory path even on a
+    // device with subgroup arithmetic (so both paths are exercised where both exist).
+    void use_subgroups(bool enabled);
+    // Tests only: false makes matmul read f16 as packed words / skip the cooperative-matrix GEMM.
+    void use_matmul_features(bool storage16, bool cooperative_matrix);
+    [[nodiscard]] bool has_subgroup_arithmetic() const noexcept { return device_.physical().subgroup_arithmetic; }
 
 private:
+    friend class ScratchBuffer;
     struct Buffer {
         Allocation allocation;
         std::uint64_t last_use = 0;  // serial of the last batch that touched it
@@ -78,6 +90,32 @@ private:
                      detail::TensorView const* b, detail::TensorView const& out, float pa, float pb);
     [[noreturn]] void not_yet(char const* op) const;
 
+    // ---- The general dispatch path (see vulkan/dispatch.hpp); all need the device mutex held ----
+    // A tensor's range [view.offset, view.offset + bytes) as a dispatch argument; checks range and alignment.
+    [[nodiscard]] Binding bind(detail::TensorView const& view, std::size_t bytes, Access access, char const* what);
+    [[nodiscard]] ScratchBuffer scratch(std::size_t bytes);
+    // Records one dispatch; `push` is at most max_push_constant_bytes.
+    void dispatch(Shader shader, SpecConstants const& constants, std::span<Binding const> args,
+                  std::span<std::byte const> push, Groups groups);
+    template <class Push>
+    void dispatch(Shader shader, SpecConstants const& constants, std::initializer_list<Binding> args,
+                  Push const& push, Groups groups) {
+        static_assert(std::is_trivially_copyable_v<Push> && sizeof(Push) <= max_push_constant_bytes);
+        dispatch(shader, constants, std::span<Binding const>(args.begin(), args.size()),
+                 std::as_bytes(std::span<Push const, 1>(&push, 1)), groups);
+    }
+    // The largest group count of one dimension a dispatch may use.
+    [[nodiscard]] std::uint32_t max_groups() const noexcept;
+    // Subgroup arithmetic in compute shaders, and not turned off by use_subgroups(false).
+    [[nodiscard]] bool subgroups() const noexcept { return use_subgroups_ && device_.physical().subgroup_arithmetic; }
+    // linear(x, w) with q4_k / q6_k weights (vulkan_quant.cpp): integer GEMV for few rows of x.
+    void linear_quantized_gemv(detail::MatmulShape shape, detail::TensorView const& x, detail::TensorView const& w,
+                               detail::TensorView const& out);
+    void reduce_to(detail::ReduceOp op, detail::ReduceShape shape, bool mean, detail::TensorView const& in,
+                   detail::TensorView const* other, detail::TensorView const& out);
+    void row_op(std::uint32_t op, std::size_t rows, std::size_t cols, float eps, detail::TensorView const& in,
+                detail::TensorView const* gamma, detail::TensorView const* beta, detail::TensorView const& out);
+
     int index_;
     // Destroyed in reverse: pipelines, the stream (waits for the GPU), memory, then the device.
     LogicalDevice device_;
@@ -90,6 +128,9 @@ private:
     std::uintptr_t next_handle_ = 1;
     std::vector<PendingFree> pending_;
     std::uint32_t workgroup_size_ = 256;
+    bool use_subgroups_ = true;
+    bool use_storage16_ = true;
+    bool use_cooperative_matrix_ = true;
 };
 
 }  // namespace rayo::vulkan

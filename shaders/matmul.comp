@@ -1,0 +1,4 @@
+#version 450
+// The tiled GEMM (matmul_tiled.glsl) reading f16/bf16 operands as packed uint words: every device.
+#extension GL_GOOGLE_include_directive : require
+#include "matmul_tiled.glsl"

@@ -1,0 +1,10 @@
+#version 450
+// softmax, log_softmax, layer_norm, rms_norm over rows with subgroup arithmetic (rows_body.glsl).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#define RAYO_SUBGROUPS 1
+layout(local_size_x_id = 1) in;
+#include "float_math.glsl"
+#include "workgroup_reduce.glsl"
+#include "rows_body.glsl"
