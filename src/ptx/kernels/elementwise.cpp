@@ -5,6 +5,7 @@
 // CPU relies on x86 min/max returning the second operand for NaN, the kernels use min.NaN/max.NaN,
 // which return NaN, or plain min/max where the CPU's result is the non-NaN one.
 #include "rayo/ptx/kernels/elementwise.hpp"
+#include "ptx/kernels/strided_loop.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -377,31 +378,9 @@ void elementwise_loop(Kernel& k, LoopShape shape, Reg out, std::vector<Reg> cons
         for (Reg in : inputs) values.push_back(k.ld(Space::global, Type::f32, element_offset(k, in, index, 2)));
         k.st(Space::global, Type::f32, element_offset(k, out, index, 2), compute(values));
     };
-    // Visits index, index + stride, ... below `count`, `unroll` at a time while they last (all
-    // loads of a group issued before any math, for memory-level parallelism), then one at a time.
-    // `group` gets the indices of one group; returns after the loop.
+    // Grid-stride over `count` from this thread's index, `shape.unroll` at a time while in range.
     auto strided_loop = [&](Reg count, std::function<void(std::vector<Reg> const&)> const& group) {
-        Reg index = k.mov(Type::u64, i);
-        if (shape.unroll > 1) {
-            Reg last = k.mul(stride, std::int64_t{shape.unroll - 1});
-            Reg step = k.mul(stride, std::int64_t{shape.unroll});
-            Label top = k.label(), done = k.label();
-            k.place(top);
-            k.bra_if(k.setp(Cmp::ge, k.add(index, last), count), done);
-            std::vector<Reg> indices{index};
-            for (unsigned u = 1; u < shape.unroll; ++u) indices.push_back(k.add(indices.back(), stride));
-            group(indices);
-            k.add(index, index, step);
-            k.bra(top);
-            k.place(done);
-        }
-        Label top = k.label(), done = k.label();
-        k.place(top);
-        k.bra_if(k.setp(Cmp::ge, index, count), done);
-        group({index});
-        k.add(index, index, stride);
-        k.bra(top);
-        k.place(done);
+        loop_detail::strided_loop(k, i, count, stride, shape.unroll, group);
     };
 
     if (!shape.vectorized) {

@@ -5,6 +5,7 @@
 // every number, then the value, then the lower index — so the result does not depend on the tree's
 // shape, and max/min use max.NaN/min.NaN (sm_80), which propagate NaN.
 #include "rayo/ptx/kernels/reduction.hpp"
+#include "ptx/kernels/strided_loop.hpp"
 
 #include <functional>
 #include <limits>
@@ -14,6 +15,8 @@
 namespace rayo::ptx::kernels {
 
 namespace {
+
+using loop_detail::strided_loop;
 
 constexpr float infinity = std::numeric_limits<float>::infinity();
 
@@ -208,34 +211,6 @@ void store_result(Kernel& k, ReduceKind op, bool mean, ReduceStage stage, Accumu
     } else {
         k.st(Space::global, Type::f32, address(k, out, slot, 2), acc.value());
     }
-}
-
-// Calls `group` with the indices start, start + step, ... below `count`: `unroll` at a time while
-// all of them are in range (so the group's loads are issued together), then one at a time. The
-// indices of one call, and of successive calls, increase.
-void strided_loop(Kernel& k, Reg start, Reg count, Reg step, unsigned unroll,
-                  std::function<void(std::vector<Reg> const&)> const& group) {
-    Reg index = k.mov(Type::u64, start);
-    if (unroll > 1) {
-        Reg last = k.mul(step, std::int64_t{unroll - 1});
-        Reg stride = k.mul(step, std::int64_t{unroll});
-        Label top = k.label(), done = k.label();
-        k.place(top);
-        k.bra_if(k.setp(Cmp::ge, k.add(index, last), count), done);
-        std::vector<Reg> indices{index};
-        for (unsigned u = 1; u < unroll; ++u) indices.push_back(k.add(indices.back(), step));
-        group(indices);
-        k.add(index, index, stride);
-        k.bra(top);
-        k.place(done);
-    }
-    Label top = k.label(), done = k.label();
-    k.place(top);
-    k.bra_if(k.setp(Cmp::ge, index, count), done);
-    group({index});
-    k.add(index, index, step);
-    k.bra(top);
-    k.place(done);
 }
 
 void check_common(std::string const& name, ReduceKind op, bool mean, unsigned unroll, unsigned block_threads) {
