@@ -137,6 +137,26 @@ TEST(PtxBuilder, TargetRequirementsAndIsaVersionsAreChecked) {
     EXPECT_NO_THROW((void)b.emit(Target::sm_90));
 }
 
+TEST(PtxBuilder, BitcastSplitAndJoinMoveBitsBetweenTypes) {
+    Kernel k("reinterpret");
+    Reg f = k.mov(Type::f32, 1.5f);
+    Reg bits = k.bitcast(Type::u32, f);
+    auto const halves = k.split(bits, Type::f16);
+    Reg word = k.join(Type::b32, halves[0], halves[1]);
+    Reg wide = k.join(Type::u64, bits, k.bitcast(Type::u32, k.bitcast(Type::f32, word)));
+    auto const parts = k.split(wide, Type::b32);
+    (void)parts;
+    std::string const text = k.emit(Target::sm_80);
+    EXPECT_NE(text.find("mov.b32 %r0, %f0;"), std::string::npos) << text;
+    EXPECT_NE(text.find("mov.b32 {%hf0, %hf1}, %r0;"), std::string::npos) << text;
+    EXPECT_NE(text.find("mov.b32 %b0, {%hf0, %hf1};"), std::string::npos) << text;
+    EXPECT_NE(text.find("mov.b64 {%b1, %b2}, %rd0;"), std::string::npos) << text;
+    EXPECT_THROW((void)k.bitcast(Type::f64, f), BuildError);
+    EXPECT_THROW((void)k.split(f, Type::b32), BuildError);
+    EXPECT_THROW((void)k.join(Type::u64, halves[0], halves[1]), BuildError);
+    if (!ptxas_path().empty()) EXPECT_EQ(ptxas_failure("reinterpret", text, Target::sm_80), "");
+}
+
 TEST(PtxBuilder, BadNamesAndShapesAreRejectedAtTheCall) {
     EXPECT_THROW(Kernel("2fast"), BuildError);
     Kernel k("k");

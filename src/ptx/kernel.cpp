@@ -227,6 +227,43 @@ Reg Kernel::cvt(Type to, Reg src, Rounding rounding, bool saturate) {
     return r;
 }
 
+Reg Kernel::bitcast(Type to, Reg src) {
+    if (bits_of(to) != bits_of(src.type()) || to == Type::pred)
+        throw BuildError("ptx kernel '" + name_ + "': bitcast from ." + std::string(name_of(src.type())) + " to ." +
+                         std::string(name_of(to)) + " needs two data types of one width");
+    Reg r = reg(to);
+    Type const bits = bits_type(to);
+    push({.opcode = "mov" + type_suffix(bits), .operands = {write(r, bits), read(src, bits)}});
+    return r;
+}
+
+namespace {
+void check_halves(std::string const& kernel, Type wide, Type half) {
+    if ((bits_of(wide) != 32 && bits_of(wide) != 64) || bits_of(half) * 2 != bits_of(wide))
+        throw BuildError("ptx kernel '" + kernel + "': ." + std::string(name_of(wide)) + " does not split into two ." +
+                         std::string(name_of(half)) + " halves");
+}
+}  // namespace
+
+std::array<Reg, 2> Kernel::split(Reg wide, Type half) {
+    check_halves(name_, wide.type(), half);
+    std::array<Reg, 2> const halves{reg(half), reg(half)};
+    Type const part = bits_type(half);
+    push({.opcode = "mov" + type_suffix(bits_type(wide.type())),
+          .operands = {VectorUse{{RegUse{halves[0], part, Access::write}, RegUse{halves[1], part, Access::write}}},
+                       read(wide, bits_type(wide.type()))}});
+    return halves;
+}
+
+Reg Kernel::join(Type wide, Reg lo, Reg hi) {
+    check_halves(name_, wide, lo.type());
+    Reg r = reg(wide);
+    Type const part = bits_type(lo.type());
+    push({.opcode = "mov" + type_suffix(bits_type(wide)),
+          .operands = {write(r, bits_type(wide)), VectorUse{{RegUse{lo, part}, RegUse{hi, part}}}}});
+    return r;
+}
+
 Reg Kernel::cvta_to_global(Reg generic) {
     Reg r = reg(Type::u64);
     push({.opcode = "cvta.to.global.u64", .operands = {write(r, Type::u64), read(generic, Type::u64)}});

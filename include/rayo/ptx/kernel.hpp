@@ -91,6 +91,12 @@ public:
     Reg mov(Type type, Operand src);
     void cvt(Reg dst, Reg src, Rounding rounding = Rounding::none, bool saturate = false);
     Reg cvt(Type to, Reg src, Rounding rounding = Rounding::none, bool saturate = false);
+    // The same bits in a register of another type of the same width (mov.bN): float <-> integer.
+    Reg bitcast(Type to, Reg src);
+    // A 32- or 64-bit register as its low and high halves, each of type `half` (mov.b32 {lo, hi}
+    // or mov.b64 {lo, hi}), and two halves joined into one register of type `wide`.
+    std::array<Reg, 2> split(Reg wide, Type half);
+    Reg join(Type wide, Reg lo, Reg hi);
     // A generic address (a pointer parameter) converted to the global window.
     Reg cvta_to_global(Reg generic);
     // base + index * element_bytes as a .u64 address (index .u32 or .s32: widened first).

@@ -31,16 +31,8 @@ constexpr std::int64_t one_bits = 0x3F800000;
 // ---- bit-level helpers
 
 // The bits of an f32 register as .s32 (and back): mov.b32 between registers of any 32-bit type.
-Reg float_bits(Kernel& k, Reg f) {
-    Reg r = k.reg(Type::s32);
-    k.instruction("mov.b32", {RegUse{r, Type::b32, Access::write}, RegUse{f, Type::b32}});
-    return r;
-}
-Reg bits_float(Kernel& k, Reg i) {
-    Reg r = k.reg(Type::f32);
-    k.instruction("mov.b32", {RegUse{r, Type::b32, Access::write}, RegUse{i, Type::b32}});
-    return r;
-}
+Reg float_bits(Kernel& k, Reg f) { return k.bitcast(Type::s32, f); }
+Reg bits_float(Kernel& k, Reg i) { return k.bitcast(Type::f32, i); }
 Reg constant(Kernel& k, float v) { return k.mov(Type::f32, v); }
 
 // min/max that return NaN when either operand is NaN (the builder's min/max return the other one).

@@ -9,10 +9,14 @@
 #include <string>
 
 #include "rayo/ptx/kernels/quant.hpp"
+#include "ptx/kernels/quant_words.hpp"
 
 namespace rayo::ptx::kernels {
 
 namespace {
+
+using quant_detail::halves_as_float;
+using quant_detail::pack_bytes;
 
 constexpr std::uint32_t values_per_block = 256;
 
@@ -45,13 +49,6 @@ Reg load_half_as_float(Kernel& k, Address const& address) {
     return k.cvt(Type::f32, h);
 }
 
-// The two f16 halves of a 32-bit word as f32 (low half first).
-std::array<Reg, 2> halves_as_float(Kernel& k, Reg word) {
-    Reg lo = k.reg(Type::f16), hi = k.reg(Type::f16);
-    k.instruction("mov.b32", {VectorUse{{RegUse{lo, Type::b16, Access::write}, RegUse{hi, Type::b16, Access::write}}},
-                              RegUse{word, Type::b32, Access::read}});
-    return {k.cvt(Type::f32, lo), k.cvt(Type::f32, hi)};
-}
 
 Reg to_float(Kernel& k, Reg integer) { return k.cvt(Type::f32, integer); }
 
@@ -216,10 +213,6 @@ Q8Block quantize_q8_block(Kernel& k, Reg lane, std::array<Reg, 8> const& x) {
     return out;
 }
 
-// Four int8 values (low bytes of .s32 registers) as one word, first value in the lowest byte.
-Reg pack_bytes(Kernel& k, Reg a, Reg b, Reg c, Reg d) {
-    return k.prmt(k.prmt(a, b, 0x0040), k.prmt(c, d, 0x0040), 0x5410);
-}
 
 std::array<Reg, 8> load_values(Kernel& k, Reg x, Reg lane) {
     Reg const at = k.add(x, k.mul_wide(lane, 32));

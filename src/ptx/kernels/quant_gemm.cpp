@@ -21,10 +21,13 @@
 #include <vector>
 
 #include "rayo/ptx/kernels/quant.hpp"
+#include "ptx/kernels/quant_words.hpp"
 
 namespace rayo::ptx::kernels {
 
 namespace {
+
+using quant_detail::halves_as_float;
 
 constexpr unsigned k_step = quant_gemm_k_step;  // 64 values, 128 bytes of f16 per tile row
 constexpr unsigned row_bytes = k_step * 2;
@@ -61,12 +64,6 @@ Reg pack_f16x2(Kernel& k, Reg lo, Reg hi) {
     return r;
 }
 
-std::array<Reg, 2> halves_as_float(Kernel& k, Reg word) {
-    Reg lo = k.reg(Type::f16), hi = k.reg(Type::f16);
-    k.instruction("mov.b32", {VectorUse{{RegUse{lo, Type::b16, Access::write}, RegUse{hi, Type::b16, Access::write}}},
-                              RegUse{word, Type::b32, Access::read}});
-    return {k.cvt(Type::f32, lo), k.cvt(Type::f32, hi)};
-}
 
 // The raw bytes one thread decodes for one k step.
 struct RawTile {

@@ -21,10 +21,14 @@
 #include <vector>
 
 #include "rayo/ptx/kernels/quant.hpp"
+#include "ptx/kernels/quant_words.hpp"
 
 namespace rayo::ptx::kernels {
 
 namespace {
+
+using quant_detail::halves_as_float;
+using quant_detail::pack_bytes;
 
 // dp2a.lo: a's two int16 halves times b's bytes 0 and 1 (unsigned), plus c.
 Reg dp2a_lo(Kernel& k, Reg pairs, Reg bytes) {
@@ -36,12 +40,6 @@ Reg dp2a_lo(Kernel& k, Reg pairs, Reg bytes) {
     return r;
 }
 
-std::array<Reg, 2> halves_as_float(Kernel& k, Reg word) {
-    Reg lo = k.reg(Type::f16), hi = k.reg(Type::f16);
-    k.instruction("mov.b32", {VectorUse{{RegUse{lo, Type::b16, Access::write}, RegUse{hi, Type::b16, Access::write}}},
-                              RegUse{word, Type::b32, Access::read}});
-    return {k.cvt(Type::f32, lo), k.cvt(Type::f32, hi)};
-}
 
 std::array<Reg, 4> as_array(std::vector<Reg> const& v) { return {v[0], v[1], v[2], v[3]}; }
 
@@ -243,7 +241,6 @@ struct FastQ8 {
     Reg sum;                   // .s32: Σ of this lane's eight quants
 };
 
-Reg pack_bytes(Kernel& k, Reg a, Reg b, Reg c, Reg d) { return k.prmt(k.prmt(a, b, 0x0040), k.prmt(c, d, 0x0040), 0x5410); }
 
 FastQ8 fast_q8(Kernel& k, std::array<Reg, 8> const& x, Reg ones) {
     Reg amax = k.abs(x[0]);

@@ -54,17 +54,10 @@ Reg extreme_nan(Kernel& k, bool is_max, Reg a, Reg b) {
 }
 // A 64-bit register as two 32-bit halves, and back (shfl.sync moves 32 bits).
 std::pair<Reg, Reg> unpack64(Kernel& k, Reg r) {
-    Reg lo = k.reg(Type::b32), hi = k.reg(Type::b32);
-    k.instruction("mov.b64", {VectorUse{{RegUse{lo, Type::b32, Access::write}, RegUse{hi, Type::b32, Access::write}}},
-                              RegUse{r, Type::b64}});
+    auto const [lo, hi] = k.split(r, Type::b32);
     return {lo, hi};
 }
-Reg pack64(Kernel& k, Type type, Reg lo, Reg hi) {
-    Reg r = k.reg(type);
-    k.instruction("mov.b64",
-                  {RegUse{r, Type::b64, Access::write}, VectorUse{{RegUse{lo, Type::b32}, RegUse{hi, Type::b32}}}});
-    return r;
-}
+Reg pack64(Kernel& k, Type type, Reg lo, Reg hi) { return k.join(type, lo, hi); }
 Reg shuffle_xor(Kernel& k, Reg value, int lane_mask) {
     if (bits_of(value.type()) == 32) return k.shfl(ShuffleMode::bfly, value, lane_mask);
     auto [lo, hi] = unpack64(k, value);
