@@ -1,6 +1,7 @@
 // The GEMM generator's front: configuration defaults and checks, names, launch shapes, the frame
 // both algorithms share (parameters, block tile), and the f32 SIMT kernel.
 #include "rayo/ptx/kernels/gemm.hpp"
+#include "ptx/kernels/gemm_addressing.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -313,18 +314,8 @@ void gemm_pipeline(Kernel& kernel, GemmFrame const& f, unsigned tile_k, unsigned
 
 namespace {
 
-// Optional predicates: an invalid Reg stands for "always true".
-Reg both(Kernel& k, Reg p, Reg q) {
-    if (!p.valid()) return q;
-    if (!q.valid()) return p;
-    return k.and_pred(p, q);
-}
-
-// base + (row·stride + col)·element_bytes, with the row product in 64 bits.
-Reg address_2d(Kernel& k, Reg base, Reg row, Reg stride, Reg col, unsigned element_bytes) {
-    Reg const index = k.add(k.mul_wide(row, stride), k.cvt(Type::u64, col));
-    return k.add(base, k.shl(index, std::countr_zero(element_bytes)));
-}
+using gemm_detail::address_2d;
+using gemm_detail::both;
 
 // cp.async of `bytes` from `from` to `to`; when `ok` is a predicate and false, 0 bytes are read
 // (from the tensor's base, a valid address) and the destination is zero-filled.

@@ -19,21 +19,14 @@
 #include <vector>
 
 #include "rayo/ptx/kernels/gemm.hpp"
+#include "ptx/kernels/gemm_addressing.hpp"
 
 namespace rayo::ptx::kernels {
 
 namespace {
 
-Reg both(Kernel& k, Reg p, Reg q) {
-    if (!p.valid()) return q;
-    if (!q.valid()) return p;
-    return k.and_pred(p, q);
-}
-
-Reg address_2d(Kernel& k, Reg base, Reg row, Reg stride, Reg col, unsigned element_bytes) {
-    Reg const index = k.add(k.mul_wide(row, stride), k.cvt(Type::u64, col));
-    return k.add(base, k.shl(index, std::countr_zero(element_bytes)));
-}
+using gemm_detail::address_2d;
+using gemm_detail::both;
 
 // The XOR pattern of a tile whose rows have `chunks` 16-byte chunks: chunk ^ ((row >> shift) & mask).
 // 8 consecutive rows then cover all 8 16-byte slots of a 128-byte bank line.
