@@ -32,7 +32,7 @@ enum class CUresult : int {
     out_of_memory = 2,
     not_initialized = 3,
     deinitialized = 4,
-    stub_library = 34,
+    stub_library = 34,  // CUDA_ERROR_STUB_LIBRARY: the toolkit's link-time stubs/libcuda.so, no driver behind it
     no_device = 100,
     invalid_context = 201,
     invalid_ptx = 218,

@@ -222,54 +222,24 @@ void VulkanBackend::elementwise(Shader shader, SpecConstants constants, TensorVi
     std::lock_guard lock(mutex_);
     reclaim();
     constants[1] = workgroup_size_;
-    Pipeline const& p = pipelines_.get(shader, constants);
-    Buffer& ba = buffer(a.buffer);
-    Buffer& bo = buffer(out.buffer);
-    Buffer& bb = b ? buffer(b->buffer) : ba;
-    TensorView const& vb = b ? *b : a;
-    check_range(ba, a.offset, n * sizeof(float), "element-wise input");
-    check_range(bb, vb.offset, n * sizeof(float), "element-wise input");
-    check_range(bo, out.offset, n * sizeof(float), "element-wise output");
-
-    // Bindings are whole allocations; the views' offsets go in the push constants.
-    Buffer* const bound[] = {&ba, &bo, &bb};
-    VkDescriptorSet const set = stream_.descriptor_set(p.set_layout);
-    VkDescriptorBufferInfo infos[3];
-    VkWriteDescriptorSet writes[3];
-    for (std::uint32_t i = 0; i < p.bindings; ++i) {
-        Allocation const& al = bound[i]->allocation;
-        infos[i] = {al.buffer, al.offset, al.size};
-        writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-        writes[i].dstSet = set;
-        writes[i].dstBinding = i;
-        writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &infos[i];
-    }
-    auto const& fn = device_.fn();
-    fn.vkUpdateDescriptorSets(device_.handle(), p.bindings, writes, 0, nullptr);
-
-    std::vector<BufferAccess> accesses{
-        {ba.allocation.buffer, ba.allocation.offset + a.offset, n * sizeof(float), false},
-        {bo.allocation.buffer, bo.allocation.offset + out.offset, n * sizeof(float), true}};
-    if (b) accesses.push_back({bb.allocation.buffer, bb.allocation.offset + b->offset, n * sizeof(float), false});
-    VkCommandBuffer cmd = stream_.record(accesses);
+    std::size_t const bytes = n * sizeof(float);
+    Binding const in = bind(a, bytes, Access::read, "element-wise input");
+    Binding const result = bind(out, bytes, Access::write, "element-wise output");
+    // The binary shader's third binding: b, or (scalar form) a again, bound but not read.
+    Binding const second =
+        b ? bind(*b, bytes, Access::read, "element-wise input") : bind(a, 0, Access::read, "element-wise input");
     ElementwiseParams params;
     params.n = static_cast<std::uint32_t>(n);  // n·4 bytes fit one binding, so n < 2^32
-    params.a_offset = static_cast<std::uint32_t>(a.offset / sizeof(float));
-    params.b_offset = static_cast<std::uint32_t>(vb.offset / sizeof(float));
-    params.out_offset = static_cast<std::uint32_t>(out.offset / sizeof(float));
+    params.a_offset = in.element_offset(sizeof(float));
+    params.b_offset = second.element_offset(sizeof(float));
+    params.out_offset = result.element_offset(sizeof(float));
     params.a = pa;
     params.b = pb;
-    fn.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-    fn.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
-    fn.vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof params, &params);
     // The shaders loop with a grid stride, so the group count stays within the device's limit.
-    std::size_t const groups = std::min<std::size_t>((n + workgroup_size_ - 1) / workgroup_size_,
-                                                     std::min<std::uint32_t>(65535, device_.physical().properties.limits.maxComputeWorkGroupCount[0]));
-    fn.vkCmdDispatch(cmd, static_cast<std::uint32_t>(groups), 1, 1);
-    std::uint64_t const serial = stream_.recording_serial();
-    ba.last_use = bb.last_use = bo.last_use = serial;
+    auto const groups = static_cast<std::uint32_t>(
+        std::min<std::size_t>((n + workgroup_size_ - 1) / workgroup_size_, max_groups()));
+    if (shader == Shader::unary) dispatch(shader, constants, {in, result}, params, {groups});
+    else dispatch(shader, constants, {in, result, second}, params, {groups});
     stream_.submit_if_large();
 }
 
