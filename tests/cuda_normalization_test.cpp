@@ -14,33 +14,12 @@
 #include <cmath>
 #include <string>
 #include <vector>
+#include "support/row_references.hpp"
 
 namespace rayo::test {
 namespace {
 
 constexpr float eps = 1e-5f;
-
-std::vector<double> norm_ref(std::vector<float> const& in, std::size_t cols, bool layer,
-                             std::vector<float> const* gamma, std::vector<float> const* beta) {
-    std::vector<double> out(in.size());
-    for (std::size_t r = 0; r * cols < in.size(); ++r) {
-        double mean = 0, var = 0;
-        for (std::size_t c = 0; c < cols; ++c) mean += in[r * cols + c];
-        mean /= double(cols);
-        for (std::size_t c = 0; c < cols; ++c) {
-            double const d = in[r * cols + c] - (layer ? mean : 0.0);
-            var += d * d;
-        }
-        double const rs = 1.0 / std::sqrt(var / double(cols) + double(eps));
-        for (std::size_t c = 0; c < cols; ++c) {
-            double y = (in[r * cols + c] - (layer ? mean : 0.0)) * rs;
-            if (gamma) y *= (*gamma)[c];
-            if (beta) y += (*beta)[c];
-            out[r * cols + c] = y;
-        }
-    }
-    return out;
-}
 
 // Every element within rel·|want| + abs; reports the worst element only.
 void expect_close(std::vector<float> const& got, std::vector<double> const& want, double rel, double abs,
@@ -98,7 +77,7 @@ protected:
             bool const layer = v == Variant::layer || v == Variant::layer_affine;
             bool const affine = v == Variant::layer_affine || v == Variant::rms_gamma;
             auto const want =
-                norm_ref(in, s.cols, layer, affine ? &g : nullptr, v == Variant::layer_affine ? &b : nullptr);
+                norm_ref(in, s.cols, layer, affine ? &g : nullptr, v == Variant::layer_affine ? &b : nullptr, eps);
             expect_close(out.to_vector(), want, 1e-6, layer ? 1e-6 : 1e-7, s.cols);
         }
     }
@@ -160,10 +139,10 @@ TEST_F(CudaNormalization, InPlace) {
         auto beta = Tensor<float>::from(b, {static_cast<std::int64_t>(s.cols)}, device);
         auto x = Tensor<float>::from(in, shape, device);
         layer_norm(x, gamma, beta, eps, x);
-        expect_close(x.to_vector(), norm_ref(in, s.cols, true, &g, &b), 1e-6, 1e-6, s.cols);
+        expect_close(x.to_vector(), norm_ref(in, s.cols, true, &g, &b, eps), 1e-6, 1e-6, s.cols);
         auto y = Tensor<float>::from(in, shape, device);
         rms_norm(y, gamma, eps, y);
-        expect_close(y.to_vector(), norm_ref(in, s.cols, false, &g, nullptr), 1e-6, 1e-7, s.cols);
+        expect_close(y.to_vector(), norm_ref(in, s.cols, false, &g, nullptr, eps), 1e-6, 1e-7, s.cols);
     }
     EXPECT_EQ(stats().cpu_fallbacks, 0u) << "ran on the CPU instead of the device";
 }

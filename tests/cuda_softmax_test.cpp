@@ -18,6 +18,7 @@
 #include <limits>
 #include <string>
 #include <vector>
+#include "support/row_references.hpp"
 
 namespace rayo::test {
 namespace {
@@ -25,20 +26,6 @@ namespace {
 constexpr double softmax_rel = 4e-6, softmax_abs = 1e-37;
 constexpr double log_softmax_rel = 1e-6, log_softmax_abs = 4e-6;
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
-
-std::vector<double> softmax_ref(std::vector<float> const& in, std::size_t cols, bool log) {
-    std::vector<double> out(in.size());
-    for (std::size_t r = 0; r * cols < in.size(); ++r) {
-        double m = -INFINITY, s = 0;
-        for (std::size_t c = 0; c < cols; ++c) m = std::max(m, double(in[r * cols + c]));
-        for (std::size_t c = 0; c < cols; ++c) s += std::exp(double(in[r * cols + c]) - m);
-        for (std::size_t c = 0; c < cols; ++c) {
-            double const z = double(in[r * cols + c]) - m;
-            out[r * cols + c] = log ? z - std::log(s) : std::exp(z) / s;
-        }
-    }
-    return out;
-}
 
 // Every element within rel·|want| + abs; NaN where want is NaN, the same infinity where want is
 // infinite. Reports the worst element only (the big shapes have millions).

@@ -21,6 +21,7 @@
 
 // The backend's op glue, compiled here: rayo-ptx-tests links only the PTX builder and generators.
 #include "cuda/ops/normalization_ops.cpp"  // NOLINT(bugprone-suspicious-include)
+#include "support/row_references.hpp"
 
 namespace rayo::test {
 namespace {
@@ -122,25 +123,6 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo, fl
 constexpr float poison = -1.2345678e30f;
 constexpr float eps = 1e-5f;
 
-std::vector<double> norm_ref(std::vector<float> const& in, std::size_t cols, bool layer,
-                             std::vector<float> const* gamma, std::vector<float> const* beta) {
-    std::vector<double> out(in.size());
-    for (std::size_t r = 0; r * cols < in.size(); ++r) {
-        double mean = 0, var = 0;
-        for (std::size_t c = 0; c < cols; ++c) mean += in[r * cols + c];
-        mean = layer ? mean / double(cols) : 0.0;
-        for (std::size_t c = 0; c < cols; ++c) var += (in[r * cols + c] - mean) * (in[r * cols + c] - mean);
-        double const rs = 1.0 / std::sqrt(var / double(cols) + double(eps));
-        for (std::size_t c = 0; c < cols; ++c) {
-            double y = (in[r * cols + c] - mean) * rs;
-            if (gamma) y *= (*gamma)[c];
-            if (beta) y += (*beta)[c];
-            out[r * cols + c] = y;
-        }
-    }
-    return out;
-}
-
 // The largest |got - want| / (rel·|want| + abs), and where.
 struct Worst {
     double ratio = 0;
@@ -190,7 +172,8 @@ TEST(PtxNormalizationSimulated, MatchesFloat64ThroughTheGlue) {
                 y.fill(std::vector<float>(n, poison));
                 cuda::ops::norm(runner, layer ? detail::NormOp::layer_norm : detail::NormOp::rms_norm, s.rows, s.cols,
                                 eps, x.view(), affine ? gamma.view() : none, affine ? beta.view() : none, y.view());
-                auto const want = norm_ref(in, s.cols, layer, affine ? &g : nullptr, affine && layer ? &b : nullptr);
+                auto const want =
+                    norm_ref(in, s.cols, layer, affine ? &g : nullptr, affine && layer ? &b : nullptr, eps);
                 auto const got = y.values();
                 Worst const w = worst_error(got, want, 1e-6, layer ? 1e-6 : 1e-7);
                 EXPECT_LE(w.ratio, 1.0) << "at row " << w.at / s.cols << ", column " << w.at % s.cols << ": got "
@@ -209,7 +192,7 @@ TEST(PtxNormalizationSimulated, InPlace) {
         x.fill(in);
         detail::TensorView const none{0, 0, 0, DType::f32};
         cuda::ops::norm(runner, detail::NormOp::layer_norm, s.rows, s.cols, eps, x.view(), none, none, x.view());
-        auto const want = norm_ref(in, s.cols, true, nullptr, nullptr);
+        auto const want = norm_ref(in, s.cols, true, nullptr, nullptr, eps);
         Worst const w = worst_error(x.values(), want, 1e-6, 1e-6);
         EXPECT_LE(w.ratio, 1.0) << "at element " << w.at;
     }

@@ -22,6 +22,7 @@
 
 // The backend's op glue, compiled here: rayo-ptx-tests links only the PTX builder and generators.
 #include "cuda/ops/softmax_ops.cpp"  // NOLINT(bugprone-suspicious-include)
+#include "support/row_references.hpp"
 
 namespace rayo::test {
 namespace {
@@ -155,20 +156,6 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo, fl
 
 constexpr float poison = -1.2345678e30f;
 constexpr float neg_inf = -std::numeric_limits<float>::infinity();
-
-std::vector<double> softmax_ref(std::vector<float> const& in, std::size_t cols, bool log) {
-    std::vector<double> out(in.size());
-    for (std::size_t r = 0; r * cols < in.size(); ++r) {
-        double m = -INFINITY, s = 0;
-        for (std::size_t c = 0; c < cols; ++c) m = std::max(m, double(in[r * cols + c]));
-        for (std::size_t c = 0; c < cols; ++c) s += std::exp(double(in[r * cols + c]) - m);
-        for (std::size_t c = 0; c < cols; ++c) {
-            double const z = double(in[r * cols + c]) - m;
-            out[r * cols + c] = log ? z - std::log(s) : std::exp(z) / s;
-        }
-    }
-    return out;
-}
 
 // The largest |got - want| / (rel·|want| + abs), and where; NaN must meet NaN, an infinity the same
 // infinity.
