@@ -225,9 +225,10 @@ TEST_F(CudaMatmulOp, EveryTypePairLayoutAndAlignment) {
     std::pair<DType, DType> const pairs[] = {{DType::f32, DType::f32},   {DType::f16, DType::f16}, {DType::bf16, DType::bf16},
                                              {DType::f32, DType::f16},   {DType::f32, DType::bf16}};
     std::set<std::string> ran;
-    for (auto [at, bt] : pairs)
+    for (auto const& pair : pairs)
         for (bool b_transposed : {false, true})
             for (Dims d : shapes) {
+                DType const at = pair.first, bt = pair.second;
                 auto const seed = fresh_seed();
                 std::string const what = std::string(to_string(at)) + " x " + std::string(to_string(bt)) +
                                          (b_transposed ? " (b transposed)" : "") + " seed " + std::to_string(seed);

@@ -168,7 +168,9 @@ void reduce_columns(KernelRunner& runner, ReduceKind op, bool mean, detail::Redu
     if (outputs < target_threads / 2)
         wanted_parts =
             std::min(ceil_div(target_threads, outputs), std::max<std::size_t>(1, shape.extent / min_column_part));
-    auto const [chunk, parts] = split(shape.extent, wanted_parts);
+    // Plain variables, not a structured binding: the launch lambda captures them (clang 14).
+    auto const split_extent = split(shape.extent, wanted_parts);
+    std::size_t const chunk = split_extent.first, parts = split_extent.second;
     ReduceStage const stage = parts == 1 ? ReduceStage::final : ReduceStage::partial;
     ptx::kernels::ReduceColumnsConfig const config{.op = op,
                                                    .mean = stage == ReduceStage::final && mean,

@@ -97,9 +97,9 @@ Q4Weights load_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Reg block, st
 
 void multiply_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Q4Weights const& w, bool residual,
                    std::vector<Reg> const& acc) {
-    auto [d, dmin] = halves_as_float(k, w.header[0]);
-    d = k.selp(d, 0.0f, w.valid, Type::f32);
-    Reg const neg_dmin = k.selp(k.neg(dmin), 0.0f, w.valid, Type::f32);
+    auto const scales = halves_as_float(k, w.header[0]);
+    Reg const d = k.selp(scales[0], 0.0f, w.valid, Type::f32);
+    Reg const neg_dmin = k.selp(k.neg(scales[1]), 0.0f, w.valid, Type::f32);
     // The eight 6-bit scales and mins as words of bytes (get_scale_min_k4), then this lane's two.
     Reg const sc_low = k.and_(w.header[1], 0x3f3f3f3f);
     Reg const m_low = k.and_(w.header[2], 0x3f3f3f3f);
