@@ -1,4 +1,4 @@
-# cmake -DSPIRV=file.spv -DOUTPUT=file.cpp -DNAME=id -P RayoSpirvToCpp.cmake
+# cmake -DSPIRV=file.spv -DOUTPUT=file.cpp -DNAME=id [-DSOURCE=name.comp -DOPTIONS=glslc-options] -P RayoSpirvToCpp.cmake
 # Writes the SPIR-V words (little-endian, as glslc writes them) as a constexpr uint32_t array.
 file(READ ${SPIRV} hex HEX)
 string(LENGTH "${hex}" length)
@@ -8,8 +8,16 @@ if(length EQUAL 0 OR NOT remainder EQUAL 0)
 endif()
 string(REGEX REPLACE "(..)(..)(..)(..)" "0x\\4\\3\\2\\1u," words "${hex}")
 string(REGEX REPLACE "(([^,]*,){8})" "\\1\n    " words "${words}")
+if(NOT SOURCE)
+    set(SOURCE ${NAME}.comp)
+endif()
+set(built_from "${SOURCE}")
+if(OPTIONS)
+    string(REPLACE ";" " " OPTIONS "${OPTIONS}")
+    set(built_from "${SOURCE} (glslc ${OPTIONS})")
+endif()
 file(WRITE ${OUTPUT}
-"// Generated from ${NAME}.comp by cmake/RayoSpirvToCpp.cmake.
+"// Generated from ${built_from} by cmake/RayoSpirvToCpp.cmake.
 #include \"vulkan/embedded_shaders.hpp\"
 
 namespace rayo::vulkan::shaders {

@@ -1,6 +1,7 @@
 #version 450
 // out = a op b element-wise, or a op s for a scalar s (SCALAR_RHS); op codes of rayo::detail::BinaryOp.
 #extension GL_GOOGLE_include_directive : require
+#include "float_controls.glsl"
 #include "float_math.glsl"
 #include "elementwise_layout.glsl"
 

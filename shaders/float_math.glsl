@@ -7,9 +7,9 @@
 // 9 significant digits (which round to the same float).
 //
 // Differences from the CPU: every exp result goes through the two-step 2^n scaling (the CPU's
-// slow path), which gives the same value; a device that flushes subnormals to zero (allowed by
-// Vulkan unless shaderDenormPreserveFloat32) flushes subnormal inputs and results, which the
-// CPU keeps.
+// slow path), which gives the same value. Subnormal inputs and results are kept as on the CPU by
+// the DenormPreserve builds (float_controls.glsl), which the backend runs wherever the device has
+// shaderDenormPreserveFloat32; elsewhere a device may flush them to zero (rayo logs that once).
 
 #define RAYO_INF uintBitsToFloat(0x7f800000u)
 #define RAYO_NAN uintBitsToFloat(0x7fc00000u)

@@ -1,6 +1,7 @@
 #version 450
 // Reductions with subgroup arithmetic (reduce_body.glsl), for devices that report it in compute.
 #extension GL_GOOGLE_include_directive : require
+#include "float_controls.glsl"
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #define RAYO_SUBGROUPS 1

@@ -1,6 +1,7 @@
 #version 450
 // y = f(x) element-wise; the op is a specialization constant (the codes of rayo::detail::UnaryOp).
 #extension GL_GOOGLE_include_directive : require
+#include "float_controls.glsl"
 #include "float_math.glsl"
 #include "elementwise_layout.glsl"
 
@@ -11,7 +12,12 @@ layout(std430, set = 0, binding = 1) writeonly buffer Output { float y[]; };
 
 float apply(float v) {
     switch (OP) {
-        case 0: return v < 0.0 ? 0.0 : v;                      // relu (NaN passes through)
+        case 0: {  // relu on the bits, as the CPU's x < 0 ? +0 : x: negatives (subnormals included)
+                   // give +0, -0 and NaN pass through, whatever the device's denormal mode and
+                   // however its compiler treats a float compare-and-select (e.g. as max)
+            uint u = floatBitsToUint(v);
+            return u > 0x80000000u && u <= 0xff800000u ? 0.0 : v;
+        }
         case 1: return v < 0.0 ? v * params.a : v;             // leaky_relu
         case 2: return rayo_elu(v, params.a);
         case 3: return rayo_sigmoid(v);

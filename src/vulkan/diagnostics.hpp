@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "rayo/device.hpp"
 
@@ -33,5 +34,26 @@ void use_subgroups(Device device, bool enabled);
 // false turns off matmul's 16-bit-storage reads of f16 (packed words instead) or its
 // cooperative-matrix GEMM, so tests cover the portable paths too; true restores the default.
 void use_matmul_features(Device device, bool storage16, bool cooperative_matrix);
+
+// Whether the device keeps float32 subnormals in rayo's shaders, as the CPU backend does. Shaders
+// whose results can be subnormal are built twice (shaders/float_controls.glsl): with the SPIR-V
+// execution mode DenormPreserve, used where the device allows it, and plainly, with which a device
+// may flush subnormals to zero (NVIDIA's driver does); the first such pipeline made on a device
+// that cannot preserve logs a warning.
+struct SubnormalSupport {
+    bool float_controls = false;         // VK_KHR_shader_float_controls (enabled when present)
+    bool denorm_preserve_f32 = false;    // shaderDenormPreserveFloat32
+    std::string denorm_independence;     // denormBehaviorIndependence: "all", "32-bit only" or "none"
+    bool device_preserves = false;       // all three allow DenormPreserve for float32 alone
+    bool preserving = false;             // ops run the DenormPreserve builds (device_preserves, unless turned off)
+    // Pipelines made so far from shaders built both ways, by the build used.
+    std::size_t preserving_pipelines = 0;
+    std::size_t default_mode_pipelines = 0;
+};
+// Throws rayo::Error when `device` is not a Vulkan device of this process.
+[[nodiscard]] SubnormalSupport subnormal_support(Device device);
+// false makes every op run its default-mode build even where the device could preserve
+// subnormals, so tests cover that path too; true restores the default.
+void use_denorm_preserve(Device device, bool enabled);
 
 }  // namespace rayo::vulkan

@@ -1,5 +1,7 @@
 #include "vulkan/logical_device.hpp"
 
+#include <vector>
+
 #include "vulkan/vulkan_error.hpp"
 
 namespace rayo::vulkan {
@@ -20,8 +22,7 @@ LogicalDevice::LogicalDevice(PhysicalDevice const& physical) : physical_(physica
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceVulkanMemoryModelFeatures model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-    char const* const coop_extensions[] = {VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME,
-                                           VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME};
+    std::vector<char const*> extensions;
     info.pNext = &storage16;
     if (physical.cooperative_matrix_n != 0) {
         coop.cooperativeMatrix = VK_TRUE;
@@ -30,9 +31,14 @@ LogicalDevice::LogicalDevice(PhysicalDevice const& physical) : physical_(physica
         storage16.pNext = &coop;
         coop.pNext = &float16;
         float16.pNext = &model;
-        info.enabledExtensionCount = 3;
-        info.ppEnabledExtensionNames = coop_extensions;
+        extensions.insert(extensions.end(), {VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME,
+                                             VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME});
     }
+    // SPV_KHR_float_controls (the DenormPreserve shader builds) needs the extension on a 1.1
+    // instance; it has no features to enable, only properties.
+    if (physical.float_controls) extensions.push_back(VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
+    info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
+    info.ppEnabledExtensionNames = extensions.data();
     check(vkCreateDevice(physical.handle, &info, nullptr, &device_), "vkCreateDevice on " + physical.name());
     volkLoadDeviceTable(&table_, device_);
     table_.vkGetDeviceQueue(device_, physical.compute_queue_family, 0, &queue_);

@@ -23,18 +23,23 @@ bool has_extension(std::vector<VkExtensionProperties> const& list, char const* n
     return std::any_of(list.begin(), list.end(), [&](auto const& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
+std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice handle) {
+    std::uint32_t count = 0;
+    vkEnumerateDeviceExtensionProperties(handle, nullptr, &count, nullptr);
+    std::vector<VkExtensionProperties> extensions(count);
+    vkEnumerateDeviceExtensionProperties(handle, nullptr, &count, extensions.data());
+    extensions.resize(count);
+    return extensions;
+}
+
 // 16-bit storage, and the cooperative-matrix path of matmul when every piece of it is there.
-void describe_matmul_features(PhysicalDevice& d) {
+void describe_matmul_features(PhysicalDevice& d, std::vector<VkExtensionProperties> const& extensions) {
     VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features2.pNext = &storage16;
     vkGetPhysicalDeviceFeatures2(d.handle, &features2);
     d.storage_buffer_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
 
-    std::uint32_t count = 0;
-    vkEnumerateDeviceExtensionProperties(d.handle, nullptr, &count, nullptr);
-    std::vector<VkExtensionProperties> extensions(count);
-    vkEnumerateDeviceExtensionProperties(d.handle, nullptr, &count, extensions.data());
     if (!has_extension(extensions, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) ||
         !has_extension(extensions, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME) ||
         !has_extension(extensions, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME) ||
@@ -48,6 +53,7 @@ void describe_matmul_features(PhysicalDevice& d) {
     features2.pNext = &coop;
     vkGetPhysicalDeviceFeatures2(d.handle, &features2);
     if (!coop.cooperativeMatrix || !float16.shaderFloat16 || !model.vulkanMemoryModel) return;
+    std::uint32_t count = 0;
     vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(d.handle, &count, nullptr);
     std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
     vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(d.handle, &count, shapes.data());
@@ -57,6 +63,19 @@ void describe_matmul_features(PhysicalDevice& d) {
                                 s.scope == VK_SCOPE_SUBGROUP_NV && s.MSize == 16 && s.KSize == 16;
         if (f16_to_f32 && (s.NSize == 16 || s.NSize == 8)) d.cooperative_matrix_n = std::max(d.cooperative_matrix_n, s.NSize);
     }
+}
+
+// Float controls: whether shaders can keep float32 subnormals (DenormPreserve).
+void describe_float_controls(PhysicalDevice& d, std::vector<VkExtensionProperties> const& extensions) {
+    // The properties struct may be chained only where the extension is present (the instance is 1.1).
+    if (!has_extension(extensions, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME)) return;
+    VkPhysicalDeviceFloatControlsProperties controls{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
+    VkPhysicalDeviceProperties2 properties2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    properties2.pNext = &controls;
+    vkGetPhysicalDeviceProperties2(d.handle, &properties2);
+    d.float_controls = true;
+    d.denorm_preserve_f32 = controls.shaderDenormPreserveFloat32 == VK_TRUE;
+    d.denorm_independence = controls.denormBehaviorIndependence;
 }
 
 }  // namespace
@@ -91,7 +110,9 @@ std::optional<PhysicalDevice> describe(VkPhysicalDevice handle) {
     d.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                             (subgroup.supportedOperations & needed) == needed;
     vkGetPhysicalDeviceMemoryProperties(handle, &d.memory);
-    describe_matmul_features(d);
+    auto const extensions = device_extensions(handle);
+    describe_matmul_features(d, extensions);
+    describe_float_controls(d, extensions);
 
     std::uint32_t count = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(handle, &count, nullptr);

@@ -1,7 +1,10 @@
 #include "vulkan/pipeline_cache.hpp"
 
+#include <string>
 #include <vector>
 
+#include "core/logging.hpp"
+#include "rayo/error.hpp"
 #include "vulkan/embedded_shaders.hpp"
 #include "vulkan/vulkan_error.hpp"
 
@@ -13,18 +16,21 @@ struct ShaderInfo {
     std::span<std::uint32_t const> code;
     std::uint32_t bindings;
     char const* name;
+    std::span<std::uint32_t const> denorm_preserve_code = {};  // empty: built in the default mode only
 };
 
 ShaderInfo info(Shader s) {
     switch (s) {
-        case Shader::unary: return {shaders::unary, 2, "unary"};
-        case Shader::binary: return {shaders::binary, 3, "binary"};
-        case Shader::reduce: return {shaders::reduce, 4, "reduce"};
-        case Shader::reduce_subgroup: return {shaders::reduce_subgroup, 4, "reduce_subgroup"};
-        case Shader::rows: return {shaders::rows, 4, "rows"};
-        case Shader::rows_subgroup: return {shaders::rows_subgroup, 4, "rows_subgroup"};
-        case Shader::matmul: return {shaders::matmul, 3, "matmul"};
-        case Shader::matmul_storage16: return {shaders::matmul_storage16, 3, "matmul_storage16"};
+        case Shader::unary: return {shaders::unary, 2, "unary", shaders::unary_denorm_preserve};
+        case Shader::binary: return {shaders::binary, 3, "binary", shaders::binary_denorm_preserve};
+        case Shader::reduce: return {shaders::reduce, 4, "reduce", shaders::reduce_denorm_preserve};
+        case Shader::reduce_subgroup:
+            return {shaders::reduce_subgroup, 4, "reduce_subgroup", shaders::reduce_subgroup_denorm_preserve};
+        case Shader::rows: return {shaders::rows, 4, "rows", shaders::rows_denorm_preserve};
+        case Shader::rows_subgroup: return {shaders::rows_subgroup, 4, "rows_subgroup", shaders::rows_subgroup_denorm_preserve};
+        case Shader::matmul: return {shaders::matmul, 3, "matmul", shaders::matmul_denorm_preserve};
+        case Shader::matmul_storage16:
+            return {shaders::matmul_storage16, 3, "matmul_storage16", shaders::matmul_storage16_denorm_preserve};
         case Shader::matmul_coopmat: return {shaders::matmul_coopmat, 3, "matmul_coopmat"};
         case Shader::quant_dequantize: return {shaders::quant_dequantize, 2, "quant_dequantize"};
         case Shader::quant_q8_k: return {shaders::quant_q8_k, 2, "quant_q8_k"};
@@ -73,20 +79,38 @@ PipelineCache::Layout const& PipelineCache::layout(std::uint32_t bindings) {
     return layouts_.emplace(bindings, l).first->second;
 }
 
-VkShaderModule PipelineCache::module(Shader shader) {
-    if (auto it = modules_.find(shader); it != modules_.end()) return it->second;
-    auto const code = info(shader).code;
+VkShaderModule PipelineCache::module(Shader shader, DenormMode mode) {
+    auto const key = std::make_tuple(shader, mode);
+    if (auto it = modules_.find(key); it != modules_.end()) return it->second;
+    auto const code = mode == DenormMode::preserve ? info(shader).denorm_preserve_code : info(shader).code;
     VkShaderModuleCreateInfo ci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     ci.codeSize = code.size_bytes();
     ci.pCode = code.data();
     VkShaderModule m = VK_NULL_HANDLE;
     check(device_.fn().vkCreateShaderModule(device_.handle(), &ci, nullptr, &m),
           std::string("vkCreateShaderModule(") + info(shader).name + ")");
-    return modules_.emplace(shader, m).first->second;
+    return modules_.emplace(key, m).first->second;
 }
 
-Pipeline const& PipelineCache::get(Shader shader, SpecConstants const& constants) {
-    auto const key = std::make_tuple(shader, constants);
+void PipelineCache::log_subnormals_may_flush() {
+    if (logged_subnormals_may_flush_) return;
+    logged_subnormals_may_flush_ = true;
+    PhysicalDevice const& physical = device_.physical();
+    std::string const why = !physical.float_controls ? "it lacks VK_KHR_shader_float_controls"
+                            : !physical.denorm_preserve_f32
+                                ? "shaderDenormPreserveFloat32 is false"
+                                : "denormBehaviorIndependence is NONE, so float32 alone cannot be set";
+    detail::log(LogLevel::warn, "rayo: vulkan: " + physical.name() + " cannot keep float32 subnormals in shaders (" + why +
+                                    "): results the CPU gives as subnormals may be flushed to zero on it");
+}
+
+Pipeline const& PipelineCache::get(Shader shader, SpecConstants const& constants, DenormMode mode) {
+    bool const both_builds = !info(shader).denorm_preserve_code.empty();
+    if (!both_builds) mode = DenormMode::device_default;
+    if (mode == DenormMode::preserve && !device_.physical().preserves_f32_subnormals())
+        throw Error(std::string("vulkan: the DenormPreserve build of ") + info(shader).name + " asked for on " +
+                    device_.physical().name() + ", which cannot run it");
+    auto const key = std::make_tuple(shader, mode, constants);
     if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
     auto const& fn = device_.fn();
     VkDevice const dev = device_.handle();
@@ -96,7 +120,7 @@ Pipeline const& PipelineCache::get(Shader shader, SpecConstants const& constants
     }
     std::uint32_t const bindings = info(shader).bindings;
     Layout const& l = layout(bindings);
-    VkShaderModule const m = module(shader);
+    VkShaderModule const m = module(shader, mode);
 
     std::array<VkSpecializationMapEntry, std::tuple_size_v<SpecConstants>> entries{};
     for (std::uint32_t i = 0; i < entries.size(); ++i)
@@ -116,6 +140,10 @@ Pipeline const& PipelineCache::get(Shader shader, SpecConstants const& constants
     Pipeline p{VK_NULL_HANDLE, l.layout, l.set_layout, bindings};
     check(fn.vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &p.pipeline),
           std::string("vkCreateComputePipelines(") + info(shader).name + ")");
+    if (both_builds) {
+        ++(mode == DenormMode::preserve ? denorm_preserve_pipelines_ : denorm_default_pipelines_);
+        if (mode == DenormMode::device_default && !device_.physical().preserves_f32_subnormals()) log_subnormals_may_flush();
+    }
     return pipelines_.emplace(key, p).first->second;
 }
 

@@ -20,6 +20,13 @@ enum class Shader : std::uint8_t { unary, binary, reduce, reduce_subgroup, rows,
                                    matmul, matmul_storage16, matmul_coopmat, quant_dequantize, quant_q8_k,
                                    quant_activations, quant_gemv };
 
+// The float32 denormal mode a pipeline's shader was built with (cmake/RayoShaders.cmake builds the
+// shaders named in DENORM_PRESERVE twice; the others exist only in the default mode).
+enum class DenormMode : std::uint8_t {
+    device_default,  // the plain build: the device may flush subnormals to zero (NVIDIA does)
+    preserve,        // the DenormPreserve build: subnormals kept, as on the CPU
+};
+
 // Specialization constants by constant_id (0: op code, 1: workgroup size, 2..7: shader-specific, e.g.
 // tile shapes). Unused entries stay 0; ids a shader does not declare are ignored.
 using SpecConstants = std::array<std::uint32_t, 8>;
@@ -42,8 +49,15 @@ public:
     PipelineCache(PipelineCache const&) = delete;
     PipelineCache& operator=(PipelineCache const&) = delete;
 
-    [[nodiscard]] Pipeline const& get(Shader shader, SpecConstants const& constants);
+    // `mode`: the build to use where the shader has both; preserve only on a device with
+    // preserves_f32_subnormals(). The first pipeline of such a shader made in the default mode on a
+    // device that cannot preserve logs (once) that its results may lose subnormals.
+    [[nodiscard]] Pipeline const& get(Shader shader, SpecConstants const& constants, DenormMode mode);
     [[nodiscard]] std::size_t size() const noexcept { return pipelines_.size(); }
+    // Pipelines made so far of the shaders built in both modes, by the mode used.
+    [[nodiscard]] std::size_t pipelines_in(DenormMode mode) const noexcept {
+        return mode == DenormMode::preserve ? denorm_preserve_pipelines_ : denorm_default_pipelines_;
+    }
 
 private:
     struct Layout {
@@ -51,13 +65,17 @@ private:
         VkPipelineLayout layout = VK_NULL_HANDLE;
     };
     Layout const& layout(std::uint32_t bindings);
-    VkShaderModule module(Shader shader);
+    VkShaderModule module(Shader shader, DenormMode mode);
+    void log_subnormals_may_flush();
 
     LogicalDevice const& device_;
     VkPipelineCache cache_ = VK_NULL_HANDLE;
     std::map<std::uint32_t, Layout> layouts_;
-    std::map<Shader, VkShaderModule> modules_;
-    std::map<std::tuple<Shader, SpecConstants>, Pipeline> pipelines_;
+    std::map<std::tuple<Shader, DenormMode>, VkShaderModule> modules_;
+    std::map<std::tuple<Shader, DenormMode, SpecConstants>, Pipeline> pipelines_;
+    std::size_t denorm_preserve_pipelines_ = 0;
+    std::size_t denorm_default_pipelines_ = 0;
+    bool logged_subnormals_may_flush_ = false;
 };
 
 // Push constants of the element-wise shaders (shaders/elementwise_layout.glsl).

@@ -69,6 +69,10 @@ public:
     // Tests only: false makes matmul read f16 as packed words / skip the cooperative-matrix GEMM.
     void use_matmul_features(bool storage16, bool cooperative_matrix);
     [[nodiscard]] bool has_subgroup_arithmetic() const noexcept { return device_.physical().subgroup_arithmetic; }
+    [[nodiscard]] SubnormalSupport subnormal_support() const;
+    // Tests only: false makes every shader run its default-mode build, as on a device that cannot
+    // preserve subnormals; true restores the DenormPreserve builds where the device has them.
+    void use_denorm_preserve(bool enabled);
 
 private:
     friend class ScratchBuffer;
@@ -108,6 +112,11 @@ private:
     [[nodiscard]] std::uint32_t max_groups() const noexcept;
     // Subgroup arithmetic in compute shaders, and not turned off by use_subgroups(false).
     [[nodiscard]] bool subgroups() const noexcept { return use_subgroups_ && device_.physical().subgroup_arithmetic; }
+    // The DenormPreserve builds wherever the device can run them, unless use_denorm_preserve(false).
+    [[nodiscard]] DenormMode denorm_mode() const noexcept {
+        return use_denorm_preserve_ && device_.physical().preserves_f32_subnormals() ? DenormMode::preserve
+                                                                                       : DenormMode::device_default;
+    }
     // linear(x, w) with q4_k / q6_k weights (vulkan_quant.cpp): integer GEMV for few rows of x.
     void linear_quantized_gemv(detail::MatmulShape shape, detail::TensorView const& x, detail::TensorView const& w,
                                detail::TensorView const& out);
@@ -131,6 +140,7 @@ private:
     bool use_subgroups_ = true;
     bool use_storage16_ = true;
     bool use_cooperative_matrix_ = true;
+    bool use_denorm_preserve_ = true;
 };
 
 }  // namespace rayo::vulkan

@@ -51,7 +51,7 @@ void VulkanBackend::dispatch(Shader shader, SpecConstants const& constants, std:
         groups.z > limits.maxComputeWorkGroupCount[2])
         throw Error("vulkan: dispatch of " + std::to_string(groups.x) + "x" + std::to_string(groups.y) + "x" +
                     std::to_string(groups.z) + " workgroups exceeds the device's maxComputeWorkGroupCount");
-    Pipeline const& p = pipelines_.get(shader, constants);
+    Pipeline const& p = pipelines_.get(shader, constants, denorm_mode());
     if (args.size() != p.bindings)
         throw Error("vulkan: a dispatch passed " + std::to_string(args.size()) + " buffers to a shader with " +
                     std::to_string(p.bindings) + " bindings");
@@ -95,6 +95,41 @@ void use_subgroups(Device device, bool enabled) {
     auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
     if (!b) throw Error(device.id() + " is not a Vulkan device");
     b->use_subgroups(enabled);
+}
+
+SubnormalSupport VulkanBackend::subnormal_support() const {
+    std::lock_guard lock(mutex_);
+    PhysicalDevice const& physical = device_.physical();
+    SubnormalSupport s;
+    s.float_controls = physical.float_controls;
+    s.denorm_preserve_f32 = physical.denorm_preserve_f32;
+    switch (physical.denorm_independence) {
+        case VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_32_BIT_ONLY: s.denorm_independence = "32-bit only"; break;
+        case VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL: s.denorm_independence = "all"; break;
+        default: s.denorm_independence = "none"; break;
+    }
+    s.device_preserves = physical.preserves_f32_subnormals();
+    s.preserving = denorm_mode() == DenormMode::preserve;
+    s.preserving_pipelines = pipelines_.pipelines_in(DenormMode::preserve);
+    s.default_mode_pipelines = pipelines_.pipelines_in(DenormMode::device_default);
+    return s;
+}
+
+void VulkanBackend::use_denorm_preserve(bool enabled) {
+    std::lock_guard lock(mutex_);
+    use_denorm_preserve_ = enabled;
+}
+
+SubnormalSupport subnormal_support(Device device) {
+    auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
+    if (!b) throw Error(device.id() + " is not a Vulkan device");
+    return b->subnormal_support();
+}
+
+void use_denorm_preserve(Device device, bool enabled) {
+    auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
+    if (!b) throw Error(device.id() + " is not a Vulkan device");
+    b->use_denorm_preserve(enabled);
 }
 
 bool has_subgroup_arithmetic(Device device) {
