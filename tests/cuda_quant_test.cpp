@@ -362,13 +362,18 @@ TEST_F(CudaQuant, LinearOnSlicedViews) {
 
 // The fused GEMV (1-2 rows of x) strides its warps over the weight rows: more rows than the grid
 // has warps (one 32-warp block per multiprocessor), and a k whose records (q6_k, k = 32768: 96 KiB)
-// just fit in shared memory; beyond, the records kernel + GEMV.
+// just fit in shared memory; beyond, the records kernel + GEMV. The streamed form's rings run on
+// across a warp's rows (5000 and 9000 rows: some warps take two or three), with a partial last slot
+// (q4_k, 9 blocks a row) and 16 warps where 32 warps' rings do not fit (k = 32768).
 TEST_F(CudaQuant, FusedGemvStridesOverRowsAndFallsBackForLongRows) {
     for (std::size_t m : {1, 2}) {
         SCOPED_TRACE("m " + std::to_string(m));
         reset_stats();
         EXPECT_LE(linear_error<q4_k>(device, m, 9000, 256).relative, 1e-3);
         EXPECT_LE(linear_error<q6_k>(device, m, 9000, 256).relative, 1e-3);
+        EXPECT_LE(linear_error<q4_k>(device, m, 5000, 2304).relative, 1e-3);
+        EXPECT_LE(linear_error<q6_k>(device, m, 5000, 2048).relative, 1e-3);
+        EXPECT_LE(linear_error<q6_k>(device, m, 9000, 4096).relative, 1e-3);
         EXPECT_LE(linear_error<q4_k>(device, m, 40, 256 * 128 / m).relative, 1e-3);
         EXPECT_LE(linear_error<q6_k>(device, m, 40, 256 * 128 / m).relative, 1e-3);
         EXPECT_LE(linear_error<q4_k>(device, m, 40, 256 * 160).relative, 1e-3);

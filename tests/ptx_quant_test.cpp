@@ -65,9 +65,21 @@ TEST(PtxQuant, GemvAssemblesForEveryRowCount) {
                 for (unsigned rows = 1; rows <= 2; ++rows)
                     module.add(kernels::quant_gemv(
                         {.weight = type, .rows = rows, .residual = residual, .warps = 32, .unroll = 2, .fused = true}));
-        // The other shapes the configuration allows.
+        // The streamed fused GEMVs (cp.async rings; the ring depth and warp count change only constants,
+        // so two of the four combinations the backend picks from).
         for (DType type : {DType::q4_k, DType::q6_k})
+            for (bool residual : {true, false})
+                for (unsigned rows = 1; rows <= 2; ++rows) {
+                    module.add(kernels::quant_gemv({.weight = type, .rows = rows, .residual = residual, .warps = 32,
+                                                    .fused = true, .stages = 4}));
+                    module.add(kernels::quant_gemv({.weight = type, .rows = rows, .residual = residual, .warps = 16,
+                                                    .fused = true, .stages = 3}));
+                }
+        // The other shapes the configuration allows.
+        for (DType type : {DType::q4_k, DType::q6_k}) {
             module.add(kernels::quant_gemv({.weight = type, .rows = 3, .warps = 8, .unroll = 1}));
+            module.add(kernels::quant_gemv({.weight = type, .rows = 1, .warps = 2, .fused = true, .stages = 2}));
+        }
         std::string const failure = ptxas_failure("rayo_quant_gemv_all", module.emit(), t);
         EXPECT_TRUE(failure.empty()) << failure;
     }
@@ -109,6 +121,12 @@ TEST(PtxQuant, KernelsUseTheIntendedInstructions) {
     EXPECT_NE(fused.find("ld.shared.v4.b32"), std::string::npos);
     EXPECT_NE(fused.find("bar.sync"), std::string::npos);
     EXPECT_EQ(fused.find("records"), std::string::npos);  // x is the parameter
+    std::string const streamed =
+        kernels::quant_gemv({.weight = DType::q6_k, .warps = 32, .fused = true, .stages = 3}).emit(Target::sm_90);
+    EXPECT_NE(streamed.find("cp.async.cg.shared.global"), std::string::npos);
+    EXPECT_NE(streamed.find("cp.async.wait_group 1"), std::string::npos);
+    EXPECT_NE(streamed.find("bar.warp.sync"), std::string::npos);
+    EXPECT_NE(streamed.find("ld.shared.u32"), std::string::npos);  // q6_k words from the ring
     std::string const gemm = kernels::quant_gemm({.weight = DType::q6_k}).emit(Target::sm_80);
     EXPECT_NE(gemm.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos);
     EXPECT_NE(gemm.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos);
@@ -128,6 +146,9 @@ TEST(PtxQuant, BadConfigurationsAreRefused) {
     EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q4_k, .rows = 0}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q4_k, .rows = 9}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q4_k, .unroll = 3}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q4_k, .stages = 3}), ptx::BuildError);  // not fused
+    EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q4_k, .fused = true, .stages = 1}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q4_k, .fused = true, .stages = 9}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemm({.weight = DType::f16}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemm({.weight = DType::q4_k, .block_m = 32}), ptx::BuildError);
 }

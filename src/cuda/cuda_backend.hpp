@@ -80,6 +80,7 @@ public:
     // major * 10 + minor, e.g. 90 for sm_90.
     [[nodiscard]] int compute_capability() const noexcept { return properties_.compute_capability; }
     [[nodiscard]] int multiprocessor_count() const noexcept { return properties_.multiprocessor_count; }
+    [[nodiscard]] unsigned max_shared_bytes() const noexcept { return properties_.max_shared_bytes; }
     // "cuda:0", for messages.
     [[nodiscard]] std::string const& label() const noexcept { return context_.label(); }
     [[nodiscard]] PrimaryContext const& context() const noexcept { return context_; }

@@ -28,6 +28,8 @@ public:
 
     [[nodiscard]] virtual ptx::Target target() const noexcept = 0;
     [[nodiscard]] virtual int multiprocessor_count() const noexcept = 0;
+    // The dynamic shared memory one block may use (opted in at launch); 48 KiB is every device's.
+    [[nodiscard]] virtual unsigned max_shared_bytes() const noexcept { return 48 * 1024; }
     // The device address of a view's first byte.
     [[nodiscard]] virtual std::uint64_t address(detail::TensorView const& view) = 0;
     // Stream-ordered device memory for intermediate results; free_temporary may be called right

@@ -81,18 +81,27 @@ struct Q4Lane {
     Reg upper;      // .pred: sub-blocks 4..7 (c >= 2)
     Reg shift;      // byte of sub-block 2c within its scale word, in bits
     Reg shift_hi;   // and of 2c+1
-    Reg qs_offset;  // .u64: 16 + 16j
+    Reg qs_offset;    // .u64: 16 + 16j
+    Reg qs_offset32;  // .u32: the same, for blocks in shared memory
 };
 
-Q4Weights load_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Reg block, std::uint32_t record_bytes) {
+// The block at `at` (global .u64, or a streamed slot in shared memory, .u32).
+Q4Weights read_q4_k(Kernel& k, Space space, Reg at, Q4Lane const& lane, Reg valid, Reg record) {
+    Cache const cache = space == Space::global ? Cache::nc : Cache::none;
     Q4Weights w;
-    w.valid = k.setp(Cmp::lt, block, row.valid_limit);
+    w.valid = valid;
+    w.header = as_array(k.ld_vector(space, Type::u32, 4, Address(at), cache));
+    Reg const qs_offset = space == Space::global ? lane.qs_offset : lane.qs_offset32;
+    w.qs = as_array(k.ld_vector(space, Type::u32, 4, Address(k.add(at, qs_offset)), cache));
+    w.record = record;
+    return w;
+}
+
+Q4Weights load_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Reg block, std::uint32_t record_bytes) {
+    Reg const valid = k.setp(Cmp::lt, block, row.valid_limit);
     Reg const b = k.min(block, row.last_block);
     Reg const at = k.add(row.weights, k.mul_wide(b, 144));
-    w.header = as_array(k.ld_vector(Space::global, Type::u32, 4, Address(at), Cache::nc));
-    w.qs = as_array(k.ld_vector(Space::global, Type::u32, 4, Address(k.add(at, lane.qs_offset)), Cache::nc));
-    w.record = record_at(k, row, b, record_bytes);
-    return w;
+    return read_q4_k(k, Space::global, at, lane, valid, record_at(k, row, b, record_bytes));
 }
 
 void multiply_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Q4Weights const& w, bool residual,
@@ -155,40 +164,54 @@ struct Q6Raw {
     Reg record;
 };
 
-struct Q6Lane {
-    Reg ql_offset;     // .u64: 64h + l0
-    Reg qh_offset;     // .u64: 128 + 32h + l0
-    Reg scale_offset;  // .u64: 192 + 8h + (j%8)/4; scale i at +2i
+// A lane's offsets within a q6_k block; .u64 for global blocks, .u32 for blocks in shared memory.
+struct Q6Offsets {
+    Reg ql;     // 64h + l0
+    Reg qh;     // 128 + 32h + l0
+    Reg scale;  // 192 + 8h + (j%8)/4; scale i at +2i
 };
 
-Q6Raw load_q6_k(Kernel& k, Row const& row, Q6Lane const& lane, Reg block, std::uint32_t record_bytes) {
+struct Q6Lane {
+    Q6Offsets global;
+    Q6Offsets shared;
+};
+
+// The block at `at` (global .u64, or a streamed slot in shared memory, .u32): both only 2-byte
+// aligned, so words come from the 4-byte aligned address below.
+Q6Raw read_q6_k(Kernel& k, Space space, Reg at, Q6Offsets const& offsets, Reg valid, Reg record) {
+    Cache const cache = space == Space::global ? Cache::nc : Cache::none;
     Q6Raw w;
-    w.valid = k.setp(Cmp::lt, block, row.valid_limit);
-    Reg const b = k.min(block, row.last_block);
-    Reg const at = k.add(row.weights, k.mul_wide(b, 210));
+    w.valid = valid;
     Reg const misalignment = k.and_(at, 2);
     w.misaligned = k.setp(Cmp::ne, misalignment, 0);
     Reg const aligned = k.sub(at, misalignment);
-    Reg const ql = k.add(aligned, lane.ql_offset);
-    Reg const qh = k.add(aligned, lane.qh_offset);
-    w.a0 = k.ld(Space::global, Type::u32, Address(ql), Cache::nc);
-    w.b0 = k.ld(Space::global, Type::u32, Address(ql, 32), Cache::nc);
-    w.h0 = k.ld(Space::global, Type::u32, Address(qh), Cache::nc);
+    Reg const ql = k.add(aligned, offsets.ql);
+    Reg const qh = k.add(aligned, offsets.qh);
+    w.a0 = k.ld(space, Type::u32, Address(ql), cache);
+    w.b0 = k.ld(space, Type::u32, Address(ql, 32), cache);
+    w.h0 = k.ld(space, Type::u32, Address(qh), cache);
     // The word after is needed (and loaded) only for a misaligned block; prmt ignores it otherwise.
     w.a1 = k.reg(Type::u32);
     w.b1 = k.reg(Type::u32);
     w.h1 = k.reg(Type::u32);
     k.predicated(w.misaligned, true, [&] {
-        k.ld(w.a1, Space::global, Type::u32, Address(ql, 4), Cache::nc);
-        k.ld(w.b1, Space::global, Type::u32, Address(ql, 36), Cache::nc);
-        k.ld(w.h1, Space::global, Type::u32, Address(qh, 4), Cache::nc);
+        k.ld(w.a1, space, Type::u32, Address(ql, 4), cache);
+        k.ld(w.b1, space, Type::u32, Address(ql, 36), cache);
+        k.ld(w.h1, space, Type::u32, Address(qh, 4), cache);
     });
-    Reg const sc = k.add(at, lane.scale_offset);
-    for (int i = 0; i < 4; ++i) w.scales[i] = k.ld(Space::global, Type::s8, Address(sc, 2 * i), Cache::nc);
+    Reg const sc = k.add(at, offsets.scale);
+    for (int i = 0; i < 4; ++i) w.scales[i] = k.ld(space, Type::s8, Address(sc, 2 * i), cache);
     w.d_half = k.reg(Type::f16);
-    k.ld(w.d_half, Space::global, Type::b16, Address(at, 208), Cache::nc);
-    w.record = record_at(k, row, b, record_bytes);
+    k.ld(w.d_half, space, Type::b16, Address(at, 208), cache);
+    w.record = record;
     return w;
+}
+
+Q6Raw load_q6_k(Kernel& k, Row const& row, Q6Lane const& lane, Reg block, std::uint32_t record_bytes) {
+    Reg const valid = k.setp(Cmp::lt, block, row.valid_limit);
+    Reg const b = k.min(block, row.last_block);
+    Reg const at = k.add(row.weights, k.mul_wide(b, 210));
+    return read_q6_k(k, Space::global, at, lane.global, valid, record_at(k, row, b, record_bytes));
 }
 
 Q6Weights decode_q6_k(Kernel& k, Q6Raw const& raw) {
@@ -312,6 +335,47 @@ void quantize_record(Kernel& k, DType weight, bool residual, Reg x, Reg index, R
     }
 }
 
+// The streamed GEMV's producer: each warp's ring of slots and the position of the next slot to fill.
+struct Ring {
+    Reg base;     // .u32: this warp's first slot
+    Reg slot;     // .u32: the slot to fill next
+    Reg row;      // .u32: its weight row (>= n: nothing left to fill)
+    Reg step;     // .u32: its slot-sized step within the row
+};
+
+// Requests the next slot of `ring` (8 blocks of its row, zero-filled past the row's end) and commits
+// the copies as one group (an empty group when the warp's rows are done, so the group count stays
+// uniform), then moves the ring on.
+void fill_slot(Kernel& k, Ring& ring, Reg weights, Reg n, Reg row_bytes32, Reg steps, Reg row_step, Reg lane,
+               std::uint32_t slot_bytes, unsigned stages) {
+    unsigned const chunks = slot_bytes / 16;
+    k.if_then(k.setp(Cmp::lt, ring.row, n), [&] {
+        Reg const offset = k.mul(ring.step, slot_bytes);
+        Reg const from = k.add(k.add(weights, k.mul_wide(ring.row, row_bytes32)), k.cvt(Type::u64, offset));
+        Reg const remaining = k.bitcast(Type::s32, k.sub(row_bytes32, offset));
+        Reg const to = k.add(ring.base, k.mul(ring.slot, slot_bytes));
+        for (unsigned first = 0; first < chunks; first += 32) {
+            Reg const c = k.add(lane, first);
+            auto const copy = [&] {
+                // Bytes of this 16-byte chunk inside the row: 16, then a partial block's tail, then 0
+                // (a chunk with nothing to copy reads from the slot's first byte, which exists).
+                Reg const bytes = k.max(k.min(k.sub(remaining, k.shl(k.bitcast(Type::s32, c), 4)), 16), 0);
+                Reg const at = k.selp(k.add(from, k.mul_wide(c, 16)), from, k.setp(Cmp::gt, bytes, 0), Type::u64);
+                k.cp_async(k.add(to, k.shl(c, 4)), Address(at), 16, k.bitcast(Type::u32, bytes));
+            };
+            if (first + 32 <= chunks) copy();
+            else k.if_then(k.setp(Cmp::lt, c, chunks), copy);
+        }
+    });
+    k.cp_async_commit();
+    k.add(ring.step, ring.step, 1);
+    Reg const wrap = k.setp(Cmp::eq, ring.step, steps);
+    k.selp(ring.step, 0, ring.step, wrap);
+    k.selp(ring.row, k.add(ring.row, row_step), ring.row, wrap);
+    k.add(ring.slot, ring.slot, 1);
+    k.selp(ring.slot, 0, ring.slot, k.setp(Cmp::eq, ring.slot, stages));
+}
+
 }  // namespace
 
 Kernel quant_gemv(QuantGemvConfig const& config) {
@@ -324,10 +388,15 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
         throw BuildError("ptx kernels: quant_gemv needs 1 to 32 warps per block, not " + std::to_string(config.warps));
     if (config.unroll != 1 && config.unroll != 2 && config.unroll != 4)
         throw BuildError("ptx kernels: quant_gemv unrolls by 1, 2 or 4, not " + std::to_string(config.unroll));
+    bool const streamed = config.stages != 0;
+    if (streamed && (!config.fused || config.stages < 2 || config.stages > 8))
+        throw BuildError("ptx kernels: a streamed quant_gemv is fused and has 2 to 8 stages, not " +
+                         std::to_string(config.stages) + (config.fused ? "" : " (not fused)"));
 
     Kernel k("rayo_quant_gemv_" + std::string(to_string(config.weight)) + "_m" + std::to_string(config.rows) +
-             (config.residual ? "_residual" : "") + "_w" + std::to_string(config.warps) + "_u" +
-             std::to_string(config.unroll) + (config.fused ? "_fused" : ""));
+             (config.residual ? "_residual" : "") + "_w" + std::to_string(config.warps) +
+             (streamed ? "_s" + std::to_string(config.stages) : "_u" + std::to_string(config.unroll)) +
+             (config.fused ? "_fused" : ""));
     k.max_threads(32 * config.warps);
     Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
     Reg const records = k.cvta_to_global(k.param(Type::u64, config.fused ? "x" : "records"));
@@ -339,26 +408,41 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
     Reg const lane = k.and_(tid, 31);
     Reg const warp = k.shr(tid, 5);
     Reg const first_row = k.fma(k.special(Special::ctaid_x), config.warps, warp);
+    Reg const row_step = k.mul(k.special(Special::nctaid_x), config.warps);
     Label const done = k.label();
 
     std::uint32_t const block_bytes = q4 ? 144 : 210;
     auto const record_bytes = static_cast<std::uint32_t>(activation_record_bytes(config.weight));
     Reg const row_bytes = k.mul_wide(blocks, block_bytes);
+    auto const slot_bytes = static_cast<std::uint32_t>(quant_gemv_slot_bytes(config.weight));
+    Reg const row_bytes32 = k.mul(blocks, block_bytes);
+    Reg const steps = k.shr(k.add(blocks, quant_gemv_slot_blocks - 1), 3);
 
     Row row;
     Reg records_base;
+    Ring ring;
     if (config.fused) {
+        records_base = k.shared_address(k.dynamic_shared(16));
+        if (streamed) {
+            // The first stages − 1 slots of every warp are requested before x is quantized.
+            ring.base = k.add(k.add(records_base, k.mul(k.mul(blocks, static_cast<std::int64_t>(config.rows)), record_bytes)),
+                              k.mul(warp, config.stages * slot_bytes));
+            ring.slot = k.mov(Type::u32, 0);
+            ring.row = k.mov(Type::u32, first_row);
+            ring.step = k.mov(Type::u32, 0);
+            for (unsigned s = 0; s + 1 < config.stages; ++s)
+                fill_slot(k, ring, weights, n, row_bytes32, steps, row_step, lane, slot_bytes, config.stages);
+        }
         // Start this warp's first weight row towards L2 while the CTA quantizes x into shared memory.
         k.if_then(k.setp(Cmp::lt, first_row, n), [&] {
             // (32-bit offsets: x's records fit in shared memory, so a row is at most a few KiB.)
             Reg const start = k.add(weights, k.mul(k.cvt(Type::u64, first_row), row_bytes));
             Reg const line = k.reg(Type::u32);
-            k.for_range(line, k.shl(lane, 7), k.mul(blocks, block_bytes), 4096, [&] {
+            k.for_range(line, k.shl(lane, 7), row_bytes32, 4096, [&] {
                 k.instruction("prefetch.global.L2", {AddressUse{Address(k.add(start, k.cvt(Type::u64, line)))}});
             });
         });
         // x's rows·blocks_per_row records, one warp each, then every warp reads them.
-        records_base = k.shared_address(k.dynamic_shared(16));
         Reg const count = k.mul(blocks, static_cast<std::int64_t>(config.rows));
         Reg const r = k.reg(Type::u32);
         k.for_range(r, warp, count, config.warps, [&] {
@@ -398,21 +482,46 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
         q4_lane.upper = k.setp(Cmp::ge, c, 2);
         q4_lane.shift = k.shl(k.and_(c, 1), 4);
         q4_lane.shift_hi = k.add(q4_lane.shift, 8);
-        q4_lane.qs_offset = k.mul_wide(k.add(k.shl(j, 4), 16), 1);
+        q4_lane.qs_offset32 = k.add(k.shl(j, 4), 16);
+        q4_lane.qs_offset = k.cvt(Type::u64, q4_lane.qs_offset32);
     } else {
         Reg const h = k.shr(j, 3);
         Reg const l0 = k.shl(k.and_(j, 7), 2);
-        q6_lane.ql_offset = k.mul_wide(k.fma(h, 64, l0), 1);
-        q6_lane.qh_offset = k.mul_wide(k.add(k.fma(h, 32, l0), 128), 1);
-        q6_lane.scale_offset = k.mul_wide(k.add(k.fma(h, 8, k.shr(k.and_(j, 7), 2)), 192), 1);
+        q6_lane.shared = {.ql = k.fma(h, 64, l0),
+                          .qh = k.add(k.fma(h, 32, l0), 128),
+                          .scale = k.add(k.fma(h, 8, k.shr(k.and_(j, 7), 2)), 192)};
+        q6_lane.global = {.ql = k.cvt(Type::u64, q6_lane.shared.ql),
+                          .qh = k.cvt(Type::u64, q6_lane.shared.qh),
+                          .scale = k.cvt(Type::u64, q6_lane.shared.scale)};
     }
     Reg const out_stride = k.mul_wide(n, 4);
     Reg const lane0 = k.setp(Cmp::eq, lane, 0);
 
-    auto const one_row = [&](Reg weight_row) {
-        row.weights = k.add(weights, k.mul(k.cvt(Type::u64, weight_row), row_bytes));
+    auto const zeroed_accumulators = [&] {
         std::vector<Reg> acc;
         for (unsigned a = 0; a < config.rows; ++a) acc.push_back(k.mov(Type::f32, 0.0f));
+        return acc;
+    };
+    // Sum over the warp's lanes; lane 0 writes out[a, weight_row].
+    auto const write_row = [&](std::vector<Reg> const& acc, Reg weight_row) {
+        std::vector<Reg> sums;
+        for (Reg a : acc) {
+            Reg sum = a;
+            for (int delta = 16; delta >= 1; delta /= 2) sum = k.add(sum, k.shfl(ShuffleMode::bfly, sum, delta));
+            sums.push_back(sum);
+        }
+        Reg at = k.add(out, k.mul_wide(weight_row, 4));
+        k.predicated(lane0, true, [&] {
+            for (std::size_t a = 0; a < sums.size(); ++a) {
+                k.st(Space::global, Type::f32, Address(at), sums[a]);
+                if (a + 1 < sums.size()) at = k.add(at, out_stride);
+            }
+        });
+    };
+
+    auto const one_row = [&](Reg weight_row) {
+        row.weights = k.add(weights, k.mul(k.cvt(Type::u64, weight_row), row_bytes));
+        std::vector<Reg> const acc = zeroed_accumulators();
         unsigned const step = group * config.unroll;
         Reg const it = k.reg(Type::u32);
         k.for_range(it, 0, blocks, step, [&] {
@@ -429,20 +538,47 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
                 for (auto const& raw : raws) multiply_q6_k(k, row, decode_q6_k(k, raw), config.residual, acc);
             }
         });
-        // Sum over the warp's lanes; lane 0 writes out[a, weight_row].
-        for (auto& a : acc)
-            for (int delta = 16; delta >= 1; delta /= 2) a = k.add(a, k.shfl(ShuffleMode::bfly, a, delta));
-        Reg at = k.add(out, k.mul_wide(weight_row, 4));
-        k.predicated(lane0, true, [&] {
-            for (std::size_t a = 0; a < acc.size(); ++a) {
-                k.st(Space::global, Type::f32, Address(at), acc[a]);
-                if (a + 1 < acc.size()) at = k.add(at, out_stride);
-            }
-        });
+        write_row(acc, weight_row);
     };
-    if (config.fused) {
+
+    if (streamed) {
+        // Consume slots in order while the ring fills the one after the last requested; a row's
+        // sums are written after its last slot.
+        std::vector<Reg> const acc = zeroed_accumulators();
+        Reg const slot = k.mov(Type::u32, 0);
+        Reg const weight_row = k.mov(Type::u32, first_row);
+        Reg const step = k.mov(Type::u32, 0);
+        Label const top = k.label();
+        k.place(top);
+        k.bra_if(k.setp(Cmp::ge, weight_row, n), done);
+        // This lane's copies of the slot have landed; after the warp barrier, every lane's have, and
+        // every lane is done with the slot the ring refills next.
+        k.cp_async_wait(static_cast<int>(config.stages) - 2);
+        k.bar_warp_sync();
+        fill_slot(k, ring, weights, n, row_bytes32, steps, row_step, lane, slot_bytes, config.stages);
+        Reg const at = k.add(ring.base, k.mul(slot, slot_bytes));
+        Reg const first = k.shl(step, 3);  // the slot's first block in the row
+        for (unsigned g = 0; g < quant_gemv_slot_blocks; g += group) {
+            Reg const local = k.add(first_block, g);
+            Reg const block = k.add(first, local);
+            Reg const valid = k.setp(Cmp::lt, block, blocks);
+            Reg const record = record_at(k, row, k.min(block, row.last_block), record_bytes);
+            Reg const block_at = k.add(at, k.mul(local, block_bytes));
+            if (q4) multiply_q4_k(k, row, q4_lane, read_q4_k(k, Space::shared, block_at, q4_lane, valid, record), config.residual, acc);
+            else multiply_q6_k(k, row, decode_q6_k(k, read_q6_k(k, Space::shared, block_at, q6_lane.shared, valid, record)), config.residual, acc);
+        }
+        k.add(step, step, 1);
+        k.add(slot, slot, 1);
+        k.selp(slot, 0, slot, k.setp(Cmp::eq, slot, config.stages));
+        k.if_then(k.setp(Cmp::eq, step, steps), [&] {
+            write_row(acc, weight_row);
+            for (Reg a : acc) k.mov(a, 0.0f);
+            k.mov(step, 0);
+            k.add(weight_row, weight_row, row_step);
+        });
+        k.bra(top);
+    } else if (config.fused) {
         // Rows strided over the grid's warps.
-        Reg const row_step = k.mul(k.special(Special::nctaid_x), config.warps);
         Reg const weight_row = k.reg(Type::u32);
         k.for_range(weight_row, first_row, n, row_step, [&] { one_row(weight_row); });
     } else {

@@ -97,17 +97,36 @@ struct QuantActivationsConfig {
 // q = rni(x·127/amax) rather than the reference's bytes: the same accuracy), then its warps take weight
 // rows ctaid·warps + warp + i·gridDim·warps. Launch any grid (a few blocks per multiprocessor: each
 // block quantizes x once).
+//
+// fused with stages > 0 (streamed): each warp streams its weight rows through a ring of `stages`
+// slots of 8 blocks in shared memory by cp.async, `stages` − 1 slots ahead of the one it multiplies,
+// so the loads of later blocks are in flight while it computes (and while the block quantizes x:
+// the first slots are requested before that). A warp's slots run on across its rows. The ring
+// follows x's records in dynamic shared memory (quant_gemv_shared_bytes). Needs 16-byte aligned
+// weight rows: q4_k always (144-byte blocks), q6_k when blocks_per_row is a multiple of 8.
 struct QuantGemvConfig {
     DType weight = DType::q4_k;  // q4_k or q6_k
     unsigned rows = 1;           // rows of x, 1..8: each lane keeps one accumulator per row
     bool residual = true;        // must match the records
     unsigned warps = 4;          // warps per block (1..32)
-    unsigned unroll = 2;         // block groups in flight per lane: 1, 2 or 4
+    unsigned unroll = 2;         // block groups in flight per lane: 1, 2 or 4 (not streamed)
     bool fused = false;          // quantize x into shared memory in the GEMV itself (above)
+    unsigned stages = 0;         // fused only: 0 loads weights into registers, 2..8 streams them (above)
 };
 [[nodiscard]] Kernel quant_gemv(QuantGemvConfig const& config);
 constexpr std::size_t quant_gemv_fused_shared_bytes(DType weight, unsigned rows, std::size_t blocks_per_row) noexcept {
     return rows * blocks_per_row * activation_record_bytes(weight);
+}
+// Blocks per slot of the streamed GEMV's ring, and the slot's bytes.
+constexpr unsigned quant_gemv_slot_blocks = 8;
+constexpr std::size_t quant_gemv_slot_bytes(DType weight) noexcept {
+    return quant_gemv_slot_blocks * (weight == DType::q4_k ? 144u : 210u);
+}
+// The dynamic shared memory a fused GEMV launch needs: x's records, then (streamed) the warps' rings.
+constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std::size_t blocks_per_row) noexcept {
+    if (!config.fused) return 0;
+    return quant_gemv_fused_shared_bytes(config.weight, config.rows, blocks_per_row) +
+           std::size_t{config.warps} * config.stages * quant_gemv_slot_bytes(config.weight);
 }
 
 // ---- the GEMM path ------------------------------------------------------------------------------
