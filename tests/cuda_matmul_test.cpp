@@ -253,7 +253,8 @@ TEST_F(CudaMatmulOp, EveryTypePairLayoutAndAlignment) {
                         bool const fits = aligned(runner.address(av), runner.address(bv), runner.address(ov), d, at,
                                                   bt, b_transposed);
                         auto const config = ptx::kernels::choose_gemm_config(
-                            d.m, d.n, d.k, ptx_type(at), ptx_type(bt), b_transposed, fits, runner.multiprocessor_count());
+                            d.m, d.n, d.k, ptx_type(at), ptx_type(bt), b_transposed, fits, runner.multiprocessor_count(),
+                            runner.target());
                         ran.insert(ptx::kernels::gemm_name(config));
                         SCOPED_TRACE(ptx::kernels::gemm_name(config));
                         cuda::ops::matmul(runner, {d.m, d.n, d.k, b_transposed}, av, bv, ov);
@@ -263,7 +264,9 @@ TEST_F(CudaMatmulOp, EveryTypePairLayoutAndAlignment) {
                     expect_close(got, ref, d, tolerance(at, bt, d.k), shift ? "misaligned" : "aligned");
                 }
             }
-    for (auto const& c : ptx::kernels::chosen_gemm_configs())
+    ptx::Target target{};
+    backend->with_runner([&](cuda::KernelRunner& runner) { target = runner.target(); });
+    for (auto const& c : ptx::kernels::chosen_gemm_configs(target))
         EXPECT_TRUE(ran.contains(ptx::kernels::gemm_name(c))) << ptx::kernels::gemm_name(c) << " never ran";
     EXPECT_EQ(rayo::stats().cpu_fallbacks, 0u);
 }

@@ -110,10 +110,12 @@ TEST(PtxGemm, NamesSpellEveryParameter) {
     EXPECT_EQ(gemm_name({}), "gemm_simt_f32_f32_nn_128x128x8_w8_s3_v_g8");
     EXPECT_EQ(gemm_name({.m = 64, .n = 4096, .k = 4096, .aligned = false, .group_m = 4}),
               "gemm_simt_f32_f32_nn_128x128x8_w8_s3_e_g4_m64_n4096_k4096");
-    std::set<std::string> names;
-    for (GemmConfig const& c : chosen_gemm_configs()) {
-        EXPECT_EQ(gemm(c).name(), gemm_name(c));
-        EXPECT_TRUE(names.insert(gemm_name(c)).second) << "two chosen variants named " << gemm_name(c);
+    for (Target t : {Target::sm_80, Target::sm_90}) {
+        std::set<std::string> names;
+        for (GemmConfig const& c : chosen_gemm_configs(t)) {
+            EXPECT_EQ(gemm(c).name(), gemm_name(c));
+            EXPECT_TRUE(names.insert(gemm_name(c)).second) << "two chosen variants named " << gemm_name(c);
+        }
     }
 }
 
@@ -134,13 +136,19 @@ TEST(PtxGemm, LaunchShapes) {
 }
 
 TEST(PtxGemm, ChoosesByTypeShapeAndAlignment) {
-    auto const pick = [](std::uint64_t m, std::uint64_t n, Type a, Type b, bool bt, bool aligned) {
-        return choose_gemm_config(m, n, 64, a, b, bt, aligned, 132);
+    auto const pick = [](std::uint64_t m, std::uint64_t n, Type a, Type b, bool bt, bool aligned,
+                         Target target = Target::sm_90) {
+        return choose_gemm_config(m, n, 64, a, b, bt, aligned, 132, target);
     };
     GemmConfig c = pick(4096, 4096, Type::f32, Type::f32, false, true);
     EXPECT_EQ(c.algorithm, GemmAlgorithm::simt);
     EXPECT_EQ(c.tile.m, 128u);
+    EXPECT_EQ(c.tile.k, 16u);  // sm_90: deeper k steps, two stages
+    EXPECT_EQ(c.stages, 2u);
     EXPECT_TRUE(c.aligned);
+    c = pick(4096, 4096, Type::f32, Type::f32, false, true, Target::sm_80);
+    EXPECT_EQ(c.tile.k, 8u);  // sm_80: 16 would spill
+    EXPECT_EQ(c.stages, 3u);
     c = pick(256, 256, Type::f32, Type::f32, true, false);  // 4 large tiles < 132 SMs
     EXPECT_EQ(c.tile.m, 64u);
     EXPECT_TRUE(c.b_transposed);
@@ -161,17 +169,19 @@ TEST(PtxGemm, ChoosesByTypeShapeAndAlignment) {
     EXPECT_EQ(c.tile.m, 64u);
     EXPECT_EQ(pick(4096, 4096, Type::f16, Type::f16, true, true).m, 0u) << "sizes stay parameters";
     // Every pick is one of the listed variants.
-    std::set<std::string> listed;
-    for (GemmConfig const& v : chosen_gemm_configs()) listed.insert(gemm_name(v));
-    EXPECT_EQ(listed.size(), 5u * 2u * 2u * 3u);
-    for (std::uint64_t m : {1u, 32u, 33u, 300u, 5000u})
-        for (std::uint64_t n : {1u, 100u, 5000u})
-            for (auto [a, b] : std::vector<std::pair<Type, Type>>{{Type::f32, Type::f32}, {Type::f16, Type::f16},
-                                                                   {Type::f32, Type::bf16}})
-                for (bool bt : {false, true})
-                    for (bool aligned : {false, true})
-                        EXPECT_TRUE(listed.contains(gemm_name(pick(m, n, a, b, bt, aligned))))
-                            << gemm_name(pick(m, n, a, b, bt, aligned));
+    for (Target t : {Target::sm_80, Target::sm_90}) {
+        std::set<std::string> listed;
+        for (GemmConfig const& v : chosen_gemm_configs(t)) listed.insert(gemm_name(v));
+        EXPECT_EQ(listed.size(), 5u * 2u * 2u * 3u);
+        for (std::uint64_t m : {1u, 32u, 33u, 300u, 5000u})
+            for (std::uint64_t n : {1u, 100u, 5000u})
+                for (auto [a, b] : std::vector<std::pair<Type, Type>>{{Type::f32, Type::f32}, {Type::f16, Type::f16},
+                                                                       {Type::f32, Type::bf16}})
+                    for (bool bt : {false, true})
+                        for (bool aligned : {false, true})
+                            EXPECT_TRUE(listed.contains(gemm_name(pick(m, n, a, b, bt, aligned, t))))
+                                << gemm_name(pick(m, n, a, b, bt, aligned, t)) << " for " << to_string(t);
+    }
 }
 
 // ---- the code
@@ -225,8 +235,8 @@ TEST(PtxGemm, BakedSizesDropEdgeChecks) {
 }
 
 TEST(PtxGemm, EveryChosenVariantEmitsForEveryTarget) {
-    for (GemmConfig const& c : chosen_gemm_configs())
-        for (Target t : {Target::sm_80, Target::sm_86, Target::sm_89, Target::sm_90, Target::sm_90a})
+    for (Target t : {Target::sm_80, Target::sm_86, Target::sm_89, Target::sm_90, Target::sm_90a})
+        for (GemmConfig const& c : chosen_gemm_configs(t))
             EXPECT_NO_THROW((void)gemm(c).emit(t)) << describe(c) << " for " << to_string(t);
 }
 
@@ -234,13 +244,11 @@ TEST(PtxGemm, EveryChosenVariantEmitsForEveryTarget) {
 
 TEST(PtxGemm, EveryChosenVariantAssemblesForSm80AndSm90) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    for (GemmConfig const& c : chosen_gemm_configs()) {
-        Kernel const kernel = gemm(c);
-        for (Target t : {Target::sm_80, Target::sm_90}) {
+    for (Target t : {Target::sm_80, Target::sm_90})
+        for (GemmConfig const& c : chosen_gemm_configs(t)) {
             SCOPED_TRACE(describe(c) + " " + std::string(to_string(t)));
-            expect_assembles(kernel, t);
+            expect_assembles(gemm(c), t);
         }
-    }
 }
 
 // Larger tiles and deeper k steps a caller may ask for (and the README's example) assemble too.
@@ -262,20 +270,22 @@ TEST(PtxGemm, AlternativeTilesAssemble) {
 }
 
 // The main (aligned) variants do not spill; the 128x128 SIMT kernel fits 128 registers (two blocks
-// per SM).
+// per SM). The exception is sm_90's 128x128x16 SIMT tile: ptxas spills a few words of it (40 bytes
+// stored, 60 loaded), and it still measured 6% faster than the spill-free 128x128x8 on an H100, so
+// it may spill that little and no more.
 TEST(PtxGemm, MainVariantsDoNotSpill) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    for (GemmConfig const& c : chosen_gemm_configs()) {
-        if (!c.aligned) continue;
-        for (Target t : {Target::sm_80, Target::sm_90}) {
+    for (Target t : {Target::sm_80, Target::sm_90})
+        for (GemmConfig const& c : chosen_gemm_configs(t)) {
+            if (!c.aligned) continue;
             SCOPED_TRACE(describe(c) + " " + std::string(to_string(t)));
             PtxasUsage const usage = ptxas_usage(gemm(c), t);
             ASSERT_GE(usage.registers, 0) << usage.log;
-            EXPECT_EQ(usage.spill_stores, 0) << usage.log;
-            EXPECT_EQ(usage.spill_loads, 0) << usage.log;
+            int const allowed = c.algorithm == GemmAlgorithm::simt && c.tile.k == 16 ? 64 : 0;
+            EXPECT_LE(usage.spill_stores, allowed) << usage.log;
+            EXPECT_LE(usage.spill_loads, allowed) << usage.log;
             if (c.algorithm == GemmAlgorithm::simt && c.warps == 8) EXPECT_LE(usage.registers, 128) << usage.log;
         }
-    }
 }
 
 }  // namespace

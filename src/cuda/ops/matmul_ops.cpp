@@ -53,7 +53,7 @@ void matmul(KernelRunner& runner, detail::MatmulShape shape, TensorView const& a
                          shape.n * 4 % 16 == 0;
     ptx::kernels::GemmConfig const config =
         ptx::kernels::choose_gemm_config(shape.m, shape.n, shape.k, a_type, b_type, shape.b_transposed, aligned,
-                                         runner.multiprocessor_count());
+                                         runner.multiprocessor_count(), runner.target());
     auto const m = static_cast<std::uint32_t>(shape.m), n = static_cast<std::uint32_t>(shape.n),
                k = static_cast<std::uint32_t>(shape.k);
     ptx::kernels::GemmLaunch const launch = ptx::kernels::gemm_launch(config, m, n);

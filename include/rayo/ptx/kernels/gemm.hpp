@@ -64,8 +64,8 @@ struct GemmConfig {
     // Warps per block. simt: fixed by the tile, (tile.m / 32) · (tile.n / 64) (0 or that number);
     // tensor_core: 1, 2, 4 or 8 (0: 4), laid out 1×1, 2×1/1×2, 2×2, 4×2/2×4 over the tile.
     unsigned warps = 0;
-    // Shared-memory buffers in flight. simt: 2 (double buffering; 0 or 2); tensor_core: the
-    // cp.async pipeline depth, 2 to 8 (0: 4).
+    // Shared-memory buffers in flight (the cp.async pipeline depth), 2 to 8. 0: 3 (simt), 4
+    // (tensor_core).
     unsigned stages = 0;
     // 16-byte global accesses (vector loads, 16-byte cp.async, vector stores). The caller
     // guarantees that a, b and out start on 16-byte boundaries and that every row of a, b and out
@@ -100,14 +100,15 @@ struct GemmLaunch {
 
 // The variant rayo's CUDA matmul runs for out[m, n] = a[m, k] · op(b), with `aligned` as
 // GemmConfig::aligned requires (the caller checks addresses and row lengths), on a GPU with
-// `multiprocessors` SMs: f32 × f32 on the CUDA cores; anything with a 16-bit b on the tensor
-// cores. Large outputs take 128x128 tiles; outputs with fewer such tiles than SMs take 64x64; a
-// few rows (m ≤ 32) take 32x64. The sizes stay kernel parameters (none is baked).
+// `multiprocessors` SMs of `target`: f32 × f32 on the CUDA cores; anything with a 16-bit b on the
+// tensor cores. Large outputs take 128x128 tiles (f32 on sm_90: k steps of 16 in two stages, else
+// 8 in three); outputs with fewer such tiles than SMs take 64x64; a few rows (m ≤ 32) take 32x64.
+// The sizes stay kernel parameters (none is baked).
 [[nodiscard]] GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t k, Type a, Type b,
-                                            bool b_transposed, bool aligned, int multiprocessors);
+                                            bool b_transposed, bool aligned, int multiprocessors, Target target);
 
-// Every configuration choose_gemm_config returns, for any problem.
-[[nodiscard]] std::vector<GemmConfig> chosen_gemm_configs();
+// Every configuration choose_gemm_config returns for `target`, for any problem.
+[[nodiscard]] std::vector<GemmConfig> chosen_gemm_configs(Target target);
 
 namespace detail {
 
