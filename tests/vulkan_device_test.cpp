@@ -47,6 +47,24 @@ TEST_F(VulkanDevice, RoundTripsBytesThroughDeviceMemory) {
     EXPECT_EQ(Tensor<std::int32_t>::from(ints, {3}, device).to_vector(), ints);
 }
 
+// A tensor too large to share a block gets one of its own; freed, the block is kept and the next
+// tensor of about its size takes it (instead of a new vkAllocateMemory), with its own contents.
+TEST_F(VulkanDevice, KeepsFreedLargeBlocksForTheNextLargeTensor) {
+    std::size_t const large = std::size_t{12} << 20;  // 48 MiB of floats: more than half a block
+    { auto t = Tensor<float>::full({large}, 1.0f, device); }
+    device.synchronize();
+    auto const kept = vulkan::memory_stats(device);
+    for (std::size_t count : {large, large - 1000, large / 2 + 4096}) {
+        auto const v = random_floats(count, fresh_seed());
+        auto t = Tensor<float>::from(v, {count}, device);
+        EXPECT_EQ(vulkan::memory_stats(device).device_blocks, kept.device_blocks) << count << " floats";
+        auto const back = t.to_vector();
+        EXPECT_TRUE(back == v) << count << " floats";
+    }
+    device.synchronize();
+    EXPECT_EQ(vulkan::memory_stats(device).device_blocks, kept.device_blocks);
+}
+
 TEST_F(VulkanDevice, ReusesMemoryForTenThousandTensors) {
     auto const v = random_floats(1000, fresh_seed());
     { auto warm = Tensor<float>::from(v, {v.size()}, device); }

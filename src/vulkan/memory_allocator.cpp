@@ -159,7 +159,16 @@ Allocation MemoryAllocator::allocate(VkDeviceSize bytes) {
     if (!dedicated)
         for (std::uint32_t i = 0; i < blocks_.size(); ++i)
             if (blocks_[i].memory && !blocks_[i].dedicated && carve(blocks_[i], i, bytes, out)) return out;
-    Block block = create_block(dedicated ? round_up(bytes, alignment_) : block_bytes_, bytes);
+    if (dedicated) {
+        if (std::uint32_t const i = kept_block_for(bytes); i < blocks_.size()) {
+            Block& kept = blocks_[i];
+            kept.kept = false;
+            kept_bytes_ -= kept.size;
+            carve(kept, i, bytes, out);
+            return out;
+        }
+    }
+    Block block = create_block_or_release_kept(dedicated ? round_up(bytes, alignment_) : block_bytes_, bytes);
     block.dedicated = dedicated;
     auto slot = std::find_if(blocks_.begin(), blocks_.end(), [](auto const& b) { return b.memory == VK_NULL_HANDLE; });
     if (slot == blocks_.end()) slot = blocks_.insert(blocks_.end(), Block{});
@@ -169,11 +178,43 @@ Allocation MemoryAllocator::allocate(VkDeviceSize bytes) {
     return out;
 }
 
+std::uint32_t MemoryAllocator::kept_block_for(VkDeviceSize bytes) const noexcept {
+    auto best = static_cast<std::uint32_t>(blocks_.size());
+    for (std::uint32_t i = 0; i < blocks_.size(); ++i) {
+        Block const& b = blocks_[i];
+        if (b.memory && b.kept && b.size >= bytes && b.size / 2 <= bytes && (best == blocks_.size() || b.size < blocks_[best].size))
+            best = i;
+    }
+    return best;
+}
+
+void MemoryAllocator::release_kept_blocks() noexcept {
+    for (Block& b : blocks_)
+        if (b.memory && b.kept) destroy_block(b);
+    kept_bytes_ = 0;
+}
+
+MemoryAllocator::Block MemoryAllocator::create_block_or_release_kept(VkDeviceSize size, VkDeviceSize requested) {
+    try {
+        return create_block(size, requested);
+    } catch (OutOfMemory const&) {
+        if (kept_bytes_ == 0) throw;
+    }
+    release_kept_blocks();
+    return create_block(size, requested);
+}
+
 void MemoryAllocator::free(Allocation const& a) noexcept {
     Block& block = blocks_[a.block];
     block.used -= a.size;
     if (block.dedicated) {
-        destroy_block(block);
+        if (kept_bytes_ + block.size <= heap_bytes_ / 4) {
+            block.kept = true;
+            block.free_ranges = {{0, block.size}};
+            kept_bytes_ += block.size;
+        } else {
+            destroy_block(block);
+        }
         return;
     }
     // Insert and merge with the neighbours.

@@ -1,7 +1,11 @@
 // A suballocator over large VkDeviceMemory blocks of one memory type: each block carries one
 // VkBuffer spanning it, and allocations are ranges of that buffer (first fit, coalesced on free).
-// Requests larger than half a block get a block of their own. Not thread-safe: the backend's
-// device mutex guards it.
+// Requests larger than half a block get a block of their own; freed, such a block is kept for the
+// next request of about its size (at most 2x), as long as the kept blocks stay under a quarter of
+// the heap, and all kept blocks go back to the driver before an allocation would fail.
+// vkAllocateMemory of a large block costs far more than using it (the driver clears it), so
+// without the cache a loop that makes and drops large tensors measures allocation. Not
+// thread-safe: the backend's device mutex guards it.
 #pragma once
 
 #include <volk.h>
@@ -52,9 +56,14 @@ private:
         std::map<VkDeviceSize, VkDeviceSize> free_ranges;  // offset -> size
         VkDeviceSize used = 0;
         bool dedicated = false;
+        bool kept = false;  // a dedicated block with nothing in it, cached for reuse
     };
 
     Block create_block(VkDeviceSize size, VkDeviceSize requested);
+    Block create_block_or_release_kept(VkDeviceSize size, VkDeviceSize requested);
+    // The smallest kept block of at least `bytes` and at most twice that, or blocks_.size().
+    std::uint32_t kept_block_for(VkDeviceSize bytes) const noexcept;
+    void release_kept_blocks() noexcept;
     void destroy_block(Block& block) noexcept;
     bool carve(Block& block, std::uint32_t index, VkDeviceSize bytes, Allocation& out);
 
@@ -67,6 +76,7 @@ private:
     VkDeviceSize block_bytes_ = 0;
     VkDeviceSize alignment_ = 256;
     VkDeviceSize reserved_bytes_ = 0;  // in blocks
+    VkDeviceSize kept_bytes_ = 0;      // in kept dedicated blocks (part of reserved_bytes_)
     std::vector<Block> blocks_;        // a destroyed block leaves an empty slot (memory == null)
 };
 
