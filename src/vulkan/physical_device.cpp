@@ -90,7 +90,12 @@ VkDeviceSize PhysicalDevice::device_local_bytes() const noexcept {
 std::string PhysicalDevice::description() const {
     char memory_text[32];
     std::snprintf(memory_text, sizeof memory_text, "%.1f GiB", static_cast<double>(device_local_bytes()) / (1u << 30));
-    return name() + " (" + type_name(properties.deviceType) + ", " + memory_text + ")";
+    // The optional paths the backend found, so a device list shows which shaders will run.
+    std::string features = ", subgroup " + std::to_string(subgroup_size);
+    if (storage_buffer_16bit) features += ", 16-bit storage";
+    if (cooperative_matrix_n != 0) features += ", cooperative matrix 16x" + std::to_string(cooperative_matrix_n) + "x16";
+    features += preserves_f32_subnormals() ? ", keeps subnormals" : ", may flush subnormals";
+    return name() + " (" + type_name(properties.deviceType) + ", " + memory_text + features + ")";
 }
 
 std::optional<PhysicalDevice> describe(VkPhysicalDevice handle) {
