@@ -9,8 +9,8 @@
 //   exact: relu, clip, abs, neg (0); leaky_relu, add, sub, mul, sqrt, div (0.5, one rounding)
 //   the CPU's algorithms, bit for bit its FMA path, with its measured bounds plus a little:
 //     exp 1.05, log 0.9, tanh 3.1, sigmoid 3.2, silu 2.45, elu 2.0, gelu_tanh 2.4
-//   gelu_erf (f32 algorithm of its own): 3.0 (2.7 measured on a host model with rcp.approx off by
-//   one ulp either way)
+//   gelu_erf (f32 algorithm of its own): 3.1 (3.04 measured at x = -0.1392 on a host model of its
+//   instructions over every float with |x| < 20, rcp.approx exact or one ulp off either way)
 #include "support/ptx_simulator.hpp"
 #include "support/ptxas.hpp"
 
@@ -170,7 +170,7 @@ std::vector<UnaryCase> unary_cases() {
         {UnaryOp::tanh, {}, [](double x) { return std::tanh(x); }, -10, 10, 3.1},
         {UnaryOp::silu, {}, silu_ref, -20, 20, 2.45},
         {UnaryOp::gelu_tanh, {}, gelu_tanh_ref, -9, 9, 2.4},
-        {UnaryOp::gelu_erf, {}, gelu_erf_ref, -9, 9, 3.0},
+        {UnaryOp::gelu_erf, {}, gelu_erf_ref, -9, 9, 3.1},
         {UnaryOp::clip,
          {clip_lo, clip_hi},
          [](double x) { return x < clip_lo ? double(clip_lo) : (x > clip_hi ? double(clip_hi) : x); },

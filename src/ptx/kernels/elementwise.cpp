@@ -243,62 +243,64 @@ Reg gelu_tanh_value(Kernel& k, Reg x) {
     return r;
 }
 
-// x·Φ(x) in f32. Φ(-t) = e^{-t²/2}·P(z)/(t + 4), z = (t - 4)/(t + 4), P a degree-10 Chebyshev fit
-// (relative error 2.9e-9) of the function the CPU fits to degree 13 in double. Where f32 rounding
-// would cost ulps, the pieces are carried exactly: t² and t + 4 as double-floats, 1/(t + 4) as
-// vh + vl (so z has one rounding), P's last Horner step compensated, e^{-t²/2} = 2^n·(1 + qm)
-// with qm kept apart, and x·Φ formed with one fma. Max error 2.7 ulp (host model over every 37th
-// float with |x| < 20, rcp.approx taken as off by one ulp either way), subnormal results included.
+// x·Φ(x) in f32 as max(x, 0) - t·Φ(-t), t = |x|, by one final fma(F1, F2, max(x, 0)): the product
+// F1·F2 ≈ -t·Φ(-t) is not rounded before the sum, so the result (a subnormal one too) rounds once.
+// Φ(-t) = e^{-t²/2}·P(z)·v, v = 1/(t + c), z = (t - a)·v = 1 - 8v (a + c = 8), P a degree-10 fit
+// over t in [0, 15] (relative error 2^-28.3 with its f32 coefficients) of Φ(-t)·e^{t²/2}·(t + c).
+// c = 4 + 263·2^-19: a multiple of 2^-19 keeps d - c exact below, and this one makes P(0) a float
+// with a 23-bit significand, so c0 - P is exact for every value P takes (0.503 to 2.0003).
+// - e^{-t²/2} = 2^n·(1 + q): -t²/2 = yh + yl exactly, Cody-Waite, q = e^r - 1 of degree 6.
+// - v + vl = 1/(t + c) to ~2^-46: rcp.approx (its error does not matter) refined with the exact
+//   residual of d = t + c (dl); z = 1 - 8v - 8vl (1 - 8v is exact up to t ≈ 12).
+// - F1 = t·2^(n+64)·(v + vl), one rounding. F2 = -2^-64·P·(1 + q), with the rounding error of
+//   the last Horner step added back: F2 = P + (P·q + err·(1 + q)), err = (c0 - P) + z·p1.
+// Max error 3.04 ulp (at x = -0.1392; 2.64 for x >= 0, 1.42 where the result is subnormal): a host
+// model of this sequence (float ops and std::fma) against a float64 reference over every float
+// with |x| < 20, rcp.approx taken as correctly rounded and as one ulp off either way (for that,
+// every 7th float below 2^-14); eight ulps off gave no larger error on a sparser sweep.
 Reg gelu_erf_value(Kernel& k, Reg x) {
-    // Below -15 the result is 0 in f32 (the clamp keeps the exponent in scale_factors' range);
-    // t = 15 also serves every x >= 15, where the result is x, and NaN, which reaches it through x.
-    Reg xm = max_nan(k, x, -15.0f);
-    Reg t = k.min(k.and_(xm, 0x7fffffff), 15.0f);
-    // e^{-t²/2} = 2^n·(1 + qm), with -t²/2 = yh + yl exactly.
-    Reg sh = k.mul(t, t);
-    Reg sl = k.fma(t, t, k.neg(sh));
-    Reg yh = k.mul(sh, -0.5f);
-    Reg yl = k.mul(sl, -0.5f);
-    Reduced const rd = exp_reduce(k, yh);
-    Reg qm = expm1_poly(k, k.add(rd.r, yl));
-    // d + dl = t + 4 exactly (Fast2Sum on the larger and the smaller); vh + vl = 1/(d + dl).
-    Reg big = k.max(t, 4.0f), small = k.min(t, 4.0f);
-    Reg d = k.add(big, small);
-    Reg minus_dl = k.sub(k.sub(d, big), small);
-    Reg vh = k.reg(Type::f32);
-    k.instruction("rcp.approx.ftz.f32", {RegUse{vh, Type::f32, Access::write}, RegUse{d, Type::f32}});
-    Reg e = k.fma(vh, k.neg(d), 1.0f);
-    e = k.fma(vh, minus_dl, e);
-    Reg vl = k.mul(vh, e);
-    // z = 1 - 8/(t + 4).
-    Reg z = k.fma(vl, -8.0f, k.fma(vh, -8.0f, 1.0f));
-    // P(z), highest degree first (fit in double, rounded to f32); the constant term is a double-float.
-    constexpr double fit[] = {-0x1.b07cf0e97322ap-15, -0x1.e61df7c4c400ap-13, 0x1.66ba3ecd76dfap-13,
-                              0x1.af48cc4ec5ba8p-10,  -0x1.c95a0f2c2b37bp-9,  -0x1.ee7c9870d7f57p-8,
-                              0x1.eec6ceabe1b1dp-5,   -0x1.7dfede9d0e033p-3,  0x1.8c6dbcfa740d5p-2,
-                              -0x1.373e3b1c49267p-1,  0x1.82b4bb8e5ca17p-1};
-    constexpr float c0_hi = static_cast<float>(fit[10]);
-    constexpr float c0_lo = static_cast<float>(fit[10] - static_cast<double>(c0_hi));
-    Reg p = k.fma(z, static_cast<float>(fit[0]), static_cast<float>(fit[1]));
-    for (std::size_t i = 2; i < 10; ++i) p = k.fma(p, z, static_cast<float>(fit[i]));
-    Reg ph = k.mul(p, z);
-    Reg pl = k.fma(p, z, k.neg(ph));
-    Reg c0 = constant(k, c0_hi);
-    Reg big_p = k.add(c0, ph);
-    Reg bb = k.sub(big_p, c0);
-    Reg small_p = k.add(k.add(k.sub(c0, k.sub(big_p, bb)), k.sub(ph, bb)), k.add(pl, c0_lo));
-    // H = P·(1 + qm)·(vh + vl) = a + corr, a = Ph·vh.
-    Reg a = k.mul(big_p, vh);
-    Reg a_lo = k.fma(big_p, vh, k.neg(a));
-    Reg corr = k.fma(a, qm, k.fma(big_p, vl, k.fma(small_p, vh, a_lo)));
-    ScaleFactors const s = scale_factors(k, rd.t);
-    // x < 0 (sign bit, so -0 and -NaN): x·Φ(-t) = 2^n·(x·a + x·corr), one rounding; the sign
-    // bit is set again because -0·a + (-0·corr) is +0 when corr < 0.
-    Reg negative = scale(k, k.or_(k.fma(xm, a, k.mul(xm, corr)), std::int64_t{0x80000000}), s);
-    // x >= 0: x - x·Φ(-t), one rounding; from 6 on (and for +inf) the result is x.
-    Reg q = scale(k, k.add(a, corr), s);
-    Reg positive = select(k, k.setp(Cmp::lt, x, 6.0f), k.fma(k.neg(x), q, x), x);
-    return select(k, k.setp(Cmp::lt, float_bits(k, x), 0), negative, positive);
+    constexpr float c = 0x1.000838p+2f;
+    constexpr float fit[] = {-0x1.b99438p-15f, -0x1.ef8ec2p-13f, 0x1.61915cp-13f, 0x1.b11af4p-10f,
+                             -0x1.c92a14p-9f,  -0x1.f015p-8f,    0x1.ef744p-5f,   -0x1.7e57d2p-3f,
+                             0x1.8caac4p-2f,   -0x1.3759ccp-1f,  0x1.82bffp-1f};  // highest degree first
+    constexpr float expm1_fit[] = {0x1.6a4f88p-10f, 0x1.123988p-7f, 0x1.5558aep-5f, 0x1.555492p-3f,
+                                   0x1.fffffcp-2f};  // (e^r - 1 - r)/r², |r| <= 0.3467
+    // P is evaluated scaled by -2^-64 (exact), which undoes F1's 2^64 and gives the product's sign.
+    constexpr float scale = -0x1p-64f;
+    // max.NaN with -0 < +0: NaN stays NaN, -0 stays -0 (F1·F2 is -0 there), x < 0 gives -0.
+    Reg base = max_nan(k, x, -0.0f);
+    // t = 15 also serves x >= 15 (the result is x), x <= -15 (-0) and NaN (through base).
+    Reg t = k.min(k.abs(x), 15.0f);
+    Reg m = k.mul(t, -0.5f);
+    Reg yh = k.mul(t, m);
+    Reg yl = k.fma(t, m, k.neg(yh));
+    // n + 191 in t1's low bits: n + 64 + 127, the biased exponent of 2^(n+64) (n in [-163, 0]).
+    float const magic = round_magic + 191.0f;
+    Reg t1 = k.fma(yh, log2e, magic);
+    Reg n = k.sub(t1, magic);
+    Reg r1 = k.fma(n, -ln2_hi, yh);  // exact
+    Reg r = k.add(r1, k.fma(n, -ln2_lo, yl));
+    Reg p = k.fma(r, expm1_fit[0], expm1_fit[1]);
+    for (std::size_t i = 2; i < 5; ++i) p = k.fma(p, r, expm1_fit[i]);
+    Reg q = k.fma(p, k.mul(r, r), r);
+    Reg s = bits_float(k, k.shl(float_bits(k, t1), 23));  // 2^(n+64)
+    // 1/(t + c) = v + vl: d + dl = t + c exactly (d - c is exact: c is a multiple of 2^-19).
+    Reg d = k.add(t, c);
+    Reg dl = k.sub(t, k.sub(d, c));
+    Reg v = k.reg(Type::f32);
+    k.instruction("rcp.approx.ftz.f32", {RegUse{v, Type::f32, Access::write}, RegUse{d, Type::f32}});
+    Reg e = k.fma(v, k.neg(dl), k.fma(v, k.neg(d), 1.0f));
+    Reg vl = k.mul(v, e);
+    Reg z = k.fma(vl, -8.0f, k.fma(v, -8.0f, 1.0f));
+    Reg p1 = k.fma(z, fit[0] * scale, fit[1] * scale);
+    for (std::size_t i = 2; i < 10; ++i) p1 = k.fma(p1, z, fit[i] * scale);
+    Reg c0 = constant(k, fit[10] * scale);
+    Reg pz = k.fma(p1, z, c0);
+    Reg err = k.fma(z, p1, k.sub(c0, pz));
+    Reg f2 = k.add(pz, k.fma(pz, q, k.fma(err, q, err)));
+    Reg ts = k.mul(t, s);
+    Reg f1 = k.fma(ts, v, k.mul(ts, vl));
+    return k.fma(f1, f2, base);
 }
 
 Reg require_parameter(Reg r, UnaryKind op, char const* which) {
