@@ -232,70 +232,61 @@ float rayo_div(float a, float b) {
     return result;
 }
 
-// gelu (erf form): x·Φ(x), Φ the normal CDF. The CPU works in double; here in float with the
-// same decomposition: Φ(-t) = e^(-t²/2)·p(z)/(t + 4), z = (t - 4)/(t + 4), p the CPU's degree-13
-// fit (coefficients rounded to float). -t²/2 is carried as a double-float (t² exactly, by
-// Dekker), since e^y turns y's absolute error into a relative one; 2^n is applied last, so tiny
-// results are rounded once. Φ(x) = 1 - Φ(-x) for x >= 0 (Φ(-x) <= 1/2: no cancellation).
-// One compensated Horner step: (p + pe)·z + (c_hi + c_lo), the result's error carried in pe.
-void rayo_gelu_erf_step(inout float p, inout float pe, float z, float c_hi, float c_lo) {
-    float ph, pl, s, sl;
-    rayo_two_prod(p, z, ph, pl);
-    rayo_two_sum(ph, c_hi, s, sl);
-    precise float e = ((pl + sl) + pe * z) + c_lo;
-    p = s;
-    pe = e;
-}
-
+// gelu (erf form): x·Φ(x) = max(x, 0) - t·Φ(-t), t = |x|. The PTX kernel's algorithm
+// (src/ptx/kernels/elementwise.cpp, gelu_erf_value, which states its derivation), with its fused
+// multiply-adds that must be exact replaced by Dekker products (GLSL's fma need not be fused):
+// Φ(-t) = e^{-t²/2}·P(z)·v, v = 1/(t + c), z = 1 - 8v, P of degree 10; e^{-t²/2} = 2^n·(1 + q)
+// from -t²/2 = yh + yl exactly; v + vl refined from the exact residual 1 - v·(t + c) (c a multiple
+// of 2^-19, so t + c = d + dl exactly), so the division's own error does not matter; F1 =
+// t·2^(n+64)·(v + vl); F2 = -2^-64·P·(1 + q) with the last Horner step's rounding error added back
+// (the -2^-64 is folded into P's coefficients); the result is F1·F2 + max(x, 0) from F1·F2 as a
+// double-float, so a result below x's scale (x < 0, subnormal ones too) rounds once.
 float rayo_gelu_erf(float x) {
-    if (isnan(x) || x >= 15.0) return x;  // above 15, Φ = 1 in float
-    precise float xm = max(x, -15.0);      // below -15, x·Φ(x) rounds to -0
-    precise float t = abs(xm);
-    float sh, sl;
-    rayo_two_prod(t, t, sh, sl);
-    precise float yh = -0.5 * sh;
-    precise float yl = -0.5 * sl;
-    // yh + yl = n·ln2 + r as in rayo_exp_reduce, with yl folded into the small term so that r is
-    // rounded once.
-    precise float tt = fma(yh, RAYO_LOG2E, RAYO_ROUND_MAGIC);
-    precise float n = tt - RAYO_ROUND_MAGIC;
-    precise float p_hi = n * RAYO_LN2_HI;
-    precise float r0 = yh - p_hi;
-    precise float p_lo = n * RAYO_LN2_LO - yl;
-    precise float r = r0 - p_lo;
-    precise float q = rayo_expm1_poly(r);  // e^(-t²/2) = (1 + q)·2^n
-    // t ± 4 as exact double-floats: rounding t + 4 alone would cost h a whole ulp.
-    float den, den_lo, num, num_lo;
-    rayo_two_sum(t, 4.0, den, den_lo);
-    rayo_two_sum(t, -4.0, num, num_lo);
-    precise float z0 = rayo_div(num, den);
-    precise float z = z0 + (num_lo - z0 * den_lo) / den;
-    float p = fma(-1.323612310e-06, z, 4.151929261e-06);
-    p = fma(p, z, 3.229983122e-05);
-    p = fma(p, z, -5.758941370e-06);
-    p = fma(p, z, -2.308029798e-04);
-    p = fma(p, z, 1.348851511e-04);
-    p = fma(p, z, 1.630986226e-03);
-    p = fma(p, z, -3.479980165e-03);
-    p = fma(p, z, -7.540234830e-03);
-    p = fma(p, z, 6.039660051e-02);
-    // The last four steps carry their rounding errors (and the coefficients' float rounding):
-    // near z = 0.5 they cancel partly, and plain float Horner there cost ~3 ulp.
-    float pe = 0.0;
-    rayo_gelu_erf_step(p, pe, z, -1.865218580e-01, 3.579613495e-09);
-    rayo_gelu_erf_step(p, pe, z, 3.871374130e-01, -1.313604425e-08);
-    rayo_gelu_erf_step(p, pe, z, -6.078966260e-01, -1.604446709e-08);
-    rayo_gelu_erf_step(p, pe, z, 7.552851439e-01, -1.343149680e-08);
-    precise float pp = p + pe;
-    precise float h = rayo_div(pp, den);
-    // (1 + q)·h·(1 - den_lo/den) without rounding 1 + q or the correction first.
-    precise float qc = q - den_lo / den;
-    precise float eh = h * qc + h;
-    if (xm < 0.0) {
-        precise float v = xm * eh;
-        return rayo_scale(v, tt);
-    }
-    precise float phi = rayo_scale(eh, tt);  // Φ(-x)
-    precise float result = x * (1.0 - phi);
-    return result;
+    const float c = 4.0005016e+00;
+    const float magic = 12583103.0;  // RAYO_ROUND_MAGIC + 191: n + 64 + 127 lands in the low bits
+    // max(x, 0) with -0 for -0 and negatives, NaN kept; t = 15 also serves x >= 15 (the result is
+    // x), x <= -15 (-0) and infinities.
+    precise float base = (x >= 0.0 || isnan(x)) ? x : -0.0;
+    precise float t = min(abs(x), 15.0);
+    float yh, yl;
+    rayo_two_prod(t, t * -0.5, yh, yl);
+    precise float t1 = fma(yh, RAYO_LOG2E, magic);
+    precise float n = t1 - magic;
+    precise float r1 = yh - n * RAYO_LN2_HI;  // both steps exact
+    precise float r = r1 + (yl - n * RAYO_LN2_LO);
+    precise float pe = fma(r, 1.3821055e-03, 8.368675e-03);  // (e^r - 1 - r)/r², |r| <= 0.3467
+    pe = fma(pe, r, 4.1668262e-02);
+    pe = fma(pe, r, 1.6666521e-01);
+    pe = fma(pe, r, 4.9999994e-01);
+    precise float q = fma(pe, r * r, r);
+    float s = uintBitsToFloat(floatBitsToUint(t1) << 23);  // 2^(n+64)
+    precise float d = t + c;
+    precise float dl = t - (d - c);
+    precise float v = 1.0 / d;
+    float vd, vd_lo;
+    rayo_two_prod(v, d, vd, vd_lo);
+    precise float e = ((1.0 - vd) - vd_lo) - v * dl;
+    precise float vl = v * e;
+    precise float z = (1.0 - 8.0 * v) - 8.0 * vl;
+    precise float p1 = fma(z, 2.8536373e-24, 1.2809865e-23);  // -2^-64·P, highest degree first
+    p1 = fma(p1, z, -9.139514e-24);
+    p1 = fma(p1, z, -8.9564074e-23);
+    p1 = fma(p1, z, 1.8907875e-22);
+    p1 = fma(p1, z, 4.1034944e-22);
+    p1 = fma(p1, z, -3.2786402e-21);
+    p1 = fma(p1, z, 1.0120536e-20);
+    p1 = fma(p1, z, -2.0999379e-20);
+    p1 = fma(p1, z, 3.2965545e-20);
+    float ph, pl, pz, ps;
+    rayo_two_prod(p1, z, ph, pl);
+    rayo_two_sum(-4.0948723e-20, ph, pz, ps);
+    precise float err = pl + ps;
+    precise float f2 = pz + (pz * q + (err * q + err));
+    precise float ts = t * s;
+    precise float f1 = ts * v + ts * vl;
+    float fh, fl;
+    rayo_two_prod(f1, f2, fh, fl);
+    precise float result = (fh + base) + fl;
+    // A zero result takes base's sign: -0 + +0 would make -0 (x = -0, or x < 0 underflowing) +0.
+    return result == 0.0 ? base : result;
 }
