@@ -6,7 +6,10 @@
 // the host's IEEE single/double arithmetic with round-to-nearest (fma is std::fma), which is what
 // the .rn instructions compute; rcp.approx is modelled as the correctly rounded reciprocal, and
 // ex2.approx.f32 as the correctly rounded 2^x with subnormal results flushed to zero (as .ftz
-// does); tests allow for the hardware's 2 ulp in their bounds.
+// does); tests allow for the hardware's 2 ulp in their bounds. cp.async copies land only when the
+// issuing thread's cp.async.wait_group lets their group complete (so a read before the wait, or
+// before the barrier after another thread's wait, sees the old bytes), and bar.warp.sync is
+// modelled as a barrier of the whole block (stronger than the hardware's, never weaker).
 // Only the subset of PTX the generators use is known; anything else fails with the instruction.
 #pragma once
 
@@ -19,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -57,6 +61,14 @@ public:
             symbols_[(*it)[2].str()] = shared_bytes_;
             shared_bytes_ += bytes;
         }
+        // The dynamic shared array (sized at launch) follows the static ones.
+        std::regex const dynamic(R"(\.extern \.shared \.align (\d+) \.b8 (\w+)\[\];)");
+        std::smatch m;
+        if (std::regex_search(text, m, dynamic)) {
+            std::size_t const align = std::stoul(m[1].str());
+            shared_bytes_ = (shared_bytes_ + align - 1) / align * align;
+            symbols_[m[2].str()] = shared_bytes_;
+        }
     }
 
     // Host memory the kernel may read and write.
@@ -68,13 +80,14 @@ public:
 
     // Runs the kernel over the grid; `params` are the raw bits of the kernel's parameters in
     // declaration order (param() makes them).
-    void run(Dim3 grid, Dim3 block, std::vector<std::uint64_t> const& params) {
+    void run(Dim3 grid, Dim3 block, std::vector<std::uint64_t> const& params, std::size_t dynamic_shared_bytes = 0) {
         if (params.size() != param_names_.size())
             throw SimulationError(kernel_.name() + ": " + std::to_string(param_names_.size()) + " parameters, " +
                                   std::to_string(params.size()) + " given");
         for (std::size_t i = 0; i < params.size(); ++i) params_[param_names_[i]] = params[i];
         grid_ = grid;
         block_ = block;
+        dynamic_shared_bytes_ = dynamic_shared_bytes;
         for (unsigned bz = 0; bz < grid.z; ++bz)
             for (unsigned by = 0; by < grid.y; ++by)
                 for (unsigned bx = 0; bx < grid.x; ++bx) run_block(bx, by, bz);
@@ -82,7 +95,7 @@ public:
 
     // run() with the parameters as a driver launch takes them: pointers to values of exactly the
     // types the kernel declares.
-    void run(Dim3 grid, Dim3 block, std::span<void* const> arguments) {
+    void run(Dim3 grid, Dim3 block, std::span<void* const> arguments, std::size_t dynamic_shared_bytes = 0) {
         if (arguments.size() != param_types_.size())
             throw SimulationError(kernel_.name() + ": " + std::to_string(param_types_.size()) + " parameters, " +
                                   std::to_string(arguments.size()) + " given");
@@ -92,7 +105,7 @@ public:
             std::memcpy(&v, arguments[i], static_cast<std::size_t>(ptx::bytes_of(param_types_[i])));
             values.push_back(v);
         }
-        run(grid, block, values);
+        run(grid, block, values, dynamic_shared_bytes);
     }
 
     [[nodiscard]] std::uint64_t executed() const noexcept { return executed_; }
@@ -101,7 +114,8 @@ public:
 private:
     enum class Op : std::uint8_t {
         ld, st, mov, cvta, add, sub, mul, mad, fma, div, rem, min, max, neg, abs, and_, or_, xor_, not_, shl, shr,
-        setp, selp, cvt, bra, ret, sqrt, rcp, ex2, bar, shfl, label, comment
+        setp, selp, cvt, bra, ret, sqrt, rcp, ex2, bar, shfl, label, comment, dp4a, dp2a, prmt, bfe,
+        cp_async, cp_commit, cp_wait, prefetch
     };
     struct Decoded {
         Op op = Op::comment;
@@ -112,14 +126,21 @@ private:
         bool nan = false;                    // min/max.NaN
         bool wide = false, high = false;     // mul.wide, mul.hi
         bool shared = false, param = false;  // ld/st space
+        bool a_signed = false, b_signed = false;  // dp4a, dp2a operands
         std::string shuffle;                 // shfl mode
         int vector = 1;                      // ld/st .v2/.v4
         ptx::Rounding rounding = ptx::Rounding::none;
         std::size_t target = 0;              // bra: instruction index
         ptx::Instruction const* in = nullptr;
     };
+    struct PendingCopy {
+        std::uint64_t shared_address, global_address;
+        std::size_t bytes, source_bytes;
+    };
     struct Thread {
         std::vector<std::uint64_t> regs;
+        std::vector<PendingCopy> open_group;            // cp.async since the last commit
+        std::deque<std::vector<PendingCopy>> committed;  // committed groups, oldest first
         std::size_t pc = 0;
         unsigned tid[3]{};
         enum class State { running, barrier, shuffle, done } state = State::running;
@@ -182,14 +203,33 @@ private:
                 {"and", Op::and_}, {"or", Op::or_},   {"xor", Op::xor_},  {"not", Op::not_},  {"shl", Op::shl},
                 {"shr", Op::shr}, {"setp", Op::setp}, {"selp", Op::selp}, {"cvt", Op::cvt},   {"bra", Op::bra},
                 {"ret", Op::ret}, {"sqrt", Op::sqrt}, {"rcp", Op::rcp},   {"bar", Op::bar},   {"shfl", Op::shfl},
-                {"ex2", Op::ex2}};
+                {"ex2", Op::ex2}, {"dp4a", Op::dp4a}, {"dp2a", Op::dp2a}, {"prmt", Op::prmt}, {"bfe", Op::bfe},
+                {"prefetch", Op::prefetch}};
+            if (head == "cp" && tokens.size() >= 3 && tokens[1] == "async") {
+                d.op = tokens[2] == "commit_group" ? Op::cp_commit : tokens[2] == "wait_group" ? Op::cp_wait : Op::cp_async;
+                code_.push_back(d);
+                continue;
+            }
             auto const op = ops.find(head);
             if (op == ops.end()) fail(i, "not simulated");
             d.op = op->second;
+            if (d.op == Op::dp4a || d.op == Op::dp2a) {
+                // dp4a.<a>.<b>, dp2a.lo.<a>.<b>
+                if (d.op == Op::dp2a && tokens[1] != "lo") fail(i, "dp2a.hi not simulated");
+                d.a_signed = tokens[tokens.size() - 2] == "s32";
+                d.b_signed = tokens.back() == "s32";
+                d.type = ptx::Type::s32;
+                code_.push_back(d);
+                continue;
+            }
+            if (d.op == Op::prefetch) {
+                code_.push_back(d);
+                continue;
+            }
             if (d.op == Op::bra) {
                 auto const& l = std::get<ptx::LabelUse>(in.operands[0]).label;
                 d.target = labels.at(l.id());
-            } else if (d.op == Op::ret || d.op == Op::bar) {
+            } else if (d.op == Op::ret || d.op == Op::bar) {  // bar.sync and bar.warp.sync
             } else if (d.op == Op::cvt) {
                 d.type = parse_type(tokens[tokens.size() - 2]);
                 d.source = parse_type(tokens.back());
@@ -235,6 +275,18 @@ private:
     }
 
     // ---- values
+
+    [[noreturn]] double fail_value(std::size_t index, std::string const& what) const { fail(index, what + " not simulated"); }
+
+    // IEEE binary16 to binary32 (exact).
+    static float half_to_float(std::uint16_t h) {
+        std::uint32_t const sign = static_cast<std::uint32_t>(h & 0x8000) << 16;
+        std::uint32_t const exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+        if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
+        float const magnitude = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -24)
+                                              : std::ldexp(static_cast<float>(mantissa | 0x400), static_cast<int>(exponent) - 25);
+        return std::bit_cast<float>(sign | std::bit_cast<std::uint32_t>(magnitude));
+    }
 
     static std::uint64_t mask(ptx::Type t, std::uint64_t v) {
         int const bits = ptx::bits_of(t);
@@ -319,7 +371,7 @@ private:
 
     void run_block(unsigned bx, unsigned by, unsigned bz) {
         block_index_[0] = bx, block_index_[1] = by, block_index_[2] = bz;
-        shared_memory_.assign(shared_bytes_, 0xCD);  // poisoned: a read before a write shows
+        shared_memory_.assign(shared_bytes_ + dynamic_shared_bytes_, 0xCD);  // poisoned: a read before a write shows
         unsigned const count = block_.x * block_.y * block_.z;
         std::vector<Thread> threads(count);
         for (unsigned i = 0; i < count; ++i) {
@@ -435,16 +487,93 @@ private:
             case Op::bar: t.state = Thread::State::barrier; return;
             case Op::shfl: t.state = Thread::State::shuffle; return;
             case Op::ld: case Op::st: memory(t, index, d, in); break;
+            case Op::prefetch: break;
+            case Op::cp_async: {
+                auto const& to = std::get<ptx::AddressUse>(ops[0]).address;
+                auto const& from = std::get<ptx::AddressUse>(ops[1]).address;
+                auto const bytes = static_cast<std::size_t>(read(t, ops[2], Type::u32));
+                std::size_t const source = ops.size() > 3 ? static_cast<std::size_t>(read(t, ops[3], Type::u32)) : bytes;
+                if (source > bytes) fail(index, "cp.async source size beyond the copy");
+                std::uint64_t const shared_address = address_of(t, to), global_address = address_of(t, from);
+                (void)shared(index, shared_address, bytes);  // checked now: the copy lands later
+                if (source > 0) {
+                    if (global_address % bytes != 0) fail(index, "misaligned cp.async source");
+                    (void)global(index, global_address, source);
+                }
+                t.open_group.push_back({shared_address, global_address, bytes, source});
+                break;
+            }
+            case Op::cp_commit:
+                t.committed.push_back(std::move(t.open_group));
+                t.open_group.clear();
+                break;
+            case Op::cp_wait: {
+                auto const pending = static_cast<std::size_t>(read(t, ops[0], Type::u32));
+                while (t.committed.size() > pending) {
+                    for (PendingCopy const& c : t.committed.front()) {
+                        auto* p = static_cast<std::uint8_t*>(shared(index, c.shared_address, c.bytes));
+                        std::memset(p, 0, c.bytes);
+                        if (c.source_bytes > 0)
+                            std::memcpy(p, reinterpret_cast<void const*>(c.global_address), c.source_bytes);
+                    }
+                    t.committed.pop_front();
+                }
+                break;
+            }
+            case Op::dp4a: case Op::dp2a: {
+                std::uint64_t const a = src(1, Type::u32), b = src(2, Type::u32);
+                std::int64_t sum = signed_value(Type::s32, src(3, Type::s32));
+                auto part = [](std::uint64_t word, int bits, int i, bool is_signed) -> std::int64_t {
+                    std::uint64_t const v = (word >> (bits * i)) & ((std::uint64_t{1} << bits) - 1);
+                    std::uint64_t const sign = std::uint64_t{1} << (bits - 1);
+                    return is_signed ? static_cast<std::int64_t>(v ^ sign) - static_cast<std::int64_t>(sign)
+                                     : static_cast<std::int64_t>(v);
+                };
+                if (d.op == Op::dp4a)
+                    for (int i = 0; i < 4; ++i) sum += part(a, 8, i, d.a_signed) * part(b, 8, i, d.b_signed);
+                else
+                    for (int i = 0; i < 2; ++i) sum += part(a, 16, i, d.a_signed) * part(b, 8, i, d.b_signed);
+                write(t, dst(), mask(Type::s32, static_cast<std::uint64_t>(sum)));
+                break;
+            }
+            case Op::prmt: {
+                std::uint64_t const bytes8 = src(1, Type::b32) | (src(2, Type::b32) << 32);
+                std::uint64_t const selector = src(3, Type::b32);
+                std::uint64_t r = 0;
+                for (int i = 0; i < 4; ++i) {
+                    std::uint64_t const nibble = (selector >> (4 * i)) & 0xf;
+                    if (nibble & 8) fail(index, "prmt sign replication not simulated");
+                    r |= ((bytes8 >> (8 * nibble)) & 0xff) << (8 * i);
+                }
+                write(t, dst(), r);
+                break;
+            }
+            case Op::bfe: {
+                std::uint64_t const a = src(1, type);
+                auto const start = static_cast<unsigned>(src(2, Type::u32) & 0xff);
+                auto const length = static_cast<unsigned>(src(3, Type::u32) & 0xff);
+                if (length == 0 || start >= static_cast<unsigned>(width)) {
+                    write(t, dst(), 0);
+                    break;
+                }
+                unsigned const len = std::min(length, static_cast<unsigned>(width) - start);
+                std::uint64_t v = (a >> start) & ((std::uint64_t{1} << len) - 1);
+                if (is_signed && ((v >> (len - 1)) & 1)) v |= ~((std::uint64_t{1} << len) - 1);
+                write(t, dst(), mask(type, v));
+                break;
+            }
             case Op::mov: {
-                // mov.b64 {lo, hi}, r (unpack) and mov.b64 r, {lo, hi} (pack).
+                // mov.b64 / mov.b32 {lo, hi}, r (unpack) and mov r, {lo, hi} (pack), halves of the width.
+                int const half = width / 2;
+                std::uint64_t const half_mask = (std::uint64_t{1} << half) - 1;
                 if (auto const* v = std::get_if<ptx::VectorUse>(&ops[0])) {
                     std::uint64_t const x = src(1, type);
-                    t.regs[v->elements[0].reg.id()] = x & 0xffffffffu;
-                    t.regs[v->elements[1].reg.id()] = x >> 32;
+                    t.regs[v->elements[0].reg.id()] = x & half_mask;
+                    t.regs[v->elements[1].reg.id()] = (x >> half) & half_mask;
                 } else if (auto const* v1 = std::get_if<ptx::VectorUse>(&ops[1])) {
-                    std::uint64_t const lo = t.regs[v1->elements[0].reg.id()] & 0xffffffffu;
-                    std::uint64_t const hi = t.regs[v1->elements[1].reg.id()] & 0xffffffffu;
-                    write(t, dst(), lo | (hi << 32));
+                    std::uint64_t const lo = t.regs[v1->elements[0].reg.id()] & half_mask;
+                    std::uint64_t const hi = t.regs[v1->elements[1].reg.id()] & half_mask;
+                    write(t, dst(), lo | (hi << half));
                 } else {
                     write(t, dst(), src(1, type));
                 }
@@ -621,6 +750,7 @@ private:
         if (ptx::is_float(to) && ptx::is_float(from)) {
             if (to == Type::f64 && from == Type::f32) return bits(static_cast<double>(f32(v)));
             if (to == Type::f32 && from == Type::f64) return bits(static_cast<float>(f64(v)));  // round to nearest
+            if (to == Type::f32 && from == Type::f16) return bits(half_to_float(static_cast<std::uint16_t>(v)));
             if (to == from) return v;
             fail(index, "float conversion not simulated");
         }
@@ -630,7 +760,23 @@ private:
                 return s ? bits(static_cast<float>(signed_value(from, v))) : bits(static_cast<float>(v));
             return s ? bits(static_cast<double>(signed_value(from, v))) : bits(static_cast<double>(v));
         }
-        if (ptx::is_float(from)) fail(index, "float to integer conversion not simulated");
+        if (ptx::is_float(from)) {
+            // Rounded as the modifier says, then saturated to the destination's range (NaN: 0).
+            double x = from == Type::f32 ? f32(v) : from == Type::f64 ? f64(v) : fail_value(index, "cvt source");
+            if (std::isnan(x)) return 0;
+            switch (d.rounding) {
+                case ptx::Rounding::rni: x = std::nearbyint(x); break;  // the host rounds to nearest even
+                case ptx::Rounding::rzi: x = std::trunc(x); break;
+                case ptx::Rounding::rmi: x = std::floor(x); break;
+                case ptx::Rounding::rpi: x = std::ceil(x); break;
+                default: fail(index, "float to integer conversion without an integer rounding");
+            }
+            int const b = ptx::bits_of(to);
+            bool const s = ptx::kind_of(to) == ptx::TypeKind::signed_int;
+            double const lo = s ? -std::ldexp(1.0, b - 1) : 0.0, hi = s ? std::ldexp(1.0, b - 1) - 1 : std::ldexp(1.0, b) - 1;
+            x = std::clamp(x, lo, hi);
+            return mask(to, s ? static_cast<std::uint64_t>(static_cast<std::int64_t>(x)) : static_cast<std::uint64_t>(x));
+        }
         // Integer to integer: sign- or zero-extend from the source, truncate to the destination.
         bool const s = ptx::kind_of(from) == ptx::TypeKind::signed_int;
         std::uint64_t const x = s ? static_cast<std::uint64_t>(signed_value(from, v)) : mask(from, v);
@@ -682,7 +828,8 @@ private:
     std::vector<ptx::Type> param_types_;
     std::map<std::string, std::uint64_t> params_;
     std::map<std::string, std::uint64_t> symbols_;
-    std::size_t shared_bytes_ = 0;
+    std::size_t shared_bytes_ = 0;  // static, and the dynamic array's offset
+    std::size_t dynamic_shared_bytes_ = 0;
     std::vector<std::uint8_t> shared_memory_;
     std::vector<Range> ranges_;
     Dim3 grid_, block_;
@@ -706,6 +853,9 @@ public:
 
     [[nodiscard]] ptx::Target target() const noexcept override { return target_; }
     [[nodiscard]] int multiprocessor_count() const noexcept override { return multiprocessors_; }
+    [[nodiscard]] unsigned max_shared_bytes() const noexcept override { return max_shared_bytes_; }
+    // The dynamic shared memory the simulated device offers a block (e.g. an H100's 227 KiB).
+    void set_max_shared_bytes(unsigned bytes) noexcept { max_shared_bytes_ = bytes; }
     [[nodiscard]] std::uint64_t address(detail::TensorView const& view) override { return view.buffer + view.offset; }
     [[nodiscard]] std::uint64_t allocate_temporary(std::size_t bytes) override {
         auto block = std::make_unique<std::vector<std::uint8_t>>(bytes, 0xCD);  // poisoned
@@ -726,13 +876,17 @@ public:
         } else if (make().emit(target_) != it->second->text) {
             throw SimulationError("cache key '" + key + "' names two different kernels");
         }
+        if (dims.shared_bytes > max_shared_bytes_)
+            throw SimulationError(key + ": " + std::to_string(dims.shared_bytes) + " bytes of shared memory, more than the " +
+                                  std::to_string(max_shared_bytes_) + " a block may have");
         launches_.push_back({key, dims});
         Simulator& sim = *it->second->simulator;
         sim.forget_buffers();
         std::uint64_t const before = sim.executed();
         for (auto const& r : allowed_) sim.allow(reinterpret_cast<void const*>(r.first), r.second);
         for (auto const& [address, block] : temporaries_) sim.allow(block->data(), block->size());
-        sim.run({dims.grid[0], dims.grid[1], dims.grid[2]}, {dims.block[0], dims.block[1], dims.block[2]}, arguments);
+        sim.run({dims.grid[0], dims.grid[1], dims.grid[2]}, {dims.block[0], dims.block[1], dims.block[2]}, arguments,
+                dims.shared_bytes);
         executed_ += sim.executed() - before;
     }
 
@@ -752,6 +906,7 @@ private:
     };
     int multiprocessors_;
     ptx::Target target_;
+    unsigned max_shared_bytes_ = 48 * 1024;
     std::map<std::string, std::unique_ptr<Entry>> kernels_;
     std::map<std::uint64_t, std::unique_ptr<std::vector<std::uint8_t>>> temporaries_;
     std::vector<std::pair<std::uintptr_t, std::size_t>> allowed_;

@@ -1,0 +1,89 @@
+// The CUDA backend's K-quant GEMV kernels run through its own glue (cuda::ops::quant_linear) in the
+// host PTX simulator, so CI checks them without a GPU: the fused GEMV in both forms (weights loaded
+// into registers, and streamed through per-warp cp.async rings, whose copies the simulator lands
+// only when the issuing thread waits for them), against a float64 reference on the dequantized
+// weights, with poisoned outputs. Shapes cover a partial last ring slot (q4_k, 9 blocks a row),
+// warps that take several rows (more rows than the simulated grid's 32 warps), two rows of x, and
+// the fallback of q6_k rows that are not 16-byte multiples.
+#include "support/ptx_simulator.hpp"
+#include "support/test_support.hpp"
+
+#include <cmath>
+#include <random>
+
+#include "cuda/ops/quant_ops.hpp"
+
+namespace rayo::test {
+namespace {
+
+using ptxsim::HostView;
+using ptxsim::SimulatedRunner;
+
+struct Case {
+    DType type;
+    std::size_t m, n, k;
+    bool streamed;  // which form the glue must pick on a device with 227 KiB of shared memory
+};
+
+// ‖y − ref‖ / max(‖ref‖, its typical size), as tests/cuda_quant_test.cpp measures it.
+template <QuantBlock W>
+double simulated_linear_error(Case const& c, std::uint32_t seed) {
+    SimulatedRunner runner(2);
+    runner.set_max_shared_bytes(227 * 1024);
+    auto const w = quantize<W>(Tensor<float>::from(random_floats(c.n * c.k, seed, -1.0f, 1.0f), {c.n, c.k}));
+    std::vector<W> const blocks = w.to_vector();
+    std::vector<float> const wv = dequantize(w).to_vector();
+    std::mt19937 rng(seed + 1);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> xv(c.m * c.k);
+    for (auto& v : xv) v = normal(rng);
+    xv[5] *= 40.0f;  // an outlier channel, as activations have
+
+    HostView<float> x(runner, xv.size(), 0, DType::f32);
+    HostView<W> wt(runner, blocks.size(), 0, dtype_of<W>);
+    HostView<float> out(runner, c.m * c.n, 0, DType::f32);
+    x.fill(xv);
+    wt.fill(blocks);
+    out.fill(std::vector<float>(c.m * c.n, poison));
+    cuda::ops::quant_linear(runner, {c.m, c.n, c.k, true}, x.view(), wt.view(), out.view());
+
+    bool streamed = false;
+    for (auto const& l : runner.launches()) streamed |= l.key.find(".s0.") == std::string::npos && l.key.find("gemv_fused") != std::string::npos;
+    EXPECT_EQ(streamed, c.streamed) << "the glue picked the other GEMV form";
+
+    std::vector<float> const y = out.values();
+    double num = 0, den = 0, typical = 0;
+    for (std::size_t i = 0; i < c.m; ++i)
+        for (std::size_t j = 0; j < c.n; ++j) {
+            double sum = 0;
+            for (std::size_t p = 0; p < c.k; ++p) {
+                double const product = double(xv[i * c.k + p]) * double(wv[j * c.k + p]);
+                sum += product;
+                typical += product * product;
+            }
+            EXPECT_TRUE(std::isfinite(y[i * c.n + j]) && y[i * c.n + j] != poison) << "out[" << i << ", " << j << "] not written";
+            num += (y[i * c.n + j] - sum) * (y[i * c.n + j] - sum);
+            den += sum * sum;
+        }
+    return std::sqrt(num / std::max({den, typical, 1e-300}));
+}
+
+TEST(CudaQuantSimulated, FusedGemvInBothFormsMatchesFloat64) {
+    Case const cases[] = {
+        {DType::q4_k, 1, 70, 2048, true},   // 8 blocks a row: whole slots; 70 rows over 32 warps
+        {DType::q4_k, 2, 37, 2304, true},   // 9 blocks: a partial last slot; two rows of x
+        {DType::q6_k, 1, 70, 2048, true},   // 210-byte blocks, 2-byte aligned inside a slot
+        {DType::q6_k, 2, 9, 2048, true},
+        {DType::q6_k, 1, 40, 2304, false},  // 9 q6_k blocks: rows not 16-byte multiples
+    };
+    for (Case const& c : cases) {
+        auto const seed = fresh_seed();
+        SCOPED_TRACE(std::string(to_string(c.type)) + " m " + std::to_string(c.m) + " n " + std::to_string(c.n) +
+                     " k " + std::to_string(c.k) + " seed " + std::to_string(seed));
+        double const e = c.type == DType::q4_k ? simulated_linear_error<q4_k>(c, seed) : simulated_linear_error<q6_k>(c, seed);
+        EXPECT_LE(e, 1e-3);  // what linear promises; ~1e-4 with the residual activations
+    }
+}
+
+}  // namespace
+}  // namespace rayo::test
