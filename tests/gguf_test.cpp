@@ -555,6 +555,14 @@ TEST(GgufMalformed, TensorDataPastTheEnd) {
     std::size_t const wrap_at = wrap.size();
     wrap.u64(~std::uint64_t{31}).zeros(64);
     expect_format_error(wrap.data, "tensor \"t\".offset", wrap_at, "past the end");
+
+    // An empty tensor (a zero dimension) in a file that ends before its data section would start
+    // (found by the fuzzer): its offset still lies past the end.
+    Bytes empty;
+    empty.header(1, 0).str("t").u32(4).u64(0).u64(0).u64(0).u64(0).u32(0);
+    std::size_t const empty_at = empty.size();
+    empty.u64(0);  // 80 bytes: the data section would start at 96
+    expect_format_error(empty.data, "tensor \"t\".offset", empty_at, "past the end");
 }
 
 TEST(GgufMalformed, DuplicateTensorNames) {

@@ -335,13 +335,15 @@ void File::parse() {
         offset_at.push_back(this_offset_at);
     }
 
-    // Data section: at the next multiple of the alignment; every tensor must lie inside the file.
+    // Data section: at the next multiple of the alignment; every tensor must lie inside the file,
+    // an empty one too (its offset is still a place in the file, which data() points at).
     std::uint64_t const end_of_infos = c.offset();
     data_offset_ = (end_of_infos + alignment_ - 1) / alignment_ * alignment_;
-    std::uint64_t const data_size = bytes_.size() > data_offset_ ? bytes_.size() - data_offset_ : 0;
+    bool const section_in_file = data_offset_ <= bytes_.size();
+    std::uint64_t const data_size = section_in_file ? bytes_.size() - data_offset_ : 0;
     for (std::size_t i = 0; i < tensors_.size(); ++i) {
         TensorInfo const& t = tensors_[i];
-        if (t.offset > data_size || t.bytes > data_size - t.offset)
+        if (!section_in_file || t.offset > data_size || t.bytes > data_size - t.offset)
             c.fail_at(offset_at[i], "tensor \"" + printable(t.name) + "\".offset", Cursor::no_index,
                       std::to_string(t.bytes) + " bytes of data at data offset " + std::to_string(t.offset) +
                           " (file offset " + std::to_string(data_offset_ + t.offset) + ") run past the end of the file (" +
