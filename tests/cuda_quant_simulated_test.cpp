@@ -9,7 +9,6 @@
 #include "support/test_support.hpp"
 
 #include <cmath>
-#include <random>
 
 #include "cuda/ops/quant_ops.hpp"
 
@@ -33,11 +32,7 @@ double simulated_linear_error(Case const& c, std::uint32_t seed) {
     auto const w = quantize<W>(Tensor<float>::from(random_floats(c.n * c.k, seed, -1.0f, 1.0f), {c.n, c.k}));
     std::vector<W> const blocks = w.to_vector();
     std::vector<float> const wv = dequantize(w).to_vector();
-    std::mt19937 rng(seed + 1);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> xv(c.m * c.k);
-    for (auto& v : xv) v = normal(rng);
-    xv[5] *= 40.0f;  // an outlier channel, as activations have
+    std::vector<float> const xv = activation_like(c.m, c.k, seed + 1);
 
     HostView<float> x(runner, xv.size(), 0, DType::f32);
     HostView<W> wt(runner, blocks.size(), 0, dtype_of<W>);

@@ -236,19 +236,6 @@ TEST_F(CudaQuant, Q4kAndQ6kQuantizationFallBackToTheCpuVisibly) {
 
 // ---- linear -------------------------------------------------------------------------------------
 
-// Normal activations with one channel 40x larger and an all-zero block, as in tests/matmul_test.cpp.
-std::vector<float> activation_like(std::size_t rows, std::size_t k, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> x(rows * k);
-    for (auto& v : x) v = normal(rng);
-    for (std::size_t r = 0; r < rows; ++r) {
-        x[r * k + 5] *= 40.0f;
-        for (std::size_t p = 256; p < 512 && p < k; ++p) x[r * k + p] = 0.0f;
-    }
-    return x;
-}
-
 // Weights quantized on the CPU once per (type, n, k) and kept with their dequantized values.
 template <QuantBlock W>
 struct Weights {

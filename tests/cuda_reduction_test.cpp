@@ -8,56 +8,17 @@
 // accumulate in f64), dot within 1e-6·Σ|a·b|; max, min, argmax, argmin exact — NaN wins and the
 // first index of the extreme (or of the first NaN) is reported, as on the CPU.
 #include "support/cuda_support.hpp"
+#include "support/reduction_references.hpp"
 
 #include <bit>
 
 namespace rayo::test {
 namespace {
 
-struct Ref {
-    std::vector<double> sum, abs_sum;
-    std::vector<float> max, min;
-    std::vector<std::int64_t> argmax, argmin;
-};
-
-// The CPU's semantics in double over axis `axis` of `shape` (everything when axis < 0).
-Ref reference(std::vector<float> const& in, Shape const& shape, int axis) {
-    std::size_t outer = 1, extent = in.size(), inner = 1;
-    if (axis >= 0) {
-        extent = static_cast<std::size_t>(shape[static_cast<std::size_t>(axis)]);
-        for (std::size_t i = 0; i < shape.rank(); ++i) {
-            if (i < static_cast<std::size_t>(axis)) outer *= static_cast<std::size_t>(shape[i]);
-            if (i > static_cast<std::size_t>(axis)) inner *= static_cast<std::size_t>(shape[i]);
-        }
-    }
-    Ref r;
-    for (std::size_t o = 0; o < outer; ++o)
-        for (std::size_t j = 0; j < inner; ++j) {
-            double s = 0, a = 0;
-            float mx = 0, mn = 0;
-            std::int64_t imx = 0, imn = 0;
-            for (std::size_t e = 0; e < extent; ++e) {
-                float const v = in[(o * extent + e) * inner + j];
-                s += v;
-                a += std::abs(static_cast<double>(v));
-                if (e == 0) {
-                    mx = mn = v;
-                    continue;
-                }
-                auto const i = static_cast<std::int64_t>(e);
-                if (!std::isnan(mx) && (std::isnan(v) || v > mx)) mx = v, imx = i;
-                if (!std::isnan(mn) && (std::isnan(v) || v < mn)) mn = v, imn = i;
-            }
-            r.sum.push_back(s), r.abs_sum.push_back(a), r.max.push_back(mx), r.min.push_back(mn);
-            r.argmax.push_back(imx), r.argmin.push_back(imn);
-        }
-    return r;
-}
-
 bool same_float(float a, float b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
 void check(FTensor const& x, std::vector<float> const& in, int axis, bool keepdim) {
-    Ref const r = reference(in, x.shape(), axis);
+    ReductionReference const r = reduction_reference(in, x.shape(), axis);
     auto const n =
         static_cast<double>(axis < 0 ? in.size() : static_cast<std::size_t>(x.shape()[static_cast<std::size_t>(axis)]));
     auto run = [&](auto all, auto along) { return axis < 0 ? all(x) : along(x, axis, keepdim); };

@@ -138,18 +138,6 @@ TEST_P(Matmul, LinearWithKQuantWeights) {
 // activations have; m <= 4 takes the integer dot products, larger m the GEMM.
 using KQuantActivationScope = SettingScope<KQuantActivations, &kquant_activations, &set_kquant_activations>;
 
-std::vector<float> activation_like(std::size_t rows, std::size_t k, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> x(rows * k);
-    for (auto& v : x) v = normal(rng);
-    for (std::size_t r = 0; r < rows; ++r) {
-        x[r * k + 5] *= 40.0f;                                           // an outlier channel
-        for (std::size_t p = 256; p < 512 && p < k; ++p) x[r * k + p] = 0.0f;  // a zero block
-    }
-    return x;
-}
-
 template <class W>
 double quantized_linear_error(Dims d) {
     auto const seed = fresh_seed();

@@ -91,19 +91,6 @@ TEST_F(VulkanQuant, WeightQuantizationFallsBackToTheCpuVisibly) {
     EXPECT_EQ(std::memcmp(g.data(), want.data(), sizeof(q4_k) * 2), 0);
 }
 
-// x: normal with one channel 40x larger and an all-zero block, as real activations have.
-std::vector<float> activation_like(std::size_t rows, std::size_t k, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> x(rows * k);
-    for (auto& v : x) v = normal(rng);
-    for (std::size_t r = 0; r < rows; ++r) {
-        x[r * k + 5] *= 40.0f;
-        for (std::size_t p = 256; p < 512 && p < k; ++p) x[r * k + p] = 0.0f;
-    }
-    return x;
-}
-
 template <class W>
 double quantized_linear_error(Device device, std::size_t m, std::size_t n, std::size_t k) {
     auto const seed = fresh_seed();

@@ -5,49 +5,12 @@
 // Tolerances: sums and means within 1e-6·Σ|x| (as tests/reduction_test.cpp allows the CPU; the
 // shaders accumulate double-float pairs), dot within 1e-6·Σ|a·b|; max/min and indices exact.
 #include "support/vulkan_support.hpp"
+#include "support/reduction_references.hpp"
 
 #include <iostream>
 
 namespace rayo::test {
 namespace {
-
-struct Reference {
-    std::vector<double> sum, abs_sum, max, min;
-    std::vector<std::int64_t> argmax, argmin;
-};
-
-// Over axis `axis` of `shape`, or everything when axis < 0.
-Reference reference(std::vector<float> const& in, Shape const& shape, int axis) {
-    std::size_t outer = 1, extent = in.size(), inner = 1;
-    if (axis >= 0) {
-        extent = static_cast<std::size_t>(shape[static_cast<std::size_t>(axis)]);
-        for (std::size_t i = 0; i < shape.rank(); ++i) {
-            if (i < static_cast<std::size_t>(axis)) outer *= static_cast<std::size_t>(shape[i]);
-            if (i > static_cast<std::size_t>(axis)) inner *= static_cast<std::size_t>(shape[i]);
-        }
-    }
-    Reference r;
-    for (std::size_t o = 0; o < outer; ++o)
-        for (std::size_t j = 0; j < inner; ++j) {
-            double s = 0, a = 0, mx = -INFINITY, mn = INFINITY;
-            std::int64_t imx = -1, imn = -1;
-            for (std::size_t e = 0; e < extent; ++e) {
-                double const v = in[(o * extent + e) * inner + j];
-                s += v;
-                a += std::abs(v);
-                if (std::isnan(mx)) continue;
-                if (std::isnan(v)) {
-                    mx = mn = v, imx = imn = static_cast<std::int64_t>(e);
-                    continue;
-                }
-                if (imx < 0 || v > mx) mx = v, imx = static_cast<std::int64_t>(e);
-                if (imn < 0 || v < mn) mn = v, imn = static_cast<std::int64_t>(e);
-            }
-            r.sum.push_back(s), r.abs_sum.push_back(a), r.max.push_back(mx), r.min.push_back(mn);
-            r.argmax.push_back(imx), r.argmin.push_back(imn);
-        }
-    return r;
-}
 
 bool same_value(float got, double want) { return std::isnan(want) ? std::isnan(got) : got == want; }
 
@@ -57,7 +20,7 @@ protected:
     void check(std::vector<float> const& v, Shape const& shape, int axis) {
         SCOPED_TRACE("shape " + shape_name(shape) + ", axis " + std::to_string(axis));
         auto x = Tensor<float>::from(v, shape, device);
-        Reference const r = reference(v, shape, axis);
+        ReductionReference const r = reduction_reference(v, shape, axis);
         Shape const out_shape = axis < 0 ? Shape{} : sum(x, axis).shape();
         auto f32_out = [&] { return poisoned(out_shape, device); };
         auto i64_out = [&] { return Tensor<std::int64_t>::full(out_shape, -7, device); };
@@ -89,19 +52,6 @@ protected:
             ASSERT_EQ(amxv[i], r.argmax[i]) << i;
             ASSERT_EQ(amnv[i], r.argmin[i]) << i;
         }
-    }
-
-    // Each test body runs once per available path (subgroup arithmetic, shared memory).
-    template <class F>
-    void on_every_path(F&& body) {
-        std::vector<bool> paths{false};
-        if (vulkan::has_subgroup_arithmetic(device)) paths.push_back(true);
-        for (bool subgroups : paths) {
-            SCOPED_TRACE(subgroups ? "subgroup path" : "shared-memory path");
-            vulkan::use_subgroups(device, subgroups);
-            body();
-        }
-        vulkan::use_subgroups(device, true);
     }
 };
 

@@ -14,20 +14,7 @@ struct RowShape {
 };
 std::vector<RowShape> const row_shapes{{1, 1}, {3, 7}, {64, 1000}, {4096, 4096}, {1, 100000}, {100000, 8}, {5, 257}};
 
-class VulkanRows : public VulkanTest {
-protected:
-    template <class F>
-    void on_every_path(F&& body) {
-        std::vector<bool> paths{false};
-        if (vulkan::has_subgroup_arithmetic(device)) paths.push_back(true);
-        for (bool subgroups : paths) {
-            SCOPED_TRACE(subgroups ? "subgroup path" : "shared-memory path");
-            vulkan::use_subgroups(device, subgroups);
-            body();
-        }
-        vulkan::use_subgroups(device, true);
-    }
-};
+using VulkanRows = VulkanTest;
 
 TEST_F(VulkanRows, SoftmaxAndLogSoftmax) {
     on_every_path([&] {

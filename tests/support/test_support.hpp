@@ -30,6 +30,20 @@ inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float
     return v;
 }
 
+// Activations as real ones look: normal, with one channel 40x larger (index 5) and an all-zero
+// block (values 256..511 of each row).
+inline std::vector<float> activation_like(std::size_t rows, std::size_t k, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(rows * k);
+    for (auto& v : x) v = normal(rng);
+    for (std::size_t r = 0; r < rows; ++r) {
+        x[r * k + 5] *= 40.0f;
+        for (std::size_t p = 256; p < 512 && p < k; ++p) x[r * k + p] = 0.0f;
+    }
+    return x;
+}
+
 // A value no correct kernel writes: outputs start as this so untouched elements are caught.
 inline constexpr float poison = -1.2345678e30f;
 

@@ -32,6 +32,20 @@ protected:
         device.synchronize();
         EXPECT_EQ(vulkan::validation_message_count(), messages_before) << "the validation layer reported messages (logged above)";
     }
+    // Runs `body` once per available path of the reduction and row shaders (subgroup arithmetic,
+    // shared memory), then restores the default.
+    template <class F>
+    void on_every_path(F&& body) {
+        std::vector<bool> paths{false};
+        if (vulkan::has_subgroup_arithmetic(device)) paths.push_back(true);
+        for (bool subgroups : paths) {
+            SCOPED_TRACE(subgroups ? "subgroup path" : "shared-memory path");
+            vulkan::use_subgroups(device, subgroups);
+            body();
+        }
+        vulkan::use_subgroups(device, true);
+    }
+
     Device device = Device::cpu();
     std::uint64_t messages_before = 0;
 };
