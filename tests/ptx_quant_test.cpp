@@ -85,6 +85,38 @@ TEST(PtxQuant, GemvAssemblesForEveryRowCount) {
     }
 }
 
+// The spanning GEMV at the row lengths the backend meets most (k = 256 .. 32768), every batch, with
+// and without the pipelined loads, and the block shapes the glue picks (several groups for short
+// rows, one for long ones).
+TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (Target t : targets) {
+        ptx::Module module(t);
+        for (unsigned blocks : {1u, 9u, 16u, 56u, 128u})
+            for (unsigned batch : {1u, 2u, 4u})
+                for (bool pipelined : {true, false}) {
+                    unsigned const groups = std::max(1u, 512u / kernels::quant_gemv_spanning_group_threads(blocks));
+                    module.add(kernels::quant_gemv_spanning(
+                        {.blocks_per_row = blocks, .groups = groups, .batch = batch, .pipelined = pipelined}));
+                }
+        std::string const failure = ptxas_failure("rayo_quant_gemv_spanning_all", module.emit(), t);
+        EXPECT_TRUE(failure.empty()) << failure;
+    }
+}
+
+TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXItsScalesAndTwoBuffersOfWarpSums) {
+    // 56 blocks: 448 threads = 14 warps; x 28672 bytes, 56 scales in 224 bytes, 2·14·2 sums.
+    EXPECT_EQ(kernels::quant_gemv_spanning_group_threads(56), 448u);
+    EXPECT_EQ(kernels::quant_gemv_spanning_group_threads(9), 96u);
+    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 56, .groups = 1, .batch = 2}),
+              28672u + 224u + 2u * 14 * 2 * 4);
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q6_k}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 0}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 129}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 56, .groups = 3}), ptx::BuildError);  // 1344 threads
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .batch = 3}), ptx::BuildError);
+}
+
 TEST(PtxQuant, GemmAssemblesForEveryTile) {
     RAYO_SKIP_WITHOUT_PTXAS();
     std::vector<Kernel> v{kernels::gemm_activations()};

@@ -127,6 +127,7 @@ private:
         bool wide = false, high = false;     // mul.wide, mul.hi
         bool shared = false, param = false;  // ld/st space
         bool a_signed = false, b_signed = false;  // dp4a, dp2a operands
+        bool dp2a_high = false;                   // dp2a.hi: b's bytes 2 and 3
         std::string shuffle;                 // shfl mode
         int vector = 1;                      // ld/st .v2/.v4
         ptx::Rounding rounding = ptx::Rounding::none;
@@ -214,8 +215,8 @@ private:
             if (op == ops.end()) fail(i, "not simulated");
             d.op = op->second;
             if (d.op == Op::dp4a || d.op == Op::dp2a) {
-                // dp4a.<a>.<b>, dp2a.lo.<a>.<b>
-                if (d.op == Op::dp2a && tokens[1] != "lo") fail(i, "dp2a.hi not simulated");
+                // dp4a.<a>.<b>, dp2a.{lo,hi}.<a>.<b>
+                d.dp2a_high = d.op == Op::dp2a && tokens[1] == "hi";
                 d.a_signed = tokens[tokens.size() - 2] == "s32";
                 d.b_signed = tokens.back() == "s32";
                 d.type = ptx::Type::s32;
@@ -532,7 +533,7 @@ private:
                 if (d.op == Op::dp4a)
                     for (int i = 0; i < 4; ++i) sum += part(a, 8, i, d.a_signed) * part(b, 8, i, d.b_signed);
                 else
-                    for (int i = 0; i < 2; ++i) sum += part(a, 16, i, d.a_signed) * part(b, 8, i, d.b_signed);
+                    for (int i = 0; i < 2; ++i) sum += part(a, 16, i, d.a_signed) * part(b, 8, i + (d.dp2a_high ? 2 : 0), d.b_signed);
                 write(t, dst(), mask(Type::s32, static_cast<std::uint64_t>(sum)));
                 break;
             }

@@ -7,6 +7,10 @@
 //                       linear(x, w) for a few rows of x (decoding): x is quantized on the device into int8
 //                       records laid out for the GEMV's lanes, then every weight byte is read once and
 //                       multiplied with dp4a;
+//   * quant_gemv_spanning
+//                       linear(x, w) for one row of x and q4_k weights: x quantized once per block into
+//                       shared memory and then held in registers, the weights loaded straight into
+//                       registers (no records, no staging through shared memory);
 //   * gemm_activations + quant_gemm
 //                       linear(x, w) for many rows of x: x converted to f16 once, weight tiles decoded to f16
 //                       in shared memory, multiplied on tensor cores (mma.sync m16n8k16, f32 accumulation).
@@ -127,6 +131,34 @@ constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std
     if (!config.fused) return 0;
     return quant_gemv_fused_shared_bytes(config.weight, config.rows, blocks_per_row) +
            std::size_t{config.warps} * config.stages * quant_gemv_slot_bytes(config.weight);
+}
+
+// The spanning GEMV: one row of x, q4_k weights. Parameters (u64 w, u64 x, u64 out, u32 n):
+// out[r] = Σ_k x[k]·w[r, k] for r < n, w [n rows of blocks_per_row q4_k blocks] (16-byte aligned),
+// x f32 [blocks_per_row·256] (16-byte aligned). A group of quant_gemv_spanning_group_threads threads
+// spans a weight row, each thread the same 32 values of every row, so its share of x (quantized once
+// per block into shared memory as int16 with one scale per 256 values: ~15 bits, the accuracy of the
+// residual records) stays in registers; per row a thread loads the block's 16-byte header and its
+// 16 qs bytes from global memory and multiplies them by dp2a. Each block holds `groups` groups and
+// takes groups·batch rows per step (one barrier a step; sums in a fixed order), striding over the
+// rows by gridDim·groups·batch (pipelined: a step's loads are issued before the previous step's
+// products). Launch a persistent grid of any size, groups·group_threads threads, dynamic shared
+// memory quant_gemv_spanning_shared_bytes(config).
+constexpr unsigned quant_gemv_spanning_max_blocks = 128;  // a group of at most 1024 threads
+struct QuantGemvSpanningConfig {
+    DType weight = DType::q4_k;   // q4_k
+    unsigned blocks_per_row = 1;  // 1..quant_gemv_spanning_max_blocks, baked into the kernel
+    unsigned groups = 1;          // row groups per block
+    unsigned batch = 2;           // rows per group per step: 1, 2 or 4
+    bool pipelined = true;        // load the next step's rows into registers during this one's work
+};
+[[nodiscard]] Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config);
+constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) noexcept {
+    return (8 * blocks_per_row + 31) / 32 * 32;
+}
+constexpr std::size_t quant_gemv_spanning_shared_bytes(QuantGemvSpanningConfig const& config) noexcept {
+    std::size_t const warps = config.groups * quant_gemv_spanning_group_threads(config.blocks_per_row) / 32;
+    return 512 * std::size_t{config.blocks_per_row} + 16 * ((config.blocks_per_row + 3) / 4) + 2 * warps * config.batch * 4;
 }
 
 // ---- the GEMM path ------------------------------------------------------------------------------

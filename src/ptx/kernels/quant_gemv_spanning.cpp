@@ -1,0 +1,272 @@
+// linear(x, w) for one row of x and q4_k weights, with x held in registers: a group of threads spans
+// a whole weight row, thread t of the group taking the same 32 values of every row (qs bytes
+// [16j, 16j+16) of block t/8, j = t%8: values 64c + 16h + i as low nibbles and 64c + 32 + 16h + i as
+// high ones, c = j/2, h = j%2, i < 16). Its x values, their sums and their scale are loaded once;
+// per row it loads 32 bytes (header and its 16 qs bytes) straight from global memory, so the weights
+// pass through no shared memory and x is not re-read per row.
+//
+// x is quantized once per CTA into shared memory as int16, q = rni(x·32767/amax) per 256 values
+// (the 1.5·2^23 trick: the low 16 bits of fma(x, iscale, 1.5·2^23) are q), which keeps ~15 bits of
+// x like the q8_k main + residual records. Products by dp2a (int16 pairs × u8 codes): low nibbles
+// masked 0x0f, high ones masked 0xf0 (16q; the chain's sum is then divided by 16, exactly).
+// Bounds (int32): a chain of 16 values is ≤ 16·15·32767 ≈ 7.9e6 (×16 ≈ 1.3e8 for high nibbles),
+// times a 6-bit scale, two chains: ≤ 9.9e8 < 2^31.
+//
+// The rows of a step (`batch` per group, `groups` per CTA) are reduced across each warp by a
+// transposing butterfly (lane b ends with row b's sum), then across the group's warps through shared
+// memory in a fixed order: results do not depend on timing.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "rayo/ptx/kernels/quant.hpp"
+#include "ptx/kernels/quant_words.hpp"
+
+namespace rayo::ptx::kernels {
+
+namespace {
+
+using quant_detail::halves_as_float;
+
+constexpr float round_magic = 12582912.0f;  // 1.5·2^23: adding it rounds to an integer in the low bits
+
+Reg dp2a(Kernel& k, bool high, Reg pairs, Reg bytes, Reg acc) {
+    Reg r = k.reg(Type::s32);
+    k.instruction(high ? "dp2a.hi.s32.u32" : "dp2a.lo.s32.u32",
+                  {RegUse{r, Type::s32, Access::write}, RegUse{pairs, Type::s32, Access::read},
+                   RegUse{bytes, Type::u32, Access::read}, RegUse{acc, Type::s32, Access::read}},
+                  {.compute_capability = 61});
+    return r;
+}
+
+// Σ over 16 values: x as 8 words of int16 pairs, the codes as 4 words of bytes.
+Reg dot16(Kernel& k, std::vector<Reg> const& x, std::vector<Reg> const& codes) {
+    Reg s = k.mov(Type::s32, 0);
+    for (std::size_t t = 0; t < 4; ++t) {
+        s = dp2a(k, false, x[2 * t], codes[t], s);
+        s = dp2a(k, true, x[2 * t + 1], codes[t], s);
+    }
+    return s;
+}
+
+// The warp-wide sums of `values` (one per row of the batch): lane b (b < batch) ends with row b's.
+Reg transposed_warp_sum(Kernel& k, std::vector<Reg> values, Reg lane) {
+    unsigned delta = 1;
+    while (values.size() > 1) {
+        // Lanes with this bit set keep the odd rows of the remaining ones, the others the even rows.
+        Reg const odd = k.setp(Cmp::ne, k.and_(lane, delta), 0);
+        std::vector<Reg> kept;
+        for (std::size_t i = 0; i < values.size(); i += 2) {
+            Reg const keep = k.selp(values[i + 1], values[i], odd, Type::f32);
+            Reg const give = k.selp(values[i], values[i + 1], odd, Type::f32);
+            kept.push_back(k.add(keep, k.shfl(ShuffleMode::bfly, give, delta)));
+        }
+        values = kept;
+        delta *= 2;
+    }
+    Reg sum = values[0];
+    for (; delta < 32; delta *= 2) sum = k.add(sum, k.shfl(ShuffleMode::bfly, sum, delta));
+    return sum;
+}
+
+// A thread's 32 bytes of one weight row: the block's header (d, dmin, scales) and its 16 qs bytes.
+struct RowWords {
+    std::array<Reg, 4> header;
+    std::array<Reg, 4> qs;
+};
+
+}  // namespace
+
+Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
+    if (config.weight != DType::q4_k)
+        throw BuildError("ptx kernels: quant_gemv_spanning takes q4_k weights, not " + std::string(to_string(config.weight)));
+    if (config.blocks_per_row < 1 || config.blocks_per_row > quant_gemv_spanning_max_blocks)
+        throw BuildError("ptx kernels: quant_gemv_spanning spans 1 to " + std::to_string(quant_gemv_spanning_max_blocks) +
+                         " blocks per row, not " + std::to_string(config.blocks_per_row));
+    if (config.batch != 1 && config.batch != 2 && config.batch != 4)
+        throw BuildError("ptx kernels: quant_gemv_spanning takes 1, 2 or 4 rows per step, not " + std::to_string(config.batch));
+    unsigned const group_threads = quant_gemv_spanning_group_threads(config.blocks_per_row);
+    if (config.groups < 1 || config.groups * group_threads > 1024)
+        throw BuildError("ptx kernels: quant_gemv_spanning: " + std::to_string(config.groups) + " groups of " +
+                         std::to_string(group_threads) + " threads do not make a block of 1 to 1024 threads");
+
+    unsigned const blocks = config.blocks_per_row;
+    unsigned const group_warps = group_threads / 32;
+    unsigned const warps = config.groups * group_warps;
+    unsigned const batch = config.batch;
+    Kernel k("rayo_quant_gemv_spanning_q4_k_b" + std::to_string(blocks) + "_g" + std::to_string(config.groups) + "_r" +
+             std::to_string(batch) + (config.pipelined ? "_pipelined" : ""));
+    k.max_threads(32 * warps);
+    Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
+    Reg const x = k.cvta_to_global(k.param(Type::u64, "x"));
+    Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
+    Reg const n = k.param(Type::u32, "n");
+
+    Reg const tid = k.special(Special::tid_x);
+    Reg const lane = k.and_(tid, 31);
+    Reg const warp = k.shr(tid, 5);
+    Reg const group = k.div(warp, group_warps);
+    Reg const t = k.sub(tid, k.mul(group, group_threads));  // thread within the group
+
+    // This thread's block and lane within it (the group's last warp may run past the row's end).
+    Reg const block = k.shr(t, 3);
+    Reg const j = k.and_(t, 7);
+    Reg const active = k.setp(Cmp::lt, block, blocks);
+    Reg const b = k.min(block, blocks - 1);
+    Reg const c = k.shr(j, 1);
+    Reg const header_offset = k.cvt(Type::u64, k.mul(b, 144));
+    Reg const qs_offset = k.cvt(Type::u64, k.add(k.mul(b, 144), k.add(k.shl(j, 4), 16)));
+
+    // The rows: CTA-uniform steps of groups·batch rows.
+    Reg const last_row = k.sub(n, 1);
+    Reg const first = k.mul(k.special(Special::ctaid_x), config.groups * batch);
+    Reg const stride = k.mul(k.special(Special::nctaid_x), config.groups * batch);
+    Reg const group_first = k.mul(group, batch);
+
+    // Row r of a step (clamped: a partial last step re-reads the last row and writes nothing for it).
+    auto const load_row = [&](Reg step_first, unsigned r, RowWords const& into) {
+        Reg const row = k.min(k.add(k.add(step_first, group_first), r), last_row);
+        Reg const at = k.add(weights, k.mul_wide(row, 144 * blocks));
+        k.ld_vector(into.header, Space::global, Type::u32, Address(k.add(at, header_offset)), Cache::nc);
+        k.ld_vector(into.qs, Space::global, Type::u32, Address(k.add(at, qs_offset)), Cache::nc);
+    };
+    auto const fresh_words = [&] {
+        RowWords w;
+        for (int i = 0; i < 4; ++i) {
+            w.header[i] = k.reg(Type::u32);
+            w.qs[i] = k.reg(Type::u32);
+        }
+        return w;
+    };
+    std::vector<RowWords> pending;
+    if (config.pipelined) {
+        // The next step's rows are loaded while this one's are multiplied: the loads of a CTA are
+        // in flight through its compute and its barrier, not issued in bursts after each barrier;
+        // the first step's while x is quantized.
+        for (unsigned r = 0; r < batch; ++r) pending.push_back(fresh_words());
+        k.if_then(k.setp(Cmp::lt, first, n), [&] { for (unsigned r = 0; r < batch; ++r) load_row(first, r, pending[r]); });
+    }
+
+    // Shared memory: x as int16 [blocks·256], its scales f32 [blocks], two buffers of warp sums.
+    Reg const x_shared = k.shared_address(k.dynamic_shared(16));
+    std::uint32_t const scales_at = 512 * blocks;
+    std::uint32_t const sums_at = scales_at + 16 * ((blocks + 3) / 4);
+
+    // ---- x into shared memory: warp per 256 values, lane L holding values 8L..8L+7
+    Reg const xb = k.reg(Type::u32);
+    k.for_range(xb, warp, blocks, warps, [&] {
+        Reg const at = k.add(x, k.add(k.mul_wide(xb, 1024), k.mul_wide(lane, 32)));
+        auto v = k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc);
+        auto const v1 = k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc);
+        v.insert(v.end(), v1.begin(), v1.end());
+        Reg amax = k.abs(v[0]);
+        for (int i = 1; i < 8; ++i) amax = k.max(amax, k.abs(v[i]));
+        for (int delta = 16; delta >= 1; delta /= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
+        // amax = 0: iscale 0 and every q 0 (not 0·inf).
+        Reg const iscale = k.selp(k.mul(k.rcp_approx(amax), 32767.0f), 0.0f, k.setp(Cmp::gt, amax, 0.0f), Type::f32);
+        std::vector<Reg> bits;
+        for (int i = 0; i < 8; ++i) bits.push_back(k.bitcast(Type::u32, k.fma(v[i], iscale, round_magic)));
+        std::vector<Reg> words;
+        for (int i = 0; i < 8; i += 2) words.push_back(k.prmt(bits[i], bits[i + 1], 0x5410));
+        Reg const row_at = k.add(x_shared, k.add(k.mul(xb, 512), k.shl(lane, 4)));
+        k.st_vector(Space::shared, Type::b32, Address(row_at), words);
+        k.predicated(k.setp(Cmp::eq, lane, 0), true, [&] {
+            k.st(Space::shared, Type::f32, Address(k.add(x_shared, k.shl(xb, 2)), scales_at), k.mul(amax, 1.0f / 32767.0f));
+        });
+    });
+    k.bar_sync();
+
+    // ---- this thread's values: x words, their sums (the min term), the scale
+    Reg const x_at = k.add(x_shared, k.add(k.mul(b, 512), k.add(k.shl(c, 7), k.shl(k.and_(j, 1), 5))));  // 2·(64c + 16h)
+    std::vector<Reg> x_lo = k.ld_vector(Space::shared, Type::b32, 4, Address(x_at));
+    std::vector<Reg> x_hi = k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 64));
+    for (Reg r : k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 16))) x_lo.push_back(r);
+    for (Reg r : k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 80))) x_hi.push_back(r);
+    Reg const ones = k.mov(Type::u32, 0x01010101);
+    auto const sum16 = [&](std::vector<Reg> const& words) {
+        Reg s = k.mov(Type::s32, 0);
+        for (Reg w : words) s = dp2a(k, false, w, ones, s);
+        return s;
+    };
+    Reg const x_sum_lo = sum16(x_lo);
+    Reg const x_sum_hi = sum16(x_hi);
+    Reg const x_scale = k.selp(k.ld(Space::shared, Type::f32, Address(k.add(x_shared, k.shl(b, 2)), scales_at)), 0.0f,
+                               active, Type::f32);
+
+    // Scale and min words (get_scale_min_k4): sub-blocks 0-3 are header[1|2] & 0x3f; 4-7 take the
+    // low (scales) or high (mins) nibbles of header[3] and the top two bits of header[1|2]. This
+    // thread's pair 2c, 2c+1 are bytes 2(c%2), 2(c%2)+1 of its word.
+    Reg const upper = k.setp(Cmp::ge, c, 2);
+    Reg const mask_low = k.selp(0x0f0f0f0f, 0x3f3f3f3f, upper, Type::u32);
+    Reg const mask_top = k.selp(0x30303030, 0, upper, Type::u32);
+    Reg const select_lo = k.or_(k.shl(k.and_(c, 1), 1), 0x4440);
+    Reg const select_hi = k.add(select_lo, 1);
+
+    auto const partial = [&](RowWords const& words) {
+        auto const& h = words.header;
+        auto const& q = words.qs;
+        auto const [d, dmin] = halves_as_float(k, h[0]);
+        Reg const scw = k.or_(k.and_(k.selp(h[3], h[1], upper, Type::u32), mask_low), k.and_(k.shr(h[1], 2), mask_top));
+        Reg const mw = k.or_(k.and_(k.selp(k.shr(h[3], 4), h[2], upper, Type::u32), mask_low), k.and_(k.shr(h[2], 2), mask_top));
+        Reg const sc_lo = k.prmt(scw, 0, select_lo), sc_hi = k.prmt(scw, 0, select_hi);
+        Reg const m_lo = k.prmt(mw, 0, select_lo), m_hi = k.prmt(mw, 0, select_hi);
+        std::vector<Reg> lo, hi;
+        for (Reg w : q) {
+            lo.push_back(k.and_(w, 0x0f0f0f0f));
+            hi.push_back(k.and_(w, static_cast<std::int64_t>(0xf0f0f0f0u)));
+        }
+        Reg const s_hi = k.shr(dot16(k, x_hi, hi), 4);  // exact: every term is a multiple of 16
+        Reg const s = k.fma(dot16(k, x_lo, lo), k.bitcast(Type::s32, sc_lo), k.mul(s_hi, k.bitcast(Type::s32, sc_hi)));
+        Reg const m = k.fma(x_sum_lo, k.bitcast(Type::s32, m_lo), k.mul(x_sum_hi, k.bitcast(Type::s32, m_hi)));
+        Reg const block_sum = k.fma(k.cvt(Type::f32, s), d, k.mul(k.cvt(Type::f32, m), k.neg(dmin)));
+        return k.mul(block_sum, x_scale);
+    };
+
+    // ---- the steps
+    Reg const buffer = k.mov(Type::u32, 0);
+    Reg const sums = k.add(x_shared, sums_at);
+    Reg const writer = k.setp(Cmp::lt, lane, batch);
+    Reg const finisher = k.setp(Cmp::lt, t, batch);  // thread b of the group writes row b of its batch
+    Reg const step = k.reg(Type::u32);
+    k.for_range(step, first, n, stride, [&] {
+        std::vector<RowWords> rows;
+        for (unsigned r = 0; r < batch; ++r) {
+            RowWords w = fresh_words();
+            if (config.pipelined) {
+                for (int i = 0; i < 4; ++i) {
+                    k.mov(w.header[i], pending[r].header[i]);
+                    k.mov(w.qs[i], pending[r].qs[i]);
+                }
+            } else {
+                load_row(step, r, w);
+            }
+            rows.push_back(w);
+        }
+        if (config.pipelined) {
+            Reg const next = k.add(step, stride);
+            k.if_then(k.setp(Cmp::lt, next, n), [&] { for (unsigned r = 0; r < batch; ++r) load_row(next, r, pending[r]); });
+        }
+        Reg const rows0 = k.add(step, group_first);
+        std::vector<Reg> parts;
+        for (RowWords const& w : rows) parts.push_back(partial(w));
+        Reg const warp_sum = transposed_warp_sum(k, parts, lane);
+        // sums[buffer][warp][row of batch]
+        Reg const slot = k.add(sums, k.shl(k.add(k.mul(k.fma(buffer, warps, warp), batch), lane), 2));
+        k.predicated(writer, true, [&] { k.st(Space::shared, Type::f32, Address(slot), warp_sum); });
+        k.bar_sync();
+        k.if_then(finisher, [&] {
+            Reg const row = k.add(rows0, t);
+            Reg const first_slot = k.add(sums, k.shl(k.add(k.mul(k.fma(buffer, warps, k.mul(group, group_warps)), batch), t), 2));
+            Reg total = k.ld(Space::shared, Type::f32, Address(first_slot));
+            for (unsigned w = 1; w < group_warps; ++w)
+                total = k.add(total, k.ld(Space::shared, Type::f32, Address(first_slot, 4 * w * batch)));
+            k.predicated(k.setp(Cmp::lt, row, n), true, [&] {
+                k.st(Space::global, Type::f32, Address(k.add(out, k.mul_wide(row, 4))), total);
+            });
+        });
+        k.mov(buffer, k.xor_(buffer, 1));
+    });
+    return k;
+}
+
+}  // namespace rayo::ptx::kernels
