@@ -104,12 +104,15 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
     }
 }
 
-TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXItsScalesAndTwoBuffersOfWarpSums) {
-    // 56 blocks: 448 threads = 14 warps; x 28672 bytes, 56 scales in 224 bytes, 2·14·2 sums.
+TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXItsScalesAndEveryStepsWarpSums) {
+    // 56 blocks: 448 threads = 14 warps; x 28672 bytes, 56 scales in 224 bytes, 8 steps of 2 rows × 14 sums.
     EXPECT_EQ(kernels::quant_gemv_spanning_group_threads(56), 448u);
     EXPECT_EQ(kernels::quant_gemv_spanning_group_threads(9), 96u);
-    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 56, .groups = 1, .batch = 2}),
-              28672u + 224u + 2u * 14 * 2 * 4);
+    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 56, .groups = 1, .batch = 2}, 8),
+              28672u + 224u + 8u * 2 * 14 * 4);
+    // 16 blocks in 4 groups of 4 warps: 7 steps of 4·2 rows × 4 sums.
+    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 16, .groups = 4, .batch = 2}, 7),
+              8192u + 64u + 7u * 8 * 4 * 4);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q6_k}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 0}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 129}), ptx::BuildError);

@@ -123,30 +123,35 @@ constexpr unsigned spanning_batch = 2;
 constexpr unsigned spanning_block_threads = 512;
 constexpr unsigned spanning_blocks_per_multiprocessor = 2;
 
-std::optional<kernels::QuantGemvSpanningConfig> spanning_gemv(KernelRunner const& runner, DType weight, unsigned rows,
-                                                               bool residual, std::size_t blocks_per_row, std::uint64_t w_at) {
+std::optional<kernels::QuantGemvSpanningConfig> spanning_gemv(DType weight, unsigned rows, bool residual,
+                                                               std::size_t blocks_per_row, std::uint64_t w_at) {
     if (weight != DType::q4_k || rows != 1 || !residual || blocks_per_row > kernels::quant_gemv_spanning_max_blocks ||
         w_at % 16 != 0)
         return std::nullopt;
     auto const blocks = static_cast<unsigned>(blocks_per_row);
     unsigned const groups = std::max(1u, spanning_block_threads / kernels::quant_gemv_spanning_group_threads(blocks));
     kernels::QuantGemvSpanningConfig const config{.blocks_per_row = blocks, .groups = groups, .batch = spanning_batch};
-    if (kernels::quant_gemv_spanning_shared_bytes(config) > runner.max_shared_bytes()) return std::nullopt;
     return config;
 }
 
-void run_spanning_gemv(KernelRunner& runner, kernels::QuantGemvSpanningConfig const& config, std::uint64_t w_at,
+// Launches it if its shared memory fits (x, and the warp sums of every step: more blocks for very
+// many rows), else returns false.
+bool run_spanning_gemv(KernelRunner& runner, kernels::QuantGemvSpanningConfig const& config, std::uint64_t w_at,
                        std::uint64_t x_at, std::uint64_t out_at, std::uint32_t n) {
-    unsigned const rows_per_step = config.groups * config.batch;
-    std::size_t const ctas = std::min<std::size_t>(
-        (std::size_t{n} + rows_per_step - 1) / rows_per_step,
-        static_cast<std::size_t>(std::max(1, runner.multiprocessor_count())) * spanning_blocks_per_multiprocessor);
+    std::size_t const rows_per_step = config.groups * config.batch;
+    std::size_t const row_steps = (std::size_t{n} + rows_per_step - 1) / rows_per_step;
+    std::size_t ctas = std::min<std::size_t>(
+        row_steps, static_cast<std::size_t>(std::max(1, runner.multiprocessor_count())) * spanning_blocks_per_multiprocessor);
+    auto const shared = [&] { return kernels::quant_gemv_spanning_shared_bytes(config, (row_steps + ctas - 1) / ctas); };
+    while (shared() > runner.max_shared_bytes() && ctas < row_steps && ctas < 65535) ctas = std::min(row_steps, 2 * ctas);
+    if (shared() > runner.max_shared_bytes()) return false;
     LaunchDims const dims{.grid = {static_cast<unsigned>(ctas), 1, 1},
                           .block = {config.groups * kernels::quant_gemv_spanning_group_threads(config.blocks_per_row), 1, 1},
-                          .shared_bytes = static_cast<unsigned>(kernels::quant_gemv_spanning_shared_bytes(config))};
+                          .shared_bytes = static_cast<unsigned>(shared())};
     std::string const key = "quant.gemv_spanning.q4_k.b" + std::to_string(config.blocks_per_row) + ".g" +
                             std::to_string(config.groups) + ".r" + std::to_string(config.batch) + "." + target_name(runner);
     runner.run(key, [=] { return kernels::quant_gemv_spanning(config); }, dims, w_at, x_at, out_at, n);
+    return true;
 }
 
 void linear_gemv(KernelRunner& runner, detail::MatmulShape shape, TensorView const& x, TensorView const& w,
@@ -166,10 +171,8 @@ void linear_gemv(KernelRunner& runner, detail::MatmulShape shape, TensorView con
         auto const rows = static_cast<unsigned>(std::min(gemv_max_rows, shape.m - row));
         std::uint64_t const x_rows = x_at + row * shape.k * sizeof(float);
         std::uint64_t const out_rows = out_at + row * shape.n * sizeof(float);
-        if (auto const spanning = spanning_gemv(runner, weight, rows, residual, blocks_per_row, w_at)) {
-            run_spanning_gemv(runner, *spanning, w_at, x_rows, out_rows, n);
-            continue;
-        }
+        auto const spanning = spanning_gemv(weight, rows, residual, blocks_per_row, w_at);
+        if (spanning && run_spanning_gemv(runner, *spanning, w_at, x_rows, out_rows, n)) continue;
         std::size_t const shared = kernels::quant_gemv_fused_shared_bytes(weight, rows, blocks_per_row);
         if (rows <= gemv_fused_max_rows && shared <= gemv_fused_max_shared) {
             kernels::QuantGemvConfig const plain{.weight = weight,

@@ -13,8 +13,9 @@
 // times a 6-bit scale, two chains: ≤ 9.9e8 < 2^31.
 //
 // The rows of a step (`batch` per group, `groups` per CTA) are reduced across each warp by a
-// transposing butterfly (lane b ends with row b's sum), then across the group's warps through shared
-// memory in a fixed order: results do not depend on timing.
+// transposing butterfly (lane b ends with row b's sum); the warps' sums wait in shared memory until
+// the CTA's last step and are then added in a fixed order: results do not depend on timing, and the
+// warps never wait for each other between steps.
 #include <array>
 #include <string>
 #include <vector>
@@ -147,7 +148,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         k.if_then(k.setp(Cmp::lt, first, n), [&] { for (unsigned r = 0; r < batch; ++r) load_row(first, r, pending[r]); });
     }
 
-    // Shared memory: x as int16 [blocks·256], its scales f32 [blocks], two buffers of warp sums.
+    // Shared memory: x as int16 [blocks·256], its scales f32 [blocks], the warps' sums of every step.
     Reg const x_shared = k.shared_address(k.dynamic_shared(16));
     std::uint32_t const scales_at = 512 * blocks;
     std::uint32_t const sums_at = scales_at + 16 * ((blocks + 3) / 4);
@@ -222,11 +223,13 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         return k.mul(block_sum, x_scale);
     };
 
-    // ---- the steps
-    Reg const buffer = k.mov(Type::u32, 0);
+    // ---- the steps. A warp's sums of a step's rows go to shared memory, slot
+    // ((s·groups + group)·batch + row)·group_warps + warp in group for the CTA's step s, and are added
+    // up after the last step: no barrier between steps, so the warps run (and load) independently.
     Reg const sums = k.add(x_shared, sums_at);
     Reg const writer = k.setp(Cmp::lt, lane, batch);
-    Reg const finisher = k.setp(Cmp::lt, t, batch);  // thread b of the group writes row b of its batch
+    Reg const warp_in_group = k.sub(warp, k.mul(group, group_warps));
+    Reg const local_step = k.mov(Type::u32, 0);
     Reg const step = k.reg(Type::u32);
     k.for_range(step, first, n, stride, [&] {
         std::vector<RowWords> rows;
@@ -246,25 +249,27 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             Reg const next = k.add(step, stride);
             k.if_then(k.setp(Cmp::lt, next, n), [&] { for (unsigned r = 0; r < batch; ++r) load_row(next, r, pending[r]); });
         }
-        Reg const rows0 = k.add(step, group_first);
         std::vector<Reg> parts;
         for (RowWords const& w : rows) parts.push_back(partial(w));
         Reg const warp_sum = transposed_warp_sum(k, parts, lane);
-        // sums[buffer][warp][row of batch]
-        Reg const slot = k.add(sums, k.shl(k.add(k.mul(k.fma(buffer, warps, warp), batch), lane), 2));
+        Reg const row_slot = k.fma(k.fma(local_step, config.groups, group), batch, lane);
+        Reg const slot = k.add(sums, k.shl(k.fma(row_slot, group_warps, warp_in_group), 2));
         k.predicated(writer, true, [&] { k.st(Space::shared, Type::f32, Address(slot), warp_sum); });
-        k.bar_sync();
-        k.if_then(finisher, [&] {
-            Reg const row = k.add(rows0, t);
-            Reg const first_slot = k.add(sums, k.shl(k.add(k.mul(k.fma(buffer, warps, k.mul(group, group_warps)), batch), t), 2));
-            Reg total = k.ld(Space::shared, Type::f32, Address(first_slot));
-            for (unsigned w = 1; w < group_warps; ++w)
-                total = k.add(total, k.ld(Space::shared, Type::f32, Address(first_slot, 4 * w * batch)));
-            k.predicated(k.setp(Cmp::lt, row, n), true, [&] {
-                k.st(Space::global, Type::f32, Address(k.add(out, k.mul_wide(row, 4))), total);
-            });
+        k.add(local_step, local_step, 1);
+    });
+    k.bar_sync();
+    // Row slot e of the CTA: step e / (groups·batch), row first + step·stride + e % (groups·batch).
+    unsigned const rows_per_step = config.groups * batch;
+    Reg const e = k.reg(Type::u32);
+    k.for_range(e, tid, k.mul(local_step, rows_per_step), 32 * warps, [&] {
+        Reg const s_of_e = k.div(e, rows_per_step);
+        Reg const row = k.add(k.fma(s_of_e, stride, first), k.sub(e, k.mul(s_of_e, rows_per_step)));
+        k.if_then(k.setp(Cmp::lt, row, n), [&] {
+            Reg const at = k.add(sums, k.shl(k.mul(e, group_warps), 2));
+            Reg total = k.ld(Space::shared, Type::f32, Address(at));
+            for (unsigned w = 1; w < group_warps; ++w) total = k.add(total, k.ld(Space::shared, Type::f32, Address(at, 4 * w)));
+            k.st(Space::global, Type::f32, Address(k.add(out, k.mul_wide(row, 4))), total);
         });
-        k.mov(buffer, k.xor_(buffer, 1));
     });
     return k;
 }

@@ -140,10 +140,10 @@ constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std
 // per block into shared memory as int16 with one scale per 256 values: ~15 bits, the accuracy of the
 // residual records) stays in registers; per row a thread loads the block's 16-byte header and its
 // 16 qs bytes from global memory and multiplies them by dp2a. Each block holds `groups` groups and
-// takes groups·batch rows per step (one barrier a step; sums in a fixed order), striding over the
-// rows by gridDim·groups·batch (pipelined: a step's loads are issued before the previous step's
-// products). Launch a persistent grid of any size, groups·group_threads threads, dynamic shared
-// memory quant_gemv_spanning_shared_bytes(config).
+// takes groups·batch rows per step, striding over the rows by gridDim·groups·batch (pipelined: a
+// step's loads are issued before the previous step's products); the warps' sums of all steps are
+// added up in a fixed order after the last (no barrier between steps). Launch a persistent grid of
+// any size, groups·group_threads threads, dynamic shared memory quant_gemv_spanning_shared_bytes.
 constexpr unsigned quant_gemv_spanning_max_blocks = 128;  // a group of at most 1024 threads
 struct QuantGemvSpanningConfig {
     DType weight = DType::q4_k;   // q4_k
@@ -156,9 +156,12 @@ struct QuantGemvSpanningConfig {
 constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) noexcept {
     return (8 * blocks_per_row + 31) / 32 * 32;
 }
-constexpr std::size_t quant_gemv_spanning_shared_bytes(QuantGemvSpanningConfig const& config) noexcept {
-    std::size_t const warps = config.groups * quant_gemv_spanning_group_threads(config.blocks_per_row) / 32;
-    return 512 * std::size_t{config.blocks_per_row} + 16 * ((config.blocks_per_row + 3) / 4) + 2 * warps * config.batch * 4;
+// Dynamic shared memory for a launch whose blocks take at most `steps` steps each
+// (ceil(n / (gridDim·groups·batch))): x, its scales, and every step's warp sums.
+constexpr std::size_t quant_gemv_spanning_shared_bytes(QuantGemvSpanningConfig const& config, std::size_t steps) noexcept {
+    std::size_t const group_warps = quant_gemv_spanning_group_threads(config.blocks_per_row) / 32;
+    return 512 * std::size_t{config.blocks_per_row} + 16 * ((config.blocks_per_row + 3) / 4) +
+           steps * config.groups * config.batch * group_warps * 4;
 }
 
 // ---- the GEMM path ------------------------------------------------------------------------------
