@@ -2,6 +2,9 @@
 // constants, which mirror rayo::vulkan::ElementwiseParams. Offsets are in elements from the start
 // of each binding (a tensor may be a view into its allocation).
 layout(local_size_x_id = 1) in;
+// VEC4, set where every offset is a multiple of 4 elements (the host checks): the invocations take
+// vec4s (16-byte accesses) in a grid-stride loop, and the first n % 4 of them the scalar tail.
+layout(constant_id = 3) const bool VEC4 = false;
 
 layout(push_constant) uniform Params {
     uint n;

@@ -1,6 +1,7 @@
 #version 450
 // softmax, log_softmax, layer_norm, rms_norm over rows, portable path (rows_body.glsl).
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require  // [[unroll]] in rows_body.glsl
 #include "float_controls.glsl"
 layout(local_size_x_id = 1) in;
 #include "float_math.glsl"

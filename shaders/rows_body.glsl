@@ -1,18 +1,31 @@
 // softmax, log_softmax, layer_norm and rms_norm along contiguous rows, included by rows.comp and
-// rows_subgroup.comp. One workgroup per row (the workgroups stride over the rows), or for short
-// rows one invocation per row (PER_THREAD); row statistics
-// are workgroup reductions (workgroup_reduce.glsl) with sums as double-float pairs, following
-// the CPU kernels (include/rayo/cpu/softmax.hpp, normalization.hpp) step for step.
+// rows_subgroup.comp (which enable GL_EXT_control_flow_attributes). One workgroup per row (the
+// workgroups stride over the rows), or for short rows one invocation per row (PER_THREAD); row
+// statistics are workgroup reductions (workgroup_reduce.glsl) with sums as double-float pairs,
+// following the CPU kernels (include/rayo/cpu/softmax.hpp, normalization.hpp) step for step.
+// A workgroup's row is either held in registers (CHUNKS > 0: x read once, y written once, vec4
+// accesses where VEC4) or, when too long for that (CHUNKS == 0), re-read from x in each pass.
 
 layout(constant_id = 0) const uint OP = 0;  // 0 softmax, 1 log_softmax, 2 layer_norm, 3 rms_norm
 layout(constant_id = 2) const bool HAS_GAMMA = false;
 layout(constant_id = 3) const bool HAS_BETA = false;
 layout(constant_id = 4) const bool PER_THREAD = false;  // short rows: one invocation per row, no barriers
+// > 0: each invocation holds CHUNKS groups of 4 elements of the row (cols <= 4·CHUNKS·workgroup size),
+// at most MAX_CHUNKS (vulkan_rows.cpp's max_chunks); the unrolled loops leave the rest unused.
+layout(constant_id = 5) const uint CHUNKS = 0;
+const uint MAX_CHUNKS = 4;
+// With CHUNKS: cols and the x, y, gamma and beta offsets are multiples of 4, so chunks are vec4s.
+layout(constant_id = 6) const bool VEC4 = false;
 
 layout(std430, set = 0, binding = 0) readonly buffer Input { float x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Output { float y[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Gamma { float gamma[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Beta { float beta[]; };
+// The same bindings as vec4 arrays (VEC4: every offset is then a multiple of 4 elements).
+layout(std430, set = 0, binding = 0) readonly buffer Input4 { vec4 x4[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Output4 { vec4 y4[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Gamma4 { vec4 gamma4[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Beta4 { vec4 beta4[]; };
 
 layout(push_constant) uniform Params {
     uint rows;
@@ -102,10 +115,169 @@ void process_row(uint row, uint t, uint step) {
     }
 }
 
+// The register path (CHUNKS > 0). Chunk c of invocation t holds 4 elements of the row: with VEC4
+// the vec4 at c·size + t (16-byte accesses, consecutive over the invocations), otherwise scalars
+// interleaved by the workgroup size (each access coalesced too). Component k of the result is the
+// element's index in the row; the first is the smallest, so a chunk with none in the row has ok.x
+// false. Chunks are processed component by component in straight-line code: glslc's optimizer
+// (spirv-opt 2022.4) miscompiled an unrolled loop over the components around rayo_exp.
+uvec4 chunk_elements(uint c, uint t) {
+    uvec4 k = uvec4(0, 1, 2, 3);
+    return VEC4 ? (c * gl_WorkGroupSize.x + t) * 4 + k : (c * 4 + k) * gl_WorkGroupSize.x + t;
+}
+
+vec4 load_chunk(uint xb, uvec4 i, bvec4 ok) {
+    if (VEC4) return ok.x ? x4[(xb + i.x) / 4] : vec4(0.0);
+    vec4 v = vec4(0.0);
+    if (ok.x) v.x = x[xb + i.x];
+    if (ok.y) v.y = x[xb + i.y];
+    if (ok.z) v.z = x[xb + i.z];
+    if (ok.w) v.w = x[xb + i.w];
+    return v;
+}
+
+void store_chunk(uint yb, uvec4 i, bvec4 ok, vec4 v) {
+    if (VEC4) {
+        if (ok.x) y4[(yb + i.x) / 4] = v;
+        return;
+    }
+    if (ok.x) y[yb + i.x] = v.x;
+    if (ok.y) y[yb + i.y] = v.y;
+    if (ok.z) y[yb + i.z] = v.z;
+    if (ok.w) y[yb + i.w] = v.w;
+}
+
+// The elements of v in the row added to the pair s, in component order.
+vec2 df_add4(vec2 s, vec4 v, bvec4 ok) {
+    if (ok.x) s = df_add1(s, v.x);
+    if (ok.y) s = df_add1(s, v.y);
+    if (ok.z) s = df_add1(s, v.z);
+    if (ok.w) s = df_add1(s, v.w);
+    return s;
+}
+
+void best4(vec4 v, uvec4 i, bvec4 ok, inout float m, inout uint mi) {
+    if (ok.x && rayo_better(v.x, i.x, m, mi, true)) m = v.x, mi = i.x;
+    if (ok.y && rayo_better(v.y, i.y, m, mi, true)) m = v.y, mi = i.y;
+    if (ok.z && rayo_better(v.z, i.z, m, mi, true)) m = v.z, mi = i.z;
+    if (ok.w && rayo_better(v.w, i.w, m, mi, true)) m = v.w, mi = i.w;
+}
+
+vec4 exp4(vec4 d) { return vec4(rayo_exp(d.x), rayo_exp(d.y), rayo_exp(d.z), rayo_exp(d.w)); }
+
+// affine() of the chunk's elements in the row; with VEC4, gamma and beta are read as vec4s.
+vec4 affine_chunk(vec4 v, float c, float s, float t, uvec4 i, bvec4 ok) {
+    if (VEC4) {
+        precise vec4 r = (v - c) * s + t;
+        if (HAS_GAMMA) r = r * gamma4[(params.gamma_offset + i.x) / 4];
+        if (HAS_BETA && OP == 2) r = r + beta4[(params.beta_offset + i.x) / 4];
+        return r;
+    }
+    if (ok.x) v.x = affine(v.x, c, s, t, i.x);
+    if (ok.y) v.y = affine(v.y, c, s, t, i.y);
+    if (ok.z) v.z = affine(v.z, c, s, t, i.z);
+    if (ok.w) v.w = affine(v.w, c, s, t, i.w);
+    return v;
+}
+
+// process_row() with the row's share of this invocation held in v: the same steps and sums, x read
+// once; what a later pass needs (x - max, e^(x - max)) is kept rather than recomputed.
+void process_row_in_registers(uint row, uint t) {
+    uint n = params.cols;
+    float nf = float(n);
+    uint xb = params.x_offset + row * n, yb = params.y_offset + row * n;
+    vec4 v[MAX_CHUNKS];
+    [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+        uvec4 i = chunk_elements(c, t);
+        v[c] = load_chunk(xb, i, lessThan(i, uvec4(n)));
+    }
+    if (OP <= 1) {
+        float m = -RAYO_INF;
+        uint mi = RAYO_NONE;
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+            uvec4 i = chunk_elements(c, t);
+            best4(v[c], i, lessThan(i, uvec4(n)), m, mi);
+        }
+        wg_best(m, mi, true);
+        vec2 s = vec2(0.0);
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+            uvec4 i = chunk_elements(c, t);
+            bvec4 ok = lessThan(i, uvec4(n));
+            if (ok.x) {
+                precise vec4 d = v[c] - m;
+                vec4 e = exp4(d);
+                s = df_add4(s, e, ok);
+                v[c] = OP == 1 ? d : e;
+            }
+        }
+        s = wg_sum(s);
+        if (OP == 1) {
+            precise float lse = rayo_log(s.x) + s.y / s.x;
+            [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+                precise vec4 r = v[c] - lse;
+                v[c] = r;
+            }
+        } else {
+            float inv = rayo_div(1.0, s.x);
+            [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+                precise vec4 r = v[c] * inv;
+                v[c] = r;
+            }
+        }
+    } else if (OP == 2) {
+        vec2 s = vec2(0.0);
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+            uvec4 i = chunk_elements(c, t);
+            s = df_add4(s, v[c], lessThan(i, uvec4(n)));
+        }
+        s = wg_sum(s);
+        float mean = rayo_div(s.x, nf);
+        float p, e;
+        rayo_two_prod(mean, nf, p, e);
+        precise float mean_lo = (((s.x - p) - e) + s.y) / nf;
+        vec2 sd = vec2(0.0);
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+            uvec4 i = chunk_elements(c, t);
+            precise vec4 d = v[c] - mean;
+            precise vec4 dd = d * d;
+            sd = df_add4(sd, dd, lessThan(i, uvec4(n)));
+        }
+        sd = wg_sum(sd);
+        precise float var = (sd.x + sd.y) / nf;
+        float rstd = rayo_div(1.0, rayo_sqrt(var + params.eps));
+        precise float shift = -mean_lo * rstd;
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+            uvec4 i = chunk_elements(c, t);
+            v[c] = affine_chunk(v[c], mean, rstd, shift, i, lessThan(i, uvec4(n)));
+        }
+    } else {
+        vec2 s = vec2(0.0);
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+            uvec4 i = chunk_elements(c, t);
+            precise vec4 sq = v[c] * v[c];
+            s = df_add4(s, sq, lessThan(i, uvec4(n)));
+        }
+        s = wg_sum(s);
+        precise float ms = (s.x + s.y) / nf;
+        float rs = rayo_div(1.0, rayo_sqrt(ms + params.eps));
+        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+            uvec4 i = chunk_elements(c, t);
+            v[c] = affine_chunk(v[c], 0.0, rs, 0.0, i, lessThan(i, uvec4(n)));
+        }
+    }
+    [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+        uvec4 i = chunk_elements(c, t);
+        store_chunk(yb, i, lessThan(i, uvec4(n)), v[c]);
+    }
+}
+
 void main() {
     if (PER_THREAD) {
         uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
         for (uint row = gl_GlobalInvocationID.x; row < params.rows; row += stride) process_row(row, 0, 1);
+    } else if (CHUNKS > 0) {
+        for (uint row = gl_WorkGroupID.x; row < params.rows; row += gl_NumWorkGroups.x)  // uniform
+            process_row_in_registers(row, gl_LocalInvocationID.x);
     } else {
         for (uint row = gl_WorkGroupID.x; row < params.rows; row += gl_NumWorkGroups.x)  // uniform
             process_row(row, gl_LocalInvocationID.x, gl_WorkGroupSize.x);

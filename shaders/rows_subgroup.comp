@@ -1,6 +1,7 @@
 #version 450
 // softmax, log_softmax, layer_norm, rms_norm over rows with subgroup arithmetic (rows_body.glsl).
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require  // [[unroll]] in rows_body.glsl
 #include "float_controls.glsl"
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require

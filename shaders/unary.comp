@@ -9,6 +9,8 @@ layout(constant_id = 0) const uint OP = 0;
 
 layout(std430, set = 0, binding = 0) readonly buffer Input { float x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Output { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer Input4 { vec4 x4[]; };  // the same, for VEC4
+layout(std430, set = 0, binding = 1) writeonly buffer Output4 { vec4 y4[]; };
 
 float apply(float v) {
     switch (OP) {
@@ -40,5 +42,15 @@ float apply(float v) {
 
 void main() {
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    for (uint i = gl_GlobalInvocationID.x; i < params.n; i += stride) y[params.out_offset + i] = apply(x[params.a_offset + i]);
+    if (VEC4) {
+        uint n4 = params.n / 4, a4 = params.a_offset / 4, out4 = params.out_offset / 4;
+        for (uint q = gl_GlobalInvocationID.x; q < n4; q += stride) {
+            vec4 v = x4[a4 + q];
+            y4[out4 + q] = vec4(apply(v.x), apply(v.y), apply(v.z), apply(v.w));
+        }
+        uint i = n4 * 4 + gl_GlobalInvocationID.x;
+        if (i < params.n) y[params.out_offset + i] = apply(x[params.a_offset + i]);
+    } else {
+        for (uint i = gl_GlobalInvocationID.x; i < params.n; i += stride) y[params.out_offset + i] = apply(x[params.a_offset + i]);
+    }
 }

@@ -134,6 +134,62 @@ TEST_P(VulkanOps, MatchFloat64ReferenceOnEveryShape) {
 INSTANTIATE_TEST_SUITE_P(Vulkan, VulkanOps, ::testing::Range<std::size_t>(0, cases().size()),
                          [](auto const& info) { return cases()[info.param].name; });
 
+// The element-wise shaders read and write vec4s where every operand's offset is a multiple of 4
+// elements (with a scalar tail of n % 4) and single floats otherwise. Views at offsets of both
+// kinds, sizes around multiples of 4: each result against the reference, nothing written outside
+// out's view, and both forms bit for bit equal (they apply the same per-element function).
+class VulkanOpsViews : public VulkanTest, public ::testing::WithParamInterface<std::size_t> {};
+
+TEST_P(VulkanOpsViews, VectorAndScalarFormsAgreeBitForBit) {
+    OpCase const c = cases()[GetParam()];
+    reset_stats();
+    SubnormalPolicy subnormals(device);
+    struct Offsets {
+        std::size_t a, b, out;
+    };
+    // The first is the vec4 form at offset 0, the reference for the bitwise comparison.
+    std::vector<Offsets> const offsets{{0, 0, 0}, {4, 8, 12}, {1, 1, 1}, {0, 0, 3}, {0, 2, 0}, {3, 0, 0}, {5, 6, 7}};
+    constexpr std::size_t margin = 5;
+    // `values` at `offset` in a larger tensor holding `fill` around them; the whole and the view.
+    auto view = [&](std::vector<float> const& values, std::size_t offset, float fill) {
+        std::vector<float> host(offset + values.size() + margin, fill);
+        std::copy(values.begin(), values.end(), host.begin() + static_cast<std::ptrdiff_t>(offset));
+        auto whole = Tensor<float>::from(host, {host.size()}, device);
+        return std::pair{whole, whole.slice(static_cast<std::int64_t>(offset), static_cast<std::int64_t>(offset + values.size()))};
+    };
+    for (std::size_t n : {1, 3, 4, 5, 7, 8, 1027, 4099}) {
+        auto const seed = fresh_seed();
+        auto const av = random_floats(n, seed, c.lo, c.hi), bv = random_floats(n, seed + 1, c.lo, c.hi);
+        std::vector<float> first;
+        for (Offsets o : offsets) {
+            SCOPED_TRACE(c.name + " of " + std::to_string(n) + " elements at offsets a " + std::to_string(o.a) + " b " +
+                         std::to_string(o.b) + " out " + std::to_string(o.out) + ", seed " + std::to_string(seed));
+            auto const [a_all, a] = view(av, o.a, 1.0f);
+            auto const [b_all, b] = view(bv, o.b, 1.0f);
+            auto const [out_all, out] = view(std::vector<float>(n, poison), o.out, poison);
+            c.op(a, b, out);
+            auto const all = out_all.to_vector();
+            for (std::size_t i = 0; i < all.size(); ++i)
+                if (i < o.out || i >= o.out + n) ASSERT_EQ(all[i], poison) << "written outside the view at " << i;
+            std::vector<float> const got(all.begin() + static_cast<std::ptrdiff_t>(o.out),
+                                         all.begin() + static_cast<std::ptrdiff_t>(o.out + n));
+            for (std::size_t i = 0; i < n; ++i) {
+                double const want = c.reference(av[i], bv[i]);
+                EXPECT_TRUE(ulp_error(got[i], want) <= c.max_ulp || subnormals.accepts(got[i], want, c.max_ulp))
+                    << "element " << i << ": a = " << av[i] << ", b = " << bv[i] << ": got " << got[i] << ", want " << want;
+            }
+            if (first.empty()) first = got;
+            for (std::size_t i = 0; i < n; ++i)
+                ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(first[i]))
+                    << "element " << i << ": " << got[i] << " here, " << first[i] << " from the vec4 form at offset 0";
+        }
+    }
+    EXPECT_EQ(stats().cpu_fallbacks, 0u) << "ran on the CPU instead of the device";
+}
+
+INSTANTIATE_TEST_SUITE_P(Vulkan, VulkanOpsViews, ::testing::Range<std::size_t>(0, cases().size()),
+                         [](auto const& info) { return cases()[info.param].name; });
+
 using VulkanOpsSpecial = VulkanTest;
 
 TEST_F(VulkanOpsSpecial, SpecialValuesMatchTheCpu) {

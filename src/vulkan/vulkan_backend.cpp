@@ -235,9 +235,15 @@ void VulkanBackend::elementwise(Shader shader, SpecConstants constants, TensorVi
     params.out_offset = result.element_offset(sizeof(float));
     params.a = pa;
     params.b = pb;
-    // The shaders loop with a grid stride, so the group count stays within the device's limit.
+    // vec4 accesses where every operand starts on a 16-byte boundary (allocations are aligned to
+    // 256 bytes at least, so an offset that is a multiple of 4 elements is); views elsewhere read floats.
+    bool const vec4 = params.a_offset % 4 == 0 && params.out_offset % 4 == 0 && (!b || params.b_offset % 4 == 0);
+    constants[3] = vec4 ? 1 : 0;
+    // One invocation per vec4 (or float), as many groups as that takes up to the device's limit;
+    // the shaders loop with a grid stride over the rest.
+    std::size_t const items = vec4 ? (n + 3) / 4 : n;
     auto const groups = static_cast<std::uint32_t>(
-        std::min<std::size_t>((n + workgroup_size_ - 1) / workgroup_size_, max_groups()));
+        std::min<std::size_t>((items + workgroup_size_ - 1) / workgroup_size_, max_groups()));
     if (shader == Shader::unary) dispatch(shader, constants, {in, result}, params, {groups});
     else dispatch(shader, constants, {in, result, second}, params, {groups});
     stream_.submit_if_large();

@@ -1,5 +1,8 @@
 // Row-wise ops on the Vulkan backend: softmax, log_softmax, layer_norm, rms_norm
-// (shaders/rows.comp or rows_subgroup.comp), one workgroup per row.
+// (shaders/rows.comp or rows_subgroup.comp, body in rows_body.glsl). Three forms: one invocation per
+// short row; one workgroup per row holding the row in registers (x read once, y written once, vec4
+// accesses where the offsets allow), the bandwidth-bound form; and for rows too long for registers
+// one workgroup per row re-reading it in each pass.
 #include <algorithm>
 #include <bit>
 #include <string>
@@ -21,6 +24,45 @@ struct RowsPush {
 };
 
 enum RowsOp : std::uint32_t { softmax_op = 0, log_softmax_op = 1, layer_norm_op = 2, rms_norm_op = 3 };
+
+// Rows up to this long take one invocation each (no workgroup barriers).
+constexpr std::size_t per_thread_cols = 64;
+// The register path: at most max_chunks vec4s (16 floats) per invocation keeps the register count
+// low enough for several rows per multiprocessor; 8 elements per invocation is the aim (4096 columns
+// on 512 invocations), with more only where the workgroup is at its largest. max_chunks is the
+// shader's MAX_CHUNKS (rows_body.glsl), the length of its register array.
+constexpr std::uint32_t max_chunks = 4;
+constexpr std::uint32_t target_elements = 8;
+constexpr std::uint32_t min_register_workgroup = 32;
+constexpr std::uint32_t max_register_workgroup = 512;
+
+// How one row-wise dispatch runs (the shader's specialization constants 1, 4, 5, 6).
+struct RowsPlan {
+    std::uint32_t workgroup = 0;
+    bool per_thread = false;
+    std::uint32_t chunks = 0;  // 0: the multi-pass form
+    bool vec4 = false;
+};
+
+RowsPlan plan_rows(std::size_t cols, std::uint32_t multi_pass_limit, std::uint32_t register_limit, bool aligned) {
+    RowsPlan plan;
+    if (cols <= per_thread_cols) {
+        plan.per_thread = true;
+        plan.workgroup = std::bit_floor(std::min<std::uint32_t>(multi_pass_limit, 64));
+        return plan;
+    }
+    if (cols <= std::size_t{4} * max_chunks * register_limit) {
+        // The smallest power-of-two workgroup giving each invocation about target_elements.
+        auto const wanted = std::bit_ceil(static_cast<std::uint32_t>((cols + target_elements - 1) / target_elements));
+        plan.workgroup = std::clamp(wanted, std::min(min_register_workgroup, register_limit), register_limit);
+        plan.chunks = static_cast<std::uint32_t>((cols + 4 * plan.workgroup - 1) / (4 * plan.workgroup));
+        plan.vec4 = aligned;
+        return plan;
+    }
+    // Longer rows, smaller workgroups for the shorter of them so that fewer invocations idle.
+    plan.workgroup = std::bit_floor(std::min<std::uint32_t>(multi_pass_limit, cols <= 1024 ? 64 : 256));
+    return plan;
+}
 
 }  // namespace
 
@@ -46,15 +88,21 @@ void VulkanBackend::row_op(std::uint32_t op, std::size_t rows, std::size_t cols,
     push.gamma_offset = g.element_offset(sizeof(float));
     push.beta_offset = b.element_offset(sizeof(float));
     push.eps = eps;
-    // Rows up to per_thread_cols long take one invocation each (no workgroup barriers); longer ones a
-    // workgroup each, smaller for short rows so that fewer invocations idle.
-    constexpr std::size_t per_thread_cols = 64;
-    bool const per_thread = cols <= per_thread_cols;
-    std::uint32_t const wg = std::bit_floor(std::min<std::uint32_t>(workgroup_size_, cols <= 1024 ? 64 : 256));
+    auto const& limits = device_.physical().properties.limits;
+    std::uint32_t const register_limit = std::bit_floor(std::min({max_register_workgroup, limits.maxComputeWorkGroupSize[0],
+                                                                  limits.maxComputeWorkGroupInvocations}));
+    // vec4 accesses need every row start 16-byte aligned: allocations are aligned to 256 bytes at
+    // least, so the offsets of the views (in elements) and the row length must be multiples of 4.
+    bool const aligned = cols % 4 == 0 && push.x_offset % 4 == 0 && push.y_offset % 4 == 0 &&
+                         (!gamma || push.gamma_offset % 4 == 0) && (!beta || push.beta_offset % 4 == 0);
+    RowsPlan const plan = plan_rows(cols, workgroup_size_, register_limit, aligned);
     Shader const shader = subgroups() ? Shader::rows_subgroup : Shader::rows;
-    std::size_t const wanted = per_thread ? (rows + wg - 1) / wg : rows;
+    std::size_t const wanted = plan.per_thread ? (rows + plan.workgroup - 1) / plan.workgroup : rows;
     std::uint32_t const groups = static_cast<std::uint32_t>(std::min<std::size_t>(wanted, max_groups()));
-    dispatch(shader, {op, wg, gamma ? 1u : 0u, beta ? 1u : 0u, per_thread ? 1u : 0u}, {x, y, g, b}, push, {groups});
+    dispatch(shader,
+             {op, plan.workgroup, gamma ? 1u : 0u, beta ? 1u : 0u, plan.per_thread ? 1u : 0u, plan.chunks,
+              plan.vec4 ? 1u : 0u},
+             {x, y, g, b}, push, {groups});
     stream_.submit_if_large();
 }
 
