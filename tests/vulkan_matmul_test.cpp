@@ -4,7 +4,29 @@
 // and through packed words. Tolerance as the CPU GEMM's: |err| <= 1e-5·√k·Σ|a·b| per element
 // (f32 accumulation of exactly representable products). The cooperative-matrix GEMM is not
 // exercised here: lavapipe has no VK_NV_cooperative_matrix.
+//
+// The f32 x f32 SGEMM (shaders/matmul_f32_large.comp) is taken automatically only by shapes too
+// large for lavapipe, so its tests force each tile of the host's table through the hook below
+// (as RAYO_VULKAN_GEMM_TILE would): shapes that are multiples of every tile and shapes with edges
+// in m, n and k, both layouts of b, vec4 and scalar global accesses (row strides and view offsets
+// that are and are not multiples of 4 floats), with poison around the output to catch stray stores.
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <string_view>
+
 #include "support/vulkan_support.hpp"
+
+namespace rayo::vulkan {
+// Test hooks of src/vulkan/vulkan_matmul.cpp (declared here, next to their only user).
+// use_gemm_tile: every f32 x f32 matmul runs this RAYO_VULKAN_GEMM_TILE value ("" restores the
+// default); throws rayo::Error on anything else. gemm_tile_names: the values it takes.
+// last_gemm_tile: what the last f32 x f32 matmul ran, e.g. "128x128x8 a:vec4 b:scalar out:vec4"
+// or "legacy".
+void use_gemm_tile(std::string_view tile);
+std::vector<std::string> gemm_tile_names();
+std::string last_gemm_tile();
+}  // namespace rayo::vulkan
 
 namespace rayo::test {
 namespace {
@@ -103,6 +125,127 @@ TEST_F(VulkanMatmul, ChainedWithAViewOffset) {
     std::vector<double> const wd(bd.begin() + 10 * 30, bd.begin() + 35 * 30);
     EXPECT_EQ(gemm_failures(y.to_vector(), as_double(av), wd, {20, 25, 30}, true), 0u);
     EXPECT_EQ(stats().cpu_fallbacks, 0u);
+}
+
+// Forces one GEMM tile for a scope; restores the default choice at its end.
+class ForcedGemmTile {
+public:
+    explicit ForcedGemmTile(std::string_view tile) { vulkan::use_gemm_tile(tile); }
+    ~ForcedGemmTile() { vulkan::use_gemm_tile(""); }
+    ForcedGemmTile(ForcedGemmTile const&) = delete;
+    ForcedGemmTile& operator=(ForcedGemmTile const&) = delete;
+};
+
+class VulkanMatmulF32 : public VulkanMatmul {
+protected:
+    // a[m, k] · op(b) (b_t: linear with b stored [n, k]) with a, b and out each a view `offset`
+    // floats into a larger buffer that extends 5 floats past the view: random values in the views,
+    // NaN around them (poison for out). Checks the product, that the poison around out survives, and returns what ran.
+    std::string run_f32(Dims d, bool b_t, std::size_t offset = 0) {
+        auto const seed = fresh_seed();
+        SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) +
+                     (b_t ? " b[n, k]" : " b[k, n]") + " offset " + std::to_string(offset) + " seed " +
+                     std::to_string(seed));
+        constexpr std::size_t tail = 5;
+        auto view = [&](Tensor<float> const& whole, std::size_t rows, std::size_t cols) {
+            return whole.slice(static_cast<std::int64_t>(offset), static_cast<std::int64_t>(offset + rows * cols))
+                .reshape({rows, cols});
+        };
+        // NaN around the operands' views: a read outside them (even one multiplied by a staged 0)
+        // shows in the result.
+        auto with_nan_pads = [&](std::vector<float> v) {
+            std::fill(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(offset), std::numeric_limits<float>::quiet_NaN());
+            std::fill(v.end() - tail, v.end(), std::numeric_limits<float>::quiet_NaN());
+            return v;
+        };
+        auto const av = with_nan_pads(random_floats(offset + d.m * d.k + tail, seed, -1.0f, 1.0f));
+        auto const bv = with_nan_pads(random_floats(offset + d.k * d.n + tail, seed + 1, -1.0f, 1.0f));
+        auto const a_whole = Tensor<float>::from(av, {av.size()}, device);
+        auto const b_whole = Tensor<float>::from(bv, {bv.size()}, device);
+        auto const out_whole = poisoned({offset + d.m * d.n + tail}, device);
+        auto const a = view(a_whole, d.m, d.k);
+        auto const out = view(out_whole, d.m, d.n);
+        if (b_t) linear(a, view(b_whole, d.n, d.k), out);
+        else matmul(a, view(b_whole, d.k, d.n), out);
+        std::string const ran = vulkan::last_gemm_tile();
+
+        auto const got = out_whole.to_vector();
+        auto const ad = as_double(av), bd = as_double(bv);
+        std::vector<double> const a_ref(ad.begin() + offset, ad.begin() + offset + d.m * d.k);
+        std::vector<double> const b_ref(bd.begin() + offset, bd.begin() + offset + d.k * d.n);
+        std::vector<float> const c(got.begin() + offset, got.begin() + offset + d.m * d.n);
+        EXPECT_EQ(gemm_failures(c, a_ref, b_ref, d, b_t), 0u) << ran;
+        for (std::size_t i = 0; i < got.size(); ++i)
+            if (i < offset || i >= offset + d.m * d.n) EXPECT_EQ(got[i], poison) << "stray store at " << i << " (" << ran << ")";
+        return ran;
+    }
+};
+
+TEST_F(VulkanMatmulF32, EveryTileMultiplesAndEdges) {
+    reset_stats();
+    auto const tiles = vulkan::gemm_tile_names();
+    ASSERT_GE(tiles.size(), 2u);
+    for (std::string const& tile : tiles) {
+        SCOPED_TRACE("tile " + tile);
+        ForcedGemmTile const forced(tile);
+        bool const legacy = tile == "legacy";
+        // A multiple of every tile (64 and 128 along m and n, 16 along k): vec4 everywhere.
+        for (bool b_t : {false, true}) {
+            std::string const ran = run_f32({256, 256, 64}, b_t);
+            EXPECT_EQ(ran, legacy ? tile : tile + " a:vec4 b:vec4 out:vec4");
+        }
+        // Edges in m, n and k with rows of whole vec4: vec4 loads, guarded by tile.
+        for (bool b_t : {false, true}) {
+            std::string const ran = run_f32({130, 196, 36}, b_t);
+            EXPECT_EQ(ran, legacy ? tile : tile + " a:vec4 b:vec4 out:vec4");
+        }
+        // Edges in m, n and k, odd strides: scalar loads and stores.
+        for (bool b_t : {false, true}) {
+            std::string const ran = run_f32({257, 383, 129}, b_t);
+            EXPECT_EQ(ran, legacy ? tile : tile + " a:scalar b:scalar out:scalar");
+        }
+        // b[k, n] with n a multiple of 4 but k not: only a's loads are scalar.
+        EXPECT_EQ(run_f32({67, 132, 21}, false), legacy ? tile : tile + " a:scalar b:vec4 out:vec4");
+        // Fewer rows and columns than one tile, k = 0 (no step along k: zeros).
+        for (bool b_t : {false, true}) run_f32({5, 9, 0}, b_t);
+        for (bool b_t : {false, true}) run_f32({1, 3, 300}, b_t);
+    }
+    EXPECT_EQ(stats().cpu_fallbacks, 0u) << "ran on the CPU instead of the device";
+}
+
+TEST_F(VulkanMatmulF32, ViewsAtOffsets) {
+    // A view's offset decides vec4 or scalar access as much as its row stride: whole vec4 at 4
+    // floats in, scalars (the alignment fallback) at 1 and 2.
+    ForcedGemmTile const forced(vulkan::gemm_tile_names().front());
+    for (bool b_t : {false, true}) {
+        std::string const tile = vulkan::gemm_tile_names().front();
+        EXPECT_EQ(run_f32({130, 132, 36}, b_t, 4), tile + " a:vec4 b:vec4 out:vec4");
+        EXPECT_EQ(run_f32({130, 132, 36}, b_t, 1), tile + " a:scalar b:scalar out:scalar");
+        EXPECT_EQ(run_f32({70, 68, 40}, b_t, 2), tile + " a:scalar b:scalar out:scalar");
+    }
+}
+
+TEST_F(VulkanMatmulF32, LargeShapesTakeTheLargeTiles) {
+    if (char const* env = std::getenv("RAYO_VULKAN_GEMM_TILE"); env && *env)
+        GTEST_SKIP() << "RAYO_VULKAN_GEMM_TILE is set; it overrides the choice tested here";
+    vulkan::use_gemm_tile("");
+    // Enough 128-wide tiles to fill a large GPU (k kept small for lavapipe).
+    EXPECT_NE(run_f32({2048, 1024, 4}, false), "legacy");
+    EXPECT_NE(run_f32({1024, 2048, 4}, true), "legacy");
+    // Too few: the 64x64 tiles of the old shader spread wider.
+    EXPECT_EQ(run_f32({128, 128, 64}, false), "legacy");
+}
+
+TEST_F(VulkanMatmulF32, InvalidTileNamesAreRejected) {
+    for (std::string_view bad : {"128x128", "128x128x8x1", "256x256x8", "128X128X8", " 128x128x8", "64x64x32", "fast"}) {
+        try {
+            vulkan::use_gemm_tile(bad);
+            ADD_FAILURE() << "'" << bad << "' was accepted";
+        } catch (Error const& e) {
+            EXPECT_NE(std::string(e.what()).find("128x128x8"), std::string::npos) << "names the valid values: " << e.what();
+        }
+    }
+    vulkan::use_gemm_tile("");
 }
 
 }  // namespace

@@ -34,8 +34,11 @@ ShaderInfo info(Shader s) {
         case Shader::matmul_coopmat: return {shaders::matmul_coopmat, 3, "matmul_coopmat"};
         case Shader::quant_dequantize: return {shaders::quant_dequantize, 2, "quant_dequantize"};
         case Shader::quant_q8_k: return {shaders::quant_q8_k, 2, "quant_q8_k"};
-        case Shader::quant_activations: return {shaders::quant_activations, 2, "quant_activations"};
-        case Shader::quant_gemv: return {shaders::quant_gemv, 3, "quant_gemv"};
+        case Shader::quant_gemv: return {shaders::quant_gemv, 3, "quant_gemv", shaders::quant_gemv_denorm_preserve};
+        case Shader::quant_gemv_subgroup:
+            return {shaders::quant_gemv_subgroup, 3, "quant_gemv_subgroup", shaders::quant_gemv_subgroup_denorm_preserve};
+        case Shader::matmul_f32_large:
+            return {shaders::matmul_f32_large, 3, "matmul_f32_large", shaders::matmul_f32_large_denorm_preserve};
     }
     return {};
 }
@@ -122,14 +125,23 @@ Pipeline const& PipelineCache::get(Shader shader, SpecConstants const& constants
     Layout const& l = layout(bindings);
     VkShaderModule const m = module(shader, mode);
 
-    std::array<VkSpecializationMapEntry, std::tuple_size_v<SpecConstants>> entries{};
-    for (std::uint32_t i = 0; i < entries.size(); ++i)
+    // The shader's constants 0-7, then the device's constant 31 (RAYO_FUSED_FMA, float_math.glsl),
+    // which shaders that do not declare it ignore.
+    constexpr std::uint32_t fused_fma_constant_id = 31;
+    std::array<std::uint32_t, std::tuple_size_v<SpecConstants> + 1> data{};
+    std::array<VkSpecializationMapEntry, data.size()> entries{};
+    for (std::uint32_t i = 0; i < constants.size(); ++i) {
+        data[i] = constants[i];
         entries[i] = {i, static_cast<std::uint32_t>(i * sizeof(std::uint32_t)), sizeof(std::uint32_t)};
+    }
+    data.back() = device_.physical().fused_fma ? 1u : 0u;
+    entries.back() = {fused_fma_constant_id, static_cast<std::uint32_t>(constants.size() * sizeof(std::uint32_t)),
+                      sizeof(std::uint32_t)};
     VkSpecializationInfo spec{};
     spec.mapEntryCount = static_cast<std::uint32_t>(entries.size());
     spec.pMapEntries = entries.data();
-    spec.dataSize = sizeof(constants);
-    spec.pData = constants.data();
+    spec.dataSize = sizeof(data);
+    spec.pData = data.data();
     VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
     ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;

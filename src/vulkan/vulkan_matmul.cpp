@@ -1,9 +1,17 @@
-// matmul on the Vulkan backend: the shared-memory tiled GEMM (shaders/matmul_tiled.glsl) for
-// f32, f16 and bf16 operands, mixed f32 x f16/bf16 included, with q4_k / q6_k weights decoded
-// into its tiles for linear with many rows of x; the cooperative-matrix GEMM
-// (shaders/matmul_coopmat.comp) for f16 x f16 where the device has VK_NV_cooperative_matrix.
-// Few rows of x against K-quant weights take the integer GEMV (vulkan_quant.cpp).
+// matmul on the Vulkan backend: for f32 x f32 on shapes that fill the GPU, the 128x128-tile
+// SGEMM (shaders/matmul_f32_large.comp); otherwise the shared-memory tiled GEMM
+// (shaders/matmul_tiled.glsl) for f32, f16 and bf16 operands, mixed f32 x f16/bf16 included, with
+// q4_k / q6_k weights decoded into its tiles for linear with many rows of x; the
+// cooperative-matrix GEMM (shaders/matmul_coopmat.comp) for f16 x f16 where the device has
+// VK_NV_cooperative_matrix. Few rows of x against K-quant weights take the integer GEMV
+// (vulkan_quant.cpp).
+#include <array>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "dispatch/registry.hpp"
 #include "rayo/error.hpp"
@@ -16,17 +24,118 @@ using detail::TensorView;
 
 namespace {
 
-// Mirrors the push constants of matmul_tiled.glsl and matmul_coopmat.comp.
+// Mirrors the push constants of matmul_tiled.glsl, matmul_f32_large.comp and matmul_coopmat.comp.
 struct MatmulParams {
     std::uint32_t m, n, k;
     std::uint32_t a_offset, b_offset, out_offset;
     std::uint32_t b_row_bytes;
 };
 
-constexpr std::uint32_t tile_m = 64, tile_n = 64;
 // Up to this many rows of x, K-quant linear takes the integer GEMV (quant_gemv.comp's MAX_ROWS):
 // it reads each weight byte once for all rows; beyond, the GEMM's dequantized tiles pay off.
 constexpr std::size_t gemv_max_rows = 16;
+
+// ---- f32 x f32: which GEMM, with which tile -------------------------------------------------
+
+// A workgroup tile of out (m x n) and the step along k.
+struct GemmTile {
+    std::uint32_t m, n, k;
+    bool automatic;  // the default choice may take it; the others are there for sweeps (below)
+};
+
+// The tiles of matmul_f32_large.comp, in the order the default choice tries them: the first
+// whose grid has at least min_large_workgroups workgroups (and whose double-buffered tiles fit
+// the device's shared memory) wins. The shader takes m, n in {64, 128} and k in {8, 16}.
+// Tuning happens here: reorder, or flip `automatic`, after a sweep with RAYO_VULKAN_GEMM_TILE.
+// Measured on an H200 (NVIDIA's driver), TFLOP/s at n = 4096 / 8192: 64x128x8 35.1 / 36.1,
+// 128x128x8 31.2 / 31.4, 64x128x16 30.8 / 31.0, 128x64x16 30.2 / 30.7, 128x64x8 29.2 / -,
+// 128x128x16 29.0 / 28.9, 64x64x8 27.5 / -, the old shader 24.1 / - (cuBLAS: 51.2 / 51.1).
+constexpr std::array gemm_tiles{
+    GemmTile{64, 128, 8, true},    GemmTile{128, 128, 8, true},  GemmTile{128, 64, 16, true},
+    GemmTile{64, 64, 8, true},     GemmTile{128, 64, 8, false},  GemmTile{128, 128, 16, false},
+    GemmTile{64, 128, 16, false},  GemmTile{64, 64, 16, false},
+};
+// The old tiled shader's tile (matmul_tiled.glsl); RAYO_VULKAN_GEMM_TILE may name that shader
+// ("legacy") so that a sweep compares against it.
+constexpr GemmTile legacy_tile{64, 64, 16, false};
+constexpr std::string_view legacy_name = "legacy";
+
+// A tile forced by RAYO_VULKAN_GEMM_TILE or use_gemm_tile: of matmul_f32_large.comp, or the old shader.
+struct ForcedGemm {
+    bool legacy = false;
+    GemmTile tile{};
+};
+// About one workgroup per SM of an H100 / H200 (132): with fewer 128-wide tiles than that, the
+// old shader's 64x64 tiles keep more of the GPU busy.
+constexpr std::size_t min_large_workgroups = 128;
+
+std::string to_string(GemmTile t) {
+    return std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k);
+}
+
+std::uint64_t shared_bytes(GemmTile t) { return 2ull * t.k * (t.m + t.n) * sizeof(float); }  // double-buffered
+
+// "MxNxK" naming an entry of gemm_tiles, or "legacy" for the old shader; throws naming `source`.
+ForcedGemm parse_gemm_tile(std::string_view s, std::string_view source) {
+    if (s == legacy_name) return {true, legacy_tile};
+    for (GemmTile t : gemm_tiles)
+        if (s == to_string(t)) return {false, t};
+    std::string valid;
+    for (GemmTile t : gemm_tiles) valid += to_string(t) + ", ";
+    throw Error(std::string(source) + "='" + std::string(s) + "' is not a GEMM tile of the Vulkan backend; expected one of " +
+                valid + "or " + std::string(legacy_name) + " (the old 64x64x16 shader)");
+}
+
+// RAYO_VULKAN_GEMM_TILE, a tuning knob read once: "MxNxK" (e.g. "128x128x8", "64x128x16"; an
+// entry of gemm_tiles) makes every f32 x f32 matmul, whatever its shape, run
+// matmul_f32_large.comp with that tile; "legacy" makes them all run the old 64x64x16 tiled shader;
+// unset or empty: the default choice. So a sweep on a GPU needs no rebuild. An invalid value makes
+// every f32 x f32 matmul throw, naming the valid ones.
+std::optional<ForcedGemm> const& env_gemm_tile() {
+    static std::optional<ForcedGemm> const tile = []() -> std::optional<ForcedGemm> {
+        char const* env = std::getenv("RAYO_VULKAN_GEMM_TILE");
+        if (!env || !*env) return std::nullopt;
+        return parse_gemm_tile(env, "RAYO_VULKAN_GEMM_TILE");
+    }();
+    return tile;
+}
+
+// The tests' override of RAYO_VULKAN_GEMM_TILE (use_gemm_tile) and what the last f32 x f32
+// matmul ran (last_gemm_tile). Process-wide, like the environment variable.
+struct GemmTileState {
+    std::mutex mutex;
+    std::optional<ForcedGemm> forced;
+    std::string last;
+};
+GemmTileState& gemm_tile_state() {
+    static GemmTileState state;
+    return state;
+}
+
+// The tile of matmul_f32_large.comp for an f32 x f32 GEMM, or nullopt for the old shader.
+std::optional<GemmTile> large_gemm_tile(detail::MatmulShape shape, std::uint32_t max_shared_bytes) {
+    std::optional<ForcedGemm> forced;
+    {
+        auto& state = gemm_tile_state();
+        std::lock_guard lock(state.mutex);
+        forced = state.forced;
+    }
+    if (!forced) forced = env_gemm_tile();
+    if (forced) {
+        if (forced->legacy) return std::nullopt;
+        if (shared_bytes(forced->tile) > max_shared_bytes)
+            // Error, not Unsupported: a sweep must not quietly time the CPU fallback.
+            throw Error("vulkan matmul: the GEMM tile " + to_string(forced->tile) + " needs " +
+                              std::to_string(shared_bytes(forced->tile)) + " bytes of shared memory; the device has " +
+                              std::to_string(max_shared_bytes));
+        return forced->tile;
+    }
+    for (GemmTile t : gemm_tiles) {
+        std::size_t const groups = ((shape.m + t.m - 1) / t.m) * ((shape.n + t.n - 1) / t.n);
+        if (t.automatic && shared_bytes(t) <= max_shared_bytes && groups >= min_large_workgroups) return t;
+    }
+    return std::nullopt;
+}
 
 // Operand type codes of the shaders (A_TYPE / B_TYPE).
 std::uint32_t type_code(DType t) {
@@ -59,14 +168,18 @@ void VulkanBackend::matmul(detail::MatmulShape shape, TensorView const& a, Tenso
         linear_quantized_gemv(shape, a, b, out);
         return;
     }
-    std::size_t const groups_x = (shape.n + tile_n - 1) / tile_n, groups_y = (shape.m + tile_m - 1) / tile_m;
+    auto const& physical = device_.physical();
+    bool const f32 = a.dtype == DType::f32 && b.dtype == DType::f32;
+    std::optional<GemmTile> const large =
+        f32 ? large_gemm_tile(shape, physical.properties.limits.maxComputeSharedMemorySize) : std::nullopt;
+    GemmTile const tile = large.value_or(legacy_tile);
+    std::size_t const groups_x = (shape.n + tile.n - 1) / tile.n, groups_y = (shape.m + tile.m - 1) / tile.m;
 
     std::lock_guard lock(mutex_);
     reclaim();
     if (groups_x > max_groups() || groups_y > max_groups())
         throw Unsupported("vulkan matmul: " + std::to_string(shape.m) + "x" + std::to_string(shape.n) +
                           " needs more workgroups than one dispatch may have");
-    auto const& physical = device_.physical();
     if (physical.properties.limits.maxComputeWorkGroupInvocations < 256)
         throw Unsupported("vulkan matmul: the device runs fewer than 256 invocations per workgroup");
     Binding const ba = bind(a, bytes_for(a.dtype, shape.m * shape.k), Access::read, "matmul a");
@@ -83,7 +196,21 @@ void VulkanBackend::matmul(detail::MatmulShape shape, TensorView const& a, Tenso
     std::uint32_t const transposed = shape.b_transposed ? 1 : 0;
     Groups const groups{static_cast<std::uint32_t>(groups_x), static_cast<std::uint32_t>(groups_y), 1};
 
-    if (a.dtype == DType::f16 && b.dtype == DType::f16 && physical.cooperative_matrix_n != 0 && use_cooperative_matrix_) {
+    if (large) {
+        // vec4 global loads / stores where every run of 4 elements starts 16-byte aligned: the
+        // view offset and the row stride are multiples of 4 floats; else guarded scalars.
+        bool const vec4_a = params.a_offset % 4 == 0 && params.k % 4 == 0;
+        bool const vec4_b = params.b_offset % 4 == 0 && (shape.b_transposed ? params.k : params.n) % 4 == 0;
+        bool const vec4_out = params.out_offset % 4 == 0 && params.n % 4 == 0;
+        dispatch(Shader::matmul_f32_large,
+                 {tile.m, 256, tile.n, transposed, tile.k, vec4_a ? 1u : 0u, vec4_b ? 1u : 0u, vec4_out ? 1u : 0u},
+                 {ba, bb, bo}, params, groups);
+        auto& state = gemm_tile_state();
+        std::lock_guard state_lock(state.mutex);
+        state.last = to_string(tile) + (vec4_a ? " a:vec4" : " a:scalar") + (vec4_b ? " b:vec4" : " b:scalar") +
+                     (vec4_out ? " out:vec4" : " out:scalar");
+    } else if (a.dtype == DType::f16 && b.dtype == DType::f16 && physical.cooperative_matrix_n != 0 &&
+               use_cooperative_matrix_) {
         // Tensor cores: f16 products, f32 accumulation (untested on lavapipe, which lacks the extension).
         dispatch(Shader::matmul_coopmat, {0, 128, 0, transposed, physical.cooperative_matrix_n}, {ba, bb, bo}, params,
                  groups);
@@ -92,6 +219,11 @@ void VulkanBackend::matmul(detail::MatmulShape shape, TensorView const& a, Tenso
         Shader const shader = reads_f16 && physical.storage_buffer_16bit && use_storage16_ ? Shader::matmul_storage16
                                                                                            : Shader::matmul;
         dispatch(shader, {a_type, 256, b_type, transposed}, {ba, bb, bo}, params, groups);
+        if (f32) {
+            auto& state = gemm_tile_state();
+            std::lock_guard state_lock(state.mutex);
+            state.last = std::string(legacy_name);
+        }
     }
     stream_.submit_if_large();
 }
@@ -106,6 +238,32 @@ void use_matmul_features(Device device, bool storage16, bool cooperative_matrix)
     auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
     if (!b) throw Error(device.id() + " is not a Vulkan device");
     b->use_matmul_features(storage16, cooperative_matrix);
+}
+
+// Tests only (declared in tests/vulkan_matmul_test.cpp): run every f32 x f32 matmul with `tile`,
+// a value of RAYO_VULKAN_GEMM_TILE, overriding it; "" restores the variable or the default choice.
+void use_gemm_tile(std::string_view tile) {
+    std::optional<ForcedGemm> forced;
+    if (!tile.empty()) forced = parse_gemm_tile(tile, "use_gemm_tile");
+    auto& state = gemm_tile_state();
+    std::lock_guard lock(state.mutex);
+    state.forced = forced;
+}
+
+// Tests only: the values use_gemm_tile and RAYO_VULKAN_GEMM_TILE take, gemm_tiles' first.
+std::vector<std::string> gemm_tile_names() {
+    std::vector<std::string> names;
+    for (GemmTile t : gemm_tiles) names.push_back(to_string(t));
+    names.emplace_back(legacy_name);
+    return names;
+}
+
+// Tests only: what the last f32 x f32 matmul ran: "legacy" (matmul_tiled.glsl), or the tile of
+// matmul_f32_large.comp and how it read and wrote, e.g. "128x128x8 a:vec4 b:scalar out:vec4".
+std::string last_gemm_tile() {
+    auto& state = gemm_tile_state();
+    std::lock_guard lock(state.mutex);
+    return state.last;
 }
 
 }  // namespace rayo::vulkan

@@ -1,14 +1,15 @@
 // K-quant ops on the Vulkan backend: dequantization of q4_k / q6_k / q8_k (bit-exact with the
 // CPU), quantization to q8_k (byte-exact), and linear(x, w) with q4_k / q6_k weights for a few
-// rows of x: x becomes int8 activations on the device (a q8_k block and, in the default
-// q8_k_residual mode, a q8_k block of its residual, as the CPU's), then an integer GEMV reads
-// each weight byte once for all rows. q4_k / q6_k quantization stays on the CPU.
+// rows of x: an f32 GEMV (quant_gemv_body.glsl) that reads x as stored and decodes each weight in
+// registers once for all rows of x, so its cost is the weight bytes. It does not quantize x, so
+// rayo::kquant_activations() (q8_k_residual / q8_k) does not change it; that setting applies to
+// the CPU and CUDA backends. q4_k / q6_k quantization stays on the CPU.
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "rayo/error.hpp"
 #include "rayo/quant.hpp"
-#include "rayo/settings.hpp"
 #include "vulkan/vulkan_backend.hpp"
 
 namespace rayo::vulkan {
@@ -22,16 +23,12 @@ struct ConvertParams {  // quant_dequantize.comp, quant_q8_k.comp
     std::uint32_t in_offset, out_offset;
 };
 
-struct ActivationParams {  // quant_activations.comp
-    std::uint32_t blocks, in_offset;
+struct GemvParams {  // quant_gemv_body.glsl
+    std::uint32_t n, blocks, w_offset, row_bytes, x_offset, out_offset;
 };
 
-struct GemvParams {  // quant_gemv.comp
-    std::uint32_t n, m, blocks, w_offset, row_bytes, out_offset;
-};
-
-constexpr std::size_t activation_words = 146;  // per 256 values, quant_activations.comp's layout
-constexpr std::uint32_t gemv_rows_per_group = 4;
+// quant_gemv_body.glsl's rows of x (m, constant 2) at most; vulkan_matmul.cpp sends no more.
+constexpr std::size_t gemv_max_rows_x = 16;
 
 }  // namespace
 
@@ -77,29 +74,73 @@ void VulkanBackend::dequantize(TensorView const& in, TensorView const& out) {
 
 void VulkanBackend::linear_quantized_gemv(detail::MatmulShape shape, TensorView const& x, TensorView const& w,
                                           TensorView const& out) {
+    if (shape.m == 0 || shape.m > gemv_max_rows_x)
+        throw Error("vulkan linear: the K-quant GEMV takes 1 to " + std::to_string(gemv_max_rows_x) +
+                    " rows of x, not " + std::to_string(shape.m));
     std::size_t const blocks = shape.k / quant_block_values;
-    std::size_t const groups = (shape.n + gemv_rows_per_group - 1) / gemv_rows_per_group;
-    bool const residual = kquant_activations() == KQuantActivations::q8_k_residual;
+    std::size_t const units = 4 * blocks;  // per weight row: 64 weights each (quant_gemv_body.glsl)
+    // Weight rows per workgroup: each x load serves them all; more rows of x need more registers
+    // per weight row, so fewer.
+    std::uint32_t const rows_w = shape.m <= 8 ? 4 : 2;
+    // One or two rows of x: sums of q·x per scale group (1 FMA per weight); more: each weight
+    // value formed once and multiplied into every row (fewer registers).
+    bool const fold = shape.m <= 2;
+    std::size_t const groups = (shape.n + rows_w - 1) / rows_w;
+    // Invocations per workgroup: 64 (2 NVIDIA warps), doubled while the dispatch has fewer than
+    // 2^16 invocations in all (too few to keep a large GPU's memory busy) and each would still
+    // have 2 units of its rows; n = 4096, k = 14336 gives 1024 workgroups of 64, 3.5 units each.
+    auto const& limits = device_.physical().properties.limits;
+    std::size_t const max_workgroup =
+        std::min<std::size_t>({256, limits.maxComputeWorkGroupInvocations, limits.maxComputeWorkGroupSize[0]});
+    std::size_t workgroup = 64;
+    while (2 * workgroup <= max_workgroup && groups * workgroup < (std::size_t{1} << 16) && units >= 4 * workgroup)
+        workgroup *= 2;
+    std::size_t const row_bytes = bytes_for(w.dtype, shape.k);
     std::lock_guard lock(mutex_);
     reclaim();
     if (groups > max_groups())
         throw Unsupported("vulkan linear: " + std::to_string(shape.n) + " weight rows need more workgroups than one "
                           "dispatch may have");
     Binding const bx = bind(x, shape.m * shape.k * sizeof(float), Access::read, "linear x");
-    Binding const bw = bind(w, bytes_for(w.dtype, shape.n * shape.k), Access::read, "linear weights");
+    // bind() takes views that start on a word; a view of q6_k rows may start 2 bytes past one
+    // (210-byte blocks): bind from that word, and the shader reads from the view's own address.
+    std::size_t const lead = w.offset % 4;
+    TensorView words = w;
+    words.offset -= lead;
+    Binding bw = bind(words, lead + bytes_for(w.dtype, shape.n * shape.k), Access::read, "linear weights");
     Binding const bo = bind(out, shape.m * shape.n * sizeof(float), Access::write, "linear output");
-    ScratchBuffer activations = scratch(shape.m * blocks * activation_words * sizeof(std::uint32_t));
-    ActivationParams const act{static_cast<std::uint32_t>(shape.m * blocks), bx.element_offset(sizeof(float))};
-    dispatch(Shader::quant_activations, {residual ? 1u : 0u}, {bx, activations.bind(Access::write)}, act,
-             {static_cast<std::uint32_t>(std::min<std::size_t>(shape.m * blocks, max_groups()))});
+    std::size_t const w_offset = bw.offset + lead;
+    if (bw.offset + bw.bytes > std::numeric_limits<std::uint32_t>::max())
+        throw Unsupported("vulkan linear: K-quant weights past byte 2^32 of their buffer (the shader's addresses are "
+                          "32-bit)");
+    // q4_k blocks are read as 16-byte vectors: every view of whole blocks of a tensor keeps its
+    // 144-byte blocks 16-byte aligned (allocations are), so this only refuses a hand-made view.
+    if (w.dtype == DType::q4_k && w_offset % 16 != 0)
+        throw Unsupported("vulkan linear: q4_k weights at byte offset " + std::to_string(w_offset) +
+                          ", not a multiple of 16");
+    // A q6_k block's last field, d, is read through the 4-byte word that holds it, which for the
+    // last block of an odd count ends 2 bytes past the tensor: bind the range rounded up to words
+    // (within the allocation's buffer, whose blocks are carved at aligned offsets).
+    bw.size = (bw.size + 3) / 4 * 4;
     GemvParams const params{static_cast<std::uint32_t>(shape.n),
-                            static_cast<std::uint32_t>(shape.m),
                             static_cast<std::uint32_t>(blocks),
-                            static_cast<std::uint32_t>(bw.offset),
-                            static_cast<std::uint32_t>(bytes_for(w.dtype, shape.k)),
+                            static_cast<std::uint32_t>(w_offset),
+                            static_cast<std::uint32_t>(row_bytes),
+                            bx.element_offset(sizeof(float)),
                             bo.element_offset(sizeof(float))};
-    std::uint32_t const type = w.dtype == DType::q4_k ? 0 : 1;
-    dispatch(Shader::quant_gemv, {type, residual ? 1u : 0u}, {bw, activations.bind(Access::read), bo}, params,
+    // The subgroup build keeps a partial sum per subgroup and output in shared memory.
+    std::uint32_t const slots = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(workgroup) /
+                                                               device_.physical().subgroup_size);
+    bool const subgroup_path =
+        subgroups() && slots * rows_w * shape.m * sizeof(float) <= limits.maxComputeSharedMemorySize;
+    SpecConstants const constants{w.dtype == DType::q4_k ? 0u : 1u,
+                                  static_cast<std::uint32_t>(workgroup),
+                                  static_cast<std::uint32_t>(shape.m),
+                                  rows_w,
+                                  fold ? 1u : 0u,
+                                  bx.offset % 16 == 0 ? 1u : 0u,
+                                  slots};
+    dispatch(subgroup_path ? Shader::quant_gemv_subgroup : Shader::quant_gemv, constants, {bw, bx, bo}, params,
              {static_cast<std::uint32_t>(groups)});
     stream_.submit_if_large();
 }
