@@ -1,6 +1,7 @@
 // Float math for the element-wise shaders: ports of the CPU kernels in include/rayo/cpu/vector_math.hpp
 // (same range reductions, polynomials and constants), so both backends agree to a few ulps.
-// GLSL's fma() need not be fused (lavapipe splits it), so nothing relies on its single rounding.
+// GLSL's fma() need not be fused (lavapipe splits it), so nothing relies on its single rounding,
+// except rayo_two_prod on devices where the backend states that it is (RAYO_FUSED_FMA).
 // Every local is `precise`: the double-float steps (two_prod, two_sum) and the Cody-Waite
 // reduction rely on each operation being rounded as written, which shader compilers may
 // otherwise contract or reassociate. Constants are the CPU's hex floats written in decimal with
@@ -27,9 +28,21 @@ void rayo_split(float a, out float hi, out float lo) {
     lo = l;
 }
 
-// p + e = a·b exactly (barring underflow). Dekker's product, not the fma residual: GLSL's fma
-// need not be fused (lavapipe splits it into a multiply and an add), and then the residual is 0.
+// Specialization constant 31, set by the backend for every pipeline (PipelineCache): fma() is one
+// fused operation on this device (PhysicalDevice::fused_fma).
+layout(constant_id = 31) const bool RAYO_FUSED_FMA = false;
+
+// p + e = a·b exactly (barring underflow). The fma residual where fma is fused, else Dekker's
+// product: GLSL's fma need not be fused (lavapipe splits it into a multiply and an add), and then
+// the residual would be 0.
 void rayo_two_prod(float a, float b, out float p, out float e) {
+    if (RAYO_FUSED_FMA) {
+        precise float pp = a * b;
+        precise float ee = fma(a, b, -pp);
+        p = pp;
+        e = ee;
+        return;
+    }
     float ah, al, bh, bl;
     rayo_split(a, ah, al);
     rayo_split(b, bh, bl);

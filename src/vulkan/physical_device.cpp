@@ -115,6 +115,8 @@ std::optional<PhysicalDevice> describe(VkPhysicalDevice handle) {
     d.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                             (subgroup.supportedOperations & needed) == needed;
     vkGetPhysicalDeviceMemoryProperties(handle, &d.memory);
+    constexpr std::uint32_t nvidia_vendor_id = 0x10de;
+    d.fused_fma = d.properties.vendorID == nvidia_vendor_id;
     auto const extensions = device_extensions(handle);
     describe_matmul_features(d, extensions);
     describe_float_controls(d, extensions);

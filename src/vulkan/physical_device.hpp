@@ -31,6 +31,10 @@ struct PhysicalDevice {
     bool float_controls = false;  // the extension is present (and then enabled)
     bool denorm_preserve_f32 = false;  // shaderDenormPreserveFloat32
     VkShaderFloatControlsIndependence denorm_independence = VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
+    // GLSL's fma() is one fused operation (NVIDIA's compiler: FFMA). Nothing in Vulkan states it, so
+    // only for the vendor whose driver the tests run on; elsewhere (lavapipe splits fma into a
+    // multiply and an add) the shaders take exact products the long way (float_math.glsl).
+    bool fused_fma = false;
 
     [[nodiscard]] std::string name() const { return properties.deviceName; }
     // CPU implementations (lavapipe, SwiftShader): used only when named, never by Device::best().
