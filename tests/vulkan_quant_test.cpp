@@ -4,8 +4,9 @@
 // float64 on the dequantized weights and the unquantized x, on activation-like data (an outlier
 // channel 40x larger, an all-zero block), as ‖y − ref‖/‖ref‖: the f32 GEMV (m <= 16, x read as
 // f32, weights decoded in registers) within 1e-5 (measured up to 7.4e-7 on lavapipe), on both
-// reduction paths and for views of x, w and y at offsets; the GEMM over dequantized weight tiles
-// (m > 16) within 1e-3 (f32, measured ~1.3e-6).
+// reduction paths and for views of x, w and y at offsets; the GEMM (m > 16) within 1e-5 too,
+// both where the weights are first decoded into an f32 copy for the f32 GEMM and where the tiled
+// GEMM decodes them in its loads (f32 either way, measured ~1.3e-6).
 #include "support/vulkan_support.hpp"
 
 #include <rayo/quant.hpp>
@@ -96,7 +97,7 @@ TEST_F(VulkanQuant, WeightQuantizationFallsBackToTheCpuVisibly) {
 // handful of outputs, where one y can be small by cancellation and its relative error large by
 // chance, are held to the error per magnitude of their terms instead, ‖y − ref‖ / ‖Σ_p |x·w|‖
 // (measured up to 1.6e-7 on lavapipe): what f32 summation promises whatever the cancellation.
-constexpr double gemv_tolerance = 1e-5;
+constexpr double linear_tolerance = 1e-5;
 constexpr double gemv_magnitude_tolerance = 1e-6;
 
 struct LinearCase {
@@ -183,10 +184,22 @@ TEST_F(VulkanQuant, KQuantLinearMeetsItsStatedAccuracy) {
         for (std::size_t k : {256u, 4096u})
             for (std::size_t n : {7u, 300u}) {
                 bool const gemv = m <= 16;
-                double const e = both_types_error(device, {m, n, k}, gemv ? gemv_tolerance : 1e-3);
+                double const e = both_types_error(device, {m, n, k}, linear_tolerance);
                 (gemv ? worst_gemv : worst_gemm) = std::max(gemv ? worst_gemv : worst_gemm, e);
             }
     std::cout << "worst relative error: GEMV " << worst_gemv << ", GEMM " << worst_gemm << '\n';
+}
+
+// The GEMM's two ways to decode the weights: into an f32 copy multiplied by the f32 GEMM (the
+// default; 1024 x 1024 takes its large tiles, 64 x 300 its small one) and in the tiled GEMM's loads.
+TEST_F(VulkanQuant, KQuantGemmDecodesFirstOrInItsTiles) {
+    for (bool decode_first : {true, false}) {
+        SCOPED_TRACE(decode_first ? "decoded first" : "decoded in the tiles");
+        vulkan::use_decoded_kquant_gemm(device, decode_first);
+        both_types_error(device, {64, 300, 512}, linear_tolerance);
+        both_types_error(device, {1024, 1024, 512}, linear_tolerance);
+    }
+    vulkan::use_decoded_kquant_gemm(device, true);
 }
 
 // The GEMV's shapes: every count of rows of x up to 16 that changes its variant (1-2: per-unit
@@ -201,7 +214,7 @@ TEST_F(VulkanQuant, KQuantGemvCoversItsShapes) {
         for (LinearCase c : {LinearCase{1, 1, 256}, LinearCase{2, 5, 256}, LinearCase{3, 6, 768}, LinearCase{1, 9, 768},
                              LinearCase{8, 13, 512}, LinearCase{9, 3, 256}, LinearCase{16, 5, 1280},
                              LinearCase{2, 4, 8192}, LinearCase{5, 3, 16384}, LinearCase{16, 2, 16384}})
-            worst = std::max(worst, both_types_error(device, c, gemv_tolerance, true));
+            worst = std::max(worst, both_types_error(device, c, linear_tolerance, true));
     });
     std::cout << "worst GEMV error per term magnitude " << worst << '\n';
 }
@@ -214,7 +227,7 @@ TEST_F(VulkanQuant, KQuantGemvTakesViews) {
         for (LinearCase c : {LinearCase{1, 5, 256, 1, 1, 1}, LinearCase{2, 7, 512, 3, 3, 2},
                              LinearCase{3, 6, 768, 4, 1, 1}, LinearCase{16, 3, 256, 2, 1, 3},
                              LinearCase{1, 4, 16384, 5, 1, 0}})
-            both_types_error(device, c, gemv_tolerance, true);
+            both_types_error(device, c, linear_tolerance, true);
     });
 }
 

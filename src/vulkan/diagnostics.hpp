@@ -34,6 +34,10 @@ void use_subgroups(Device device, bool enabled);
 // false turns off matmul's 16-bit-storage reads of f16 (packed words instead) or its
 // cooperative-matrix GEMM, so tests cover the portable paths too; true restores the default.
 void use_matmul_features(Device device, bool storage16, bool cooperative_matrix);
+// false makes linear with K-quant weights and many rows of x decode the weights in the tiled GEMM's
+// loads instead of into an f32 scratch copy first (the path for copies larger than one binding),
+// so tests cover both; true restores the default.
+void use_decoded_kquant_gemm(Device device, bool decode_first);
 
 // Whether the device keeps float32 subnormals in rayo's shaders, as the CPU backend does. Shaders
 // whose results can be subnormal are built twice (shaders/float_controls.glsl): with the SPIR-V

@@ -68,6 +68,7 @@ public:
     void use_subgroups(bool enabled);
     // Tests only: false makes matmul read f16 as packed words / skip the cooperative-matrix GEMM.
     void use_matmul_features(bool storage16, bool cooperative_matrix);
+    void use_decoded_kquant_gemm(bool decode_first);
     [[nodiscard]] bool has_subgroup_arithmetic() const noexcept { return device_.physical().subgroup_arithmetic; }
     [[nodiscard]] SubnormalSupport subnormal_support() const;
     // Tests only: false makes every shader run its default-mode build, as on a device that cannot
@@ -117,9 +118,12 @@ private:
         return use_denorm_preserve_ && device_.physical().preserves_f32_subnormals() ? DenormMode::preserve
                                                                                        : DenormMode::device_default;
     }
-    // linear(x, w) with q4_k / q6_k weights (vulkan_quant.cpp): integer GEMV for few rows of x.
+    // linear(x, w) with q4_k / q6_k weights (vulkan_quant.cpp): f32 GEMV for few rows of x.
     void linear_quantized_gemv(detail::MatmulShape shape, detail::TensorView const& x, detail::TensorView const& w,
                                detail::TensorView const& out);
+    // Records the decoding of `count` values of q4_k / q6_k / q8_k blocks at `in` into f32 at `out`
+    // (quant_dequantize.comp; vulkan_quant.cpp). The caller holds mutex_.
+    void record_dequantize(Binding const& in, DType type, std::size_t count, Binding const& out);
     void reduce_to(detail::ReduceOp op, detail::ReduceShape shape, bool mean, detail::TensorView const& in,
                    detail::TensorView const* other, detail::TensorView const& out);
     void row_op(std::uint32_t op, std::size_t rows, std::size_t cols, float eps, detail::TensorView const& in,
@@ -140,6 +144,7 @@ private:
     bool use_subgroups_ = true;
     bool use_storage16_ = true;
     bool use_cooperative_matrix_ = true;
+    bool use_decoded_kquant_gemm_ = true;
     bool use_denorm_preserve_ = true;
 };
 

@@ -1,10 +1,11 @@
-// matmul on the Vulkan backend: for f32 x f32 on shapes that fill the GPU, the 128x128-tile
-// SGEMM (shaders/matmul_f32_large.comp); otherwise the shared-memory tiled GEMM
-// (shaders/matmul_tiled.glsl) for f32, f16 and bf16 operands, mixed f32 x f16/bf16 included, with
-// q4_k / q6_k weights decoded into its tiles for linear with many rows of x; the
-// cooperative-matrix GEMM (shaders/matmul_coopmat.comp) for f16 x f16 where the device has
-// VK_NV_cooperative_matrix. Few rows of x against K-quant weights take the integer GEMV
-// (vulkan_quant.cpp).
+// matmul on the Vulkan backend: for f32 x f32 on shapes that fill the GPU, the register-blocked
+// SGEMM with 64x64 to 128x128 tiles (shaders/matmul_f32_large.comp, tile from gemm_tiles below);
+// otherwise the shared-memory tiled GEMM (shaders/matmul_tiled.glsl) for f32, f16 and bf16
+// operands, mixed f32 x f16/bf16 included. linear with q4_k / q6_k weights and many rows of x
+// decodes the weights into an f32 scratch copy for the f32 GEMMs, or where that copy would not
+// fit one binding, into the tiled GEMM's tiles; the cooperative-matrix GEMM (shaders/matmul_coopmat.comp) for
+// f16 x f16 where the device has VK_NV_cooperative_matrix. Few rows of x against K-quant weights
+// take the f32 K-quant GEMV (vulkan_quant.cpp).
 #include <array>
 #include <cstdlib>
 #include <mutex>
@@ -31,8 +32,9 @@ struct MatmulParams {
     std::uint32_t b_row_bytes;
 };
 
-// Up to this many rows of x, K-quant linear takes the integer GEMV (quant_gemv.comp's MAX_ROWS):
-// it reads each weight byte once for all rows; beyond, the GEMM's dequantized tiles pay off.
+// Up to this many rows of x, K-quant linear takes the f32 K-quant GEMV (at most vulkan_quant.cpp's
+// gemv_max_rows_x): it reads each weight byte once for all rows; beyond, the GEMM's dequantized
+// tiles pay off.
 constexpr std::size_t gemv_max_rows = 16;
 
 // ---- f32 x f32: which GEMM, with which tile -------------------------------------------------
@@ -162,14 +164,20 @@ void VulkanBackend::matmul(detail::MatmulShape shape, TensorView const& a, Tenso
                           " -> " + std::string(to_string(out.dtype)) + " is not a supported combination");
     if (quantized && (!shape.b_transposed || shape.k % quant_block_values != 0))
         throw Unsupported("vulkan matmul: K-quant weights are taken by linear(x, w) with rows of whole blocks");
-    std::uint32_t const a_type = type_code(a.dtype), b_type = type_code(b.dtype);
+    std::uint32_t const a_type = type_code(a.dtype);
     if (shape.m == 0 || shape.n == 0) return;
     if (quantized && shape.m <= gemv_max_rows) {
         linear_quantized_gemv(shape, a, b, out);
         return;
     }
     auto const& physical = device_.physical();
-    bool const f32 = a.dtype == DType::f32 && b.dtype == DType::f32;
+    // Many rows of x against K-quant weights: the weights decoded once, exactly, into an f32
+    // scratch copy that the f32 GEMM multiplies (H200, 512 x 4096 x 14336 q4_k: 5.4 ms decoding in
+    // the tiled shader's loads), where that copy fits one binding.
+    std::size_t const decoded_bytes = shape.n * shape.k * sizeof(float);
+    bool const decode_first =
+        quantized && use_decoded_kquant_gemm_ && decoded_bytes <= physical.properties.limits.maxStorageBufferRange;
+    bool const f32 = (a.dtype == DType::f32 && b.dtype == DType::f32) || decode_first;
     std::optional<GemmTile> const large =
         f32 ? large_gemm_tile(shape, physical.properties.limits.maxComputeSharedMemorySize) : std::nullopt;
     GemmTile const tile = large.value_or(legacy_tile);
@@ -183,14 +191,23 @@ void VulkanBackend::matmul(detail::MatmulShape shape, TensorView const& a, Tenso
     if (physical.properties.limits.maxComputeWorkGroupInvocations < 256)
         throw Unsupported("vulkan matmul: the device runs fewer than 256 invocations per workgroup");
     Binding const ba = bind(a, bytes_for(a.dtype, shape.m * shape.k), Access::read, "matmul a");
-    Binding const bb = bind(b, bytes_for(b.dtype, shape.k * shape.n), Access::read, "matmul b");
+    Binding bb = bind(b, bytes_for(b.dtype, shape.k * shape.n), Access::read, "matmul b");
     Binding const bo = bind(out, shape.m * shape.n * sizeof(float), Access::write, "matmul output");
+    std::optional<ScratchBuffer> decoded;
+    if (decode_first) {
+        decoded.emplace(scratch(decoded_bytes));
+        record_dequantize(bb, b.dtype, shape.n * shape.k, decoded->bind(Access::write, decoded_bytes));
+        bb = decoded->bind(Access::read, decoded_bytes);
+    }
+    bool const b_quantized = quantized && !decode_first;  // the shader decodes b itself
+    std::uint32_t const b_type = decode_first ? type_code(DType::f32) : type_code(b.dtype);
     MatmulParams params{};
     params.m = static_cast<std::uint32_t>(shape.m);
     params.n = static_cast<std::uint32_t>(shape.n);
     params.k = static_cast<std::uint32_t>(shape.k);
     params.a_offset = ba.element_offset(size_of(a.dtype));
-    params.b_offset = quantized ? static_cast<std::uint32_t>(bb.offset) : bb.element_offset(size_of(b.dtype));
+    params.b_offset = b_quantized ? static_cast<std::uint32_t>(bb.offset)
+                                  : bb.element_offset(decode_first ? sizeof(float) : size_of(b.dtype));
     params.out_offset = bo.element_offset(sizeof(float));
     params.b_row_bytes = static_cast<std::uint32_t>(bytes_for(b.dtype, shape.k));
     std::uint32_t const transposed = shape.b_transposed ? 1 : 0;
@@ -232,6 +249,17 @@ void VulkanBackend::use_matmul_features(bool storage16, bool cooperative_matrix)
     std::lock_guard lock(mutex_);
     use_storage16_ = storage16;
     use_cooperative_matrix_ = cooperative_matrix;
+}
+
+void VulkanBackend::use_decoded_kquant_gemm(bool decode_first) {
+    std::lock_guard lock(mutex_);
+    use_decoded_kquant_gemm_ = decode_first;
+}
+
+void use_decoded_kquant_gemm(Device device, bool decode_first) {
+    auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
+    if (!b) throw Error(device.id() + " is not a Vulkan device");
+    b->use_decoded_kquant_gemm(decode_first);
 }
 
 void use_matmul_features(Device device, bool storage16, bool cooperative_matrix) {

@@ -64,12 +64,16 @@ void VulkanBackend::dequantize(TensorView const& in, TensorView const& out) {
     reclaim();
     Binding const bi = bind(in, bytes_for(in.dtype, in.numel), Access::read, "dequantize input");
     Binding const bo = bind(out, out.numel * sizeof(float), Access::write, "dequantize output");
-    std::uint32_t const type = in.dtype == DType::q4_k ? 0 : in.dtype == DType::q6_k ? 1 : 2;
-    ConvertParams const params{static_cast<std::uint32_t>(in.numel), static_cast<std::uint32_t>(bi.offset),
-                               bo.element_offset(sizeof(float))};
-    dispatch(Shader::quant_dequantize, {type}, {bi, bo}, params,
-             {static_cast<std::uint32_t>(std::min<std::size_t>((in.numel + 255) / 256, max_groups()))});
+    record_dequantize(bi, in.dtype, in.numel, bo);
     stream_.submit_if_large();
+}
+
+void VulkanBackend::record_dequantize(Binding const& in, DType type, std::size_t count, Binding const& out) {
+    std::uint32_t const code = type == DType::q4_k ? 0 : type == DType::q6_k ? 1 : 2;
+    ConvertParams const params{static_cast<std::uint32_t>(count), static_cast<std::uint32_t>(in.offset),
+                               out.element_offset(sizeof(float))};
+    dispatch(Shader::quant_dequantize, {code}, {in, out}, params,
+             {static_cast<std::uint32_t>(std::min<std::size_t>((count + 255) / 256, max_groups()))});
 }
 
 void VulkanBackend::linear_quantized_gemv(detail::MatmulShape shape, TensorView const& x, TensorView const& w,
