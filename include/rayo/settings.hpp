@@ -1,5 +1,5 @@
-// Process-wide settings. Each environment knob (RAYO_NUM_THREADS, RAYO_CPU_ARCH, RAYO_LOG,
-// RAYO_DEVICE) has a C++ equivalent here or on Device.
+// Process-wide settings. Each environment knob (RAYO_NUM_THREADS, RAYO_CPU_ARCH,
+// RAYO_KQUANT_ACTIVATIONS, RAYO_LOG, RAYO_DEVICE) has a C++ equivalent here or on Device.
 #pragma once
 
 #include <cstddef>
@@ -23,11 +23,14 @@ enum class CpuArch { sse4_2, avx2, avx512, avx512_vnni };
 // Forces an arch; throws rayo::Unsupported when this machine cannot run it.
 void set_cpu_arch(CpuArch arch);
 
-// How linear with q4_k / q6_k weights quantizes its activations on the CPU when it takes the
-// integer dot products (a few rows of x; larger batches multiply in f32 and are not affected):
+// How linear with q4_k / q6_k weights quantizes its activations on the CPU and CUDA backends when
+// they take the integer dot products (a few rows of x; larger batches do not quantize x and are not
+// affected, nor is the Vulkan backend, whose GEMV reads x as f32):
 //   q8_k_residual  (default) x as a q8_k block plus a q8_k of what that leaves over: ~1e-5
 //                  relative error from the activations, about twice the multiply work of
 //   q8_k           one q8_k block per 256 values, exactly as ggml: ~0.5% relative error.
+// CUDA's spanning GEMV (one row of x, q4_k weights) runs only with q8_k_residual: x as int16, as
+// accurate.
 // Default: q8_k_residual, or RAYO_KQUANT_ACTIVATIONS=q8_k|q8_k_residual.
 enum class KQuantActivations { q8_k, q8_k_residual };
 [[nodiscard]] std::string_view to_string(KQuantActivations mode) noexcept;

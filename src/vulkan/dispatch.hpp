@@ -19,7 +19,8 @@
 //   be a multiple of the element size, which bind() checks). Scratch buffers start at element 0.
 // * Spec constants: SpecConstants = std::array<std::uint32_t, 8>, entry i is constant_id i; by
 //   convention 0 = op code / variant, 1 = workgroup size (`layout(local_size_x_id = 1) in;`),
-//   2..7 shader-specific. One pipeline per distinct (shader, constants), cached for the device's life.
+//   2..7 shader-specific. The pipeline cache adds constant 31 (RAYO_FUSED_FMA, float_math.glsl) from
+//   the device. One pipeline per distinct (shader, constants), cached for the device's life.
 // * Push constants: one range of max_push_constant_bytes (128) at offset 0 in every pipeline layout;
 //   the shader's `layout(push_constant)` block mirrors the struct passed (std430-compatible layout).
 // * Groups: {x, y, z}; each count must be <= max_groups() (65535 or the device's limit, checked):

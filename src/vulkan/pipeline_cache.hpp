@@ -28,7 +28,8 @@ enum class DenormMode : std::uint8_t {
 };
 
 // Specialization constants by constant_id (0: op code, 1: workgroup size, 2..7: shader-specific, e.g.
-// tile shapes). Unused entries stay 0; ids a shader does not declare are ignored.
+// tile shapes). Unused entries stay 0; ids a shader does not declare are ignored. get() adds
+// constant 31 (RAYO_FUSED_FMA) from the device.
 using SpecConstants = std::array<std::uint32_t, 8>;
 
 // The push-constant range of every pipeline layout: the minimum maxPushConstantsSize Vulkan

@@ -17,7 +17,9 @@ void dequantize(KernelRunner& runner, detail::TensorView const& in, detail::Tens
 
 // out[m, n] = x[m, k] · w[n, k]ᵀ for f32 x and q4_k / q6_k w (shape.b_transposed). Up to 8 rows of x
 // take the integer GEMV (x quantized on the device to int8 main + residual, or main only when
-// rayo::kquant_activations() is q8_k); more rows take the tensor-core GEMM on f16-decoded tiles.
+// rayo::kquant_activations() is q8_k); one row of x with q4_k weights and k <= 32768 takes, in the
+// residual mode, the spanning GEMV (x as int16 in registers); more rows take the tensor-core GEMM
+// on f16-decoded tiles.
 void quant_linear(KernelRunner& runner, detail::MatmulShape shape, detail::TensorView const& x,
                   detail::TensorView const& w, detail::TensorView const& out);
 
