@@ -25,6 +25,7 @@ VulkanBackend::VulkanBackend(PhysicalDevice const& physical, int index)
 
 VulkanBackend::~VulkanBackend() {
     std::lock_guard lock(mutex_);
+    kquant_decoded_.reset();  // into pending_, freed below
     try {
         stream_.wait(stream_.recording_serial());
     } catch (std::exception const& e) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <type_traits>
 #include <unordered_map>
@@ -140,6 +141,9 @@ private:
     std::unordered_map<std::uintptr_t, Buffer> buffers_;
     std::uintptr_t next_handle_ = 1;
     std::vector<PendingFree> pending_;
+    // linear's f32 copy of K-quant weights (vulkan_matmul.cpp), kept for the next call (a new
+    // allocation of that size costs milliseconds) until a larger one is needed or the backend goes.
+    std::optional<ScratchBuffer> kquant_decoded_;
     std::uint32_t workgroup_size_ = 256;
     bool use_subgroups_ = true;
     bool use_storage16_ = true;

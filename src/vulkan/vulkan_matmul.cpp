@@ -193,11 +193,13 @@ void VulkanBackend::matmul(detail::MatmulShape shape, TensorView const& a, Tenso
     Binding const ba = bind(a, bytes_for(a.dtype, shape.m * shape.k), Access::read, "matmul a");
     Binding bb = bind(b, bytes_for(b.dtype, shape.k * shape.n), Access::read, "matmul b");
     Binding const bo = bind(out, shape.m * shape.n * sizeof(float), Access::write, "matmul output");
-    std::optional<ScratchBuffer> decoded;
     if (decode_first) {
-        decoded.emplace(scratch(decoded_bytes));
-        record_dequantize(bb, b.dtype, shape.n * shape.k, decoded->bind(Access::write, decoded_bytes));
-        bb = decoded->bind(Access::read, decoded_bytes);
+        if (!kquant_decoded_ || kquant_decoded_->size() < decoded_bytes) {
+            kquant_decoded_.reset();
+            kquant_decoded_.emplace(scratch(decoded_bytes));
+        }
+        record_dequantize(bb, b.dtype, shape.n * shape.k, kquant_decoded_->bind(Access::write, decoded_bytes));
+        bb = kquant_decoded_->bind(Access::read, decoded_bytes);
     }
     bool const b_quantized = quantized && !decode_first;  // the shader decodes b itself
     std::uint32_t const b_type = decode_first ? type_code(DType::f32) : type_code(b.dtype);
