@@ -29,15 +29,17 @@ float division_residual(float a, float b, float q) {
     return abs(r);
 }
 
-// a / b correctly rounded (GLSL's division may be off by 2.5 ulp): the candidate of the three
-// floats around the device's quotient that leaves the smallest exact residual.
+// a / b correctly rounded (GLSL's division may be off by 2.5 ulp, and NVIDIA's was off by 2): the
+// candidate of the seven floats within 3 ulps of the device's quotient that leaves the smallest
+// exact residual.
 float divide_rounded(float a, float b) {
     precise float q = a / b;
     if (isinf(q) || isnan(q) || q == 0.0 || isinf(b)) return q;
     float best = q;
     float best_r = division_residual(a, b, q);
     int bits = floatBitsToInt(q);
-    for (int s = -1; s <= 1; s += 2) {
+    for (int s = -3; s <= 3; ++s) {
+        if (s == 0) continue;
         float c = intBitsToFloat(bits + s);
         float r = division_residual(a, b, c);
         if (r < best_r) {
