@@ -100,7 +100,7 @@ void VulkanBackend::row_op(std::uint32_t op, std::size_t rows, std::size_t cols,
     RowsPlan const plan = plan_rows(cols, workgroup_size_, register_limit, aligned);
     // softmax and log_softmax on rows held in registers take the shared-memory reductions: with
     // the subgroup ones, NVIDIA's driver (H200) gave NaN rows once a workgroup had two subgroups or
-    // more (a wrong row maximum), where lavapipe and the multi-pass form agree with the CPU.
+    // more, where lavapipe and the multi-pass form agree with the CPU.
     bool const register_softmax = plan.chunks > 0 && op <= 1;
     Shader const shader = subgroups() && !register_softmax ? Shader::rows_subgroup : Shader::rows;
     std::size_t const wanted = plan.per_thread ? (rows + plan.workgroup - 1) / plan.workgroup : rows;
