@@ -282,10 +282,14 @@ MemoryStats VulkanBackend::memory_stats() const {
     return s;
 }
 
-MemoryStats memory_stats(Device device) {
+VulkanBackend& backend_of(Device device) {
     auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
     if (!b) throw Error(device.id() + " is not a Vulkan device");
-    return b->memory_stats();
+    return *b;
+}
+
+MemoryStats memory_stats(Device device) {
+    return backend_of(device).memory_stats();
 }
 
 }  // namespace rayo::vulkan

@@ -152,4 +152,8 @@ private:
     bool use_denorm_preserve_ = true;
 };
 
+// The Vulkan backend behind `device` (the diagnostics and test switches of diagnostics.hpp);
+// throws rayo::Error when `device` is not a Vulkan device of this process.
+[[nodiscard]] VulkanBackend& backend_of(Device device);
+
 }  // namespace rayo::vulkan

@@ -92,9 +92,7 @@ void VulkanBackend::use_subgroups(bool enabled) {
 }
 
 void use_subgroups(Device device, bool enabled) {
-    auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
-    if (!b) throw Error(device.id() + " is not a Vulkan device");
-    b->use_subgroups(enabled);
+    backend_of(device).use_subgroups(enabled);
 }
 
 SubnormalSupport VulkanBackend::subnormal_support() const {
@@ -121,21 +119,15 @@ void VulkanBackend::use_denorm_preserve(bool enabled) {
 }
 
 SubnormalSupport subnormal_support(Device device) {
-    auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
-    if (!b) throw Error(device.id() + " is not a Vulkan device");
-    return b->subnormal_support();
+    return backend_of(device).subnormal_support();
 }
 
 void use_denorm_preserve(Device device, bool enabled) {
-    auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
-    if (!b) throw Error(device.id() + " is not a Vulkan device");
-    b->use_denorm_preserve(enabled);
+    backend_of(device).use_denorm_preserve(enabled);
 }
 
 bool has_subgroup_arithmetic(Device device) {
-    auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
-    if (!b) throw Error(device.id() + " is not a Vulkan device");
-    return b->has_subgroup_arithmetic();
+    return backend_of(device).has_subgroup_arithmetic();
 }
 
 }  // namespace rayo::vulkan

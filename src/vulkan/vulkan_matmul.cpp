@@ -259,15 +259,11 @@ void VulkanBackend::use_decoded_kquant_gemm(bool decode_first) {
 }
 
 void use_decoded_kquant_gemm(Device device, bool decode_first) {
-    auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
-    if (!b) throw Error(device.id() + " is not a Vulkan device");
-    b->use_decoded_kquant_gemm(decode_first);
+    backend_of(device).use_decoded_kquant_gemm(decode_first);
 }
 
 void use_matmul_features(Device device, bool storage16, bool cooperative_matrix) {
-    auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
-    if (!b) throw Error(device.id() + " is not a Vulkan device");
-    b->use_matmul_features(storage16, cooperative_matrix);
+    backend_of(device).use_matmul_features(storage16, cooperative_matrix);
 }
 
 // Tests only (declared in tests/vulkan_matmul_test.cpp): run every f32 x f32 matmul with `tile`,
