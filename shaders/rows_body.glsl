@@ -156,11 +156,14 @@ vec2 df_add4(vec2 s, vec4 v, bvec4 ok) {
     return s;
 }
 
-void best4(vec4 v, uvec4 i, bvec4 ok, inout float m, inout uint mi) {
-    if (ok.x && rayo_better(v.x, i.x, m, mi, true)) m = v.x, mi = i.x;
-    if (ok.y && rayo_better(v.y, i.y, m, mi, true)) m = v.y, mi = i.y;
-    if (ok.z && rayo_better(v.z, i.z, m, mi, true)) m = v.z, mi = i.z;
-    if (ok.w && rayo_better(v.w, i.w, m, mi, true)) m = v.w, mi = i.w;
+// m and the elements of v in the row: their maximum, NaN if any is NaN.
+float max_with(float m, float v) { return isnan(m) || isnan(v) ? RAYO_NAN : (v > m ? v : m); }
+float max4(vec4 v, bvec4 ok, float m) {
+    if (ok.x) m = max_with(m, v.x);
+    if (ok.y) m = max_with(m, v.y);
+    if (ok.z) m = max_with(m, v.z);
+    if (ok.w) m = max_with(m, v.w);
+    return m;
 }
 
 vec4 exp4(vec4 d) { return vec4(rayo_exp(d.x), rayo_exp(d.y), rayo_exp(d.z), rayo_exp(d.w)); }
@@ -192,13 +195,15 @@ void process_row_in_registers(uint row, uint t) {
         v[c] = load_chunk(xb, i, lessThan(i, uvec4(n)));
     }
     if (OP <= 1) {
+        // The row maximum (NaN if any): the value only, which softmax needs, unlike the multi-pass
+        // form's wg_best with its index. (NVIDIA's driver gave NaN rows with wg_best here once a
+        // workgroup had two subgroups or more.)
         float m = -RAYO_INF;
-        uint mi = RAYO_NONE;
         [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
             uvec4 i = chunk_elements(c, t);
-            best4(v[c], i, lessThan(i, uvec4(n)), m, mi);
+            m = max4(v[c], lessThan(i, uvec4(n)), m);
         }
-        wg_best(m, mi, true);
+        m = wg_max(m);
         vec2 s = vec2(0.0);
         [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
             uvec4 i = chunk_elements(c, t);

@@ -116,6 +116,31 @@ void wg_best(inout float v, inout uint idx, bool is_max) {
     barrier();
 }
 
+// The workgroup's largest value, NaN if any is (softmax's row maximum, which needs no index):
+// subgroupMax over the non-NaN values, NaN flagged apart (subgroupMax of a NaN is undefined).
+float wg_max(float v) {
+    bool nan_seen = subgroupMax(isnan(v) ? 1u : 0u) != 0u;
+    float m = subgroupMax(isnan(v) ? -RAYO_INF : v);
+    if (subgroupElect()) rayo_sh_a[gl_SubgroupID] = nan_seen ? RAYO_NAN : m;
+    barrier();
+    if (gl_SubgroupID == 0) {
+        float b = -RAYO_INF;
+        bool b_nan = false;
+        for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) {
+            float w = rayo_sh_a[i];
+            if (isnan(w)) b_nan = true;
+            else if (w > b) b = w;
+        }
+        bool any_nan = subgroupMax(b_nan ? 1u : 0u) != 0u;
+        float r = subgroupMax(b);
+        if (subgroupElect()) rayo_sh_a[0] = any_nan ? RAYO_NAN : r;
+    }
+    barrier();
+    float result = rayo_sh_a[0];
+    barrier();
+    return result;
+}
+
 #else
 
 vec2 wg_sum(vec2 v) {
@@ -151,6 +176,23 @@ void wg_best(inout float v, inout uint idx, bool is_max) {
     v = rayo_sh_a[0];
     idx = rayo_sh_i[0];
     barrier();
+}
+
+// The workgroup's largest value, NaN if any is.
+float wg_max(float v) {
+    uint t = gl_LocalInvocationID.x;
+    rayo_sh_a[t] = v;
+    barrier();
+    for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
+        if (t < s) {
+            float a = rayo_sh_a[t], b = rayo_sh_a[t + s];
+            rayo_sh_a[t] = isnan(a) || isnan(b) ? RAYO_NAN : (b > a ? b : a);
+        }
+        barrier();
+    }
+    float result = rayo_sh_a[0];
+    barrier();
+    return result;
 }
 
 #endif

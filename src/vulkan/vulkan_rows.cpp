@@ -98,11 +98,7 @@ void VulkanBackend::row_op(std::uint32_t op, std::size_t rows, std::size_t cols,
     bool const aligned = cols % 4 == 0 && push.x_offset % 4 == 0 && push.y_offset % 4 == 0 &&
                          (!gamma || push.gamma_offset % 4 == 0) && (!beta || push.beta_offset % 4 == 0);
     RowsPlan const plan = plan_rows(cols, workgroup_size_, register_limit, aligned);
-    // softmax and log_softmax on rows held in registers take the shared-memory reductions: with
-    // the subgroup ones, NVIDIA's driver (H200) gave NaN rows once a workgroup had two subgroups or
-    // more, where lavapipe and the multi-pass form agree with the CPU.
-    bool const register_softmax = plan.chunks > 0 && op <= 1;
-    Shader const shader = subgroups() && !register_softmax ? Shader::rows_subgroup : Shader::rows;
+    Shader const shader = subgroups() ? Shader::rows_subgroup : Shader::rows;
     std::size_t const wanted = plan.per_thread ? (rows + plan.workgroup - 1) / plan.workgroup : rows;
     std::uint32_t const groups = static_cast<std::uint32_t>(std::min<std::size_t>(wanted, max_groups()));
     dispatch(shader,
