@@ -157,12 +157,11 @@ vec2 df_add4(vec2 s, vec4 v, bvec4 ok) {
 }
 
 // m and the elements of v in the row: their maximum, NaN if any is NaN.
-float max_with(float m, float v) { return isnan(m) || isnan(v) ? RAYO_NAN : (v > m ? v : m); }
 float max4(vec4 v, bvec4 ok, float m) {
-    if (ok.x) m = max_with(m, v.x);
-    if (ok.y) m = max_with(m, v.y);
-    if (ok.z) m = max_with(m, v.z);
-    if (ok.w) m = max_with(m, v.w);
+    if (ok.x) m = rayo_max_nan(m, v.x);
+    if (ok.y) m = rayo_max_nan(m, v.y);
+    if (ok.z) m = rayo_max_nan(m, v.z);
+    if (ok.w) m = rayo_max_nan(m, v.w);
     return m;
 }
 

@@ -53,6 +53,9 @@ bool rayo_better(float v, uint i, float bv, uint bi, bool is_max) {
     return is_max ? v > bv : v < bv;
 }
 
+// The larger of a and b, NaN if either is (a row maximum that propagates NaN).
+float rayo_max_nan(float a, float b) { return isnan(a) || isnan(b) ? RAYO_NAN : (b > a ? b : a); }
+
 #ifdef RAYO_SUBGROUPS
 
 vec2 wg_sum(vec2 v) {
@@ -185,8 +188,7 @@ float wg_max(float v) {
     barrier();
     for (uint s = gl_WorkGroupSize.x / 2; s > 0; s >>= 1) {
         if (t < s) {
-            float a = rayo_sh_a[t], b = rayo_sh_a[t + s];
-            rayo_sh_a[t] = isnan(a) || isnan(b) ? RAYO_NAN : (b > a ? b : a);
+            rayo_sh_a[t] = rayo_max_nan(rayo_sh_a[t], rayo_sh_a[t + s]);
         }
         barrier();
     }

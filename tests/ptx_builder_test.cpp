@@ -212,7 +212,8 @@ Kernel every_family() {
     Reg field = k.bfe(k.mov(Type::u32, 0xabcd), 4, 8);
     Reg perm = k.prmt(bits, bits, 0x3210);
     Reg dot = k.dp4a(perm, perm, as_int);
-    Reg udot = k.dp4a(perm, perm, 0u, false, false);
+    Reg udot = k.dp2a(perm, perm, k.dp4a(perm, perm, 0u, false, false), true, false, false);
+    dot = k.dp2a(perm, perm, dot, false);
     Reg q = k.rem(k.div(k.add(hi, field), 3), 5);
     Reg m = k.min(k.neg(dot), k.sub(as_int, 1));
     Reg flag = k.and_pred(k.setp(Cmp::ne, q, 0), k.not_pred(k.setp(Cmp::gt, m, 100)));

@@ -17,17 +17,6 @@
 
 #include "support/vulkan_support.hpp"
 
-namespace rayo::vulkan {
-// Test hooks of src/vulkan/vulkan_matmul.cpp (declared here, next to their only user).
-// use_gemm_tile: every f32 x f32 matmul runs this RAYO_VULKAN_GEMM_TILE value ("" restores the
-// default); throws rayo::Error on anything else. gemm_tile_names: the values it takes.
-// last_gemm_tile: what the last f32 x f32 matmul ran, e.g. "128x128x8 a:vec4 b:scalar out:vec4"
-// or "legacy".
-void use_gemm_tile(std::string_view tile);
-std::vector<std::string> gemm_tile_names();
-std::string last_gemm_tile();
-}  // namespace rayo::vulkan
-
 namespace rayo::test {
 namespace {
 

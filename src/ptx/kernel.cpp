@@ -444,6 +444,16 @@ Reg Kernel::dp4a(Reg a, Reg b, Operand c, bool a_signed, bool b_signed) {
     return r;
 }
 
+Reg Kernel::dp2a(Reg a, Reg b, Operand c, bool high, bool a_signed, bool b_signed) {
+    Type const at = a_signed ? Type::s32 : Type::u32, bt = b_signed ? Type::s32 : Type::u32;
+    Type const ct = (a_signed || b_signed) ? Type::s32 : Type::u32;
+    Reg r = reg(ct);
+    push({.opcode = std::string(high ? "dp2a.hi" : "dp2a.lo") + type_suffix(at) + type_suffix(bt),
+          .operands = {write(r, ct), read(a, at), read(b, bt), read(c, ct)},
+          .requires_target = {.compute_capability = 61}});
+    return r;
+}
+
 // ---- comparisons
 
 Reg Kernel::setp(Cmp cmp, Reg a, Operand b) {

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "rayo/device.hpp"
 
@@ -38,6 +40,13 @@ void use_matmul_features(Device device, bool storage16, bool cooperative_matrix)
 // loads instead of into an f32 scratch copy first (the path for copies larger than one binding),
 // so tests cover both; true restores the default.
 void use_decoded_kquant_gemm(Device device, bool decode_first);
+// The f32 GEMM's tile, process-wide (vulkan_matmul.cpp). use_gemm_tile: every f32 x f32 matmul
+// runs this RAYO_VULKAN_GEMM_TILE value ("" restores the default); throws rayo::Error on anything
+// else. gemm_tile_names: the values it takes. last_gemm_tile: what the last f32 x f32 matmul ran,
+// e.g. "128x128x8 a:vec4 b:scalar out:vec4" or "legacy".
+void use_gemm_tile(std::string_view tile);
+[[nodiscard]] std::vector<std::string> gemm_tile_names();
+[[nodiscard]] std::string last_gemm_tile();
 
 // Whether the device keeps float32 subnormals in rayo's shaders, as the CPU backend does. Shaders
 // whose results can be subnormal are built twice (shaders/float_controls.glsl): with the SPIR-V

@@ -1,11 +1,11 @@
 // matmul on the Vulkan backend: for f32 x f32 on shapes that fill the GPU, the register-blocked
 // SGEMM with 64x64 to 128x128 tiles (shaders/matmul_f32_large.comp, tile from gemm_tiles below);
 // otherwise the shared-memory tiled GEMM (shaders/matmul_tiled.glsl) for f32, f16 and bf16
-// operands, mixed f32 x f16/bf16 included. linear with q4_k / q6_k weights and many rows of x
-// decodes the weights into an f32 scratch copy for the f32 GEMMs, or where that copy would not
-// fit one binding, into the tiled GEMM's tiles; the cooperative-matrix GEMM (shaders/matmul_coopmat.comp) for
-// f16 x f16 where the device has VK_NV_cooperative_matrix. Few rows of x against K-quant weights
-// take the f32 K-quant GEMV (vulkan_quant.cpp).
+// operands, mixed f32 x f16/bf16 included; the cooperative-matrix GEMM
+// (shaders/matmul_coopmat.comp) for f16 x f16 where the device has VK_NV_cooperative_matrix.
+// linear with q4_k / q6_k weights and many rows of x decodes the weights into an f32 scratch copy
+// for the f32 GEMMs, or, where that copy would not fit one binding, into the tiled GEMM's tiles.
+// Few rows of x against K-quant weights take the f32 K-quant GEMV (vulkan_quant.cpp).
 #include <array>
 #include <cstdlib>
 #include <mutex>
@@ -33,8 +33,8 @@ struct MatmulParams {
 };
 
 // Up to this many rows of x, K-quant linear takes the f32 K-quant GEMV (at most vulkan_quant.cpp's
-// gemv_max_rows_x): it reads each weight byte once for all rows; beyond, the GEMM's dequantized
-// tiles pay off.
+// gemv_max_rows_x): it reads each weight byte once for all rows; beyond, decoding the weights once
+// for the GEMM pays off.
 constexpr std::size_t gemv_max_rows = 16;
 
 // ---- f32 x f32: which GEMM, with which tile -------------------------------------------------
@@ -266,7 +266,7 @@ void use_matmul_features(Device device, bool storage16, bool cooperative_matrix)
     backend_of(device).use_matmul_features(storage16, cooperative_matrix);
 }
 
-// Tests only (declared in tests/vulkan_matmul_test.cpp): run every f32 x f32 matmul with `tile`,
+// Tests only (diagnostics.hpp): run every f32 x f32 matmul with `tile`,
 // a value of RAYO_VULKAN_GEMM_TILE, overriding it; "" restores the variable or the default choice.
 void use_gemm_tile(std::string_view tile) {
     std::optional<ForcedGemm> forced;

@@ -148,6 +148,9 @@ public:
     Reg prmt(Reg a, Operand b, Operand selector);
     // Four-way byte dot product with accumulate (dp4a), .s32 result.
     Reg dp4a(Reg a, Reg b, Operand c, bool a_signed = true, bool b_signed = true);
+    // Two-way 16-bit x 8-bit dot product with accumulate (dp2a.lo / dp2a.hi: a's two halves times
+    // b's bytes 0-1 / 2-3), .s32 result.
+    Reg dp2a(Reg a, Reg b, Operand c, bool high, bool a_signed = true, bool b_signed = true);
 
     // ---- comparisons
     Reg setp(Cmp cmp, Reg a, Operand b);  // a .pred register; unsigned compare for .u/.b types

@@ -30,17 +30,6 @@ namespace {
 using quant_detail::halves_as_float;
 using quant_detail::pack_bytes;
 
-// dp2a.lo: a's two int16 halves times b's bytes 0 and 1 (unsigned), plus c.
-Reg dp2a_lo(Kernel& k, Reg pairs, Reg bytes) {
-    Reg r = k.reg(Type::s32);
-    k.instruction("dp2a.lo.s32.u32",
-                  {RegUse{r, Type::s32, Access::write}, RegUse{pairs, Type::s32, Access::read},
-                   RegUse{bytes, Type::u32, Access::read}, ImmUse{0, Type::s32}},
-                  {.compute_capability = 61});
-    return r;
-}
-
-
 std::array<Reg, 4> as_array(std::vector<Reg> const& v) { return {v[0], v[1], v[2], v[3]}; }
 
 // Σ_t w[t]·x[t] over four words of bytes: one dp4a chain.
@@ -133,7 +122,7 @@ void multiply_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Q4Weights cons
         auto const term = [&](std::array<Reg, 4> const& xl, std::array<Reg, 4> const& xh, Reg sums, Reg x_scale) {
             Reg s = k.mul(dot16(k, lo, xl, false), sc_lo);
             s = k.fma(dot16(k, hi, xh, false), sc_hi, s);
-            Reg const m = dp2a_lo(k, sums, mins);
+            Reg const m = k.dp2a(sums, mins, 0, false, true, false);  // int16 sums × the u8 mins
             Reg const t = k.fma(k.cvt(Type::f32, s), d, k.mul(k.cvt(Type::f32, m), neg_dmin));
             k.fma(acc[a], t, x_scale, acc[a]);  // in place: the loop carries acc
         };

@@ -31,21 +31,12 @@ using quant_detail::halves_as_float;
 
 constexpr float round_magic = 12582912.0f;  // 1.5·2^23: adding it rounds to an integer in the low bits
 
-Reg dp2a(Kernel& k, bool high, Reg pairs, Reg bytes, Reg acc) {
-    Reg r = k.reg(Type::s32);
-    k.instruction(high ? "dp2a.hi.s32.u32" : "dp2a.lo.s32.u32",
-                  {RegUse{r, Type::s32, Access::write}, RegUse{pairs, Type::s32, Access::read},
-                   RegUse{bytes, Type::u32, Access::read}, RegUse{acc, Type::s32, Access::read}},
-                  {.compute_capability = 61});
-    return r;
-}
-
 // Σ over 16 values: x as 8 words of int16 pairs, the codes as 4 words of bytes.
 Reg dot16(Kernel& k, std::vector<Reg> const& x, std::vector<Reg> const& codes) {
     Reg s = k.mov(Type::s32, 0);
     for (std::size_t t = 0; t < 4; ++t) {
-        s = dp2a(k, false, x[2 * t], codes[t], s);
-        s = dp2a(k, true, x[2 * t + 1], codes[t], s);
+        s = k.dp2a(x[2 * t], codes[t], s, false, true, false);
+        s = k.dp2a(x[2 * t + 1], codes[t], s, true, true, false);
     }
     return s;
 }
@@ -186,7 +177,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     Reg const ones = k.mov(Type::u32, 0x01010101);
     auto const sum16 = [&](std::vector<Reg> const& words) {
         Reg s = k.mov(Type::s32, 0);
-        for (Reg w : words) s = dp2a(k, false, w, ones, s);
+        for (Reg w : words) s = k.dp2a(w, ones, s, false, true, false);
         return s;
     };
     Reg const x_sum_lo = sum16(x_lo);
