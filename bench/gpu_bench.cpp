@@ -25,6 +25,25 @@ void run_copy(benchmark::State& state) {
     report(state, {.bytes = 2.0 * static_cast<double>(x.bytes())});
 }
 
+// The copy at the byte count of one GEMV's weights, rotated out of L2 like the cold GEMV: what the
+// device's memory gives an operation of that size, launch and ramp included.
+std::vector<FTensor> rotated_copies(std::int64_t bytes, rayo::Device device) {
+    std::vector<FTensor> copies{random_tensor(rayo::Shape{bytes / 4}, device)};
+    while (static_cast<double>(copies.size()) * static_cast<double>(bytes) < rotation_bytes) copies.push_back(copies[0].clone());
+    return copies;
+}
+
+void run_copy_cold(benchmark::State& state, std::int64_t bytes) {
+    rayo::Device const device = bench_device();
+    std::vector<FTensor> const copies = rotated_copies(bytes, device);
+    std::size_t next = 0;
+    time_op(state, device, [&] {
+        (void)copies[next].clone();
+        next = (next + 1) % copies.size();
+    });
+    report(state, {.bytes = 2.0 * static_cast<double>(bytes)});
+}
+
 template <class T>
 void run_matmul(benchmark::State& state, std::int64_t n) {
     rayo::Device const device = bench_device();
@@ -125,6 +144,9 @@ void register_quant_linear() {
 void register_gpu() {
     if (bench_device().kind() == rayo::DeviceKind::cpu) return;
     add_benchmark("gpu/copy/1GiB", run_copy);
+    // The weight bytes of the GEMV shapes below: q4_k 4096x4096, 4096x14336; q6_k the same.
+    for (std::int64_t bytes : {9437184, 33030144, 13762560, 48168960})
+        add_benchmark("gpu/copy/" + std::to_string(bytes) + "/cold", [bytes](benchmark::State& st) { run_copy_cold(st, bytes); });
     for (std::int64_t n : {1024, 4096, 8192}) {
         add_benchmark("gpu/matmul_f32/" + std::to_string(n), [n](benchmark::State& st) { run_matmul<float>(st, n); });
         add_benchmark("gpu/matmul_bf16/" + std::to_string(n),
