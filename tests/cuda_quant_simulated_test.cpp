@@ -9,8 +9,10 @@
 #include "support/test_support.hpp"
 
 #include <cmath>
+#include <optional>
 
 #include "cuda/ops/quant_ops.hpp"
+#include "rayo/ptx/kernels/quant.hpp"
 
 namespace rayo::test {
 namespace {
@@ -33,8 +35,10 @@ Form form_of(std::string const& key) {
 }
 
 // ‖y − ref‖ / max(‖ref‖, its typical size), as tests/cuda_quant_test.cpp measures it.
+// Runs the case through the glue, or (`direct`) launches that spanning GEMV itself on 3 blocks.
 template <QuantBlock W>
-double simulated_linear_error(Case const& c, std::uint32_t seed) {
+double simulated_linear_error(Case const& c, std::uint32_t seed,
+                              std::optional<ptx::kernels::QuantGemvSpanningConfig> const& direct = std::nullopt) {
     SimulatedRunner runner(2);
     runner.set_max_shared_bytes(227 * 1024);
     auto const w = quantize<W>(Tensor<float>::from(random_floats(c.n * c.k, seed, -1.0f, 1.0f), {c.n, c.k}));
@@ -48,10 +52,22 @@ double simulated_linear_error(Case const& c, std::uint32_t seed) {
     x.fill(xv);
     wt.fill(blocks);
     out.fill(std::vector<float>(c.m * c.n, poison));
-    cuda::ops::quant_linear(runner, {c.m, c.n, c.k, true}, x.view(), wt.view(), out.view());
+    if (direct) {
+        namespace kernels = ptx::kernels;
+        unsigned const ctas = 3, rows_per_step = direct->groups * direct->batch;
+        std::size_t const steps = ((c.n + rows_per_step - 1) / rows_per_step + ctas - 1) / ctas;
+        cuda::LaunchDims const dims{
+            .grid = {ctas, 1, 1},
+            .block = {direct->groups * kernels::quant_gemv_spanning_group_threads(direct->blocks_per_row), 1, 1},
+            .shared_bytes = static_cast<unsigned>(kernels::quant_gemv_spanning_shared_bytes(*direct, steps))};
+        runner.run("direct", [&] { return kernels::quant_gemv_spanning(*direct); }, dims, runner.address(wt.view()),
+                   runner.address(x.view()), runner.address(out.view()), static_cast<std::uint32_t>(c.n));
+    } else {
+        cuda::ops::quant_linear(runner, {c.m, c.n, c.k, true}, x.view(), wt.view(), out.view());
+    }
 
     for (auto const& l : runner.launches())
-        if (l.key.find("gemv") != std::string::npos) EXPECT_EQ(form_of(l.key), c.form) << "the glue picked another GEMV form: " << l.key;
+        if (!direct && l.key.find("gemv") != std::string::npos) EXPECT_EQ(form_of(l.key), c.form) << "the glue picked another GEMV form: " << l.key;
 
     std::vector<float> const y = out.values();
     double num = 0, den = 0, typical = 0;
@@ -74,7 +90,7 @@ TEST(CudaQuantSimulated, FusedGemvInBothFormsMatchesFloat64) {
     Case const cases[] = {
         {DType::q4_k, 2, 70, 2048, Form::streamed},    // 8 blocks a row: whole slots; 70 rows over 32 warps
         {DType::q4_k, 2, 37, 2304, Form::streamed},    // 9 blocks: a partial last slot; two rows of x
-        {DType::q6_k, 1, 70, 2048, Form::streamed},    // 210-byte blocks, 2-byte aligned inside a slot
+        {DType::q6_k, 2, 70, 2048, Form::streamed},    // 210-byte blocks, 2-byte aligned inside a slot
         {DType::q6_k, 2, 9, 2048, Form::streamed},
         {DType::q6_k, 1, 40, 2304, Form::registers},  // 9 q6_k blocks: rows not 16-byte multiples
     };
@@ -87,21 +103,51 @@ TEST(CudaQuantSimulated, FusedGemvInBothFormsMatchesFloat64) {
     }
 }
 
-// The spanning GEMV (one row of x, q4_k): groups of 8 blocks (eight groups a CTA, two steps of 64
+// The spanning GEMV (one row of x): q4_k groups of 8 blocks (eight groups a CTA, two steps of 64
 // rows over the simulated grid's 4 CTAs, the last one partial), of 9 blocks (a group's last warp
-// partly idle), one block (sixteen 32-thread groups), and 128 blocks (one 1024-thread group).
+// partly idle), one block (sixteen 32-thread groups), and 128 blocks (one 1024-thread group); q6_k
+// rows of 8, 16 and 128 blocks (every other warp's blocks 8 bytes past a 16-byte boundary, and 2
+// bytes off a 4-byte one in every other block). More steps than the ring has stages, so slots are
+// reused.
 TEST(CudaQuantSimulated, SpanningGemvMatchesFloat64) {
     Case const cases[] = {
-        {DType::q4_k, 1, 70, 2048, Form::spanning},
-        {DType::q4_k, 1, 37, 2304, Form::spanning},
-        {DType::q4_k, 1, 33, 256, Form::spanning},
-        {DType::q4_k, 1, 3, 32768, Form::spanning},
+        {DType::q4_k, 1, 70, 2048, Form::spanning},  {DType::q4_k, 1, 37, 2304, Form::spanning},
+        {DType::q4_k, 1, 33, 256, Form::spanning},   {DType::q4_k, 1, 3, 32768, Form::spanning},
+        {DType::q6_k, 1, 70, 2048, Form::spanning},  {DType::q6_k, 1, 37, 4096, Form::spanning},
+        {DType::q6_k, 1, 3, 32768, Form::spanning},
     };
     for (Case const& c : cases) {
         auto const seed = fresh_seed();
-        SCOPED_TRACE("m 1 n " + std::to_string(c.n) + " k " + std::to_string(c.k) + " seed " + std::to_string(seed));
+        SCOPED_TRACE(std::string(to_string(c.type)) + " n " + std::to_string(c.n) + " k " + std::to_string(c.k) +
+                     " seed " + std::to_string(seed));
         // What linear promises; ~1e-4 with x's ~15 bits (as the residual records give).
-        EXPECT_LE(simulated_linear_error<q4_k>(c, seed), 1e-3);
+        double const e = c.type == DType::q4_k ? simulated_linear_error<q4_k>(c, seed) : simulated_linear_error<q6_k>(c, seed);
+        EXPECT_LE(e, 1e-3);
+    }
+}
+
+// Forms the glue does not pick, launched directly: q4_k streamed through rings of 2 and 3 stages
+// (more steps than stages, slots reused; one group a block and four), and loaded into registers
+// without the pipelining.
+TEST(CudaQuantSimulated, SpanningGemvFormsMatchFloat64) {
+    struct Launch {
+        std::size_t n, k;
+        ptx::kernels::QuantGemvSpanningConfig config;
+    };
+    Launch const forms[] = {
+        {70, 2048, {.blocks_per_row = 8, .groups = 4, .batch = 2, .stages = 2}},
+        {37, 2304, {.blocks_per_row = 9, .groups = 1, .batch = 4, .stages = 3}},
+        {29, 4096, {.blocks_per_row = 16, .groups = 2, .batch = 1, .pipelined = false}},
+        {41, 2048, {.weight = DType::q6_k, .blocks_per_row = 8, .groups = 2, .batch = 1, .stages = 3}},
+    };
+    for (Launch const& f : forms) {
+        auto const seed = fresh_seed();
+        SCOPED_TRACE(std::string(to_string(f.config.weight)) + " n " + std::to_string(f.n) + " k " + std::to_string(f.k) +
+                     " stages " + std::to_string(f.config.stages) + " seed " + std::to_string(seed));
+        Case const c{f.config.weight, 1, f.n, f.k, Form::spanning};
+        double const e = f.config.weight == DType::q4_k ? simulated_linear_error<q4_k>(c, seed, f.config)
+                                                        : simulated_linear_error<q6_k>(c, seed, f.config);
+        EXPECT_LE(e, 1e-3);
     }
 }
 

@@ -86,18 +86,27 @@ TEST(PtxQuant, GemvAssemblesForEveryRowCount) {
 }
 
 // The spanning GEMV at the row lengths the backend meets most (k = 256 .. 32768), every batch, with
-// and without the pipelined loads, and the block shapes the glue picks (several groups for short
-// rows, one for long ones).
+// the weights loaded into registers (with and without the pipelined loads) and streamed through
+// rings of 2, 4 and 16 stages (q4_k and q6_k), and the block shapes the glue picks (several groups
+// for short rows, one for long ones).
 TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
     RAYO_SKIP_WITHOUT_PTXAS();
     for (Target t : targets) {
         ptx::Module module(t);
         for (unsigned blocks : {1u, 9u, 16u, 56u, 128u})
             for (unsigned batch : {1u, 2u, 4u})
-                for (bool pipelined : {true, false}) {
+                for (unsigned stages : {0u, 2u, 4u, 16u}) {
                     unsigned const groups = std::max(1u, 512u / kernels::quant_gemv_spanning_group_threads(blocks));
-                    module.add(kernels::quant_gemv_spanning(
-                        {.blocks_per_row = blocks, .groups = groups, .batch = batch, .pipelined = pipelined}));
+                    kernels::QuantGemvSpanningConfig const config{
+                        .blocks_per_row = blocks, .groups = groups, .batch = batch, .stages = stages};
+                    module.add(kernels::quant_gemv_spanning(config));
+                    if (stages == 0) module.add(kernels::quant_gemv_spanning({.blocks_per_row = blocks, .groups = groups,
+                                                                              .batch = batch, .pipelined = false}));
+                    if (stages > 0 && blocks % 8 == 0) {
+                        kernels::QuantGemvSpanningConfig q6 = config;
+                        q6.weight = DType::q6_k;
+                        module.add(kernels::quant_gemv_spanning(q6));
+                    }
                 }
         std::string const failure = ptxas_failure("rayo_quant_gemv_spanning_all", module.emit(), t);
         EXPECT_TRUE(failure.empty()) << failure;
@@ -113,7 +122,18 @@ TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXItsScalesAndEveryStepsWarpSums) {
     // 16 blocks in 4 groups of 4 warps: 7 steps of 4·2 rows × 4 sums.
     EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 16, .groups = 4, .batch = 2}, 7),
               8192u + 64u + 7u * 8 * 4 * 4);
-    EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q6_k}), ptx::BuildError);
+    // Streamed: 16 warps × 4 stages × 2 rows of 576 bytes (q4_k) or 848 (q6_k) more.
+    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 16, .groups = 4, .batch = 2, .stages = 4}, 7),
+              8192u + 64u + 16u * 4 * 2 * 576 + 7u * 8 * 4 * 4);
+    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes(
+                  {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 4, .batch = 2, .stages = 4}, 7),
+              8192u + 64u + 16u * 4 * 2 * 848 + 7u * 8 * 4 * 4);
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q8_k, .stages = 2}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q6_k, .blocks_per_row = 8}), ptx::BuildError);  // stages 0
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q6_k, .blocks_per_row = 9, .stages = 2}),
+                 ptx::BuildError);  // rows not 16-byte multiples
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .stages = 1}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .stages = 17}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 0}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 129}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 56, .groups = 3}), ptx::BuildError);  // 1344 threads

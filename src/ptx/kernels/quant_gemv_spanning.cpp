@@ -17,7 +17,10 @@
 // the CTA's last step and are then added in a fixed order: results do not depend on timing, and the
 // warps never wait for each other between steps.
 #include <array>
+#include <functional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rayo/ptx/kernels/quant.hpp"
@@ -61,33 +64,51 @@ Reg transposed_warp_sum(Kernel& k, std::vector<Reg> values, Reg lane) {
     return sum;
 }
 
-// A thread's 32 bytes of one weight row: the block's header (d, dmin, scales) and its 16 qs bytes.
+// What a thread reads of one weight row: q4_k the block's header (d, dmin, scales) and its 16 qs
+// bytes; q6_k its 8 + 8 ql bytes, 8 qh bytes, the block's 8 scales of its half and d.
 struct RowWords {
-    std::array<Reg, 4> header;
-    std::array<Reg, 4> qs;
+    std::vector<Reg> words;
 };
 
 }  // namespace
 
 Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
-    if (config.weight != DType::q4_k)
-        throw BuildError("ptx kernels: quant_gemv_spanning takes q4_k weights, not " + std::string(to_string(config.weight)));
+    bool const q6 = config.weight == DType::q6_k;
+    if (config.weight != DType::q4_k && !q6)
+        throw BuildError("ptx kernels: quant_gemv_spanning takes q4_k or q6_k weights, not " +
+                         std::string(to_string(config.weight)));
     if (config.blocks_per_row < 1 || config.blocks_per_row > quant_gemv_spanning_max_blocks)
         throw BuildError("ptx kernels: quant_gemv_spanning spans 1 to " + std::to_string(quant_gemv_spanning_max_blocks) +
                          " blocks per row, not " + std::to_string(config.blocks_per_row));
     if (config.batch != 1 && config.batch != 2 && config.batch != 4)
         throw BuildError("ptx kernels: quant_gemv_spanning takes 1, 2 or 4 rows per step, not " + std::to_string(config.batch));
+    if (config.stages == 1 || config.stages > quant_gemv_spanning_max_stages)
+        throw BuildError("ptx kernels: quant_gemv_spanning streams through 2 to " +
+                         std::to_string(quant_gemv_spanning_max_stages) + " stages (or 0: loads into registers), not " +
+                         std::to_string(config.stages));
+    if (q6 && config.stages == 0)
+        throw BuildError("ptx kernels: quant_gemv_spanning streams q6_k weights (2-byte aligned blocks): stages must be 2 to " +
+                         std::to_string(quant_gemv_spanning_max_stages));
+    if (q6 && config.blocks_per_row % 8 != 0)
+        throw BuildError("ptx kernels: quant_gemv_spanning needs q6_k rows of a multiple of 8 blocks (16-byte aligned rows), not " +
+                         std::to_string(config.blocks_per_row));
     unsigned const group_threads = quant_gemv_spanning_group_threads(config.blocks_per_row);
     if (config.groups < 1 || config.groups * group_threads > 1024)
         throw BuildError("ptx kernels: quant_gemv_spanning: " + std::to_string(config.groups) + " groups of " +
                          std::to_string(group_threads) + " threads do not make a block of 1 to 1024 threads");
 
     unsigned const blocks = config.blocks_per_row;
+    unsigned const block_bytes = q6 ? 210 : 144;
+    unsigned const row_bytes = block_bytes * blocks;
     unsigned const group_warps = group_threads / 32;
     unsigned const warps = config.groups * group_warps;
     unsigned const batch = config.batch;
-    Kernel k("rayo_quant_gemv_spanning_q4_k_b" + std::to_string(blocks) + "_g" + std::to_string(config.groups) + "_r" +
-             std::to_string(batch) + (config.pipelined ? "_pipelined" : ""));
+    unsigned const stages = config.stages;
+    bool const streamed = stages > 0;
+    bool const pipelined = !streamed && config.pipelined;
+    Kernel k("rayo_quant_gemv_spanning_" + std::string(to_string(config.weight)) + "_b" + std::to_string(blocks) + "_g" +
+             std::to_string(config.groups) + "_r" + std::to_string(batch) +
+             (streamed ? "_s" + std::to_string(stages) : pipelined ? "_pipelined" : ""));
     k.max_threads(32 * warps);
     Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
     Reg const x = k.cvta_to_global(k.param(Type::u64, "x"));
@@ -98,51 +119,92 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     Reg const lane = k.and_(tid, 31);
     Reg const warp = k.shr(tid, 5);
     Reg const group = k.div(warp, group_warps);
+    Reg const warp_in_group = k.sub(warp, k.mul(group, group_warps));
     Reg const t = k.sub(tid, k.mul(group, group_threads));  // thread within the group
 
-    // This thread's block and lane within it (the group's last warp may run past the row's end).
+    // This thread's block and lane within it (the group's last warp may run past the row's end:
+    // those lanes read the warp's last block and count nothing).
     Reg const block = k.shr(t, 3);
     Reg const j = k.and_(t, 7);
     Reg const active = k.setp(Cmp::lt, block, blocks);
     Reg const b = k.min(block, blocks - 1);
-    Reg const c = k.shr(j, 1);
-    Reg const header_offset = k.cvt(Type::u64, k.mul(b, 144));
-    Reg const qs_offset = k.cvt(Type::u64, k.add(k.mul(b, 144), k.add(k.shl(j, 4), 16)));
 
     // The rows: CTA-uniform steps of groups·batch rows.
     Reg const last_row = k.sub(n, 1);
     Reg const first = k.mul(k.special(Special::ctaid_x), config.groups * batch);
     Reg const stride = k.mul(k.special(Special::nctaid_x), config.groups * batch);
     Reg const group_first = k.mul(group, batch);
-
     // Row r of a step (clamped: a partial last step re-reads the last row and writes nothing for it).
-    auto const load_row = [&](Reg step_first, unsigned r, RowWords const& into) {
+    auto const row_address = [&](Reg step_first, unsigned r) {
         Reg const row = k.min(k.add(k.add(step_first, group_first), r), last_row);
-        Reg const at = k.add(weights, k.mul_wide(row, 144 * blocks));
-        k.ld_vector(into.header, Space::global, Type::u32, Address(k.add(at, header_offset)), Cache::nc);
-        k.ld_vector(into.qs, Space::global, Type::u32, Address(k.add(at, qs_offset)), Cache::nc);
+        return k.add(weights, k.mul_wide(row, row_bytes));
+    };
+
+    // Shared memory: x as int16 [blocks·256], its scales f32 [blocks], (streamed) the warps' rings,
+    // then the warps' sums of every step.
+    Reg const x_shared = k.shared_address(k.dynamic_shared(16));
+    std::uint32_t const scales_at = 512 * blocks;
+    std::uint32_t const ring_at = scales_at + 16 * ((blocks + 3) / 4);
+    std::uint32_t const slot_bytes = quant_gemv_spanning_slot_row_bytes(config.weight);
+    std::uint32_t const sums_at = ring_at + warps * stages * batch * slot_bytes;
+
+    // ---- streamed: warp w copies the bytes its four blocks of a row span (q6_k: from the 16-byte
+    // boundary below them) into slot rows of its ring by cp.async, 16 bytes a lane and copy.
+    Reg const warp_blocks = k.min(k.sub(k.mov(Type::u32, blocks), k.shl(warp_in_group, 2)), 4);
+    Reg const span_start = k.mul(warp_in_group, 4 * block_bytes);  // within the row
+    Reg const lead = q6 ? k.and_(span_start, 15) : k.mov(Type::u32, 0);  // bytes before the first block
+    Reg const chunks = k.shr(k.add(k.fma(warp_blocks, block_bytes, lead), 15), 4);
+    Reg const copy_from = k.cvt(Type::u64, k.sub(span_start, lead));
+    Reg const ring = k.add(k.add(x_shared, ring_at), k.mul(warp, stages * batch * slot_bytes));
+    unsigned const copies_per_lane = (q6 ? 53 + 31 : 36 + 31) / 32;
+    auto const issue = [&](Reg step_first, Reg slot) {
+        Reg const slot_at = k.add(ring, k.mul(slot, batch * slot_bytes));
+        for (unsigned r = 0; r < batch; ++r) {
+            Reg const from = k.add(row_address(step_first, r), copy_from);
+            for (unsigned c = 0; c < copies_per_lane; ++c) {
+                Reg const chunk = k.add(lane, 32 * c);
+                k.predicated(k.setp(Cmp::lt, chunk, chunks), true, [&] {
+                    Reg const at = k.shl(chunk, 4);
+                    k.cp_async(k.add(slot_at, k.add(at, r * slot_bytes)), Address(k.add(from, k.cvt(Type::u64, at))), 16);
+                });
+            }
+        }
+    };
+    Reg const slot_issue = k.mov(Type::u32, streamed ? stages - 1 : 0);
+    Reg const slot_read = k.mov(Type::u32, 0);
+    auto const next_slot = [&](Reg slot) {
+        Reg const next = k.add(slot, 1);
+        k.selp(slot, 0, next, k.setp(Cmp::eq, next, stages));
+    };
+
+    // ---- the direct form (q4_k): 32 bytes a row straight into registers, optionally a step ahead
+    auto const load_row = [&](Reg step_first, unsigned r, RowWords const& into) {
+        Reg const at = row_address(step_first, r);
+        Reg const header_offset = k.cvt(Type::u64, k.mul(b, 144));
+        Reg const qs_offset = k.cvt(Type::u64, k.add(k.mul(b, 144), k.add(k.shl(j, 4), 16)));
+        k.ld_vector(std::span(into.words).first(4), Space::global, Type::u32, Address(k.add(at, header_offset)), Cache::nc);
+        k.ld_vector(std::span(into.words).subspan(4), Space::global, Type::u32, Address(k.add(at, qs_offset)), Cache::nc);
     };
     auto const fresh_words = [&] {
         RowWords w;
-        for (int i = 0; i < 4; ++i) {
-            w.header[i] = k.reg(Type::u32);
-            w.qs[i] = k.reg(Type::u32);
-        }
+        for (int i = 0; i < 8; ++i) w.words.push_back(k.reg(Type::u32));
         return w;
     };
     std::vector<RowWords> pending;
-    if (config.pipelined) {
-        // The next step's rows are loaded while this one's are multiplied: the loads of a CTA are
-        // in flight through its compute and its barrier, not issued in bursts after each barrier;
-        // the first step's while x is quantized.
+    if (pipelined) {
+        // The next step's rows are loaded while this one's are multiplied; the first step's while x
+        // is quantized.
         for (unsigned r = 0; r < batch; ++r) pending.push_back(fresh_words());
         k.if_then(k.setp(Cmp::lt, first, n), [&] { for (unsigned r = 0; r < batch; ++r) load_row(first, r, pending[r]); });
     }
-
-    // Shared memory: x as int16 [blocks·256], its scales f32 [blocks], the warps' sums of every step.
-    Reg const x_shared = k.shared_address(k.dynamic_shared(16));
-    std::uint32_t const scales_at = 512 * blocks;
-    std::uint32_t const sums_at = scales_at + 16 * ((blocks + 3) / 4);
+    if (streamed) {
+        // The first stages - 1 steps are requested before x is quantized.
+        for (unsigned s = 0; s + 1 < stages; ++s) {
+            Reg const step_first = k.add(first, k.mul(stride, s));
+            k.if_then(k.setp(Cmp::lt, step_first, n), [&] { issue(step_first, k.mov(Type::u32, s)); });
+            k.cp_async_commit();
+        }
+    }
 
     // ---- x into shared memory: warp per 256 values, lane L holding values 8L..8L+7
     Reg const xb = k.reg(Type::u32);
@@ -168,77 +230,157 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     });
     k.bar_sync();
 
-    // ---- this thread's values: x words, their sums (the min term), the scale
-    Reg const x_at = k.add(x_shared, k.add(k.mul(b, 512), k.add(k.shl(c, 7), k.shl(k.and_(j, 1), 5))));  // 2·(64c + 16h)
-    std::vector<Reg> x_lo = k.ld_vector(Space::shared, Type::b32, 4, Address(x_at));
-    std::vector<Reg> x_hi = k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 64));
-    for (Reg r : k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 16))) x_lo.push_back(r);
-    for (Reg r : k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 80))) x_hi.push_back(r);
     Reg const ones = k.mov(Type::u32, 0x01010101);
-    auto const sum16 = [&](std::vector<Reg> const& words) {
+    auto const sum_words = [&](std::vector<Reg> const& words) {
         Reg s = k.mov(Type::s32, 0);
         for (Reg w : words) s = k.dp2a(w, ones, s, false, true, false);
         return s;
     };
-    Reg const x_sum_lo = sum16(x_lo);
-    Reg const x_sum_hi = sum16(x_hi);
     Reg const x_scale = k.selp(k.ld(Space::shared, Type::f32, Address(k.add(x_shared, k.shl(b, 2)), scales_at)), 0.0f,
                                active, Type::f32);
+    Reg const x_block = k.add(x_shared, k.mul(b, 512));
 
-    // Scale and min words (get_scale_min_k4): sub-blocks 0-3 are header[1|2] & 0x3f; 4-7 take the
-    // low (scales) or high (mins) nibbles of header[3] and the top two bits of header[1|2]. This
-    // thread's pair 2c, 2c+1 are bytes 2(c%2), 2(c%2)+1 of its word.
-    Reg const upper = k.setp(Cmp::ge, c, 2);
-    Reg const mask_low = k.selp(0x0f0f0f0f, 0x3f3f3f3f, upper, Type::u32);
-    Reg const mask_top = k.selp(0x30303030, 0, upper, Type::u32);
-    Reg const select_lo = k.or_(k.shl(k.and_(c, 1), 1), 0x4440);
-    Reg const select_hi = k.add(select_lo, 1);
+    // ---- per type: this thread's x words and sums, where its bytes lie in a slot row, its product
+    std::function<Reg(RowWords const&)> partial;
+    std::function<RowWords(Reg)> read_slot_row;
+    // The warp's block this lane reads (the last one for lanes past the row's end).
+    Reg const slot_block = k.min(k.shr(lane, 3), k.sub(warp_blocks, 1));
+    if (!q6) {
+        // Values 64c + 16h + i (low nibbles) and 64c + 32 + 16h + i (high), c = j/2, h = j%2.
+        Reg const c = k.shr(j, 1);
+        Reg const x_at = k.add(x_block, k.add(k.shl(c, 7), k.shl(k.and_(j, 1), 5)));  // 2·(64c + 16h)
+        std::vector<Reg> x_lo = k.ld_vector(Space::shared, Type::b32, 4, Address(x_at));
+        std::vector<Reg> x_hi = k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 64));
+        for (Reg r : k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 16))) x_lo.push_back(r);
+        for (Reg r : k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 80))) x_hi.push_back(r);
+        Reg const x_sum_lo = sum_words(x_lo);
+        Reg const x_sum_hi = sum_words(x_hi);
 
-    auto const partial = [&](RowWords const& words) {
-        auto const& h = words.header;
-        auto const& q = words.qs;
-        auto const [d, dmin] = halves_as_float(k, h[0]);
-        Reg const scw = k.or_(k.and_(k.selp(h[3], h[1], upper, Type::u32), mask_low), k.and_(k.shr(h[1], 2), mask_top));
-        Reg const mw = k.or_(k.and_(k.selp(k.shr(h[3], 4), h[2], upper, Type::u32), mask_low), k.and_(k.shr(h[2], 2), mask_top));
-        Reg const sc_lo = k.prmt(scw, 0, select_lo), sc_hi = k.prmt(scw, 0, select_hi);
-        Reg const m_lo = k.prmt(mw, 0, select_lo), m_hi = k.prmt(mw, 0, select_hi);
-        std::vector<Reg> lo, hi;
-        for (Reg w : q) {
-            lo.push_back(k.and_(w, 0x0f0f0f0f));
-            hi.push_back(k.and_(w, static_cast<std::int64_t>(0xf0f0f0f0u)));
+        // Scale and min words (get_scale_min_k4): sub-blocks 0-3 are header[1|2] & 0x3f; 4-7 take the
+        // low (scales) or high (mins) nibbles of header[3] and the top two bits of header[1|2]. This
+        // thread's pair 2c, 2c+1 are bytes 2(c%2), 2(c%2)+1 of its word.
+        Reg const upper = k.setp(Cmp::ge, c, 2);
+        Reg const mask_low = k.selp(0x0f0f0f0f, 0x3f3f3f3f, upper, Type::u32);
+        Reg const mask_top = k.selp(0x30303030, 0, upper, Type::u32);
+        Reg const select_lo = k.or_(k.shl(k.and_(c, 1), 1), 0x4440);
+        Reg const select_hi = k.add(select_lo, 1);
+        partial = [&, x_lo, x_hi, x_sum_lo, x_sum_hi, upper, mask_low, mask_top, select_lo, select_hi](RowWords const& words) {
+            std::span<Reg const> const h = std::span(words.words).first(4), q = std::span(words.words).subspan(4);
+            auto const [d, dmin] = halves_as_float(k, h[0]);
+            Reg const scw = k.or_(k.and_(k.selp(h[3], h[1], upper, Type::u32), mask_low), k.and_(k.shr(h[1], 2), mask_top));
+            Reg const mw = k.or_(k.and_(k.selp(k.shr(h[3], 4), h[2], upper, Type::u32), mask_low), k.and_(k.shr(h[2], 2), mask_top));
+            Reg const sc_lo = k.prmt(scw, 0, select_lo), sc_hi = k.prmt(scw, 0, select_hi);
+            Reg const m_lo = k.prmt(mw, 0, select_lo), m_hi = k.prmt(mw, 0, select_hi);
+            std::vector<Reg> lo, hi;
+            for (Reg w : q) {
+                lo.push_back(k.and_(w, 0x0f0f0f0f));
+                hi.push_back(k.and_(w, static_cast<std::int64_t>(0xf0f0f0f0u)));
+            }
+            Reg const s_hi = k.shr(dot16(k, x_hi, hi), 4);  // exact: every term is a multiple of 16
+            Reg const s = k.fma(dot16(k, x_lo, lo), k.bitcast(Type::s32, sc_lo), k.mul(s_hi, k.bitcast(Type::s32, sc_hi)));
+            Reg const m = k.fma(x_sum_lo, k.bitcast(Type::s32, m_lo), k.mul(x_sum_hi, k.bitcast(Type::s32, m_hi)));
+            Reg const block_sum = k.fma(k.cvt(Type::f32, s), d, k.mul(k.cvt(Type::f32, m), k.neg(dmin)));
+            return k.mul(block_sum, x_scale);
+        };
+        read_slot_row = [&](Reg row_at) {
+            Reg const at = k.add(row_at, k.mul(slot_block, 144));
+            RowWords w;
+            w.words = k.ld_vector(Space::shared, Type::u32, 4, Address(at));
+            for (Reg r : k.ld_vector(Space::shared, Type::u32, 4, Address(k.add(at, k.shl(j, 4)), 16))) w.words.push_back(r);
+            return w;
+        };
+    } else {
+        // Values 128h + 32p + 8u + i (p, i < 4 and 8), h = j/4, u = j%4: in quarter p, ql bytes
+        // 64h + 8u + i (p even) or 64h + 32 + 8u + i (odd), low nibbles for p < 2, high for p ≥ 2, and
+        // bits 2p, 2p+1 of qh byte 32h + 8u + i; scale sc[8h + u/2 + 2p].
+        Reg const h = k.shr(j, 2), u = k.and_(j, 3);
+        Reg const x_at = k.add(x_block, k.add(k.shl(h, 8), k.shl(u, 4)));  // 2·(128h + 8u)
+        std::vector<std::vector<Reg>> xq;
+        std::vector<Reg> x_sums;
+        for (unsigned p = 0; p < 4; ++p) {
+            xq.push_back(k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 64 * p)));
+            x_sums.push_back(k.mul(sum_words(xq.back()), 32));
         }
-        Reg const s_hi = k.shr(dot16(k, x_hi, hi), 4);  // exact: every term is a multiple of 16
-        Reg const s = k.fma(dot16(k, x_lo, lo), k.bitcast(Type::s32, sc_lo), k.mul(s_hi, k.bitcast(Type::s32, sc_hi)));
-        Reg const m = k.fma(x_sum_lo, k.bitcast(Type::s32, m_lo), k.mul(x_sum_hi, k.bitcast(Type::s32, m_hi)));
-        Reg const block_sum = k.fma(k.cvt(Type::f32, s), d, k.mul(k.cvt(Type::f32, m), k.neg(dmin)));
-        return k.mul(block_sum, x_scale);
-    };
+        // Where the block lies in the slot row: 2-byte aligned, so words are read from the 4-byte
+        // boundary below and shifted by prmt (selector 0x5432 when 2 bytes off, 0x3210 when not).
+        Reg const block_at = k.add(lead, k.mul(slot_block, 210));
+        Reg const shift = k.selp(0x5432, 0x3210, k.setp(Cmp::ne, k.and_(block_at, 2), 0), Type::u32);
+        Reg const aligned_at = k.and_(block_at, ~3u);
+        Reg const ql_at = k.add(k.shl(h, 6), k.shl(u, 3));
+        Reg const qh_at = k.add(k.add(k.shl(h, 5), k.shl(u, 3)), 128);
+        Reg const sc_at = k.add(k.shl(h, 3), 192);
+        Reg const sc_byte = k.shr(u, 1);
+        read_slot_row = [&, shift, aligned_at, ql_at, qh_at, sc_at](Reg row_at) {
+            Reg const base = k.add(row_at, aligned_at);
+            auto const two_words = [&](Reg field, unsigned extra) {
+                Reg const at = k.add(base, field);
+                std::array<Reg, 3> raw{};
+                for (unsigned i = 0; i < 3; ++i) raw[i] = k.ld(Space::shared, Type::u32, Address(at, extra + 4 * i));
+                return std::array<Reg, 2>{k.prmt(raw[0], raw[1], shift), k.prmt(raw[1], raw[2], shift)};
+            };
+            RowWords w;
+            for (auto const& [field, extra] : {std::pair{ql_at, 0u}, std::pair{ql_at, 32u}, std::pair{qh_at, 0u},
+                                               std::pair{sc_at, 0u}})
+                for (Reg r : two_words(field, extra)) w.words.push_back(r);
+            w.words.push_back(k.prmt(k.ld(Space::shared, Type::u32, Address(base, 208)), 0, shift));  // d in the low half
+            return w;
+        };
+        partial = [&, xq, x_sums, sc_byte](RowWords const& words) {
+            auto const& v = words.words;  // ql a (2), ql b (2), qh (2), scales (2), d
+            Reg total = k.mov(Type::f32, 0.0f);
+            for (unsigned p = 0; p < 4; ++p) {
+                Reg dot = k.mov(Type::s32, 0);
+                for (unsigned w = 0; w < 2; ++w) {
+                    Reg const ql = p < 2 ? v[2 * (p % 2) + w] : k.shr(v[2 * (p % 2) + w], 4);
+                    Reg const code = k.or_(k.and_(ql, 0x0f0f0f0f), k.shl(k.and_(k.shr(v[4 + w], 2 * p), 0x03030303), 4));
+                    dot = k.dp2a(xq[p][2 * w], code, dot, false, true, false);
+                    dot = k.dp2a(xq[p][2 * w + 1], code, dot, true, true, false);
+                }
+                // sc[8h + u/2 + 2p]: byte u/2 + 2p of the 8, sign-extended.
+                Reg const sc_word = v[6 + p / 2];
+                Reg const sc = k.bfe(k.bitcast(Type::s32, sc_word), k.shl(k.add(sc_byte, 2 * (p % 2)), 3), 8);
+                total = k.fma(k.cvt(Type::f32, k.sub(dot, x_sums[p])), k.cvt(Type::f32, sc), total);
+            }
+            Reg const d = k.cvt(Type::f32, k.split(v[8], Type::f16)[0]);
+            return k.mul(k.mul(total, d), x_scale);
+        };
+    }
 
     // ---- the steps. A warp's sums of a step's rows go to shared memory, slot
     // ((s·groups + group)·batch + row)·group_warps + warp in group for the CTA's step s, and are added
     // up after the last step: no barrier between steps, so the warps run (and load) independently.
     Reg const sums = k.add(x_shared, sums_at);
     Reg const writer = k.setp(Cmp::lt, lane, batch);
-    Reg const warp_in_group = k.sub(warp, k.mul(group, group_warps));
     Reg const local_step = k.mov(Type::u32, 0);
     Reg const step = k.reg(Type::u32);
     k.for_range(step, first, n, stride, [&] {
         std::vector<RowWords> rows;
-        for (unsigned r = 0; r < batch; ++r) {
-            RowWords w = fresh_words();
-            if (config.pipelined) {
-                for (int i = 0; i < 4; ++i) {
-                    k.mov(w.header[i], pending[r].header[i]);
-                    k.mov(w.qs[i], pending[r].qs[i]);
-                }
-            } else {
-                load_row(step, r, w);
+        if (streamed) {
+            // All lanes are done with the slot the next request overwrites; the request for
+            // stages - 1 steps ahead; this step's copies, landed and visible to the whole warp.
+            k.bar_warp_sync();
+            Reg const ahead = k.add(step, k.mul(stride, stages - 1));
+            k.if_then(k.setp(Cmp::lt, ahead, n), [&] { issue(ahead, slot_issue); });
+            k.cp_async_commit();
+            k.cp_async_wait(static_cast<int>(stages - 1));
+            k.bar_warp_sync();
+            Reg const slot_at = k.add(ring, k.mul(slot_read, batch * slot_bytes));
+            for (unsigned r = 0; r < batch; ++r) rows.push_back(read_slot_row(k.add(slot_at, r * slot_bytes)));
+            next_slot(slot_issue);
+            next_slot(slot_read);
+        } else {
+            for (unsigned r = 0; r < batch; ++r) {
+                RowWords w = fresh_words();
+                if (pipelined)
+                    for (int i = 0; i < 8; ++i) k.mov(w.words[i], pending[r].words[i]);
+                else
+                    load_row(step, r, w);
+                rows.push_back(w);
             }
-            rows.push_back(w);
-        }
-        if (config.pipelined) {
-            Reg const next = k.add(step, stride);
-            k.if_then(k.setp(Cmp::lt, next, n), [&] { for (unsigned r = 0; r < batch; ++r) load_row(next, r, pending[r]); });
+            if (pipelined) {
+                Reg const next = k.add(step, stride);
+                k.if_then(k.setp(Cmp::lt, next, n), [&] { for (unsigned r = 0; r < batch; ++r) load_row(next, r, pending[r]); });
+            }
         }
         std::vector<Reg> parts;
         for (RowWords const& w : rows) parts.push_back(partial(w));
@@ -248,6 +390,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         k.predicated(writer, true, [&] { k.st(Space::shared, Type::f32, Address(slot), warp_sum); });
         k.add(local_step, local_step, 1);
     });
+    if (streamed) k.cp_async_wait(0);  // no copy outlives the kernel
     k.bar_sync();
     // Row slot e of the CTA: step e / (groups·batch), row first + step·stride + e % (groups·batch).
     unsigned const rows_per_step = config.groups * batch;

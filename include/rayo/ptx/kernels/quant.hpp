@@ -8,9 +8,9 @@
 //                       records laid out for the GEMV's lanes, then every weight byte is read once and
 //                       multiplied with dp4a;
 //   * quant_gemv_spanning
-//                       linear(x, w) for one row of x and q4_k weights: x quantized once per block into
-//                       shared memory and then held in registers, the weights loaded straight into
-//                       registers (no records, no staging through shared memory);
+//                       linear(x, w) for one row of x: x quantized once per block into shared memory and
+//                       then held in registers, the weights loaded straight into registers (q4_k) or
+//                       streamed through per-warp cp.async rings (q4_k, q6_k);
 //   * gemm_activations + quant_gemm
 //                       linear(x, w) for many rows of x: x converted to f16 once, weight tiles decoded to f16
 //                       in shared memory, multiplied on tensor cores (mma.sync m16n8k16, f32 accumulation).
@@ -133,35 +133,47 @@ constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std
            std::size_t{config.warps} * config.stages * quant_gemv_slot_bytes(config.weight);
 }
 
-// The spanning GEMV: one row of x, q4_k weights. Parameters (u64 w, u64 x, u64 out, u32 n):
-// out[r] = Σ_k x[k]·w[r, k] for r < n, w [n rows of blocks_per_row q4_k blocks] (16-byte aligned),
-// x f32 [blocks_per_row·256] (16-byte aligned). A group of quant_gemv_spanning_group_threads threads
-// spans a weight row, each thread the same 32 values of every row, so its share of x (quantized once
-// per block into shared memory as int16 with one scale per 256 values: ~15 bits, the accuracy of the
-// residual records) stays in registers; per row a thread loads the block's 16-byte header and its
-// 16 qs bytes from global memory and multiplies them by dp2a. Each block holds `groups` groups and
-// takes groups·batch rows per step, striding over the rows by gridDim·groups·batch (pipelined: a
-// step's loads are issued before the previous step's products); the warps' sums of all steps are
-// added up in a fixed order after the last (no barrier between steps). Launch a persistent grid of
-// any size, groups·group_threads threads, dynamic shared memory quant_gemv_spanning_shared_bytes.
+// The spanning GEMV: one row of x, q4_k or q6_k weights. Parameters (u64 w, u64 x, u64 out, u32 n):
+// out[r] = Σ_k x[k]·w[r, k] for r < n, w [n rows of blocks_per_row blocks] (16-byte aligned), x f32
+// [blocks_per_row·256] (16-byte aligned). A group of quant_gemv_spanning_group_threads threads spans
+// a weight row, eight threads a block and each thread the same 32 values of every row, so its share
+// of x (quantized once per block into shared memory as int16 with one scale per 256 values: ~15
+// bits, the accuracy of the residual records) stays in registers; its products are dp2a (int16
+// pairs × u8 codes). Each block holds `groups` groups and takes groups·batch rows per step, striding
+// over the rows by gridDim·groups·batch; the warps' sums of all steps are added up in a fixed order
+// after the last (no barrier between steps).
+//
+// How the weights arrive: stages = 0 (q4_k only): per row a thread loads the block's 16-byte header
+// and its 16 qs bytes from global memory into registers (pipelined: a step ahead). stages ≥ 2:
+// each warp streams the bytes its four blocks of a row span through a ring of `stages` slots in
+// shared memory by cp.async, stages − 1 steps ahead of the one it multiplies, so many more bytes
+// are in flight than registers could hold; q6_k (2-byte aligned blocks) needs this form and rows
+// of a multiple of 8 blocks (16-byte aligned). Launch a persistent grid of any size,
+// groups·group_threads threads, dynamic shared memory quant_gemv_spanning_shared_bytes.
 constexpr unsigned quant_gemv_spanning_max_blocks = 128;  // a group of at most 1024 threads
+constexpr unsigned quant_gemv_spanning_max_stages = 16;
 struct QuantGemvSpanningConfig {
-    DType weight = DType::q4_k;   // q4_k
+    DType weight = DType::q4_k;   // q4_k or q6_k
     unsigned blocks_per_row = 1;  // 1..quant_gemv_spanning_max_blocks, baked into the kernel
     unsigned groups = 1;          // row groups per block
     unsigned batch = 2;           // rows per group per step: 1, 2 or 4
-    bool pipelined = true;        // load the next step's rows into registers during this one's work
+    bool pipelined = true;        // stages = 0: load the next step's rows into registers during this one's work
+    unsigned stages = 0;          // 0, or 2..quant_gemv_spanning_max_stages slots of each warp's ring
 };
 [[nodiscard]] Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config);
 constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) noexcept {
     return (8 * blocks_per_row + 31) / 32 * 32;
 }
+// One row of a warp's slot: its four blocks, q6_k from the 16-byte boundary below them.
+constexpr unsigned quant_gemv_spanning_slot_row_bytes(DType weight) noexcept { return weight == DType::q6_k ? 848 : 576; }
 // Dynamic shared memory for a launch whose blocks take at most `steps` steps each
-// (ceil(n / (gridDim·groups·batch))): x, its scales, and every step's warp sums.
+// (ceil(n / (gridDim·groups·batch))): x, its scales, the warps' rings, and every step's warp sums.
 constexpr std::size_t quant_gemv_spanning_shared_bytes(QuantGemvSpanningConfig const& config, std::size_t steps) noexcept {
     std::size_t const group_warps = quant_gemv_spanning_group_threads(config.blocks_per_row) / 32;
+    std::size_t const rows = std::size_t{config.groups} * config.batch;
     return 512 * std::size_t{config.blocks_per_row} + 16 * ((config.blocks_per_row + 3) / 4) +
-           steps * config.groups * config.batch * group_warps * 4;
+           group_warps * config.groups * config.stages * config.batch * quant_gemv_spanning_slot_row_bytes(config.weight) +
+           steps * rows * group_warps * 4;
 }
 
 // ---- the GEMM path ------------------------------------------------------------------------------
