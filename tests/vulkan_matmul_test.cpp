@@ -2,8 +2,9 @@
 // poisoned outputs: f32, f16 and bf16 operands (matmul a·b with both operands of one type;
 // linear x·wᵀ with f32 x and f32/f16/bf16 weights), each f16 case both through 16-bit storage
 // and through packed words. Tolerance as the CPU GEMM's: |err| <= 1e-5·√k·Σ|a·b| per element
-// (f32 accumulation of exactly representable products). The cooperative-matrix GEMM is not
-// exercised here: lavapipe has no VK_NV_cooperative_matrix.
+// (f32 accumulation of exactly representable products). The cooperative-matrix GEMM (f16 x f16
+// on devices with VK_NV_cooperative_matrix; lavapipe has none, NVIDIA's driver has) is exercised by
+// the f16 cases: whole 128x128 tiles, edges in m, n and k, 16-byte and half-by-half loads (k or a view offset not a multiple of 8), many steps along k.
 //
 // The f32 x f32 SGEMM (shaders/matmul_f32_large.comp) is taken automatically only by shapes too
 // large for lavapipe, so its tests force each tile of the host's table through the hook below
@@ -93,6 +94,28 @@ protected:
 TEST_F(VulkanMatmul, F32) { run_all<float>(); }
 TEST_F(VulkanMatmul, F16) { run_all<half>(); }
 TEST_F(VulkanMatmul, BF16) { run_all<bfloat16>(); }
+
+// Shapes of several workgroup tiles and many steps along k, with edges, on views whose offsets
+// are and are not multiples of 8 halves.
+TEST_F(VulkanMatmul, F16AcrossTilesAndViewOffsets) {
+    reset_stats();
+    for (std::size_t offset : {0, 8, 3})
+        for (Dims d : {Dims{256, 384, 1024}, Dims{300, 260, 1000}}) {
+            auto const seed = fresh_seed();
+            SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + " offset " +
+                         std::to_string(offset) + " seed " + std::to_string(seed));
+            auto const av = convert<half>(random_floats(offset + d.m * d.k, seed, -1.0f, 1.0f));
+            auto const bv = convert<half>(random_floats(offset + d.k * d.n, seed + 1, -1.0f, 1.0f));
+            auto const a = Tensor<half>::from(av, {offset + d.m * d.k}, device).slice(offset, offset + d.m * d.k).reshape({d.m, d.k});
+            auto const b = Tensor<half>::from(bv, {offset + d.k * d.n}, device).slice(offset, offset + d.k * d.n).reshape({d.k, d.n});
+            auto out = poisoned({d.m, d.n}, device);
+            matmul(a, b, out);
+            std::vector<half> const a_used(av.begin() + static_cast<std::ptrdiff_t>(offset), av.end());
+            std::vector<half> const b_used(bv.begin() + static_cast<std::ptrdiff_t>(offset), bv.end());
+            EXPECT_EQ(gemm_failures(out.to_vector(), as_double(a_used), as_double(b_used), d, false), 0u);
+        }
+    EXPECT_EQ(stats().cpu_fallbacks, 0u);
+}
 
 TEST_F(VulkanMatmul, F16ThroughPackedWords) {
     vulkan::use_matmul_features(device, false, false);

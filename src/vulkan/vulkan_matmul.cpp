@@ -2,7 +2,8 @@
 // SGEMM with 64x64 to 128x128 tiles (shaders/matmul_f32_large.comp, tile from gemm_tiles below);
 // otherwise the shared-memory tiled GEMM (shaders/matmul_tiled.glsl) for f32, f16 and bf16
 // operands, mixed f32 x f16/bf16 included; the cooperative-matrix GEMM
-// (shaders/matmul_coopmat.comp) for f16 x f16 where the device has VK_NV_cooperative_matrix.
+// (shaders/matmul_coopmat.comp) for f16 x f16 where the device has VK_NV_cooperative_matrix with
+// the 16x16x16 shape.
 // linear with q4_k / q6_k weights and many rows of x decodes the weights into an f32 scratch copy
 // for the f32 GEMMs, or, where that copy would not fit one binding, into the tiled GEMM's tiles.
 // Few rows of x against K-quant weights take the f32 K-quant GEMV (vulkan_quant.cpp).
@@ -60,6 +61,10 @@ constexpr std::array gemm_tiles{
 // The old tiled shader's tile (matmul_tiled.glsl); RAYO_VULKAN_GEMM_TILE may name that shader
 // ("legacy") so that a sweep compares against it.
 constexpr GemmTile legacy_tile{64, 64, 16, false};
+// The cooperative-matrix GEMM's tile (matmul_coopmat.comp) and its shared memory: two stages of
+// both operand tiles and one 16x16 f32 scratch for each of its 4 subgroups.
+constexpr GemmTile coopmat_tile{128, 128, 32, false};
+constexpr std::uint32_t coopmat_shared_bytes = 2 * (128 * 40 + 32 * 136) * 2 + 4 * 256 * 4;
 constexpr std::string_view legacy_name = "legacy";
 
 // A tile forced by RAYO_VULKAN_GEMM_TILE or use_gemm_tile: of matmul_f32_large.comp, or the old shader.
@@ -180,7 +185,10 @@ void VulkanBackend::matmul(detail::MatmulShape shape, TensorView const& a, Tenso
     bool const f32 = (a.dtype == DType::f32 && b.dtype == DType::f32) || decode_first;
     std::optional<GemmTile> const large =
         f32 ? large_gemm_tile(shape, physical.properties.limits.maxComputeSharedMemorySize) : std::nullopt;
-    GemmTile const tile = large.value_or(legacy_tile);
+    bool const cooperative = !large && a.dtype == DType::f16 && b.dtype == DType::f16 && !shape.b_transposed &&
+                             physical.cooperative_matrix_n == 16 && use_cooperative_matrix_ &&
+                             physical.properties.limits.maxComputeSharedMemorySize >= coopmat_shared_bytes;
+    GemmTile const tile = large.value_or(cooperative ? coopmat_tile : legacy_tile);
     std::size_t const groups_x = (shape.n + tile.n - 1) / tile.n, groups_y = (shape.m + tile.m - 1) / tile.m;
 
     std::lock_guard lock(mutex_);
@@ -228,11 +236,12 @@ void VulkanBackend::matmul(detail::MatmulShape shape, TensorView const& a, Tenso
         std::lock_guard state_lock(state.mutex);
         state.last = to_string(tile) + (vec4_a ? " a:vec4" : " a:scalar") + (vec4_b ? " b:vec4" : " b:scalar") +
                      (vec4_out ? " out:vec4" : " out:scalar");
-    } else if (a.dtype == DType::f16 && b.dtype == DType::f16 && physical.cooperative_matrix_n != 0 &&
-               use_cooperative_matrix_) {
+    } else if (cooperative) {
         // Tensor cores: f16 products, f32 accumulation (untested on lavapipe, which lacks the extension).
-        dispatch(Shader::matmul_coopmat, {0, 128, 0, transposed, physical.cooperative_matrix_n}, {ba, bb, bo}, params,
-                 groups);
+        // 16-byte loads where every run of 8 halves starts aligned and lies wholly inside or outside.
+        bool const vec8 = params.a_offset % 8 == 0 && params.b_offset % 8 == 0 && params.k % 8 == 0 && params.n % 8 == 0;
+        dispatch(Shader::matmul_coopmat, {0, 128, 0, 0, 0, vec8 ? 1u : 0u},
+                 {ba, bb, bo}, params, groups);
     } else {
         bool const reads_f16 = a.dtype == DType::f16 || b.dtype == DType::f16;
         Shader const shader = reads_f16 && physical.storage_buffer_16bit && use_storage16_ ? Shader::matmul_storage16
