@@ -13,7 +13,7 @@ layout(constant_id = 4) const bool PER_THREAD = false;  // short rows: one invoc
 // > 0: each invocation holds CHUNKS groups of 4 elements of the row (cols <= 4·CHUNKS·workgroup size),
 // at most MAX_CHUNKS (vulkan_rows.cpp's max_chunks); the unrolled loops leave the rest unused.
 layout(constant_id = 5) const uint CHUNKS = 0;
-const uint MAX_CHUNKS = 4;
+const uint MAX_CHUNKS = 8;
 // With CHUNKS: cols and the x, y, gamma and beta offsets are multiples of 4, so chunks are vec4s.
 layout(constant_id = 6) const bool VEC4 = false;
 

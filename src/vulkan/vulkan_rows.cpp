@@ -27,14 +27,14 @@ enum RowsOp : std::uint32_t { softmax_op = 0, log_softmax_op = 1, layer_norm_op 
 
 // Rows up to this long take one invocation each (no workgroup barriers).
 constexpr std::size_t per_thread_cols = 64;
-// The register path: at most max_chunks vec4s (16 floats) per invocation keeps the register count
-// low enough for several rows per multiprocessor; 16 elements per invocation is the aim (4096 columns
-// on 256 invocations: half the workgroup reductions' steps and barriers of 8). Measured on an H200,
-// softmax of 4096 / 32768 / 65536 rows of 4096: 3.09 / 3.56 / 3.61 TB/s at 16 elements, 2.34 /
-// 2.63 / 2.65 at 8, 1.77 / 1.93 / 1.94 at 4. max_chunks is the shader's MAX_CHUNKS (rows_body.glsl),
-// the length of its register array.
-constexpr std::uint32_t max_chunks = 4;
-constexpr std::uint32_t target_elements = 16;
+// The register path: at most max_chunks vec4s (32 floats) per invocation keeps the register count
+// low enough for several rows per multiprocessor; 32 elements per invocation is the aim (4096 columns
+// on 128 invocations: fewer workgroup reduction steps and barriers). Measured on an H200, softmax of
+// 32768 / 65536 rows of 4096 in one run: 3.34 / 3.39 TB/s at 32 elements, 3.12 / 3.15 at 16, 2.59 /
+// 2.65 at 64 (earlier: 2.63 / 2.65 at 8, 1.93 / 1.94 at 4). max_chunks is the shader's MAX_CHUNKS
+// (rows_body.glsl), the length of its register array.
+constexpr std::uint32_t max_chunks = 8;
+constexpr std::uint32_t target_elements = 32;
 constexpr std::uint32_t min_register_workgroup = 32;
 constexpr std::uint32_t max_register_workgroup = 512;
 
