@@ -253,7 +253,9 @@ float rayo_div(float a, float b) {
 // of 2^-19, so t + c = d + dl exactly), so the division's own error does not matter; F1 =
 // t·2^(n+64)·(v + vl); F2 = -2^-64·P·(1 + q) with the last Horner step's rounding error added back
 // (the -2^-64 is folded into P's coefficients); the result is F1·F2 + max(x, 0) from F1·F2 as a
-// double-float, so a result below x's scale (x < 0, subnormal ones too) rounds once.
+// double-float, so a result below x's scale (x < 0, subnormal ones too) rounds once. Products that
+// are only added on are written as fma: one instruction where fma is fused (the sum then rounds
+// once, no worse), the same rounding as a product and a sum where it is not.
 float rayo_gelu_erf(float x) {
     const float c = 4.0005016e+00;
     const float magic = 12583103.0;  // RAYO_ROUND_MAGIC + 191: n + 64 + 127 lands in the low bits
@@ -265,8 +267,8 @@ float rayo_gelu_erf(float x) {
     rayo_two_prod(t, t * -0.5, yh, yl);
     precise float t1 = fma(yh, RAYO_LOG2E, magic);
     precise float n = t1 - magic;
-    precise float r1 = yh - n * RAYO_LN2_HI;  // both steps exact
-    precise float r = r1 + (yl - n * RAYO_LN2_LO);
+    precise float r1 = fma(-n, RAYO_LN2_HI, yh);  // exact, fused or not (n·ln2_hi is exact)
+    precise float r = r1 + fma(-n, RAYO_LN2_LO, yl);
     precise float pe = fma(r, 1.3821055e-03, 8.368675e-03);  // (e^r - 1 - r)/r², |r| <= 0.3467
     pe = fma(pe, r, 4.1668262e-02);
     pe = fma(pe, r, 1.6666521e-01);
@@ -278,9 +280,9 @@ float rayo_gelu_erf(float x) {
     precise float v = 1.0 / d;
     float vd, vd_lo;
     rayo_two_prod(v, d, vd, vd_lo);
-    precise float e = ((1.0 - vd) - vd_lo) - v * dl;
+    precise float e = fma(-v, dl, (1.0 - vd) - vd_lo);
     precise float vl = v * e;
-    precise float z = (1.0 - 8.0 * v) - 8.0 * vl;
+    precise float z = fma(-8.0, vl, fma(-8.0, v, 1.0));  // 8v and 8vl are exact: fused or not the same
     precise float p1 = fma(z, 2.8536373e-24, 1.2809865e-23);  // -2^-64·P, highest degree first
     p1 = fma(p1, z, -9.139514e-24);
     p1 = fma(p1, z, -8.9564074e-23);
@@ -294,9 +296,9 @@ float rayo_gelu_erf(float x) {
     rayo_two_prod(p1, z, ph, pl);
     rayo_two_sum(-4.0948723e-20, ph, pz, ps);
     precise float err = pl + ps;
-    precise float f2 = pz + (pz * q + (err * q + err));
+    precise float f2 = pz + fma(pz, q, fma(err, q, err));
     precise float ts = t * s;
-    precise float f1 = ts * v + ts * vl;
+    precise float f1 = fma(ts, v, ts * vl);
     float fh, fl;
     rayo_two_prod(f1, f2, fh, fl);
     precise float result = (fh + base) + fl;
