@@ -71,9 +71,10 @@ function(rayo_add_vulkan_backend target)
         SOURCE_DIR ${PROJECT_SOURCE_DIR}/shaders
         SHADERS unary binary reduce reduce_subgroup rows rows_subgroup
                 matmul matmul_storage16 matmul_coopmat quant_dequantize quant_q8_k quant_gemv quant_gemv_subgroup
+                quant_gemv_spanning
                 matmul_f32_large
         # Every shader whose float32 results can be subnormal; pipeline_cache.cpp picks the
         # preserving build on devices with shaderDenormPreserveFloat32.
         DENORM_PRESERVE unary binary reduce reduce_subgroup rows rows_subgroup matmul matmul_storage16
-                        quant_gemv quant_gemv_subgroup matmul_f32_large)
+                        quant_gemv quant_gemv_subgroup quant_gemv_spanning matmul_f32_large)
 endfunction()

@@ -207,13 +207,16 @@ TEST_F(VulkanQuant, KQuantGemmDecodesFirstOrInItsTiles) {
 // counts that leave a workgroup partly empty, one block a row (a 210-byte q6_k row: every other
 // row only 2-byte aligned), three or five blocks (blocks alternate alignment inside a row), and
 // rows of 32 and 64 blocks (128- and 256-invocation workgroups when there are few rows), on the
-// subgroup and shared-memory paths.
+// subgroup and shared-memory paths. One row of x with q4_k weights takes the spanning GEMV where
+// subgroups are used: rows of 9 blocks (a workgroup's last subgroup partly past the row) and of
+// 128 blocks with 601 rows (workgroups of several steps of rows, the last one partial).
 TEST_F(VulkanQuant, KQuantGemvCoversItsShapes) {
     double worst = 0;
     on_every_path([&] {
         for (LinearCase c : {LinearCase{1, 1, 256}, LinearCase{2, 5, 256}, LinearCase{3, 6, 768}, LinearCase{1, 9, 768},
                              LinearCase{8, 13, 512}, LinearCase{9, 3, 256}, LinearCase{16, 5, 1280},
-                             LinearCase{2, 4, 8192}, LinearCase{5, 3, 16384}, LinearCase{16, 2, 16384}})
+                             LinearCase{2, 4, 8192}, LinearCase{5, 3, 16384}, LinearCase{16, 2, 16384},
+                             LinearCase{1, 37, 2304}, LinearCase{1, 601, 32768}})
             worst = std::max(worst, both_types_error(device, c, linear_tolerance, true));
     });
     std::cout << "worst GEMV error per term magnitude " << worst << '\n';

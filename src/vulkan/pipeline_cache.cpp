@@ -37,6 +37,8 @@ ShaderInfo info(Shader s) {
         case Shader::quant_gemv: return {shaders::quant_gemv, 3, "quant_gemv", shaders::quant_gemv_denorm_preserve};
         case Shader::quant_gemv_subgroup:
             return {shaders::quant_gemv_subgroup, 3, "quant_gemv_subgroup", shaders::quant_gemv_subgroup_denorm_preserve};
+        case Shader::quant_gemv_spanning:
+            return {shaders::quant_gemv_spanning, 3, "quant_gemv_spanning", shaders::quant_gemv_spanning_denorm_preserve};
         case Shader::matmul_f32_large:
             return {shaders::matmul_f32_large, 3, "matmul_f32_large", shaders::matmul_f32_large_denorm_preserve};
     }

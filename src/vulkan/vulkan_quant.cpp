@@ -1,7 +1,8 @@
 // K-quant ops on the Vulkan backend: dequantization of q4_k / q6_k / q8_k (bit-exact with the
 // CPU), quantization to q8_k (byte-exact), and linear(x, w) with q4_k / q6_k weights for a few
 // rows of x: an f32 GEMV (quant_gemv_body.glsl) that reads x as stored and decodes each weight in
-// registers once for all rows of x, so its cost is the weight bytes. It does not quantize x, so
+// registers once for all rows of x, so its cost is the weight bytes; for one row of x and q4_k
+// weights, the spanning GEMV (quant_gemv_spanning.comp), which holds x in registers. It does not quantize x, so
 // rayo::kquant_activations() (q8_k_residual / q8_k) does not change it; that setting applies to
 // the CPU and CUDA backends. q4_k / q6_k quantization stays on the CPU.
 #include <algorithm>
@@ -29,6 +30,17 @@ struct GemvParams {  // quant_gemv_body.glsl
 
 // quant_gemv_body.glsl's rows of x (m, constant 2) at most; vulkan_matmul.cpp sends no more.
 constexpr std::size_t gemv_max_rows_x = 16;
+
+// The spanning GEMV (quant_gemv_spanning.comp): one row of x, q4_k rows of at most this many blocks
+// (a workgroup of 8 invocations a block), workgroups of consecutive rows sized so that the dispatch
+// has about spanning_invocations invocations, in steps of spanning_batch rows. Measured on an H200
+// (1 x 4096/14336 x 4096/14336, cold): 2^17 within 7% of the best of 2^16 .. 2^20 at every shape
+// (2^16 took 37 us at 4096 x 14336, 2^20 27 us); against the unit GEMV below 1.00 / 1.09 / 1.13x
+// faster at 4096x4096 / 14336x4096 / 4096x14336. It is bound by its arithmetic (3 operations a
+// weight: hot and cold times within 5%), not by memory.
+constexpr std::size_t spanning_max_blocks = 128;
+constexpr std::size_t spanning_invocations = std::size_t{1} << 17;
+constexpr std::size_t spanning_batch = 2;  // the shader's BATCH
 
 }  // namespace
 
@@ -132,9 +144,30 @@ void VulkanBackend::linear_quantized_gemv(detail::MatmulShape shape, TensorView 
                             static_cast<std::uint32_t>(row_bytes),
                             bx.element_offset(sizeof(float)),
                             bo.element_offset(sizeof(float))};
+    auto const& physical = device_.physical();
+    std::size_t const spanning_workgroup = (8 * blocks + 31) / 32 * 32;
+    if (shape.m == 1 && w.dtype == DType::q4_k && blocks <= spanning_max_blocks && subgroups() &&
+        bx.offset % 16 == 0 && spanning_workgroup <= std::min<std::size_t>(limits.maxComputeWorkGroupInvocations,
+                                                                           limits.maxComputeWorkGroupSize[0])) {
+        std::size_t const wanted_groups = std::max<std::size_t>(1, spanning_invocations / spanning_workgroup);
+        std::size_t rows = (shape.n + wanted_groups - 1) / wanted_groups;
+        rows = (rows + spanning_batch - 1) / spanning_batch * spanning_batch;
+        std::size_t const slots = (spanning_workgroup + physical.subgroup_size - 1) / physical.subgroup_size;
+        std::size_t const spanning_groups = (shape.n + rows - 1) / rows;
+        if (rows * slots * sizeof(float) <= limits.maxComputeSharedMemorySize && spanning_groups <= max_groups()) {
+            SpecConstants const constants{0,
+                                          static_cast<std::uint32_t>(spanning_workgroup),
+                                          static_cast<std::uint32_t>(blocks),
+                                          static_cast<std::uint32_t>(rows),
+                                          static_cast<std::uint32_t>(slots)};
+            dispatch(Shader::quant_gemv_spanning, constants, {bw, bx, bo}, params,
+                     {static_cast<std::uint32_t>(spanning_groups)});
+            stream_.submit_if_large();
+            return;
+        }
+    }
     // The subgroup build keeps a partial sum per subgroup and output in shared memory.
-    std::uint32_t const slots = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(workgroup) /
-                                                               device_.physical().subgroup_size);
+    std::uint32_t const slots = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(workgroup) / physical.subgroup_size);
     bool const subgroup_path =
         subgroups() && slots * rows_w * shape.m * sizeof(float) <= limits.maxComputeSharedMemorySize;
     SpecConstants const constants{w.dtype == DType::q4_k ? 0u : 1u,

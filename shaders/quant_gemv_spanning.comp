@@ -1,0 +1,132 @@
+#version 450
+// linear(x, w) for one row of x and q4_k weights, in f32, with x held in registers: a workgroup of
+// 8·BLOCKS invocations (rounded up to whole subgroups) spans a weight row, invocation t taking the
+// same 32 values of every row: qs bytes [16j, 16j+16) of block t/8, j = t%8, i.e. values
+// 64c + 16h + i (low nibbles, sub-block 2c) and 64c + 32 + 16h + i (high nibbles, sub-block 2c+1),
+// c = j/2, h = j%2, i < 16. Its 32 x values and their sums are loaded once; per row it loads the
+// block's 16-byte header and its 16 qs bytes, the next rows' while it multiplies these.
+//
+// A code q becomes a float in two operations: shifted to bits 19-22 and OR-ed into 16.0's bits it
+// gives 16 + q exactly; Σ(16 + q)·x − 16·Σx is then Σ q·x, and the values stay within 2x of q's, so
+// the subtraction costs no accuracy worth naming. Each row's partial sums are added by subgroupAdd
+// into shared memory and, after the workgroup's last row, across the subgroups in a fixed order:
+// no barrier between rows, and results do not depend on timing.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "float_controls.glsl"
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+
+layout(local_size_x_id = 1) in;
+layout(constant_id = 2) const uint BLOCKS = 1;          // blocks per row: 8·BLOCKS <= workgroup size
+layout(constant_id = 3) const uint ROWS_PER_GROUP = 2;  // consecutive weight rows per workgroup, a multiple of BATCH
+layout(constant_id = 4) const uint SUBGROUP_SLOTS = 1;  // subgroups per workgroup
+const uint BATCH = 2u;                                  // rows loaded and multiplied together
+
+layout(std430, set = 0, binding = 0) readonly buffer Weights16 { uvec4 w_vec4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X16 { vec4 x_vec4[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Output { float y[]; };
+
+layout(push_constant) uniform Params {
+    uint n;           // weight rows
+    uint blocks;      // blocks per row (BLOCKS)
+    uint w_offset;    // bytes, a multiple of 16
+    uint row_bytes;   // 144·blocks
+    uint x_offset;    // floats, a multiple of 4
+    uint out_offset;  // floats
+} params;
+
+shared float sums[ROWS_PER_GROUP * SUBGROUP_SLOTS];
+
+// IEEE binary16 -> f32 for the low 16 bits of h, exact for subnormal halves too whatever the
+// device's float16 denormal mode (mant·2^-24 is a normal f32).
+float half_exact(uint h) {
+    float v = unpackHalf2x16(h).x;
+    if ((h & 0x7C00u) == 0u) v = float(h & 0x3FFu) * (1.0 / 16777216.0) * ((h & 0x8000u) != 0u ? -1.0 : 1.0);
+    return v;
+}
+
+// 16 + the nibble at bit p of w.
+float code16(uint w, uint p) {
+    uint at19 = p <= 19u ? w << (19u - p) : w >> (p - 19u);
+    return uintBitsToFloat((at19 & 0x00780000u) | 0x41800000u);
+}
+
+// Σ (16 + q_i)·x_i over the 16 nibbles of qs at bit offset `nibble` (0: low, 4: high) of each byte.
+float dot16(uvec4 qs, uint nibble, vec4 x[4]) {
+    precise float s = 0.0;
+    [[unroll]] for (uint w = 0u; w < 4u; ++w) {
+        uint word = qs[w];
+        s = fma(code16(word, nibble), x[w].x, s);
+        s = fma(code16(word, nibble + 8u), x[w].y, s);
+        s = fma(code16(word, nibble + 16u), x[w].z, s);
+        s = fma(code16(word, nibble + 24u), x[w].w, s);
+    }
+    return s;
+}
+
+void main() {
+    uint t = gl_LocalInvocationID.x;
+    bool in_row = t / 8u < BLOCKS;
+    uint b = min(t / 8u, BLOCKS - 1u), j = t % 8u, c = j / 2u;
+    uint x_at = (params.x_offset + 256u * b + 64u * c + 16u * (j % 2u)) / 4u;  // in vec4s
+    vec4 x_lo[4], x_hi[4];
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        x_lo[i] = x_vec4[x_at + i];
+        x_hi[i] = x_vec4[x_at + 8u + i];
+    }
+    float sum_lo = 0.0, sum_hi = 0.0;
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        sum_lo += (x_lo[i].x + x_lo[i].y) + (x_lo[i].z + x_lo[i].w);
+        sum_hi += (x_hi[i].x + x_hi[i].y) + (x_hi[i].z + x_hi[i].w);
+    }
+    float sum16_lo = 16.0 * sum_lo, sum16_hi = 16.0 * sum_hi;
+
+    uint first = gl_WorkGroupID.x * ROWS_PER_GROUP;
+    uint last_row = params.n - 1u;
+    uint block_at = (params.w_offset + 144u * b) / 16u;  // in uvec4s, within any row
+    uint row_vec4s = params.row_bytes / 16u;
+    uvec4 next_head[BATCH], next_qs[BATCH];
+    [[unroll]] for (uint r = 0u; r < BATCH; ++r) {
+        uint at = block_at + min(first + r, last_row) * row_vec4s;
+        next_head[r] = w_vec4[at];
+        next_qs[r] = w_vec4[at + 1u + j];
+    }
+    for (uint i = 0u; i < ROWS_PER_GROUP; i += BATCH) {
+        uvec4 head[BATCH], qs[BATCH];
+        [[unroll]] for (uint r = 0u; r < BATCH; ++r) {
+            head[r] = next_head[r];
+            qs[r] = next_qs[r];
+        }
+        if (i + BATCH < ROWS_PER_GROUP) {
+            [[unroll]] for (uint r = 0u; r < BATCH; ++r) {
+                uint at = block_at + min(first + i + BATCH + r, last_row) * row_vec4s;
+                next_head[r] = w_vec4[at];
+                next_qs[r] = w_vec4[at + 1u + j];
+            }
+        }
+        [[unroll]] for (uint r = 0u; r < BATCH; ++r) {
+            // 6-bit scales and mins of sub-blocks 2c, 2c+1 (shared/QUANT.md's get_scale_min_k4).
+            uvec4 h = head[r];
+            uint sc = c < 2u ? h.y & 0x3F3F3F3Fu : (h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u);
+            uint mn = c < 2u ? h.z & 0x3F3F3F3Fu : ((h.w >> 4) & 0x0F0F0F0Fu) | ((h.z >> 2) & 0x30303030u);
+            uint shift = (c & 1u) * 16u;
+            float sc_lo = float((sc >> shift) & 0xFFu), sc_hi = float((sc >> (shift + 8u)) & 0xFFu);
+            float mn_lo = float((mn >> shift) & 0xFFu), mn_hi = float((mn >> (shift + 8u)) & 0xFFu);
+            float d = half_exact(h.x), dmin = half_exact(h.x >> 16);
+            float dot_lo = dot16(qs[r], 0u, x_lo) - sum16_lo;
+            float dot_hi = dot16(qs[r], 4u, x_hi) - sum16_hi;
+            float part = d * (sc_lo * dot_lo + sc_hi * dot_hi) - dmin * (mn_lo * sum_lo + mn_hi * sum_hi);
+            float total = subgroupAdd(in_row ? part : 0.0);
+            if (subgroupElect()) sums[(i + r) * SUBGROUP_SLOTS + gl_SubgroupID] = total;
+        }
+    }
+    barrier();
+    for (uint e = t; e < ROWS_PER_GROUP; e += gl_WorkGroupSize.x) {
+        uint row = first + e;
+        if (row >= params.n) continue;
+        float total = 0.0;
+        for (uint s = 0u; s < gl_NumSubgroups; ++s) total += sums[e * SUBGROUP_SLOTS + s];
+        y[params.out_offset + row] = total;
+    }
+}
