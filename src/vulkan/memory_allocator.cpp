@@ -178,6 +178,16 @@ Allocation MemoryAllocator::allocate(VkDeviceSize bytes) {
     return out;
 }
 
+bool MemoryAllocator::needs_new_dedicated_block(VkDeviceSize bytes) const noexcept {
+    bytes = round_up(std::max<VkDeviceSize>(bytes, 4), 4);
+    return bytes > block_bytes_ / 2 && kept_block_for(bytes) == blocks_.size();
+}
+
+bool MemoryAllocator::would_serve(Allocation const& freed, VkDeviceSize bytes) const noexcept {
+    Block const& b = blocks_[freed.block];
+    return b.dedicated && b.size >= bytes && b.size / 2 <= bytes && kept_bytes_ + b.size <= heap_bytes_ / 4;
+}
+
 std::uint32_t MemoryAllocator::kept_block_for(VkDeviceSize bytes) const noexcept {
     auto best = static_cast<std::uint32_t>(blocks_.size());
     for (std::uint32_t i = 0; i < blocks_.size(); ++i) {

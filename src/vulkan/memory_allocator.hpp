@@ -44,6 +44,11 @@ public:
     [[nodiscard]] Allocation allocate(VkDeviceSize bytes);
     void free(Allocation const& allocation) noexcept;
 
+    // Whether allocate(bytes) would ask the driver for a new dedicated block (no kept one fits),
+    // and whether `freed`, once freed, would be the kept block that serves it.
+    [[nodiscard]] bool needs_new_dedicated_block(VkDeviceSize bytes) const noexcept;
+    [[nodiscard]] bool would_serve(Allocation const& freed, VkDeviceSize bytes) const noexcept;
+
     [[nodiscard]] std::size_t block_count() const noexcept;
     [[nodiscard]] VkDeviceSize heap_bytes() const noexcept { return heap_bytes_; }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/logging.hpp"
@@ -78,6 +79,18 @@ std::uintptr_t VulkanBackend::allocate(std::size_t bytes) {
                           std::to_string(limits.maxStorageBufferRange) +
                           " bytes (maxStorageBufferRange); such a tensor must be split into smaller ones");
     reclaim();
+    // A large tensor gets a dedicated block, which the driver takes milliseconds to allocate (and
+    // clear); when one that would do is waiting only for the GPU to finish with it (a loop that
+    // makes and drops tensors of one size), waiting for that is far cheaper.
+    if (device_memory_.needs_new_dedicated_block(bytes)) {
+        std::optional<std::uint64_t> serial;
+        for (PendingFree const& p : pending_)
+            if (!p.staging && device_memory_.would_serve(p.allocation, bytes)) serial = std::min(serial.value_or(p.serial), p.serial);
+        if (serial) {
+            stream_.wait(*serial);
+            reclaim();
+        }
+    }
     Allocation a;
     try {
         a = device_memory_.allocate(bytes);
