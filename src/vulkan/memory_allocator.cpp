@@ -11,6 +11,7 @@ namespace rayo::vulkan {
 namespace {
 
 constexpr VkDeviceSize default_block_bytes = VkDeviceSize{64} << 20;
+constexpr std::size_t max_idle_shared_blocks = 8;
 
 VkDeviceSize round_up(VkDeviceSize v, VkDeviceSize a) { return (v + a - 1) / a * a; }
 
@@ -198,19 +199,23 @@ std::uint32_t MemoryAllocator::kept_block_for(VkDeviceSize bytes) const noexcept
     return best;
 }
 
-void MemoryAllocator::release_kept_blocks() noexcept {
+bool MemoryAllocator::release_kept_blocks() noexcept {
+    bool released = false;
     for (Block& b : blocks_)
-        if (b.memory && b.kept) destroy_block(b);
+        if (b.memory && (b.kept || (!b.dedicated && b.used == 0))) {
+            destroy_block(b);
+            released = true;
+        }
     kept_bytes_ = 0;
+    return released;
 }
 
 MemoryAllocator::Block MemoryAllocator::create_block_or_release_kept(VkDeviceSize size, VkDeviceSize requested) {
     try {
         return create_block(size, requested);
     } catch (OutOfMemory const&) {
-        if (kept_bytes_ == 0) throw;
+        if (!release_kept_blocks()) throw;
     }
-    release_kept_blocks();
     return create_block(size, requested);
 }
 
@@ -240,12 +245,14 @@ void MemoryAllocator::free(Allocation const& a) noexcept {
             block.free_ranges.erase(it);
         }
     }
-    // An empty block goes back to the driver unless it is the only one of its kind: keeping one
-    // avoids churn, keeping more would pin memory that other devices or processes may need.
+    // An empty block stays for reuse while at most max_idle_shared_blocks are empty: tensors made
+    // and dropped faster than the GPU finishes with them (their frees wait for it) would otherwise
+    // make and destroy blocks over and over, milliseconds each; keeping more would pin memory that
+    // other devices or processes may need (and an allocation that finds the heap full releases them).
     if (block.used == 0) {
-        std::size_t shared_blocks = 0;
-        for (auto const& b : blocks_) shared_blocks += b.memory && !b.dedicated;
-        if (shared_blocks > 1) destroy_block(block);
+        std::size_t idle = 0;
+        for (auto const& b : blocks_) idle += b.memory && !b.dedicated && b.used == 0;
+        if (idle > max_idle_shared_blocks) destroy_block(block);
     }
 }
 

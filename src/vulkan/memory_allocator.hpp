@@ -68,7 +68,8 @@ private:
     Block create_block_or_release_kept(VkDeviceSize size, VkDeviceSize requested);
     // The smallest kept block of at least `bytes` and at most twice that, or blocks_.size().
     std::uint32_t kept_block_for(VkDeviceSize bytes) const noexcept;
-    void release_kept_blocks() noexcept;
+    // Releases the kept dedicated blocks and the empty shared ones; whether there were any.
+    bool release_kept_blocks() noexcept;
     void destroy_block(Block& block) noexcept;
     bool carve(Block& block, std::uint32_t index, VkDeviceSize bytes, Allocation& out);
 
