@@ -105,7 +105,8 @@ TEST(CudaQuantSimulated, FusedGemvInBothFormsMatchesFloat64) {
 
 // The spanning GEMV (one row of x): q4_k groups of 8 blocks (eight groups a CTA, two steps of 64
 // rows over the simulated grid's 4 CTAs, the last one partial), of 9 blocks (a group's last warp
-// partly idle), one block (sixteen 32-thread groups), and 128 blocks (one 1024-thread group); q6_k
+// partly idle), one block (sixteen 32-thread groups), and 128 blocks (one 1024-thread group, which
+// quantizes x thread by thread; the others share it through shared memory); q6_k
 // rows of 8, 16 and 128 blocks (every other warp's blocks 8 bytes past a 16-byte boundary, and 2
 // bytes off a 4-byte one in every other block). More steps than the ring has stages, so slots are
 // reused.
@@ -128,7 +129,8 @@ TEST(CudaQuantSimulated, SpanningGemvMatchesFloat64) {
 
 // Forms the glue does not pick, launched directly: q4_k streamed through rings of 2 and 3 stages
 // (more steps than stages, slots reused; one group a block and four), and loaded into registers
-// without the pipelining.
+// without the pipelining; x quantized by each thread with several groups a block, and through
+// shared memory with one.
 TEST(CudaQuantSimulated, SpanningGemvFormsMatchFloat64) {
     struct Launch {
         std::size_t n, k;
@@ -139,6 +141,8 @@ TEST(CudaQuantSimulated, SpanningGemvFormsMatchFloat64) {
         {37, 2304, {.blocks_per_row = 9, .groups = 1, .batch = 4, .stages = 3}},
         {29, 4096, {.blocks_per_row = 16, .groups = 2, .batch = 1, .pipelined = false}},
         {41, 2048, {.weight = DType::q6_k, .blocks_per_row = 8, .groups = 2, .batch = 1, .stages = 3}},
+        {45, 2048, {.blocks_per_row = 8, .groups = 4, .batch = 2, .share_x = false}},
+        {19, 4096, {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 1, .batch = 2, .stages = 2, .share_x = true}},
     };
     for (Launch const& f : forms) {
         auto const seed = fresh_seed();

@@ -87,8 +87,8 @@ TEST(PtxQuant, GemvAssemblesForEveryRowCount) {
 
 // The spanning GEMV at the row lengths the backend meets most (k = 256 .. 32768), every batch, with
 // the weights loaded into registers (with and without the pipelined loads) and streamed through
-// rings of 2, 4 and 16 stages (q4_k and q6_k), and the block shapes the glue picks (several groups
-// for short rows, one for long ones).
+// rings of 2, 4 and 16 stages (q4_k and q6_k), x shared through shared memory or quantized by each
+// thread, and the block shapes the glue picks (several groups for short rows, one for long ones).
 TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
     RAYO_SKIP_WITHOUT_PTXAS();
     for (Target t : targets) {
@@ -102,9 +102,14 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
                     module.add(kernels::quant_gemv_spanning(config));
                     if (stages == 0) module.add(kernels::quant_gemv_spanning({.blocks_per_row = blocks, .groups = groups,
                                                                               .batch = batch, .pipelined = false}));
+                    kernels::QuantGemvSpanningConfig own_x = config;
+                    own_x.share_x = false;
+                    module.add(kernels::quant_gemv_spanning(own_x));
                     if (stages > 0 && blocks % 8 == 0) {
                         kernels::QuantGemvSpanningConfig q6 = config;
                         q6.weight = DType::q6_k;
+                        module.add(kernels::quant_gemv_spanning(q6));
+                        q6.share_x = false;
                         module.add(kernels::quant_gemv_spanning(q6));
                     }
                 }
@@ -113,12 +118,15 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
     }
 }
 
-TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXItsScalesAndEveryStepsWarpSums) {
+TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXTheRingsAndEveryStepsWarpSums) {
     // 56 blocks: 448 threads = 14 warps; x 28672 bytes, 56 scales in 224 bytes, 8 steps of 2 rows × 14 sums.
     EXPECT_EQ(kernels::quant_gemv_spanning_group_threads(56), 448u);
     EXPECT_EQ(kernels::quant_gemv_spanning_group_threads(9), 96u);
     EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 56, .groups = 1, .batch = 2}, 8),
               28672u + 224u + 8u * 2 * 14 * 4);
+    // x quantized by each thread from global memory: the sums alone.
+    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 56, .groups = 1, .batch = 2, .share_x = false}, 8),
+              8u * 2 * 14 * 4);
     // 16 blocks in 4 groups of 4 warps: 7 steps of 4·2 rows × 4 sums.
     EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 16, .groups = 4, .batch = 2}, 7),
               8192u + 64u + 7u * 8 * 4 * 4);
@@ -126,8 +134,8 @@ TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXItsScalesAndEveryStepsWarpSums) {
     EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 16, .groups = 4, .batch = 2, .stages = 4}, 7),
               8192u + 64u + 16u * 4 * 2 * 576 + 7u * 8 * 4 * 4);
     EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes(
-                  {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 4, .batch = 2, .stages = 4}, 7),
-              8192u + 64u + 16u * 4 * 2 * 848 + 7u * 8 * 4 * 4);
+                  {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 4, .batch = 2, .stages = 4, .share_x = false}, 7),
+              16u * 4 * 2 * 848 + 7u * 8 * 4 * 4);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q8_k, .stages = 2}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q6_k, .blocks_per_row = 8}), ptx::BuildError);  // stages 0
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q6_k, .blocks_per_row = 9, .stages = 2}),

@@ -1,16 +1,23 @@
-// linear(x, w) for one row of x and q4_k weights, with x held in registers: a group of threads spans
-// a whole weight row, thread t of the group taking the same 32 values of every row (qs bytes
-// [16j, 16j+16) of block t/8, j = t%8: values 64c + 16h + i as low nibbles and 64c + 32 + 16h + i as
-// high ones, c = j/2, h = j%2, i < 16). Its x values, their sums and their scale are loaded once;
-// per row it loads 32 bytes (header and its 16 qs bytes) straight from global memory, so the weights
-// pass through no shared memory and x is not re-read per row.
+// linear(x, w) for one row of x with x held in registers: a group of threads spans a whole weight
+// row, thread t of the group taking the same 32 values of every row, eight threads a block (j = t%8):
+//   q4_k: qs bytes [16j, 16j+16) of block t/8, values 64c + 16h + i as low nibbles and
+//         64c + 32 + 16h + i as high ones, c = j/2, h = j%2, i < 16;
+//   q6_k: values 128h + 32p + 8u + i, h = j/4, u = j%4, p < 4, i < 8 (see the q6_k branch).
+// Its x values, their sums and their scale are loaded once; per row it reads the block's header or
+// scales and its own code bytes: q4_k straight from global memory into registers (32 bytes, a step
+// ahead), or, streamed, from a ring of slots in shared memory that its warp fills by cp.async with
+// the bytes its four blocks span (q6_k's 210-byte blocks are only 2-byte aligned: words are read
+// from the 4-byte boundary below and realigned by prmt).
 //
-// x is quantized once per CTA into shared memory as int16, q = rni(x·32767/amax) per 256 values
-// (the 1.5·2^23 trick: the low 16 bits of fma(x, iscale, 1.5·2^23) are q), which keeps ~15 bits of
-// x like the q8_k main + residual records. Products by dp2a (int16 pairs × u8 codes): low nibbles
-// masked 0x0f, high ones masked 0xf0 (16q; the chain's sum is then divided by 16, exactly).
-// Bounds (int32): a chain of 16 values is ≤ 16·15·32767 ≈ 7.9e6 (×16 ≈ 1.3e8 for high nibbles),
-// times a 6-bit scale, two chains: ≤ 9.9e8 < 2^31.
+// x: each thread loads its 32 values from global memory and quantizes them to int16,
+// q = rni(x·32767/amax) with amax over the block's 256 values, found among its 8 threads (consecutive
+// lanes) by three shuffles; the 1.5·2^23 trick gives q as the low 16 bits of fma(x, iscale,
+// 1.5·2^23). That keeps ~15 bits of x like the q8_k main + residual records, with no shared memory
+// and no barrier before the first product. Products by dp2a (int16 pairs × u8 codes): q4_k low
+// nibbles masked 0x0f, high ones masked 0xf0 (16q; the chain's sum is then divided by 16, exactly);
+// q6_k's 6-bit codes as bytes, the −32 offset through x's sums. Bounds (int32): a q4_k chain of 16
+// values is ≤ 16·15·32767 ≈ 7.9e6 (×16 ≈ 1.3e8 for high nibbles), times a 6-bit scale, two chains:
+// ≤ 9.9e8 < 2^31; a q6_k quarter ≤ 8·63·32767 ≈ 1.7e7, scaled in f32.
 //
 // The rows of a step (`batch` per group, `groups` per CTA) are reduced across each warp by a
 // transposing butterfly (lane b ends with row b's sum); the warps' sums wait in shared memory until
@@ -108,7 +115,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     bool const pipelined = !streamed && config.pipelined;
     Kernel k("rayo_quant_gemv_spanning_" + std::string(to_string(config.weight)) + "_b" + std::to_string(blocks) + "_g" +
              std::to_string(config.groups) + "_r" + std::to_string(batch) +
-             (streamed ? "_s" + std::to_string(stages) : pipelined ? "_pipelined" : ""));
+             (streamed ? "_s" + std::to_string(stages) : pipelined ? "_pipelined" : "") + (config.share_x ? "_xs" : ""));
     k.max_threads(32 * warps);
     Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
     Reg const x = k.cvta_to_global(k.param(Type::u64, "x"));
@@ -140,11 +147,11 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         return k.add(weights, k.mul_wide(row, row_bytes));
     };
 
-    // Shared memory: x as int16 [blocks·256], its scales f32 [blocks], (streamed) the warps' rings,
-    // then the warps' sums of every step.
-    Reg const x_shared = k.shared_address(k.dynamic_shared(16));
+    // Shared memory: (share_x) x as int16 [blocks·256] and its scales f32 [blocks], (streamed) the
+    // warps' rings, then the warps' sums of every step.
+    Reg const shared = k.shared_address(k.dynamic_shared(16));
     std::uint32_t const scales_at = 512 * blocks;
-    std::uint32_t const ring_at = scales_at + 16 * ((blocks + 3) / 4);
+    std::uint32_t const ring_at = config.share_x ? scales_at + 16 * ((blocks + 3) / 4) : 0;
     std::uint32_t const slot_bytes = quant_gemv_spanning_slot_row_bytes(config.weight);
     std::uint32_t const sums_at = ring_at + warps * stages * batch * slot_bytes;
 
@@ -155,7 +162,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     Reg const lead = q6 ? k.and_(span_start, 15) : k.mov(Type::u32, 0);  // bytes before the first block
     Reg const chunks = k.shr(k.add(k.fma(warp_blocks, block_bytes, lead), 15), 4);
     Reg const copy_from = k.cvt(Type::u64, k.sub(span_start, lead));
-    Reg const ring = k.add(k.add(x_shared, ring_at), k.mul(warp, stages * batch * slot_bytes));
+    Reg const ring = k.add(k.add(shared, ring_at), k.mul(warp, stages * batch * slot_bytes));
     unsigned const copies_per_lane = (q6 ? 53 + 31 : 36 + 31) / 32;
     auto const issue = [&](Reg step_first, Reg slot) {
         Reg const slot_at = k.add(ring, k.mul(slot, batch * slot_bytes));
@@ -193,12 +200,12 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     std::vector<RowWords> pending;
     if (pipelined) {
         // The next step's rows are loaded while this one's are multiplied; the first step's while x
-        // is quantized.
+        // is loaded and quantized.
         for (unsigned r = 0; r < batch; ++r) pending.push_back(fresh_words());
         k.if_then(k.setp(Cmp::lt, first, n), [&] { for (unsigned r = 0; r < batch; ++r) load_row(first, r, pending[r]); });
     }
     if (streamed) {
-        // The first stages - 1 steps are requested before x is quantized.
+        // The first stages - 1 steps are requested before x is loaded.
         for (unsigned s = 0; s + 1 < stages; ++s) {
             Reg const step_first = k.add(first, k.mul(stride, s));
             k.if_then(k.setp(Cmp::lt, step_first, n), [&] { issue(step_first, k.mov(Type::u32, s)); });
@@ -206,39 +213,72 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         }
     }
 
-    // ---- x into shared memory: warp per 256 values, lane L holding values 8L..8L+7
-    Reg const xb = k.reg(Type::u32);
-    k.for_range(xb, warp, blocks, warps, [&] {
-        Reg const at = k.add(x, k.add(k.mul_wide(xb, 1024), k.mul_wide(lane, 32)));
-        auto v = k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc);
-        auto const v1 = k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc);
-        v.insert(v.end(), v1.begin(), v1.end());
-        Reg amax = k.abs(v[0]);
-        for (int i = 1; i < 8; ++i) amax = k.max(amax, k.abs(v[i]));
-        for (int delta = 16; delta >= 1; delta /= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
-        // amax = 0: iscale 0 and every q 0 (not 0·inf).
-        Reg const iscale = k.selp(k.mul(k.rcp_approx(amax), 32767.0f), 0.0f, k.setp(Cmp::gt, amax, 0.0f), Type::f32);
-        std::vector<Reg> bits;
-        for (int i = 0; i < 8; ++i) bits.push_back(k.bitcast(Type::u32, k.fma(v[i], iscale, round_magic)));
-        std::vector<Reg> words;
-        for (int i = 0; i < 8; i += 2) words.push_back(k.prmt(bits[i], bits[i + 1], 0x5410));
-        Reg const row_at = k.add(x_shared, k.add(k.mul(xb, 512), k.shl(lane, 4)));
-        k.st_vector(Space::shared, Type::b32, Address(row_at), words);
-        k.predicated(k.setp(Cmp::eq, lane, 0), true, [&] {
-            k.st(Space::shared, Type::f32, Address(k.add(x_shared, k.shl(xb, 2)), scales_at), k.mul(amax, 1.0f / 32767.0f));
-        });
-    });
-    k.bar_sync();
-
     Reg const ones = k.mov(Type::u32, 0x01010101);
     auto const sum_words = [&](std::vector<Reg> const& words) {
         Reg s = k.mov(Type::s32, 0);
         for (Reg w : words) s = k.dp2a(w, ones, s, false, true, false);
         return s;
     };
-    Reg const x_scale = k.selp(k.ld(Space::shared, Type::f32, Address(k.add(x_shared, k.shl(b, 2)), scales_at)), 0.0f,
-                               active, Type::f32);
-    Reg const x_block = k.add(x_shared, k.mul(b, 512));
+    // ---- x as int16 pairs: the words of 8 values from fma(x, iscale, 1.5·2^23)'s low halves.
+    auto const quantize8 = [&](std::span<Reg const> v, Reg iscale) {
+        std::vector<Reg> words;
+        for (std::size_t i = 0; i < v.size(); i += 2) {
+            Reg const lo = k.bitcast(Type::u32, k.fma(v[i], iscale, round_magic));
+            Reg const hi = k.bitcast(Type::u32, k.fma(v[i + 1], iscale, round_magic));
+            words.push_back(k.prmt(lo, hi, 0x5410));
+        }
+        return words;
+    };
+    auto const inverse_scale = [&](Reg amax) {  // amax = 0: iscale 0 and every q 0 (not 0·inf)
+        return k.selp(k.mul(k.rcp_approx(amax), 32767.0f), 0.0f, k.setp(Cmp::gt, amax, 0.0f), Type::f32);
+    };
+    if (config.share_x) {
+        // Once per CTA into shared memory: a warp per 256 values, lane L holding values 8L..8L+7.
+        Reg const xb = k.reg(Type::u32);
+        k.for_range(xb, warp, blocks, warps, [&] {
+            Reg const at = k.add(x, k.add(k.mul_wide(xb, 1024), k.mul_wide(lane, 32)));
+            auto v = k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc);
+            auto const v1 = k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc);
+            v.insert(v.end(), v1.begin(), v1.end());
+            Reg amax = k.abs(v[0]);
+            for (int i = 1; i < 8; ++i) amax = k.max(amax, k.abs(v[i]));
+            for (int delta = 16; delta >= 1; delta /= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
+            Reg const row_at = k.add(shared, k.add(k.mul(xb, 512), k.shl(lane, 4)));
+            k.st_vector(Space::shared, Type::b32, Address(row_at), quantize8(v, inverse_scale(amax)));
+            k.predicated(k.setp(Cmp::eq, lane, 0), true, [&] {
+                k.st(Space::shared, Type::f32, Address(k.add(shared, k.shl(xb, 2)), scales_at), k.mul(amax, 1.0f / 32767.0f));
+            });
+        });
+        k.bar_sync();
+    }
+    // This thread's 32 values of x, as runs of 8 at `runs` (floats from its block's start), 4 words
+    // a run: from shared memory (share_x), or loaded straight from global memory, the block's largest
+    // magnitude found among its 8 threads (consecutive lanes) by shuffles, and quantized in registers.
+    Reg const x_block = k.add(x, k.mul_wide(b, 1024));
+    Reg const x_shared_block = k.add(shared, k.mul(b, 512));
+    Reg x_scale;
+    auto const quantized_x = [&](std::vector<Reg> const& runs) {
+        if (config.share_x) {
+            x_scale = k.selp(k.ld(Space::shared, Type::f32, Address(k.add(shared, k.shl(b, 2)), scales_at)), 0.0f, active,
+                             Type::f32);
+            std::vector<Reg> words;
+            for (Reg run : runs)
+                for (Reg w : k.ld_vector(Space::shared, Type::b32, 4, Address(k.add(x_shared_block, k.shl(run, 1)))))
+                    words.push_back(w);
+            return words;
+        }
+        std::vector<Reg> v;
+        for (Reg run : runs) {
+            Reg const at = k.add(x_block, k.mul_wide(run, 4));
+            for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc)) v.push_back(r);
+            for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc)) v.push_back(r);
+        }
+        Reg amax = k.abs(v[0]);
+        for (std::size_t i = 1; i < v.size(); ++i) amax = k.max(amax, k.abs(v[i]));
+        for (int delta = 1; delta < 8; delta *= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
+        x_scale = k.selp(k.mul(amax, 1.0f / 32767.0f), 0.0f, active, Type::f32);
+        return quantize8(v, inverse_scale(amax));
+    };
 
     // ---- per type: this thread's x words and sums, where its bytes lie in a slot row, its product
     std::function<Reg(RowWords const&)> partial;
@@ -248,11 +288,9 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     if (!q6) {
         // Values 64c + 16h + i (low nibbles) and 64c + 32 + 16h + i (high), c = j/2, h = j%2.
         Reg const c = k.shr(j, 1);
-        Reg const x_at = k.add(x_block, k.add(k.shl(c, 7), k.shl(k.and_(j, 1), 5)));  // 2·(64c + 16h)
-        std::vector<Reg> x_lo = k.ld_vector(Space::shared, Type::b32, 4, Address(x_at));
-        std::vector<Reg> x_hi = k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 64));
-        for (Reg r : k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 16))) x_lo.push_back(r);
-        for (Reg r : k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 80))) x_hi.push_back(r);
+        Reg const lo_at = k.add(k.shl(c, 6), k.shl(k.and_(j, 1), 4));  // 64c + 16h
+        std::vector<Reg> const words = quantized_x({lo_at, k.add(lo_at, 8), k.add(lo_at, 32), k.add(lo_at, 40)});
+        std::vector<Reg> const x_lo(words.begin(), words.begin() + 8), x_hi(words.begin() + 8, words.end());
         Reg const x_sum_lo = sum_words(x_lo);
         Reg const x_sum_hi = sum_words(x_hi);
 
@@ -294,11 +332,12 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         // 64h + 8u + i (p even) or 64h + 32 + 8u + i (odd), low nibbles for p < 2, high for p ≥ 2, and
         // bits 2p, 2p+1 of qh byte 32h + 8u + i; scale sc[8h + u/2 + 2p].
         Reg const h = k.shr(j, 2), u = k.and_(j, 3);
-        Reg const x_at = k.add(x_block, k.add(k.shl(h, 8), k.shl(u, 4)));  // 2·(128h + 8u)
+        Reg const x_at = k.add(k.shl(h, 7), k.shl(u, 3));  // 128h + 8u
+        std::vector<Reg> const words = quantized_x({x_at, k.add(x_at, 32), k.add(x_at, 64), k.add(x_at, 96)});
         std::vector<std::vector<Reg>> xq;
         std::vector<Reg> x_sums;
         for (unsigned p = 0; p < 4; ++p) {
-            xq.push_back(k.ld_vector(Space::shared, Type::b32, 4, Address(x_at, 64 * p)));
+            xq.emplace_back(words.begin() + 4 * p, words.begin() + 4 * p + 4);
             x_sums.push_back(k.mul(sum_words(xq.back()), 32));
         }
         // Where the block lies in the slot row: 2-byte aligned, so words are read from the 4-byte
@@ -349,7 +388,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     // ---- the steps. A warp's sums of a step's rows go to shared memory, slot
     // ((s·groups + group)·batch + row)·group_warps + warp in group for the CTA's step s, and are added
     // up after the last step: no barrier between steps, so the warps run (and load) independently.
-    Reg const sums = k.add(x_shared, sums_at);
+    Reg const sums = k.add(shared, sums_at);
     Reg const writer = k.setp(Cmp::lt, lane, batch);
     Reg const local_step = k.mov(Type::u32, 0);
     Reg const step = k.reg(Type::u32);

@@ -8,8 +8,8 @@
 //                       records laid out for the GEMV's lanes, then every weight byte is read once and
 //                       multiplied with dp4a;
 //   * quant_gemv_spanning
-//                       linear(x, w) for one row of x: x quantized once per block into shared memory and
-//                       then held in registers, the weights loaded straight into registers (q4_k) or
+//                       linear(x, w) for one row of x: each thread's share of x loaded, quantized and
+//                       held in registers, the weights loaded straight into registers (q4_k) or
 //                       streamed through per-warp cp.async rings (q4_k, q6_k);
 //   * gemm_activations + quant_gemm
 //                       linear(x, w) for many rows of x: x converted to f16 once, weight tiles decoded to f16
@@ -137,9 +137,12 @@ constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std
 // out[r] = Σ_k x[k]·w[r, k] for r < n, w [n rows of blocks_per_row blocks] (16-byte aligned), x f32
 // [blocks_per_row·256] (16-byte aligned). A group of quant_gemv_spanning_group_threads threads spans
 // a weight row, eight threads a block and each thread the same 32 values of every row, so its share
-// of x (quantized once per block into shared memory as int16 with one scale per 256 values: ~15
-// bits, the accuracy of the residual records) stays in registers; its products are dp2a (int16
-// pairs × u8 codes). Each block holds `groups` groups and takes groups·batch rows per step, striding
+// of x stays in registers, quantized to int16 with one scale per 256 values (~15 bits, the accuracy
+// of the residual records): share_x quantizes x once per block into shared memory, whence each
+// thread loads its words; otherwise each thread loads its 32 values from global memory and
+// quantizes them itself, the block's scale found among its 8 threads by shuffles (no shared x, no
+// barrier before the first product; the better choice with one group a block). Products are dp2a
+// (int16 pairs × u8 codes). Each block holds `groups` groups and takes groups·batch rows per step, striding
 // over the rows by gridDim·groups·batch; the warps' sums of all steps are added up in a fixed order
 // after the last (no barrier between steps).
 //
@@ -159,6 +162,7 @@ struct QuantGemvSpanningConfig {
     unsigned batch = 2;           // rows per group per step: 1, 2 or 4
     bool pipelined = true;        // stages = 0: load the next step's rows into registers during this one's work
     unsigned stages = 0;          // 0, or 2..quant_gemv_spanning_max_stages slots of each warp's ring
+    bool share_x = true;          // x quantized once per block into shared memory (above)
 };
 [[nodiscard]] Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config);
 constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) noexcept {
@@ -167,12 +171,13 @@ constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) no
 // One row of a warp's slot: its four blocks, q6_k from the 16-byte boundary below them.
 constexpr unsigned quant_gemv_spanning_slot_row_bytes(DType weight) noexcept { return weight == DType::q6_k ? 848 : 576; }
 // Dynamic shared memory for a launch whose blocks take at most `steps` steps each
-// (ceil(n / (gridDim·groups·batch))): x, its scales, the warps' rings, and every step's warp sums.
+// (ceil(n / (gridDim·groups·batch))): (share_x) x and its scales, the warps' rings, and every
+// step's warp sums.
 constexpr std::size_t quant_gemv_spanning_shared_bytes(QuantGemvSpanningConfig const& config, std::size_t steps) noexcept {
     std::size_t const group_warps = quant_gemv_spanning_group_threads(config.blocks_per_row) / 32;
     std::size_t const rows = std::size_t{config.groups} * config.batch;
-    return 512 * std::size_t{config.blocks_per_row} + 16 * ((config.blocks_per_row + 3) / 4) +
-           group_warps * config.groups * config.stages * config.batch * quant_gemv_spanning_slot_row_bytes(config.weight) +
+    std::size_t const x = config.share_x ? 512 * std::size_t{config.blocks_per_row} + 16 * ((config.blocks_per_row + 3) / 4) : 0;
+    return x + group_warps * config.groups * config.stages * config.batch * quant_gemv_spanning_slot_row_bytes(config.weight) +
            steps * rows * group_warps * 4;
 }
 
