@@ -112,19 +112,24 @@ std::optional<kernels::QuantGemvConfig> streamed_gemv(KernelRunner const& runner
 
 // The spanning GEMV (quant.hpp) for one row of x whose weight rows fit one group of at most 1024
 // threads (k <= 32768): x stays in registers, with the accuracy of the residual records (so only when
-// those are asked for). Short rows share a block (up to 512 threads a block) and then quantize x
-// once per block into shared memory; a block of one group (long rows) has each thread quantize its
-// own share of x from global memory (H200, 4096x14336 cold: q4_k 14.4 -> 13.4 us, q6_k 22.4 -> 20.4;
-// with several groups, k = 4096, it was 3-17% slower). The grid is persistent, two blocks a
-// multiprocessor; two rows per group and step. q4_k weights are loaded straight into registers, a step ahead; q6_k (2-byte aligned blocks)
-// stream through two-stage per-warp cp.async rings, and need rows of a multiple of 8 blocks.
-// Measured on an H200 (4096/14336 rows × 4096/14336, cold and hot) against rings of 2-16 stages,
-// 1-4 rows a step, 256-1024 threads a block and 1-4 blocks a multiprocessor: q4_k with registers was
-// the fastest at every shape (rings 3-15% slower: deeper rings did not help); q6_k with two stages
-// within 5% of the best everywhere and 1.16-1.19x faster than the streamed fused GEMV.
+// those are asked for). q4_k weights are loaded straight into registers, a step ahead; q6_k's
+// (2-byte aligned blocks, rows of a multiple of 8 blocks) stream through two-stage per-warp cp.async
+// rings. q4_k puts short rows' groups together in blocks of up to 512 threads, which then quantize x
+// once per block into shared memory; q6_k takes a block per group (up to 128 threads). A block of
+// one group has each thread quantize its own share of x from global memory. The grid is persistent,
+// about 512 threads a multiprocessor and at least two blocks; two rows per group and step.
+//
+// Measured on an H200 (4096/14336 rows x 4096/14336, cold and hot): against rings of 2-16 stages,
+// 1-4 rows a step, 128-1024 threads a block and 1-8 blocks a multiprocessor, q4_k with registers was
+// the fastest at every shape (rings 3-15% slower: deeper rings did not help), q6_k with two stages
+// within 5% of the best and 1.16-1.19x faster than the streamed fused GEMV. Each thread quantizing
+// its own x: 4096x14336 cold q4_k 14.4 -> 13.5 us, q6_k 22.4 -> 20.5 us; at k = 4096 one 128-thread
+// group a block, four a multiprocessor, against four groups sharing x: q6_k 0.84x / 0.96x the time
+// at 4096 / 14336 rows, q4_k 0.96x / 1.10x (so q4_k keeps sharing).
 constexpr unsigned spanning_batch = 2;
-constexpr unsigned spanning_block_threads = 512;
-constexpr unsigned spanning_blocks_per_multiprocessor = 2;
+constexpr unsigned spanning_q4_k_block_threads = 512;
+constexpr unsigned spanning_q6_k_block_threads = 128;
+constexpr unsigned spanning_threads_per_multiprocessor = 512;
 constexpr unsigned spanning_q6_k_stages = 2;
 
 std::optional<kernels::QuantGemvSpanningConfig> spanning_gemv(DType weight, unsigned rows, bool residual,
@@ -132,22 +137,25 @@ std::optional<kernels::QuantGemvSpanningConfig> spanning_gemv(DType weight, unsi
     if (rows != 1 || !residual || blocks_per_row > kernels::quant_gemv_spanning_max_blocks || w_at % 16 != 0)
         return std::nullopt;
     if (weight != DType::q4_k && !(weight == DType::q6_k && blocks_per_row % 8 == 0)) return std::nullopt;
+    bool const q6 = weight == DType::q6_k;
     auto const blocks = static_cast<unsigned>(blocks_per_row);
-    unsigned const groups = std::max(1u, spanning_block_threads / kernels::quant_gemv_spanning_group_threads(blocks));
+    unsigned const block_threads = q6 ? spanning_q6_k_block_threads : spanning_q4_k_block_threads;
+    unsigned const groups = std::max(1u, block_threads / kernels::quant_gemv_spanning_group_threads(blocks));
     return kernels::QuantGemvSpanningConfig{.weight = weight,
                                             .blocks_per_row = blocks,
                                             .groups = groups,
                                             .batch = spanning_batch,
-                                            .stages = weight == DType::q6_k ? spanning_q6_k_stages : 0,
+                                            .stages = q6 ? spanning_q6_k_stages : 0,
                                             .share_x = groups > 1};
 }
 
 // Launches it with the deepest ring (stages, then rows a step, halved in turn; registers take no
-// ring) whose shared memory fits (x, the rings, and the warp sums of every step: more blocks for very many rows), else returns
-// false.
+// ring) whose shared memory fits (x, the rings, and the warp sums of every step: more blocks for
+// very many rows), else returns false.
 bool run_spanning_gemv(KernelRunner& runner, kernels::QuantGemvSpanningConfig config, std::uint64_t w_at,
                        std::uint64_t x_at, std::uint64_t out_at, std::uint32_t n) {
-    std::size_t const per_sm = spanning_blocks_per_multiprocessor;
+    unsigned const threads = config.groups * kernels::quant_gemv_spanning_group_threads(config.blocks_per_row);
+    std::size_t const per_sm = std::max(2u, spanning_threads_per_multiprocessor / threads);
     for (;;) {
         std::size_t const rows_per_step = config.groups * config.batch;
         std::size_t const row_steps = (std::size_t{n} + rows_per_step - 1) / rows_per_step;
@@ -158,7 +166,7 @@ bool run_spanning_gemv(KernelRunner& runner, kernels::QuantGemvSpanningConfig co
         if (shared() <= runner.max_shared_bytes()) {
             LaunchDims const dims{
                 .grid = {static_cast<unsigned>(ctas), 1, 1},
-                .block = {config.groups * kernels::quant_gemv_spanning_group_threads(config.blocks_per_row), 1, 1},
+                .block = {threads, 1, 1},
                 .shared_bytes = static_cast<unsigned>(shared())};
             std::string const key = "quant.gemv_spanning." + std::string(to_string(config.weight)) + ".b" +
                                     std::to_string(config.blocks_per_row) + ".g" + std::to_string(config.groups) + ".r" +
