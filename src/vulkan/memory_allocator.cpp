@@ -179,13 +179,21 @@ Allocation MemoryAllocator::allocate(VkDeviceSize bytes) {
     return out;
 }
 
-bool MemoryAllocator::needs_new_dedicated_block(VkDeviceSize bytes) const noexcept {
+bool MemoryAllocator::needs_new_block(VkDeviceSize bytes) const noexcept {
     bytes = round_up(std::max<VkDeviceSize>(bytes, 4), 4);
-    return bytes > block_bytes_ / 2 && kept_block_for(bytes) == blocks_.size();
+    if (bytes > block_bytes_ / 2) return kept_block_for(bytes) == blocks_.size();
+    for (Block const& b : blocks_) {
+        if (!b.memory || b.dedicated) continue;
+        for (auto const& [start, size] : b.free_ranges)
+            if (round_up(start, alignment_) + bytes <= start + size) return false;
+    }
+    return true;
 }
 
 bool MemoryAllocator::would_serve(Allocation const& freed, VkDeviceSize bytes) const noexcept {
     Block const& b = blocks_[freed.block];
+    bytes = round_up(std::max<VkDeviceSize>(bytes, 4), 4);
+    if (bytes <= block_bytes_ / 2) return !b.dedicated;  // room in a shared block, once it and its neighbours are free
     return b.dedicated && b.size >= bytes && b.size / 2 <= bytes && kept_bytes_ + b.size <= heap_bytes_ / 4;
 }
 

@@ -44,9 +44,9 @@ public:
     [[nodiscard]] Allocation allocate(VkDeviceSize bytes);
     void free(Allocation const& allocation) noexcept;
 
-    // Whether allocate(bytes) would ask the driver for a new dedicated block (no kept one fits),
-    // and whether `freed`, once freed, would be the kept block that serves it.
-    [[nodiscard]] bool needs_new_dedicated_block(VkDeviceSize bytes) const noexcept;
+    // Whether allocate(bytes) would ask the driver for a new block (no kept dedicated block fits,
+    // or no shared block has room), and whether freeing `freed` could give it one.
+    [[nodiscard]] bool needs_new_block(VkDeviceSize bytes) const noexcept;
     [[nodiscard]] bool would_serve(Allocation const& freed, VkDeviceSize bytes) const noexcept;
 
     [[nodiscard]] std::size_t block_count() const noexcept;

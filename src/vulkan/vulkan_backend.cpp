@@ -79,17 +79,17 @@ std::uintptr_t VulkanBackend::allocate(std::size_t bytes) {
                           std::to_string(limits.maxStorageBufferRange) +
                           " bytes (maxStorageBufferRange); such a tensor must be split into smaller ones");
     reclaim();
-    // A large tensor gets a dedicated block, which the driver takes milliseconds to allocate (and
-    // clear); when one that would do is waiting only for the GPU to finish with it (a loop that
-    // makes and drops tensors of one size), waiting for that is far cheaper.
-    if (device_memory_.needs_new_dedicated_block(bytes)) {
+    // A new block costs milliseconds of the driver's time (it clears the memory); when memory that
+    // could serve the request is only waiting for the GPU to finish with it (tensors made and
+    // dropped faster than the GPU runs, as in a loop), waiting for the oldest such batch is far
+    // cheaper, and memory stops growing with the host's lead.
+    while (device_memory_.needs_new_block(bytes)) {
         std::optional<std::uint64_t> serial;
         for (PendingFree const& p : pending_)
             if (!p.staging && device_memory_.would_serve(p.allocation, bytes)) serial = std::min(serial.value_or(p.serial), p.serial);
-        if (serial) {
-            stream_.wait(*serial);
-            reclaim();
-        }
+        if (!serial) break;
+        stream_.wait(*serial);
+        reclaim();
     }
     Allocation a;
     try {
