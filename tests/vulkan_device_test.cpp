@@ -83,32 +83,29 @@ TEST_F(VulkanDevice, ReusesMemoryForTenThousandTensors) {
     EXPECT_EQ(after.pending_frees, 0u);
 }
 
-// Tensors large enough for a block of their own, made and dropped in a loop (clone() in a
-// benchmark, a temporary per call): each reuses the block the previous one freed, once the GPU is
-// done with it, instead of asking the driver for a new one (milliseconds each).
-TEST_F(VulkanDevice, ReusesLargeBlocksOfDroppedTensors) {
-    std::size_t const count = std::size_t{10} << 20;  // 40 MiB
+// `clones` copies of a tensor of `count` floats, made and dropped in a loop faster than the device
+// runs (clone() in a benchmark, a temporary per call): the device's memory may grow by 2 blocks at
+// most, instead of a block every few tensors (milliseconds each from the driver).
+void expect_dropped_clones_reuse_blocks(Device device, std::size_t count, int clones) {
     auto const source = Tensor<float>::from(random_floats(count, fresh_seed()), {count}, device);
     device.synchronize();
     auto const before = vulkan::memory_stats(device);
-    for (int i = 0; i < 20; ++i) (void)source.clone();
+    for (int i = 0; i < clones; ++i) (void)source.clone();
     auto const last = source.clone();
     EXPECT_EQ(last.to_vector(), source.to_vector());
     EXPECT_LE(vulkan::memory_stats(device).device_blocks, before.device_blocks + 2);
 }
 
-// Mid-size tensors (sharing blocks) made and dropped in a loop faster than the device runs: once
-// no block has room, a new tensor waits for the oldest batch holding freed memory instead of
-// growing the device's memory by a block every few tensors.
+// Tensors large enough for a block of their own: each reuses the block the previous one freed,
+// once the GPU is done with it.
+TEST_F(VulkanDevice, ReusesLargeBlocksOfDroppedTensors) {
+    expect_dropped_clones_reuse_blocks(device, std::size_t{10} << 20, 20);  // 40 MiB
+}
+
+// Mid-size tensors sharing blocks: once no block has room, a new tensor waits for the oldest batch
+// holding freed memory.
 TEST_F(VulkanDevice, ReusesSharedBlocksOfDroppedTensors) {
-    std::size_t const count = std::size_t{5} << 20;  // 20 MiB: 2 to 3 a 64 MiB block
-    auto const source = Tensor<float>::from(random_floats(count, fresh_seed()), {count}, device);
-    device.synchronize();
-    auto const before = vulkan::memory_stats(device);
-    for (int i = 0; i < 40; ++i) (void)source.clone();
-    auto const last = source.clone();
-    EXPECT_EQ(last.to_vector(), source.to_vector());
-    EXPECT_LE(vulkan::memory_stats(device).device_blocks, before.device_blocks + 2);
+    expect_dropped_clones_reuse_blocks(device, std::size_t{5} << 20, 40);  // 20 MiB: 2 to 3 a 64 MiB block
 }
 
 TEST_F(VulkanDevice, OutOfMemoryIsClearAndRecoverable) {
