@@ -19,6 +19,8 @@
 //          which needs far fewer registers when x has many rows.
 // Partial sums of the invocations are added in a fixed order: results are the same run to run.
 
+#include "quant_header.glsl"
+
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const uint TYPE = 0;       // 0: q4_k, 1: q6_k
 layout(constant_id = 2) const uint ROWS_X = 1;     // rows of x (m)
@@ -59,14 +61,6 @@ uint row_at[ROWS_W];           // byte address of each weight row
 float code_at(uint word, uint p, uint mask) {
     uint magic = (150u - p) << 23;
     return uintBitsToFloat(magic | (word & (mask << p))) - uintBitsToFloat(magic);
-}
-
-// IEEE binary16 -> f32 for the low 16 bits of h, exact for subnormal halves too whatever the
-// device's float16 denormal mode (mant·2^-24 is a normal f32).
-float half_exact(uint h) {
-    float v = unpackHalf2x16(h).x;
-    if ((h & 0x7C00u) == 0u) v = float(h & 0x3FFu) * (1.0 / 16777216.0) * ((h & 0x8000u) != 0u ? -1.0 : 1.0);
-    return v;
 }
 
 vec4 load_x(uint at) {  // at: a float index, a multiple of 4
@@ -130,12 +124,8 @@ void q4_k_unit(uint u) {
         uvec4 lo = w_vec4[v + 1u + 2u * c], hi = w_vec4[v + 2u + 2u * c];
         q[8u * j + 0u] = lo.x; q[8u * j + 1u] = lo.y; q[8u * j + 2u] = lo.z; q[8u * j + 3u] = lo.w;
         q[8u * j + 4u] = hi.x; q[8u * j + 5u] = hi.y; q[8u * j + 6u] = hi.z; q[8u * j + 7u] = hi.w;
-        // 6-bit scales and mins of sub-blocks 0..3 and 4..7, a byte each (shared/QUANT.md).
-        uint sc = c < 2u ? head.y & 0x3F3F3F3Fu : (head.w & 0x0F0F0F0Fu) | ((head.y >> 2) & 0x30303030u);
-        uint mn = c < 2u ? head.z & 0x3F3F3F3Fu : ((head.w >> 4) & 0x0F0F0F0Fu) | ((head.z >> 2) & 0x30303030u);
-        uint shift = (c & 1u) * 16u;  // sub-blocks 2c, 2c+1 are bytes 2(c%2), 2(c%2)+1
-        sc >>= shift;
-        mn >>= shift;
+        uvec2 sm = q4_k_scales_mins(head, c);
+        uint sc = sm.x, mn = sm.y;
         float d = half_exact(head.x), dmin = half_exact(head.x >> 16);
         scale[j * 2u] = d * code_at(sc, 0u, 63u);
         scale[j * 2u + 1u] = d * code_at(sc, 8u, 63u);

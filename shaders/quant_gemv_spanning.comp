@@ -16,6 +16,7 @@
 #include "float_controls.glsl"
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "quant_header.glsl"
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 2) const uint BLOCKS = 1;          // blocks per row: 8·BLOCKS <= workgroup size
@@ -37,14 +38,6 @@ layout(push_constant) uniform Params {
 } params;
 
 shared float sums[ROWS_PER_GROUP * SUBGROUP_SLOTS];
-
-// IEEE binary16 -> f32 for the low 16 bits of h, exact for subnormal halves too whatever the
-// device's float16 denormal mode (mant·2^-24 is a normal f32).
-float half_exact(uint h) {
-    float v = unpackHalf2x16(h).x;
-    if ((h & 0x7C00u) == 0u) v = float(h & 0x3FFu) * (1.0 / 16777216.0) * ((h & 0x8000u) != 0u ? -1.0 : 1.0);
-    return v;
-}
 
 // 16 + the nibble at bit p of w.
 float code16(uint w, uint p) {
@@ -106,13 +99,10 @@ void main() {
             }
         }
         [[unroll]] for (uint r = 0u; r < BATCH; ++r) {
-            // 6-bit scales and mins of sub-blocks 2c, 2c+1 (shared/QUANT.md's get_scale_min_k4).
             uvec4 h = head[r];
-            uint sc = c < 2u ? h.y & 0x3F3F3F3Fu : (h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u);
-            uint mn = c < 2u ? h.z & 0x3F3F3F3Fu : ((h.w >> 4) & 0x0F0F0F0Fu) | ((h.z >> 2) & 0x30303030u);
-            uint shift = (c & 1u) * 16u;
-            float sc_lo = float((sc >> shift) & 0xFFu), sc_hi = float((sc >> (shift + 8u)) & 0xFFu);
-            float mn_lo = float((mn >> shift) & 0xFFu), mn_hi = float((mn >> (shift + 8u)) & 0xFFu);
+            uvec2 sm = q4_k_scales_mins(h, c);
+            float sc_lo = float(sm.x & 0xFFu), sc_hi = float((sm.x >> 8) & 0xFFu);
+            float mn_lo = float(sm.y & 0xFFu), mn_hi = float((sm.y >> 8) & 0xFFu);
             float d = half_exact(h.x), dmin = half_exact(h.x >> 16);
             float dot_lo = dot16(qs[r], 0u, x_lo) - sum16_lo;
             float dot_hi = dot16(qs[r], 4u, x_hi) - sum16_hi;

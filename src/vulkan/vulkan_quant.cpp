@@ -2,9 +2,9 @@
 // CPU), quantization to q8_k (byte-exact), and linear(x, w) with q4_k / q6_k weights for a few
 // rows of x: an f32 GEMV (quant_gemv_body.glsl) that reads x as stored and decodes each weight in
 // registers once for all rows of x, so its cost is the weight bytes; for one row of x and q4_k
-// weights, the spanning GEMV (quant_gemv_spanning.comp), which holds x in registers. It does not quantize x, so
-// rayo::kquant_activations() (q8_k_residual / q8_k) does not change it; that setting applies to
-// the CPU and CUDA backends. q4_k / q6_k quantization stays on the CPU.
+// weights, the spanning GEMV (quant_gemv_spanning.comp), which holds x in registers. Neither
+// quantizes x, so rayo::kquant_activations() (q8_k_residual / q8_k) does not change them; that
+// setting applies to the CPU and CUDA backends. q4_k / q6_k quantization stays on the CPU.
 #include <algorithm>
 #include <limits>
 #include <string>
