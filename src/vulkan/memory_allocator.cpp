@@ -155,20 +155,9 @@ Allocation MemoryAllocator::allocate(VkDeviceSize bytes) {
     if (bytes > device_.physical().max_allocation_bytes)
         throw OutOfMemory(label_ + ": cannot allocate " + mib(bytes) + ": the largest allocation (maxMemoryAllocationSize) is " +
                           mib(device_.physical().max_allocation_bytes));
-    Allocation out;
+    if (std::optional<Allocation> reserved = allocate_reserved(bytes)) return *reserved;
     bool const dedicated = bytes > block_bytes_ / 2;
-    if (!dedicated)
-        for (std::uint32_t i = 0; i < blocks_.size(); ++i)
-            if (blocks_[i].memory && !blocks_[i].dedicated && carve(blocks_[i], i, bytes, out)) return out;
-    if (dedicated) {
-        if (std::uint32_t const i = kept_block_for(bytes); i < blocks_.size()) {
-            Block& kept = blocks_[i];
-            kept.kept = false;
-            kept_bytes_ -= kept.size;
-            carve(kept, i, bytes, out);
-            return out;
-        }
-    }
+    Allocation out;
     Block block = create_block_or_release_kept(dedicated ? round_up(bytes, alignment_) : block_bytes_, bytes);
     block.dedicated = dedicated;
     auto slot = std::find_if(blocks_.begin(), blocks_.end(), [](auto const& b) { return b.memory == VK_NULL_HANDLE; });
@@ -179,15 +168,20 @@ Allocation MemoryAllocator::allocate(VkDeviceSize bytes) {
     return out;
 }
 
-bool MemoryAllocator::needs_new_block(VkDeviceSize bytes) const noexcept {
+std::optional<Allocation> MemoryAllocator::allocate_reserved(VkDeviceSize bytes) {
     bytes = round_up(std::max<VkDeviceSize>(bytes, 4), 4);
-    if (bytes > block_bytes_ / 2) return kept_block_for(bytes) == blocks_.size();
-    for (Block const& b : blocks_) {
-        if (!b.memory || b.dedicated) continue;
-        for (auto const& [start, size] : b.free_ranges)
-            if (round_up(start, alignment_) + bytes <= start + size) return false;
+    Allocation out;
+    if (bytes <= block_bytes_ / 2) {
+        for (std::uint32_t i = 0; i < blocks_.size(); ++i)
+            if (blocks_[i].memory && !blocks_[i].dedicated && carve(blocks_[i], i, bytes, out)) return out;
+    } else if (std::uint32_t const i = kept_block_for(bytes); i < blocks_.size()) {
+        Block& kept = blocks_[i];
+        kept.kept = false;
+        kept_bytes_ -= kept.size;
+        carve(kept, i, bytes, out);
+        return out;
     }
-    return true;
+    return std::nullopt;
 }
 
 bool MemoryAllocator::would_serve(Allocation const& freed, VkDeviceSize bytes) const noexcept {

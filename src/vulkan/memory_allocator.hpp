@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,9 +45,10 @@ public:
     [[nodiscard]] Allocation allocate(VkDeviceSize bytes);
     void free(Allocation const& allocation) noexcept;
 
-    // Whether allocate(bytes) would ask the driver for a new block (no kept dedicated block fits,
-    // or no shared block has room), and whether freeing `freed` could give it one.
-    [[nodiscard]] bool needs_new_block(VkDeviceSize bytes) const noexcept;
+    // allocate() from the blocks already reserved (a shared block with room, or a kept dedicated
+    // block that fits), never asking the driver for a new one: nullopt when none serves.
+    [[nodiscard]] std::optional<Allocation> allocate_reserved(VkDeviceSize bytes);
+    // Whether freeing `freed` could let allocate_reserved(bytes) succeed.
     [[nodiscard]] bool would_serve(Allocation const& freed, VkDeviceSize bytes) const noexcept;
 
     [[nodiscard]] std::size_t block_count() const noexcept;

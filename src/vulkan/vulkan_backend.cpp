@@ -83,17 +83,19 @@ std::uintptr_t VulkanBackend::allocate(std::size_t bytes) {
     // could serve the request is only waiting for the GPU to finish with it (tensors made and
     // dropped faster than the GPU runs, as in a loop), waiting for the oldest such batch is far
     // cheaper, and memory stops growing with the host's lead.
-    while (device_memory_.needs_new_block(bytes)) {
+    std::optional<Allocation> reserved = device_memory_.allocate_reserved(bytes);
+    while (!reserved) {
         std::optional<std::uint64_t> serial;
         for (PendingFree const& p : pending_)
             if (!p.staging && device_memory_.would_serve(p.allocation, bytes)) serial = std::min(serial.value_or(p.serial), p.serial);
         if (!serial) break;
         stream_.wait(*serial);
         reclaim();
+        reserved = device_memory_.allocate_reserved(bytes);
     }
     Allocation a;
     try {
-        a = device_memory_.allocate(bytes);
+        a = reserved ? *reserved : device_memory_.allocate(bytes);
     } catch (OutOfMemory const&) {
         // Memory released by work still in flight may be enough: wait for it, then try once more.
         stream_.wait(stream_.recording_serial());
