@@ -189,6 +189,18 @@ template <class A> [[gnu::always_inline]] inline float total(FloatAcc<A> acc) no
     return _mm_cvtss_f32(v);
 }
 
+// ---- weight streaming ---------------------------------------------------------------------------
+
+// A GEMV reads each weight byte once. The hardware prefetcher alone left the dot loops waiting
+// on memory (hot q4_k 4096x14336, two threads: 10-25% slower without this), so each block asks
+// for the lines of the block 16 ahead; past a row's end those are the next row's first lines.
+// Prefetches never fault, so running past the last row is harmless.
+template <class Block> [[gnu::always_inline]] inline void prefetch_ahead(Block const* blk) noexcept {
+    constexpr std::size_t distance = 16 * sizeof(Block), line = 64;
+    char const* const p = reinterpret_cast<char const*>(blk) + distance;
+    for (std::size_t at = 0; at < sizeof(Block); at += line) _mm_prefetch(p + at, _MM_HINT_T0);
+}
+
 // ---- q4_k ---------------------------------------------------------------------------------------
 
 // The 12 packed bytes as 16 bytes [sc0..sc7, m0..m7] (6-bit scales and mins of the eight sub-blocks).
@@ -211,6 +223,7 @@ template <class A, bool Residual> float dot_q4_k(q4_k const* w, QuantActivation 
     FloatAcc<A> acc, acc_residual, acc_min;
     for (std::size_t b = 0; b < blocks; ++b) {
         q4_k const& blk = w[b];
+        prefetch_ahead(&blk);
         QuantActivation const& act = x[b];
         __m128i const sm8 = q4_k_scales_and_mins<A>(blk.scales.data());
         Bytes32<A> const scales = splat_scales<A>(_mm_cvtepu8_epi16(sm8));
@@ -269,6 +282,7 @@ template <class A, bool Residual> float dot_q6_k(q6_k const* w, QuantActivation 
     FloatAcc<A> acc, acc_residual, acc_offset;  // see dot_q4_k
     for (std::size_t b = 0; b < blocks; ++b) {
         q6_k const& blk = w[b];
+        prefetch_ahead(&blk);
         QuantActivation const& act = x[b];
         __m128i const scales8 = load16<A>(blk.scales.data());
         Bytes32<A> sum1 = zero32<A>(), sum2 = zero32<A>();
@@ -312,6 +326,7 @@ template <class A, bool Residual> [[gnu::target("avx512vnni")]] float dot_q4_k_v
     FloatAcc<A> acc_min;
     for (std::size_t b = 0; b < blocks; ++b) {
         q4_k const& blk = w[b];
+        prefetch_ahead(&blk);
         QuantActivation const& act = x[b];
         __m128i const sm8 = q4_k_scales_and_mins<A>(blk.scales.data());
         float const d = half_to_f32<A>(blk.d), dmin = half_to_f32<A>(blk.dmin);
@@ -346,6 +361,7 @@ template <class A, bool Residual> [[gnu::target("avx512vnni")]] float dot_q6_k_v
     __m512i const quarter = _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2);
     for (std::size_t b = 0; b < blocks; ++b) {
         q6_k const& blk = w[b];
+        prefetch_ahead(&blk);
         QuantActivation const& act = x[b];
         float const d = half_to_f32<A>(blk.d);
         __m128i const scales8 = load16<A>(blk.scales.data());
