@@ -1,10 +1,13 @@
-# rayo_embed_shaders(target SOURCE_DIR dir SHADERS name... [DENORM_PRESERVE name...]): compiles
+# rayo_embed_shaders(target SOURCE_DIR dir SHADERS name... [DENORM_PRESERVE name...]
+#                    [INTEGER_DOT name...]): compiles
 # dir/<name>.comp with glslc at build time (a compile error fails the build; #include dependencies
 # are tracked through glslc's depfile) and embeds the SPIR-V in target as
 # rayo::vulkan::shaders::<name>, a std::span<std::uint32_t const>, declared in the generated header
 # <vulkan/embedded_shaders.hpp>. Each shader also named in DENORM_PRESERVE is compiled a second
 # time with -DRAYO_DENORM_PRESERVE (shaders/float_controls.glsl: the DenormPreserve execution
 # mode for float32) as shaders::<name>_denorm_preserve, for devices that can keep subnormals.
+# Each shader named in INTEGER_DOT is also compiled with -DRAYO_INTEGER_DOT as
+# shaders::<name>_integer_dot, for devices with VK_KHR_shader_integer_dot_product.
 # Everything generated lives in the build tree.
 
 set(RAYO_SPIRV_TO_CPP ${CMAKE_CURRENT_LIST_DIR}/RayoSpirvToCpp.cmake)
@@ -35,19 +38,24 @@ function(_rayo_embed_shader out_dir source_dir name symbol)
 endfunction()
 
 function(rayo_embed_shaders target)
-    cmake_parse_arguments(PARSE_ARGV 1 arg "" "SOURCE_DIR" "SHADERS;DENORM_PRESERVE")
+    cmake_parse_arguments(PARSE_ARGV 1 arg "" "SOURCE_DIR" "SHADERS;DENORM_PRESERVE;INTEGER_DOT")
     set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/rayo_shaders)
     set(declarations)
     set(sources)
-    foreach(name IN LISTS arg_DENORM_PRESERVE)
-        if(NOT name IN_LIST arg_SHADERS)
-            message(FATAL_ERROR "rayo_embed_shaders: DENORM_PRESERVE names ${name}, which is not in SHADERS")
-        endif()
+    foreach(variant IN ITEMS DENORM_PRESERVE INTEGER_DOT)
+        foreach(name IN LISTS arg_${variant})
+            if(NOT name IN_LIST arg_SHADERS)
+                message(FATAL_ERROR "rayo_embed_shaders: ${variant} names ${name}, which is not in SHADERS")
+            endif()
+        endforeach()
     endforeach()
     foreach(name IN LISTS arg_SHADERS)
         _rayo_embed_shader(${out_dir} ${arg_SOURCE_DIR} ${name} ${name})
         if(name IN_LIST arg_DENORM_PRESERVE)
             _rayo_embed_shader(${out_dir} ${arg_SOURCE_DIR} ${name} ${name}_denorm_preserve -DRAYO_DENORM_PRESERVE)
+        endif()
+        if(name IN_LIST arg_INTEGER_DOT)
+            _rayo_embed_shader(${out_dir} ${arg_SOURCE_DIR} ${name} ${name}_integer_dot -DRAYO_INTEGER_DOT)
         endif()
     endforeach()
     file(CONFIGURE OUTPUT ${out_dir}/vulkan/embedded_shaders.hpp CONTENT

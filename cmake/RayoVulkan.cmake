@@ -76,5 +76,7 @@ function(rayo_add_vulkan_backend target)
         # Every shader whose float32 results can be subnormal; pipeline_cache.cpp picks the
         # preserving build on devices with shaderDenormPreserveFloat32.
         DENORM_PRESERVE unary binary reduce reduce_subgroup rows rows_subgroup matmul matmul_storage16
-                        quant_gemv quant_gemv_subgroup quant_gemv_spanning matmul_f32_large)
+                        quant_gemv quant_gemv_subgroup quant_gemv_spanning matmul_f32_large
+        # 4x8-bit dot products (SPV_KHR_integer_dot_product), for devices that have them.
+        INTEGER_DOT quant_gemv_spanning)
 endfunction()

@@ -11,6 +11,13 @@
 // the subtraction costs no accuracy worth naming. Each row's partial sums are added by subgroupAdd
 // into shared memory and, after the workgroup's last row, across the subgroups in a fixed order:
 // no barrier between rows, and results do not depend on timing.
+//
+// Built a second time with RAYO_INTEGER_DOT for devices with VK_KHR_shader_integer_dot_product:
+// each invocation then turns its two runs of 16 x values into 24-bit integers (q = round(x·(2^23 -
+// 1)/amax), amax over the run, so no invocation waits for another: x keeps ~f32 precision), split
+// into bytes (q = 65536·h + 256·m + l; h signed), four of each packed in a word. A word of 8 codes
+// then costs two masks and six 4x8-bit dot products (h by OpSUDot, m and l by OpUDot) instead of
+// 24 operations.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "float_controls.glsl"
@@ -45,6 +52,53 @@ float code16(uint w, uint p) {
     return uintBitsToFloat((at19 & 0x00780000u) | 0x41800000u);
 }
 
+#ifdef RAYO_INTEGER_DOT
+#extension GL_EXT_spirv_intrinsics : require
+// SPV_KHR_integer_dot_product (glslc 2023.2 has no GLSL for it): 4452 OpSUDot (signed · unsigned
+// bytes), 4451 OpUDot; capabilities 6019 DotProduct, 6018 DotProductInput4x8BitPacked; the last
+// operand is the packed format, 0 = PackedVectorFormat4x8Bit.
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
+int rayo_sudot4(uint signed_bytes, uint unsigned_bytes, spirv_literal int packed_format);
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4451)
+uint rayo_udot4(uint a, uint b, spirv_literal int packed_format);
+
+// A run of 16 x values as 24-bit integers split into bytes: high[w], mid[w], low[w] hold values
+// 4w .. 4w+3 (signed high byte, unsigned others).
+struct XRun {
+    uvec4 high, mid, low;
+    float scale;  // x ≈ scale·(65536·h + 256·m + l)
+};
+
+XRun quantize_run(vec4 x[4]) {
+    float amax = 0.0;
+    [[unroll]] for (uint w = 0u; w < 4u; ++w) amax = max(amax, max(max(abs(x[w].x), abs(x[w].y)), max(abs(x[w].z), abs(x[w].w))));
+    XRun run;
+    run.scale = amax / 8388607.0;
+    float inv = amax > 0.0 ? 8388607.0 / amax : 0.0;
+    [[unroll]] for (uint w = 0u; w < 4u; ++w) {
+        // x·inv may round one ulp past 2^23 - 1.
+        ivec4 q = clamp(ivec4(roundEven(x[w] * inv)), -8388607, 8388607);
+        uvec4 h = uvec4(q >> 16) & 0xFFu, m = uvec4(q >> 8) & 0xFFu, l = uvec4(q) & 0xFFu;
+        run.high[w] = h.x | (h.y << 8) | (h.z << 16) | (h.w << 24);
+        run.mid[w] = m.x | (m.y << 8) | (m.z << 16) | (m.w << 24);
+        run.low[w] = l.x | (l.y << 8) | (l.z << 16) | (l.w << 24);
+    }
+    return run;
+}
+
+// Σ q_i·x_i over the 16 nibbles of qs at bit offset `nibble` (0: low, 4: high) of each byte. The
+// sum 65536·high + 256·mid + low is at most 16·15·(2^23 - 1) < 2^31: exact in int32.
+float dot16(uvec4 qs, uint nibble, XRun x) {
+    int high = 0, mid = 0, low = 0;
+    [[unroll]] for (uint w = 0u; w < 4u; ++w) {
+        uint codes = (qs[w] >> nibble) & 0x0F0F0F0Fu;
+        high += rayo_sudot4(x.high[w], codes, 0);
+        mid += int(rayo_udot4(x.mid[w], codes, 0));
+        low += int(rayo_udot4(x.low[w], codes, 0));
+    }
+    return float(high * 65536 + mid * 256 + low) * x.scale;
+}
+#else
 // Σ (16 + q_i)·x_i over the 16 nibbles of qs at bit offset `nibble` (0: low, 4: high) of each byte.
 float dot16(uvec4 qs, uint nibble, vec4 x[4]) {
     precise float s = 0.0;
@@ -57,6 +111,7 @@ float dot16(uvec4 qs, uint nibble, vec4 x[4]) {
     }
     return s;
 }
+#endif
 
 void main() {
     uint t = gl_LocalInvocationID.x;
@@ -73,7 +128,11 @@ void main() {
         sum_lo += (x_lo[i].x + x_lo[i].y) + (x_lo[i].z + x_lo[i].w);
         sum_hi += (x_hi[i].x + x_hi[i].y) + (x_hi[i].z + x_hi[i].w);
     }
+#ifdef RAYO_INTEGER_DOT
+    XRun run_lo = quantize_run(x_lo), run_hi = quantize_run(x_hi);
+#else
     float sum16_lo = 16.0 * sum_lo, sum16_hi = 16.0 * sum_hi;
+#endif
 
     uint first = gl_WorkGroupID.x * ROWS_PER_GROUP;
     uint last_row = params.n - 1u;
@@ -104,8 +163,13 @@ void main() {
             float sc_lo = float(sm.x & 0xFFu), sc_hi = float((sm.x >> 8) & 0xFFu);
             float mn_lo = float(sm.y & 0xFFu), mn_hi = float((sm.y >> 8) & 0xFFu);
             float d = half_exact(h.x), dmin = half_exact(h.x >> 16);
+#ifdef RAYO_INTEGER_DOT
+            float dot_lo = dot16(qs[r], 0u, run_lo);
+            float dot_hi = dot16(qs[r], 4u, run_hi);
+#else
             float dot_lo = dot16(qs[r], 0u, x_lo) - sum16_lo;
             float dot_hi = dot16(qs[r], 4u, x_hi) - sum16_hi;
+#endif
             float part = d * (sc_lo * dot_lo + sc_hi * dot_hi) - dmin * (mn_lo * sum_lo + mn_hi * sum_hi);
             float total = subgroupAdd(in_row ? part : 0.0);
             if (subgroupElect()) sums[(i + r) * SUBGROUP_SLOTS + gl_SubgroupID] = total;

@@ -6,7 +6,9 @@
 // f32, weights decoded in registers) within 1e-5 (measured up to 7.4e-7 on lavapipe), on both
 // reduction paths and for views of x, w and y at offsets; the GEMM (m > 16) within 1e-5 too,
 // both where the weights are first decoded into an f32 copy for the f32 GEMM and where the tiled
-// GEMM decodes them in its loads (f32 either way, measured ~1.3e-6).
+// GEMM decodes them in its loads (f32 either way, measured ~1.3e-6). The one-row q4_k GEMV's
+// integer-dot-product build, where the device has the feature (lavapipe has it, unaccelerated),
+// quantizes x to 24-bit integers per 16 values and is held to the same bounds.
 #include "support/vulkan_support.hpp"
 
 #include <rayo/quant.hpp>
@@ -20,7 +22,22 @@
 namespace rayo::test {
 namespace {
 
-class VulkanQuant : public VulkanTest {};
+class VulkanQuant : public VulkanTest {
+protected:
+    // Runs `body` with the one-row q4_k GEMV's f32 build and, where the device has 4x8-bit integer
+    // dot products, its integer build; then restores the default choice.
+    template <class F>
+    void on_every_gemv_build(F&& body) {
+        std::vector<bool> builds{false};
+        if (vulkan::has_integer_dot_product(device)) builds.push_back(true);
+        for (bool integer : builds) {
+            SCOPED_TRACE(integer ? "integer-dot-product build" : "f32 build");
+            vulkan::use_integer_dot_product(device, integer);
+            body();
+        }
+        vulkan::use_integer_dot_product(device, std::nullopt);
+    }
+};
 
 // Mixed data: normal values, a block of tiny ones, an all-zero block, a large block.
 std::vector<float> mixed_values(std::size_t n, std::uint32_t seed) {
@@ -209,15 +226,20 @@ TEST_F(VulkanQuant, KQuantGemmDecodesFirstOrInItsTiles) {
 // rows of 32 and 64 blocks (128- and 256-invocation workgroups when there are few rows), on the
 // subgroup and shared-memory paths. One row of x with q4_k weights takes the spanning GEMV where
 // subgroups are used: rows of 9 blocks (a workgroup's last subgroup partly past the row) and of
-// 128 blocks with 601 rows (workgroups of several steps of rows, the last one partial).
+// 128 blocks with 601 rows (workgroups of several steps of rows, the last one partial), in both
+// of its builds.
 TEST_F(VulkanQuant, KQuantGemvCoversItsShapes) {
     double worst = 0;
     on_every_path([&] {
-        for (LinearCase c : {LinearCase{1, 1, 256}, LinearCase{2, 5, 256}, LinearCase{3, 6, 768}, LinearCase{1, 9, 768},
-                             LinearCase{8, 13, 512}, LinearCase{9, 3, 256}, LinearCase{16, 5, 1280},
-                             LinearCase{2, 4, 8192}, LinearCase{5, 3, 16384}, LinearCase{16, 2, 16384},
-                             LinearCase{1, 37, 2304}, LinearCase{1, 601, 32768}})
+        for (LinearCase c : {LinearCase{2, 5, 256}, LinearCase{3, 6, 768}, LinearCase{8, 13, 512}, LinearCase{9, 3, 256},
+                             LinearCase{16, 5, 1280}, LinearCase{2, 4, 8192}, LinearCase{5, 3, 16384},
+                             LinearCase{16, 2, 16384}})
             worst = std::max(worst, both_types_error(device, c, linear_tolerance, true));
+        on_every_gemv_build([&] {
+            for (LinearCase c : {LinearCase{1, 1, 256}, LinearCase{1, 9, 768}, LinearCase{1, 37, 2304},
+                                 LinearCase{1, 601, 32768}})
+                worst = std::max(worst, both_types_error(device, c, linear_tolerance, true));
+        });
     });
     std::cout << "worst GEMV error per term magnitude " << worst << '\n';
 }
@@ -227,14 +249,39 @@ TEST_F(VulkanQuant, KQuantGemvCoversItsShapes) {
 // slice of a poisoned tensor whose other rows must stay untouched.
 TEST_F(VulkanQuant, KQuantGemvTakesViews) {
     on_every_path([&] {
-        for (LinearCase c : {LinearCase{1, 5, 256, 1, 1, 1}, LinearCase{2, 7, 512, 3, 3, 2},
-                             LinearCase{3, 6, 768, 4, 1, 1}, LinearCase{16, 3, 256, 2, 1, 3},
-                             LinearCase{1, 4, 16384, 5, 1, 0}})
+        for (LinearCase c : {LinearCase{2, 7, 512, 3, 3, 2}, LinearCase{3, 6, 768, 4, 1, 1}, LinearCase{16, 3, 256, 2, 1, 3}})
             both_types_error(device, c, linear_tolerance, true);
+        on_every_gemv_build([&] {
+            for (LinearCase c : {LinearCase{1, 5, 256, 1, 1, 1}, LinearCase{1, 4, 16384, 5, 1, 0},
+                                 LinearCase{1, 4, 16384, 4, 3, 2}})
+                both_types_error(device, c, linear_tolerance, true);
+        });
     });
 }
 
-// The Vulkan GEMV reads x as f32: rayo::kquant_activations(), which picks how the CPU and CUDA
+// The integer-dot-product build runs where asked: its results differ from the f32 build's (both
+// meet the bounds above), so the switch reaches the shader and the tests above cover both.
+TEST_F(VulkanQuant, KQuantGemvIntegerDotBuildRunsWhereAsked) {
+    if (!vulkan::has_integer_dot_product(device)) GTEST_SKIP() << "the device has no 4x8-bit integer dot products";
+    std::size_t const n = 40, k = 2048;
+    auto const seed = fresh_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    auto const x = Tensor<float>::from(activation_like(1, k, seed), {1, k}, device);
+    auto const w = quantize<q4_k>(Tensor<float>::from(random_floats(n * k, seed + 1, -1.0f, 1.0f), {n, k})).to(device);
+    std::vector<std::vector<float>> results;
+    for (bool integer : {true, false}) {
+        vulkan::use_integer_dot_product(device, integer);
+        auto y = poisoned({1, n}, device);
+        linear(x, w, y);
+        results.push_back(y.to_vector());
+    }
+    EXPECT_NE(std::memcmp(results[0].data(), results[1].data(), n * sizeof(float)), 0)
+        << "the integer build gave the f32 build's bits: did it run?";
+    vulkan::use_integer_dot_product(device, std::nullopt);
+}
+
+// The Vulkan GEMV reads x as f32 (or, in the integer build, as 24-bit integers of its own):
+// rayo::kquant_activations(), which picks how the CPU and CUDA
 // backends quantize x, does not change its results.
 TEST_F(VulkanQuant, KQuantGemvIgnoresTheActivationSetting) {
     using Scope = SettingScope<KQuantActivations, &kquant_activations, &set_kquant_activations>;

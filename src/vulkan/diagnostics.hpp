@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,12 @@ void use_matmul_features(Device device, bool storage16, bool cooperative_matrix)
 // loads instead of into an f32 scratch copy first (the path for copies larger than one binding),
 // so tests cover both; true restores the default.
 void use_decoded_kquant_gemm(Device device, bool decode_first);
+// Whether the device has 4x8-bit integer dot products (VK_KHR_shader_integer_dot_product).
+[[nodiscard]] bool has_integer_dot_product(Device device);
+// Which build the one-row q4_k GEMV runs: true its integer-dot-product build wherever the device
+// has the feature (accelerated or not, so tests cover it on any such device), false the f32 one,
+// nullopt the default (the integer build where the device accelerates 4x8-bit products).
+void use_integer_dot_product(Device device, std::optional<bool> enabled);
 // The f32 GEMM's tile, process-wide (vulkan_matmul.cpp). use_gemm_tile: every f32 x f32 matmul
 // runs this RAYO_VULKAN_GEMM_TILE value ("" restores the default); throws rayo::Error on anything
 // else. gemm_tile_names: the values it takes. last_gemm_tile: what the last f32 x f32 matmul ran,

@@ -15,13 +15,14 @@ LogicalDevice::LogicalDevice(PhysicalDevice const& physical) : physical_(physica
     VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     info.queueCreateInfoCount = 1;
     info.pQueueCreateInfos = &queue;
-    // What matmul uses where present (physical_device.hpp): 16-bit storage, and the
-    // cooperative-matrix path with the features its shader declares.
+    // What matmul and linear use where present (physical_device.hpp): 16-bit storage, the
+    // cooperative-matrix path with the features its shader declares, and integer dot products.
     VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     storage16.storageBuffer16BitAccess = physical.storage_buffer_16bit ? VK_TRUE : VK_FALSE;
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceVulkanMemoryModelFeatures model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
     std::vector<char const*> extensions;
     info.pNext = &storage16;
     if (physical.cooperative_matrix_n != 0) {
@@ -33,6 +34,12 @@ LogicalDevice::LogicalDevice(PhysicalDevice const& physical) : physical_(physica
         float16.pNext = &model;
         extensions.insert(extensions.end(), {VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME,
                                              VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME});
+    }
+    if (physical.integer_dot_product) {
+        dot.shaderIntegerDotProduct = VK_TRUE;
+        dot.pNext = storage16.pNext;  // first after storage16, ahead of whatever the block above chained
+        storage16.pNext = &dot;
+        extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     }
     // SPV_KHR_float_controls (the DenormPreserve shader builds) needs the extension on a 1.1
     // instance; it has no features to enable, only properties.

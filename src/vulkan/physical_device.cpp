@@ -65,6 +65,25 @@ void describe_matmul_features(PhysicalDevice& d, std::vector<VkExtensionProperti
     }
 }
 
+// 4x8-bit integer dot products (the one-row q4_k GEMV's integer build).
+void describe_integer_dot_product(PhysicalDevice& d, std::vector<VkExtensionProperties> const& extensions) {
+    // As for float controls, the structs may be chained only where the extension is present.
+    if (!has_extension(extensions, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) return;
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features2.pNext = &dot;
+    vkGetPhysicalDeviceFeatures2(d.handle, &features2);
+    if (!dot.shaderIntegerDotProduct) return;
+    d.integer_dot_product = true;
+    VkPhysicalDeviceShaderIntegerDotProductProperties speed{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
+    VkPhysicalDeviceProperties2 properties2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    properties2.pNext = &speed;
+    vkGetPhysicalDeviceProperties2(d.handle, &properties2);
+    d.integer_dot_product_accelerated = speed.integerDotProduct4x8BitPackedUnsignedAccelerated &&
+                                        speed.integerDotProduct4x8BitPackedMixedSignednessAccelerated;
+}
+
 // Float controls: whether shaders can keep float32 subnormals (DenormPreserve).
 void describe_float_controls(PhysicalDevice& d, std::vector<VkExtensionProperties> const& extensions) {
     // The properties struct may be chained only where the extension is present (the instance is 1.1).
@@ -94,6 +113,7 @@ std::string PhysicalDevice::description() const {
     std::string features = ", subgroup " + std::to_string(subgroup_size);
     if (storage_buffer_16bit) features += ", 16-bit storage";
     if (cooperative_matrix_n != 0) features += ", cooperative matrix 16x" + std::to_string(cooperative_matrix_n) + "x16";
+    if (integer_dot_product) features += integer_dot_product_accelerated ? ", 8-bit dot products" : ", 8-bit dot products (not accelerated)";
     features += preserves_f32_subnormals() ? ", keeps subnormals" : ", may flush subnormals";
     return name() + " (" + type_name(properties.deviceType) + ", " + memory_text + features + ")";
 }
@@ -120,6 +140,7 @@ std::optional<PhysicalDevice> describe(VkPhysicalDevice handle) {
     auto const extensions = device_extensions(handle);
     describe_matmul_features(d, extensions);
     describe_float_controls(d, extensions);
+    describe_integer_dot_product(d, extensions);
 
     std::uint32_t count = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(handle, &count, nullptr);

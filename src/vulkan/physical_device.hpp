@@ -25,6 +25,11 @@ struct PhysicalDevice {
     // cooperative_matrix_n: 16 or 8, 0 when absent), a subgroup of 32, and the shaderFloat16 and
     // vulkanMemoryModel features its shader needs. The device enables them only then.
     std::uint32_t cooperative_matrix_n = 0;
+    // VK_KHR_shader_integer_dot_product with shaderIntegerDotProduct (the device then enables it),
+    // and whether its 4x8-bit packed unsigned and mixed-signedness products are accelerated (one
+    // instruction, as on NVIDIA): the one-row q4_k GEMV takes its integer build by default only then.
+    bool integer_dot_product = false;
+    bool integer_dot_product_accelerated = false;
     // Float controls (VK_KHR_shader_float_controls; core in Vulkan 1.2, but the instance asks for
     // 1.1, so the device enables the extension). Without DenormPreserve a shader may flush float32
     // subnormals to zero (NVIDIA does by default), where the CPU backend keeps them.

@@ -39,6 +39,8 @@ ShaderInfo info(Shader s) {
             return {shaders::quant_gemv_subgroup, 3, "quant_gemv_subgroup", shaders::quant_gemv_subgroup_denorm_preserve};
         case Shader::quant_gemv_spanning:
             return {shaders::quant_gemv_spanning, 3, "quant_gemv_spanning", shaders::quant_gemv_spanning_denorm_preserve};
+        case Shader::quant_gemv_spanning_integer_dot:
+            return {shaders::quant_gemv_spanning_integer_dot, 3, "quant_gemv_spanning_integer_dot"};
         case Shader::matmul_f32_large:
             return {shaders::matmul_f32_large, 3, "matmul_f32_large", shaders::matmul_f32_large_denorm_preserve};
     }

@@ -18,7 +18,7 @@ namespace rayo::vulkan {
 // Every shader of shaders/*.comp; each is registered with its binding count in pipeline_cache.cpp's info().
 enum class Shader : std::uint8_t { unary, binary, reduce, reduce_subgroup, rows, rows_subgroup,
                                    matmul, matmul_storage16, matmul_coopmat, quant_dequantize, quant_q8_k,
-                                   quant_gemv, quant_gemv_subgroup, quant_gemv_spanning, matmul_f32_large };
+                                   quant_gemv, quant_gemv_subgroup, quant_gemv_spanning, quant_gemv_spanning_integer_dot, matmul_f32_large };
 
 // The float32 denormal mode a pipeline's shader was built with (cmake/RayoShaders.cmake builds the
 // shaders named in DENORM_PRESERVE twice; the others exist only in the default mode).

@@ -71,6 +71,9 @@ public:
     void use_matmul_features(bool storage16, bool cooperative_matrix);
     void use_decoded_kquant_gemm(bool decode_first);
     [[nodiscard]] bool has_subgroup_arithmetic() const noexcept { return device_.physical().subgroup_arithmetic; }
+    [[nodiscard]] bool has_integer_dot_product() const noexcept { return device_.physical().integer_dot_product; }
+    // Tests only: see diagnostics.hpp's use_integer_dot_product.
+    void use_integer_dot_product(std::optional<bool> enabled);
     [[nodiscard]] SubnormalSupport subnormal_support() const;
     // Tests only: false makes every shader run its default-mode build, as on a device that cannot
     // preserve subnormals; true restores the DenormPreserve builds where the device has them.
@@ -149,6 +152,7 @@ private:
     bool use_storage16_ = true;
     bool use_cooperative_matrix_ = true;
     bool use_decoded_kquant_gemm_ = true;
+    std::optional<bool> use_integer_dot_product_;  // nullopt: where accelerated
     bool use_denorm_preserve_ = true;
 };
 

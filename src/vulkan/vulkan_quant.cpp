@@ -2,11 +2,15 @@
 // CPU), quantization to q8_k (byte-exact), and linear(x, w) with q4_k / q6_k weights for a few
 // rows of x: an f32 GEMV (quant_gemv_body.glsl) that reads x as stored and decodes each weight in
 // registers once for all rows of x, so its cost is the weight bytes; for one row of x and q4_k
-// weights, the spanning GEMV (quant_gemv_spanning.comp), which holds x in registers. Neither
-// quantizes x, so rayo::kquant_activations() (q8_k_residual / q8_k) does not change them; that
-// setting applies to the CPU and CUDA backends. q4_k / q6_k quantization stays on the CPU.
+// weights, the spanning GEMV (quant_gemv_spanning.comp), which holds x in registers. The f32
+// builds do not quantize x; the spanning GEMV's integer-dot-product build, on devices that
+// accelerate 4x8-bit products, quantizes it to int16 per 16 values (more precise than q8_k
+// with its residual). rayo::kquant_activations() (q8_k_residual / q8_k) therefore changes none of
+// them; that setting applies to the CPU and CUDA backends. q4_k / q6_k quantization stays on the
+// CPU.
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "rayo/error.hpp"
@@ -160,8 +164,10 @@ void VulkanBackend::linear_quantized_gemv(detail::MatmulShape shape, TensorView 
                                           static_cast<std::uint32_t>(blocks),
                                           static_cast<std::uint32_t>(rows),
                                           static_cast<std::uint32_t>(slots)};
-            dispatch(Shader::quant_gemv_spanning, constants, {bw, bx, bo}, params,
-                     {static_cast<std::uint32_t>(spanning_groups)});
+            bool const integer_dot = physical.integer_dot_product &&
+                                     use_integer_dot_product_.value_or(physical.integer_dot_product_accelerated);
+            dispatch(integer_dot ? Shader::quant_gemv_spanning_integer_dot : Shader::quant_gemv_spanning, constants,
+                     {bw, bx, bo}, params, {static_cast<std::uint32_t>(spanning_groups)});
             stream_.submit_if_large();
             return;
         }
@@ -180,6 +186,17 @@ void VulkanBackend::linear_quantized_gemv(detail::MatmulShape shape, TensorView 
     dispatch(subgroup_path ? Shader::quant_gemv_subgroup : Shader::quant_gemv, constants, {bw, bx, bo}, params,
              {static_cast<std::uint32_t>(groups)});
     stream_.submit_if_large();
+}
+
+void VulkanBackend::use_integer_dot_product(std::optional<bool> enabled) {
+    std::lock_guard lock(mutex_);
+    use_integer_dot_product_ = enabled;
+}
+
+bool has_integer_dot_product(Device device) { return backend_of(device).has_integer_dot_product(); }
+
+void use_integer_dot_product(Device device, std::optional<bool> enabled) {
+    backend_of(device).use_integer_dot_product(enabled);
 }
 
 }  // namespace rayo::vulkan
