@@ -40,10 +40,14 @@ constexpr std::size_t gemv_max_rows_x = 16;
 // has about spanning_invocations invocations, in steps of spanning_batch rows. Measured on an H200
 // (1 x 4096/14336 x 4096/14336, cold): 2^17 within 7% of the best of 2^16 .. 2^20 at every shape
 // (2^16 took 37 us at 4096 x 14336, 2^20 27 us); against the unit GEMV below 1.00 / 1.09 / 1.13x
-// faster at 4096x4096 / 14336x4096 / 4096x14336. It is bound by its arithmetic (3 operations a
-// weight: hot and cold times within 5%), not by memory.
+// faster at 4096x4096 / 14336x4096 / 4096x14336. The f32 build is bound by its arithmetic (3
+// operations a weight: hot and cold times within 5%), not by memory. Its integer-dot-product build
+// (0.75 operations a weight) took 10.3 / 18.7 / 16.7 us there at 2^17 and 8.4 / 17.1 / 25.3 us at
+// 2^16: it takes 2^16 for rows of up to 16 blocks (workgroups of 128: 8 rows each at 4096 x 4096).
 constexpr std::size_t spanning_max_blocks = 128;
 constexpr std::size_t spanning_invocations = std::size_t{1} << 17;
+constexpr std::size_t spanning_integer_short_rows_invocations = std::size_t{1} << 16;
+constexpr std::size_t spanning_integer_short_rows_blocks = 16;
 constexpr std::size_t spanning_batch = 2;  // the shader's BATCH
 
 }  // namespace
@@ -149,11 +153,16 @@ void VulkanBackend::linear_quantized_gemv(detail::MatmulShape shape, TensorView 
                             bx.element_offset(sizeof(float)),
                             bo.element_offset(sizeof(float))};
     auto const& physical = device_.physical();
+    bool const integer_dot =
+        physical.integer_dot_product && use_integer_dot_product_.value_or(physical.integer_dot_product_accelerated);
     std::size_t const spanning_workgroup = (8 * blocks + 31) / 32 * 32;
     if (shape.m == 1 && w.dtype == DType::q4_k && blocks <= spanning_max_blocks && subgroups() &&
         bx.offset % 16 == 0 && spanning_workgroup <= std::min<std::size_t>(limits.maxComputeWorkGroupInvocations,
                                                                            limits.maxComputeWorkGroupSize[0])) {
-        std::size_t const wanted_groups = std::max<std::size_t>(1, spanning_invocations / spanning_workgroup);
+        std::size_t const invocations = integer_dot && blocks <= spanning_integer_short_rows_blocks
+                                            ? spanning_integer_short_rows_invocations
+                                            : spanning_invocations;
+        std::size_t const wanted_groups = std::max<std::size_t>(1, invocations / spanning_workgroup);
         std::size_t rows = (shape.n + wanted_groups - 1) / wanted_groups;
         rows = (rows + spanning_batch - 1) / spanning_batch * spanning_batch;
         std::size_t const slots = (spanning_workgroup + physical.subgroup_size - 1) / physical.subgroup_size;
@@ -164,8 +173,6 @@ void VulkanBackend::linear_quantized_gemv(detail::MatmulShape shape, TensorView 
                                           static_cast<std::uint32_t>(blocks),
                                           static_cast<std::uint32_t>(rows),
                                           static_cast<std::uint32_t>(slots)};
-            bool const integer_dot = physical.integer_dot_product &&
-                                     use_integer_dot_product_.value_or(physical.integer_dot_product_accelerated);
             dispatch(integer_dot ? Shader::quant_gemv_spanning_integer_dot : Shader::quant_gemv_spanning, constants,
                      {bw, bx, bo}, params, {static_cast<std::uint32_t>(spanning_groups)});
             stream_.submit_if_large();
