@@ -54,6 +54,25 @@ void run_matmul(benchmark::State& state, std::int64_t n) {
     report(state, {.flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n)});
 }
 
+// A prefill-sized product with f16 weights (512 tokens, out = 4096, in = 14336): as matmul of f16
+// operands a[512, in] · b[in, out], and as linear(x, w) with f32 x and f16 w[out, in], the form a
+// model with f16 weights calls.
+void run_f16_prefill(benchmark::State& state, bool as_linear) {
+    rayo::Device const device = bench_device();
+    std::int64_t const tokens = 512, out_features = 4096, in_features = 14336;
+    FTensor const out = output_tensor(rayo::Shape{tokens, out_features}, device);
+    if (as_linear) {
+        FTensor const x = random_tensor(rayo::Shape{tokens, in_features}, device, {-1.0f, 1.0f}, 1);
+        auto const w = random_tensor<rayo::half>(rayo::Shape{out_features, in_features}, device, {-1.0f, 1.0f}, 2);
+        time_op(state, device, [&] { rayo::linear(x, w, out); });
+    } else {
+        auto const a = random_tensor<rayo::half>(rayo::Shape{tokens, in_features}, device, {-1.0f, 1.0f}, 1);
+        auto const b = random_tensor<rayo::half>(rayo::Shape{in_features, out_features}, device, {-1.0f, 1.0f}, 2);
+        time_op(state, device, [&] { rayo::matmul(a, b, out); });
+    }
+    report(state, {.flops = 2.0 * static_cast<double>(tokens * out_features) * static_cast<double>(in_features)});
+}
+
 void run_softmax(benchmark::State& state, std::int64_t rows, std::int64_t cols) {
     rayo::Device const device = bench_device();
     FTensor const x = random_tensor(rayo::Shape{rows, cols}, device);
@@ -153,6 +172,8 @@ void register_gpu() {
                       [n](benchmark::State& st) { run_matmul<rayo::bfloat16>(st, n); });
         add_benchmark("gpu/matmul_f16/" + std::to_string(n), [n](benchmark::State& st) { run_matmul<rayo::half>(st, n); });
     }
+    add_benchmark("gpu/matmul_f16/512x4096x14336", [](benchmark::State& st) { run_f16_prefill(st, false); });
+    add_benchmark("gpu/linear_f16/512x4096x14336", [](benchmark::State& st) { run_f16_prefill(st, true); });
     struct Rows {
         std::int64_t rows, cols;
     };
