@@ -1,16 +1,18 @@
 #version 450
 // f16 x f16 -> f32 GEMM on VK_NV_cooperative_matrix (tensor cores), chosen only where the device
 // reports a 16x16x16 f16·f16 + f32 subgroup-scope shape and a subgroup of 32, with shaderFloat16
-// and vulkanMemoryModel (glslang declares that model for it). out[m, n] = a[m, k] · b[k, n]
-// (matmul; linear takes f32 x, so its transposed b never comes here), both operands f16, any m,
-// n, k.
+// and vulkanMemoryModel (glslang declares that model for it). out[m, n] = a[m, k] · b[k, n], b f16,
+// a f16 or (A_F32) f32 rounded to f16 as it is staged (as the CUDA backend's tensor-core GEMM
+// does), b as stored or (B_TRANSPOSED) stored [n, k]: matmul of f16 operands and linear(x, w) with
+// f32 x and f16 w, any m, n, k.
 //
 // A workgroup of 4 subgroups computes a 128x128 tile of out, each subgroup a 64x64 quarter of it
 // as 4 x 4 accumulator fragments. Per step of 32 along k the workgroup stages a 128x32 tile of a
 // and a 32x128 tile of b in shared memory (double-buffered: one barrier a step), the next step's
 // tiles being loaded from global memory into registers while this one's are multiplied; with VEC8
-// those loads are 16 bytes (8 halves) each, else halves one by one. Shared rows are padded (80
-// and 272 bytes) so that the fragment loads' rows fall in different banks. Fragments inside out
+// those loads are 16 bytes (8 halves, or two of 4 floats) each, else elements one by one. A
+// transposed b is staged as it is stored, [128][32], and its fragments loaded column-major. Shared
+// rows are padded (80 and 272 bytes) so that the fragment loads' rows fall in different banks. Fragments inside out
 // are stored straight to it; those across its edge go through a per-subgroup scratch so that only
 // their valid part is written.
 //
@@ -36,9 +38,12 @@ const uint FRAG_N = 16u;
 const uint LOADS_A = TILE_M * TILE_K / 8u / THREADS;
 const uint LOADS_B = TILE_K * TILE_N / 8u / THREADS;
 const uint RUNS_A = TILE_K / 8u;
-// 16-byte loads: the offsets of a and b and the row lengths of both (k and n) are multiples of 8
-// halves, so that every run of 8 starts 16-byte aligned and lies wholly inside or outside the matrix.
+// 16-byte loads: the offsets of a and b and the row lengths of both (k, and n or k) are multiples of
+// 8 elements (a's offset of 4 where a is f32), so that every run of 8 starts 16-byte aligned and
+// lies wholly inside or outside the matrix.
 layout(constant_id = 5) const bool VEC8 = false;
+layout(constant_id = 6) const bool A_F32 = false;
+layout(constant_id = 7) const bool B_TRANSPOSED = false;
 
 const uint FRAGS_M = 4u;             // 64 rows of a subgroup
 const uint FRAGS_N = WARP_COLS / FRAG_N;
@@ -47,13 +52,16 @@ const uint B_STRIDE = TILE_N + 8u;   // halves: the b tile row-major [TILE_K][B_
 // Shared tiles hold runs of 8 halves as uvec4s (cooperative-matrix loads take offsets and strides
 // in units of the array's element: 16 bytes here).
 const uint A_TILE = TILE_M * A_STRIDE / 8u;
-const uint B_TILE = TILE_K * B_STRIDE / 8u;
+// b's tile either way: [TILE_K][B_STRIDE], or transposed [TILE_N][A_STRIDE] (the larger).
+const uint B_TILE = max(TILE_K * B_STRIDE, TILE_N * A_STRIDE) / 8u;
 
 layout(std430, set = 0, binding = 0) readonly buffer A { uint a_words[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { uint b_words[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Output { float y[]; };
 layout(std430, set = 0, binding = 0) readonly buffer A8 { uvec4 a8[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B8 { uvec4 b8[]; };
+layout(std430, set = 0, binding = 0) readonly buffer AF { float a_floats[]; };  // A_F32
+layout(std430, set = 0, binding = 0) readonly buffer AF4 { vec4 a_vec4[]; };
 
 layout(push_constant) uniform Params {
     uint m, n, k;
@@ -81,27 +89,64 @@ uvec4 load8(bool is_a, uint offset, uint row, uint col, uint rows, uint cols) {
     return uvec4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
 }
 
-// The two 8-half runs this invocation loads of each tile for the step at k0: 8 halves of a row of
-// a's tile (4 runs a row), 8 of a row of b's (16 runs a row).
-void load_step(uint k0, uint t, uint row0, uint col0, out uvec4 ra[LOADS_A], out uvec4 rb[LOADS_B]) {
+// A run of 8 elements of a as loaded: halves in lo, or (A_F32) the bits of 8 floats in lo and hi,
+// rounded to f16 only as they are stored to shared memory (a_halves), so that the loads' latency
+// stays hidden behind the step's products (rounded at once, the f32 x f16 GEMM ran 3x slower).
+struct RunA {
+    uvec4 lo, hi;
+};
+
+RunA load_a(uint row, uint col) {
+    RunA r;
+    r.hi = uvec4(0u);
+    if (!A_F32) {
+        r.lo = load8(true, params.a_offset, row, col, params.m, params.k);
+        return r;
+    }
+    r.lo = uvec4(0u);
+    if (row >= params.m || col >= params.k) return r;
+    uint e = params.a_offset + row * params.k + col;
+    if (VEC8) {
+        r.lo = floatBitsToUint(a_vec4[e / 4u]);
+        r.hi = floatBitsToUint(a_vec4[e / 4u + 1u]);
+        return r;
+    }
+    uint f[8];
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) f[i] = col + i < params.k ? floatBitsToUint(a_floats[e + i]) : 0u;
+    r.lo = uvec4(f[0], f[1], f[2], f[3]);
+    r.hi = uvec4(f[4], f[5], f[6], f[7]);
+    return r;
+}
+
+uvec4 a_halves(RunA r) {
+    if (!A_F32) return r.lo;
+    vec4 lo = uintBitsToFloat(r.lo), hi = uintBitsToFloat(r.hi);
+    return uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));
+}
+
+// The 8-element runs this invocation loads of each tile for the step at k0: of a row of a's tile (4
+// runs a row), of a row of b's (16 runs a row; transposed, 4 runs of a row of b's [n, k]).
+void load_step(uint k0, uint t, uint row0, uint col0, out RunA ra[LOADS_A], out uvec4 rb[LOADS_B]) {
     [[unroll]] for (uint s = 0u; s < LOADS_A; ++s) {
         uint idx = t + THREADS * s;
-        ra[s] = load8(true, params.a_offset, row0 + idx / RUNS_A, k0 + (idx % RUNS_A) * 8u, params.m, params.k);
+        ra[s] = load_a(row0 + idx / RUNS_A, k0 + (idx % RUNS_A) * 8u);
     }
     [[unroll]] for (uint s = 0u; s < LOADS_B; ++s) {
         uint idx = t + THREADS * s;
-        rb[s] = load8(false, params.b_offset, k0 + idx / 16u, col0 + (idx % 16u) * 8u, params.k, params.n);
+        rb[s] = B_TRANSPOSED ? load8(false, params.b_offset, col0 + idx / RUNS_A, k0 + (idx % RUNS_A) * 8u, params.n, params.k)
+                             : load8(false, params.b_offset, k0 + idx / 16u, col0 + (idx % 16u) * 8u, params.k, params.n);
     }
 }
 
-void store_step(uint buf, uint t, uvec4 ra[LOADS_A], uvec4 rb[LOADS_B]) {
+void store_step(uint buf, uint t, RunA ra[LOADS_A], uvec4 rb[LOADS_B]) {
     [[unroll]] for (uint s = 0u; s < LOADS_A; ++s) {
         uint idx = t + THREADS * s;
-        tile_a[buf][(idx / RUNS_A) * (A_STRIDE / 8u) + idx % RUNS_A] = ra[s];
+        tile_a[buf][(idx / RUNS_A) * (A_STRIDE / 8u) + idx % RUNS_A] = a_halves(ra[s]);
     }
     [[unroll]] for (uint s = 0u; s < LOADS_B; ++s) {
         uint idx = t + THREADS * s;
-        tile_b[buf][(idx / 16u) * (B_STRIDE / 8u) + idx % 16u] = rb[s];
+        uint at = B_TRANSPOSED ? (idx / RUNS_A) * (A_STRIDE / 8u) + idx % RUNS_A : (idx / 16u) * (B_STRIDE / 8u) + idx % 16u;
+        tile_b[buf][at] = rb[s];
     }
 }
 
@@ -116,7 +161,8 @@ void main() {
     [[unroll]] for (uint i = 0u; i < FRAGS_M; ++i)
         [[unroll]] for (uint j = 0u; j < FRAGS_N; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, FRAG_N>(0.0);
 
-    uvec4 ra[LOADS_A], rb[LOADS_B];
+    RunA ra[LOADS_A];
+    uvec4 rb[LOADS_B];
     load_step(0u, t, row0, col0, ra, rb);
     uint buf = 0u;
     for (uint k0 = 0u; k0 < params.k; k0 += TILE_K) {
@@ -128,8 +174,12 @@ void main() {
             fcoopmatNV<16, gl_ScopeSubgroup, 16, FRAG_N> fb[FRAGS_N];
             [[unroll]] for (uint i = 0u; i < FRAGS_M; ++i)
                 coopMatLoadNV(fa[i], tile_a[buf], ((sub_row + 16u * i) * A_STRIDE + kk) / 8u, A_STRIDE / 8u, false);
-            [[unroll]] for (uint j = 0u; j < FRAGS_N; ++j)
-                coopMatLoadNV(fb[j], tile_b[buf], (kk * B_STRIDE + sub_col + FRAG_N * j) / 8u, B_STRIDE / 8u, false);
+            [[unroll]] for (uint j = 0u; j < FRAGS_N; ++j) {
+                if (B_TRANSPOSED)  // element (k, n) at [n][k]: column-major
+                    coopMatLoadNV(fb[j], tile_b[buf], ((sub_col + FRAG_N * j) * A_STRIDE + kk) / 8u, A_STRIDE / 8u, true);
+                else
+                    coopMatLoadNV(fb[j], tile_b[buf], (kk * B_STRIDE + sub_col + FRAG_N * j) / 8u, B_STRIDE / 8u, false);
+            }
             [[unroll]] for (uint i = 0u; i < FRAGS_M; ++i)
                 [[unroll]] for (uint j = 0u; j < FRAGS_N; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
         }

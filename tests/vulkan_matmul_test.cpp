@@ -2,9 +2,12 @@
 // poisoned outputs: f32, f16 and bf16 operands (matmul a·b with both operands of one type;
 // linear x·wᵀ with f32 x and f32/f16/bf16 weights), each f16 case both through 16-bit storage
 // and through packed words. Tolerance as the CPU GEMM's: |err| <= 1e-5·√k·Σ|a·b| per element
-// (f32 accumulation of exactly representable products). The cooperative-matrix GEMM (f16 x f16
-// on devices with VK_NV_cooperative_matrix; lavapipe has none, NVIDIA's driver has) is exercised by
-// the f16 cases: whole 128x128 tiles, edges in m, n and k, 16-byte and half-by-half loads (k or a view offset not a multiple of 8), many steps along k.
+// (f32 accumulation of exactly representable products). The cooperative-matrix GEMM (f16 x f16,
+// and linear's f32 x with f16 weights, on devices with VK_NV_cooperative_matrix; lavapipe has none,
+// NVIDIA's driver has) is exercised by the f16 cases: whole 128x128 tiles, edges in m, n and k,
+// 16-byte and element-by-element loads (k or a view offset not a multiple of 8), many steps along
+// k. It rounds linear's x to f16, as CUDA's tensor cores do: there the bound of f16 linear grows
+// by 2^-11·Σ|x·w| (the rounding of each x).
 //
 // The f32 x f32 SGEMM (shaders/matmul_f32_large.comp) is taken automatically only by shapes too
 // large for lavapipe, so its tests force each tile of the host's table through the hook below
@@ -15,6 +18,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string_view>
+#include <type_traits>
 
 #include "support/vulkan_support.hpp"
 
@@ -40,10 +44,11 @@ std::vector<double> as_double(std::vector<T> const& v) {
     return d;
 }
 
-// got[i, j] against Σ_p a(i, p)·b(p, j); b_t: b is stored [n, k]. Returns the failures.
+// got[i, j] against Σ_p a(i, p)·b(p, j); b_t: b is stored [n, k]. `rounding`: a relative error of
+// a's values the GEMM may add. Returns the failures.
 std::size_t gemm_failures(std::vector<float> const& got, std::vector<double> const& a, std::vector<double> const& b,
-                          Dims d, bool b_t) {
-    double const tol = 1e-5 * std::sqrt(static_cast<double>(std::max<std::size_t>(d.k, 1)));
+                          Dims d, bool b_t, double rounding = 0) {
+    double const tol = 1e-5 * std::sqrt(static_cast<double>(std::max<std::size_t>(d.k, 1))) + rounding;
     std::size_t failures = 0;
     for (std::size_t i = 0; i < d.m; ++i)
         for (std::size_t j = 0; j < d.n; ++j) {
@@ -64,6 +69,15 @@ std::size_t gemm_failures(std::vector<float> const& got, std::vector<double> con
 
 class VulkanMatmul : public VulkanTest {
 protected:
+    // The relative error linear's f32 x may take with T weights: 2^-11 where f16 weights go to the
+    // cooperative-matrix GEMM (which rounds x to f16), else none.
+    template <class T>
+    double x_rounding() const {
+        return std::is_same_v<T, half> && cooperative_ && vulkan::has_cooperative_matrix(device) ? std::ldexp(1.0, -11) : 0.0;
+    }
+    bool cooperative_ = true;  // matmul's cooperative-matrix GEMM not turned off by the test
+
+
     template <class T>
     void run(Dims d) {
         auto const seed = fresh_seed();
@@ -80,7 +94,7 @@ protected:
         auto const wv = convert<T>(random_floats(d.n * d.k, seed + 3, -1.0f, 1.0f));
         auto y = poisoned({d.m, d.n}, device);
         linear(Tensor<float>::from(xv, {d.m, d.k}, device), Tensor<T>::from(wv, {d.n, d.k}, device), y);
-        EXPECT_EQ(gemm_failures(y.to_vector(), as_double(xv), as_double(wv), d, true), 0u) << "linear";
+        EXPECT_EQ(gemm_failures(y.to_vector(), as_double(xv), as_double(wv), d, true, x_rounding<T>()), 0u) << "linear";
     }
 
     template <class T>
@@ -117,8 +131,31 @@ TEST_F(VulkanMatmul, F16AcrossTilesAndViewOffsets) {
     EXPECT_EQ(stats().cpu_fallbacks, 0u);
 }
 
+// linear with f32 x and f16 weights over several tiles and many steps along k, on views whose offsets
+// are and are not multiples of 8 elements (x's 16-byte loads need multiples of 4 floats).
+TEST_F(VulkanMatmul, LinearF16AcrossTilesAndViewOffsets) {
+    reset_stats();
+    for (std::size_t offset : {0, 8, 3})
+        for (Dims d : {Dims{256, 384, 1024}, Dims{300, 260, 1000}}) {
+            auto const seed = fresh_seed();
+            SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + " offset " +
+                         std::to_string(offset) + " seed " + std::to_string(seed));
+            auto const xv = random_floats(offset + d.m * d.k, seed, -1.0f, 1.0f);
+            auto const wv = convert<half>(random_floats(offset + d.n * d.k, seed + 1, -1.0f, 1.0f));
+            auto const x = Tensor<float>::from(xv, {offset + d.m * d.k}, device).slice(offset, offset + d.m * d.k).reshape({d.m, d.k});
+            auto const w = Tensor<half>::from(wv, {offset + d.n * d.k}, device).slice(offset, offset + d.n * d.k).reshape({d.n, d.k});
+            auto y = poisoned({d.m, d.n}, device);
+            linear(x, w, y);
+            std::vector<float> const x_used(xv.begin() + static_cast<std::ptrdiff_t>(offset), xv.end());
+            std::vector<half> const w_used(wv.begin() + static_cast<std::ptrdiff_t>(offset), wv.end());
+            EXPECT_EQ(gemm_failures(y.to_vector(), as_double(x_used), as_double(w_used), d, true, x_rounding<half>()), 0u);
+        }
+    EXPECT_EQ(stats().cpu_fallbacks, 0u);
+}
+
 TEST_F(VulkanMatmul, F16ThroughPackedWords) {
     vulkan::use_matmul_features(device, false, false);
+    cooperative_ = false;
     run_all<half>();
     vulkan::use_matmul_features(device, true, true);
 }

@@ -34,6 +34,9 @@ struct MemoryStats {
 // false makes reductions, softmax and norms take their shared-memory path even where subgroup
 // arithmetic exists, so tests cover both paths; true restores the default.
 void use_subgroups(Device device, bool enabled);
+// Whether matmul has its cooperative-matrix GEMM on the device (f16 · f16, and linear's f32 x with
+// f16 weights, x then rounded to f16).
+[[nodiscard]] bool has_cooperative_matrix(Device device);
 // false turns off matmul's 16-bit-storage reads of f16 (packed words instead) or its
 // cooperative-matrix GEMM, so tests cover the portable paths too; true restores the default.
 void use_matmul_features(Device device, bool storage16, bool cooperative_matrix);

@@ -7,6 +7,7 @@
 // linear with q4_k / q6_k weights and many rows of x decodes the weights into an f32 scratch copy
 // for the f32 GEMMs, or, where that copy would not fit one binding, into the tiled GEMM's tiles.
 // Few rows of x against K-quant weights take the f32 K-quant GEMV (vulkan_quant.cpp).
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <mutex>
@@ -62,9 +63,10 @@ constexpr std::array gemm_tiles{
 // ("legacy") so that a sweep compares against it.
 constexpr GemmTile legacy_tile{64, 64, 16, false};
 // The cooperative-matrix GEMM's tile (matmul_coopmat.comp) and its shared memory: two stages of
-// both operand tiles and one 16x16 f32 scratch for each of its 4 subgroups.
+// both operand tiles (b's in the larger of its two layouts) and one 16x16 f32 scratch for each of
+// its 4 subgroups.
 constexpr GemmTile coopmat_tile{128, 128, 32, false};
-constexpr std::uint32_t coopmat_shared_bytes = 2 * (128 * 40 + 32 * 136) * 2 + 4 * 256 * 4;
+constexpr std::uint32_t coopmat_shared_bytes = 2 * (128 * 40 + std::max(32 * 136, 128 * 40)) * 2 + 4 * 256 * 4;
 constexpr std::string_view legacy_name = "legacy";
 
 // A tile forced by RAYO_VULKAN_GEMM_TILE or use_gemm_tile: of matmul_f32_large.comp, or the old shader.
@@ -185,7 +187,9 @@ void VulkanBackend::matmul(detail::MatmulShape shape, TensorView const& a, Tenso
     bool const f32 = (a.dtype == DType::f32 && b.dtype == DType::f32) || decode_first;
     std::optional<GemmTile> const large =
         f32 ? large_gemm_tile(shape, physical.properties.limits.maxComputeSharedMemorySize) : std::nullopt;
-    bool const cooperative = !large && a.dtype == DType::f16 && b.dtype == DType::f16 && !shape.b_transposed &&
+    // f16 · f16, and linear's f32 x with f16 weights (x rounded to f16 as it is staged, as on CUDA's
+    // tensor cores; H200, 512 x 4096 x 14336: 21 TFLOP/s in f32 arithmetic, 131 here).
+    bool const cooperative = !large && (a.dtype == DType::f16 || a.dtype == DType::f32) && b.dtype == DType::f16 &&
                              physical.cooperative_matrix_n == 16 && use_cooperative_matrix_ &&
                              physical.properties.limits.maxComputeSharedMemorySize >= coopmat_shared_bytes;
     GemmTile const tile = large.value_or(cooperative ? coopmat_tile : legacy_tile);
@@ -239,8 +243,10 @@ void VulkanBackend::matmul(detail::MatmulShape shape, TensorView const& a, Tenso
     } else if (cooperative) {
         // Tensor cores: f16 products, f32 accumulation (untested on lavapipe, which lacks the extension).
         // 16-byte loads where every run of 8 halves starts aligned and lies wholly inside or outside.
-        bool const vec8 = params.a_offset % 8 == 0 && params.b_offset % 8 == 0 && params.k % 8 == 0 && params.n % 8 == 0;
-        dispatch(Shader::matmul_coopmat, {0, 128, 0, 0, 0, vec8 ? 1u : 0u},
+        bool const a_f32 = a.dtype == DType::f32;
+        bool const vec8 = params.a_offset % (a_f32 ? 4 : 8) == 0 && params.b_offset % 8 == 0 && params.k % 8 == 0 &&
+                          (shape.b_transposed || params.n % 8 == 0);
+        dispatch(Shader::matmul_coopmat, {0, 128, 0, 0, 0, vec8 ? 1u : 0u, a_f32 ? 1u : 0u, transposed},
                  {ba, bb, bo}, params, groups);
     } else {
         bool const reads_f16 = a.dtype == DType::f16 || b.dtype == DType::f16;
@@ -270,6 +276,8 @@ void VulkanBackend::use_decoded_kquant_gemm(bool decode_first) {
 void use_decoded_kquant_gemm(Device device, bool decode_first) {
     backend_of(device).use_decoded_kquant_gemm(decode_first);
 }
+
+bool has_cooperative_matrix(Device device) { return backend_of(device).has_cooperative_matrix(); }
 
 void use_matmul_features(Device device, bool storage16, bool cooperative_matrix) {
     backend_of(device).use_matmul_features(storage16, cooperative_matrix);
