@@ -109,48 +109,43 @@ TEST_F(VulkanMatmul, F32) { run_all<float>(); }
 TEST_F(VulkanMatmul, F16) { run_all<half>(); }
 TEST_F(VulkanMatmul, BF16) { run_all<bfloat16>(); }
 
-// Shapes of several workgroup tiles and many steps along k, with edges, on views whose offsets
-// are and are not multiples of 8 halves.
-TEST_F(VulkanMatmul, F16AcrossTilesAndViewOffsets) {
+// The values v[offset..] of a tensor made of v on the device, as a [rows, cols] view `offset`
+// elements in.
+template <class T>
+Tensor<T> view_at(std::vector<T> const& v, std::size_t offset, std::size_t rows, std::size_t cols, Device device) {
+    auto const n = static_cast<std::int64_t>(v.size());
+    return Tensor<T>::from(v, {v.size()}, device).slice(static_cast<std::int64_t>(offset), n).reshape({rows, cols});
+}
+
+// matmul of f16 operands (b_t false) or linear with f32 x and f16 weights (b_t true) over shapes of
+// several workgroup tiles and many steps along k, with edges, on views whose offsets are and are
+// not multiples of 8 elements (16-byte loads need multiples of 8 halves, or 4 floats).
+template <class A>
+void check_across_tiles_and_view_offsets(Device device, bool b_t, double rounding) {
     reset_stats();
     for (std::size_t offset : {0, 8, 3})
         for (Dims d : {Dims{256, 384, 1024}, Dims{300, 260, 1000}}) {
             auto const seed = fresh_seed();
             SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + " offset " +
                          std::to_string(offset) + " seed " + std::to_string(seed));
-            auto const av = convert<half>(random_floats(offset + d.m * d.k, seed, -1.0f, 1.0f));
+            auto const av = convert<A>(random_floats(offset + d.m * d.k, seed, -1.0f, 1.0f));
             auto const bv = convert<half>(random_floats(offset + d.k * d.n, seed + 1, -1.0f, 1.0f));
-            auto const a = Tensor<half>::from(av, {offset + d.m * d.k}, device).slice(offset, offset + d.m * d.k).reshape({d.m, d.k});
-            auto const b = Tensor<half>::from(bv, {offset + d.k * d.n}, device).slice(offset, offset + d.k * d.n).reshape({d.k, d.n});
+            auto const a = view_at(av, offset, d.m, d.k, device);
+            auto const b = b_t ? view_at(bv, offset, d.n, d.k, device) : view_at(bv, offset, d.k, d.n, device);
             auto out = poisoned({d.m, d.n}, device);
-            matmul(a, b, out);
-            std::vector<half> const a_used(av.begin() + static_cast<std::ptrdiff_t>(offset), av.end());
+            if constexpr (std::is_same_v<A, float>) linear(a, b, out);
+            else matmul(a, b, out);
+            std::vector<A> const a_used(av.begin() + static_cast<std::ptrdiff_t>(offset), av.end());
             std::vector<half> const b_used(bv.begin() + static_cast<std::ptrdiff_t>(offset), bv.end());
-            EXPECT_EQ(gemm_failures(out.to_vector(), as_double(a_used), as_double(b_used), d, false), 0u);
+            EXPECT_EQ(gemm_failures(out.to_vector(), as_double(a_used), as_double(b_used), d, b_t, rounding), 0u);
         }
     EXPECT_EQ(stats().cpu_fallbacks, 0u);
 }
 
-// linear with f32 x and f16 weights over several tiles and many steps along k, on views whose offsets
-// are and are not multiples of 8 elements (x's 16-byte loads need multiples of 4 floats).
+TEST_F(VulkanMatmul, F16AcrossTilesAndViewOffsets) { check_across_tiles_and_view_offsets<half>(device, false, 0.0); }
+
 TEST_F(VulkanMatmul, LinearF16AcrossTilesAndViewOffsets) {
-    reset_stats();
-    for (std::size_t offset : {0, 8, 3})
-        for (Dims d : {Dims{256, 384, 1024}, Dims{300, 260, 1000}}) {
-            auto const seed = fresh_seed();
-            SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + " offset " +
-                         std::to_string(offset) + " seed " + std::to_string(seed));
-            auto const xv = random_floats(offset + d.m * d.k, seed, -1.0f, 1.0f);
-            auto const wv = convert<half>(random_floats(offset + d.n * d.k, seed + 1, -1.0f, 1.0f));
-            auto const x = Tensor<float>::from(xv, {offset + d.m * d.k}, device).slice(offset, offset + d.m * d.k).reshape({d.m, d.k});
-            auto const w = Tensor<half>::from(wv, {offset + d.n * d.k}, device).slice(offset, offset + d.n * d.k).reshape({d.n, d.k});
-            auto y = poisoned({d.m, d.n}, device);
-            linear(x, w, y);
-            std::vector<float> const x_used(xv.begin() + static_cast<std::ptrdiff_t>(offset), xv.end());
-            std::vector<half> const w_used(wv.begin() + static_cast<std::ptrdiff_t>(offset), wv.end());
-            EXPECT_EQ(gemm_failures(y.to_vector(), as_double(x_used), as_double(w_used), d, true, x_rounding<half>()), 0u);
-        }
-    EXPECT_EQ(stats().cpu_fallbacks, 0u);
+    check_across_tiles_and_view_offsets<float>(device, true, x_rounding<half>());
 }
 
 TEST_F(VulkanMatmul, F16ThroughPackedWords) {
