@@ -112,6 +112,16 @@ float rayo_exp(float x) {
     return rayo_exp2f(x, 0.0);
 }
 
+// rayo_exp for x <= 0 or -inf (not NaN): the same value without the NaN test and the upper clamp
+// (softmax's x - max, where the max is finite).
+float rayo_exp_nonpositive(float x) {
+    precise float xc = max(x, -104.0);
+    float t;
+    precise float r = rayo_exp_reduce(xc, t);
+    precise float result = rayo_scale(rayo_expm1_poly(r) + 1.0, t);
+    return result;
+}
+
 // Natural log (Cephes logf reduction with the exponent carried at sqrt(2)).
 float rayo_log(float x) {
     if (isnan(x) || x < 0.0) return RAYO_NAN;

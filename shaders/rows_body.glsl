@@ -156,6 +156,28 @@ vec2 df_add4(vec2 s, vec4 v, bvec4 ok) {
     return s;
 }
 
+// (hi, lo) + x for finite x >= 0 and hi >= 0, by Fast2Sum (3 operations for the error instead of
+// two_sum's 6): exact once hi >= x, which softmax's sums of e^(x - max) <= 1 reach after their
+// first terms; before that the error term may miss a part below 2^-24 of the sum.
+vec2 df_add1_nonnegative(vec2 a, float x) {
+    precise float s = a.x + x;
+    precise float z = s - a.x;
+    precise float e = x - z;
+    precise float lo = a.y + e;
+    return vec2(s, lo);
+}
+
+// df_add4 of e^(x - max) values (finite, >= 0) with df_add1_nonnegative where `nonnegative` (the
+// branch is uniform over the workgroup).
+vec2 df_add4_exp(vec2 s, vec4 v, bvec4 ok, bool nonnegative) {
+    if (!nonnegative) return df_add4(s, v, ok);
+    if (ok.x) s = df_add1_nonnegative(s, v.x);
+    if (ok.y) s = df_add1_nonnegative(s, v.y);
+    if (ok.z) s = df_add1_nonnegative(s, v.z);
+    if (ok.w) s = df_add1_nonnegative(s, v.w);
+    return s;
+}
+
 // m and the elements of v in the row: their maximum, NaN if any is NaN.
 float max4(vec4 v, bvec4 ok, float m) {
     if (ok.x) m = rayo_max_nan(m, v.x);
@@ -165,7 +187,14 @@ float max4(vec4 v, bvec4 ok, float m) {
     return m;
 }
 
-vec4 exp4(vec4 d) { return vec4(rayo_exp(d.x), rayo_exp(d.y), rayo_exp(d.z), rayo_exp(d.w)); }
+// e^d; `nonpositive`: every d is <= 0 or -inf (the row's max is finite), so the NaN test and
+// the upper clamp can go (the branch is uniform over the workgroup).
+vec4 exp4(vec4 d, bool nonpositive) {
+    if (nonpositive)
+        return vec4(rayo_exp_nonpositive(d.x), rayo_exp_nonpositive(d.y), rayo_exp_nonpositive(d.z),
+                    rayo_exp_nonpositive(d.w));
+    return vec4(rayo_exp(d.x), rayo_exp(d.y), rayo_exp(d.z), rayo_exp(d.w));
+}
 
 // affine() of the chunk's elements in the row; with VEC4, gamma and beta are read as vec4s.
 vec4 affine_chunk(vec4 v, float c, float s, float t, uvec4 i, bvec4 ok) {
@@ -203,14 +232,15 @@ void process_row_in_registers(uint row, uint t) {
             m = max4(v[c], lessThan(i, uvec4(n)), m);
         }
         m = wg_max(m);
+        bool finite_max = !isnan(m) && !isinf(m);
         vec2 s = vec2(0.0);
         [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
             uvec4 i = chunk_elements(c, t);
             bvec4 ok = lessThan(i, uvec4(n));
             if (ok.x) {
                 precise vec4 d = v[c] - m;
-                vec4 e = exp4(d);
-                s = df_add4(s, e, ok);
+                vec4 e = exp4(d, finite_max);
+                s = df_add4_exp(s, e, ok, finite_max);
                 v[c] = OP == 1 ? d : e;
             }
         }
