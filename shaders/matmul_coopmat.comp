@@ -12,9 +12,9 @@
 // tiles being loaded from global memory into registers while this one's are multiplied; with VEC8
 // those loads are 16 bytes (8 halves, or two of 4 floats) each, else elements one by one. A
 // transposed b is staged as it is stored, [128][32], and its fragments loaded column-major. Shared
-// rows are padded (80 and 272 bytes) so that the fragment loads' rows fall in different banks. Fragments inside out
-// are stored straight to it; those across its edge go through a per-subgroup scratch so that only
-// their valid part is written.
+// rows are padded (80 and 272 bytes) so that the fragment loads' rows fall in different banks.
+// Fragments inside out are stored straight to it; those across its edge go through a per-subgroup
+// scratch so that only their valid part is written.
 //
 // Measured on an H200 (NVIDIA's driver), TFLOP/s at n = 4096 / 8192: this shape 170 / 177; eight
 // subgroups of 64x32 143 / 147; 256x128 tiles of eight 64x64 subgroups with steps of 16 157 / 161;

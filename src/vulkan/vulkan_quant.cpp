@@ -4,10 +4,9 @@
 // registers once for all rows of x, so its cost is the weight bytes; for one row of x and q4_k
 // weights, the spanning GEMV (quant_gemv_spanning.comp), which holds x in registers. The f32
 // builds do not quantize x; the spanning GEMV's integer-dot-product build, on devices that
-// accelerate 4x8-bit products, quantizes it to int16 per 16 values (more precise than q8_k
-// with its residual). rayo::kquant_activations() (q8_k_residual / q8_k) therefore changes none of
-// them; that setting applies to the CPU and CUDA backends. q4_k / q6_k quantization stays on the
-// CPU.
+// accelerate 4x8-bit products, turns it into 24-bit integers per 16 values (f32's precision).
+// rayo::kquant_activations() (q8_k_residual / q8_k) therefore changes none of them; that setting
+// applies to the CPU and CUDA backends. q4_k / q6_k quantization stays on the CPU.
 #include <algorithm>
 #include <limits>
 #include <optional>
