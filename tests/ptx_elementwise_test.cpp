@@ -400,11 +400,13 @@ TEST(PtxElementwiseSimulated, GlueKeysNameTheVariantAndTheTargetAndEmptyTensorsL
     empty.numel = 0;
     cuda::ops::unary(runner, detail::UnaryOp::exp, {}, empty, empty);
     EXPECT_EQ(runner.launches().size(), 2u);
-    // 2^28 elements: a grid of 4 blocks per multiprocessor.
-    detail::TensorView big = x.view();
-    big.numel = std::size_t{1} << 28;
-    EXPECT_EQ(cuda::ops::launch_shape(runner, big.numel, true).grid[0], 12u);
-    EXPECT_EQ(cuda::ops::launch_shape(runner, 5, true).grid[0], 1u);
+    // The grid covers the tensor, 1024 vectors (or elements) a block, up to the grid's limit; the
+    // grid-stride loop takes the rest.
+    EXPECT_EQ(cuda::ops::launch_shape(std::size_t{1} << 28, true).grid[0], 65536u);
+    EXPECT_EQ(cuda::ops::launch_shape(std::size_t{1} << 28, false).grid[0], 262144u);
+    EXPECT_EQ(cuda::ops::launch_shape((std::size_t{1} << 28) + 1, true).grid[0], 65537u);
+    EXPECT_EQ(cuda::ops::launch_shape(5, true).grid[0], 1u);
+    EXPECT_EQ(cuda::ops::launch_shape(std::size_t{1} << 44, false).grid[0], 0x7fffffffu);
     detail::TensorView ints = x.view();
     ints.dtype = DType::i32;
     EXPECT_THROW(cuda::ops::unary(runner, detail::UnaryOp::relu, {}, ints, ints), Unsupported);

@@ -14,13 +14,13 @@ using detail::TensorView;
 
 namespace {
 
-// 256-thread blocks, four per multiprocessor: every element-wise kernel needs at most 64
-// registers a thread (ptxas reports 60 at most), so all blocks are resident at once, and with four
-// 16-byte accesses per operand in flight per thread that is 64 KiB of loads per multiprocessor —
-// well above what HBM3 needs to stay busy.
+// 256-thread blocks, each thread `unroll` 16-byte accesses per operand at a time (64 registers at
+// most: ptxas reports 60). The grid covers the whole tensor rather than striding over it with only
+// the resident blocks: on an H200, gelu 2^28 ran at 3.87 TB/s against 3.61 with four blocks a
+// multiprocessor (8 a multiprocessor, or 1-2 accesses at a time, 3.28-3.72): blocks that finish
+// make room for new ones whose loads overlap the old ones' arithmetic.
 constexpr unsigned block_threads = 256;
 constexpr unsigned unroll = 4;
-constexpr unsigned blocks_per_multiprocessor = 4;
 
 ptx::kernels::UnaryKind unary_kind(detail::UnaryOp op) {
     using detail::UnaryOp;
@@ -71,16 +71,15 @@ bool same_alignment(std::initializer_list<std::uint64_t> addresses) {
     return std::all_of(addresses.begin(), addresses.end(), [&](std::uint64_t a) { return a % 16 == first; });
 }
 
-LaunchDims launch_shape(KernelRunner& runner, std::size_t n, bool vectorized) {
+LaunchDims launch_shape(std::size_t n, bool vectorized) {
     // A thread handles `unroll` vectors (or elements) per loop iteration; enough blocks for one
-    // iteration each, at most the resident count (the grid-stride loop does the rest).
+    // iteration each, up to the grid's limit (the grid-stride loop does any rest).
     std::size_t const units = vectorized ? (n + 3) / 4 : n;
     std::size_t const per_block = std::size_t{block_threads} * unroll;
     std::size_t const wanted = std::max<std::size_t>(1, (units + per_block - 1) / per_block);
-    std::size_t const resident =
-        static_cast<std::size_t>(std::max(1, runner.multiprocessor_count())) * blocks_per_multiprocessor;
+    constexpr std::size_t max_grid_x = 0x7fffffff;
     LaunchDims dims;
-    dims.grid[0] = static_cast<unsigned>(std::min(wanted, resident));
+    dims.grid[0] = static_cast<unsigned>(std::min(wanted, max_grid_x));
     dims.block[0] = block_threads;
     return dims;
 }
@@ -114,7 +113,7 @@ void binary_launch(KernelRunner& runner, detail::BinaryOp op, TensorView const& 
                             (config.scalar_operand ? "/scalar_operand" : "/tensor_operand") +
                             key_suffix(vectorized, runner);
     runner.run(
-        key, [config] { return ptx::kernels::binary(config); }, launch_shape(runner, n, vectorized), out_address,
+        key, [config] { return ptx::kernels::binary(config); }, launch_shape(n, vectorized), out_address,
         a_address, b_address, std::uint64_t{n}, s);
 }
 
@@ -135,7 +134,7 @@ void unary(KernelRunner& runner, detail::UnaryOp op, detail::UnaryParams params,
         .op = unary_kind(op), .vectorized = vectorized, .unroll = unroll, .block_threads = block_threads};
     std::string const key = "unary/" + std::string(ptx::kernels::to_string(config.op)) + key_suffix(vectorized, runner);
     runner.run(
-        key, [config] { return ptx::kernels::unary(config); }, launch_shape(runner, n, vectorized), out_address,
+        key, [config] { return ptx::kernels::unary(config); }, launch_shape(n, vectorized), out_address,
         in_address, std::uint64_t{n}, params.a, params.b);
 }
 
