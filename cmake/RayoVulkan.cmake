@@ -43,6 +43,7 @@ include(RayoShaders)
 function(rayo_add_vulkan_backend target)
     set(_rayo_vulkan_sources
         ${PROJECT_SOURCE_DIR}/src/vulkan/command_stream.cpp
+        ${PROJECT_SOURCE_DIR}/src/vulkan/spirv_cooperative_matrix.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/discovery.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/instance.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/logical_device.cpp

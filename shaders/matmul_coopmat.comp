@@ -1,25 +1,31 @@
 #version 450
-// f16 x f16 -> f32 GEMM on VK_NV_cooperative_matrix (tensor cores), chosen only where the device
-// reports a 16x16x16 f16·f16 + f32 subgroup-scope shape and a subgroup of 32, with shaderFloat16
-// and vulkanMemoryModel (glslang declares that model for it). out[m, n] = a[m, k] · b[k, n], b f16,
-// a f16 or (A_F32) f32 rounded to f16 as it is staged (as the CUDA backend's tensor-core GEMM
-// does), b as stored or (B_TRANSPOSED) stored [n, k]: matmul of f16 operands and linear(x, w) with
-// f32 x and f16 w, any m, n, k.
+// f16 x f16 -> f32 GEMM on cooperative matrices (tensor cores), chosen only where the device lists
+// a 16x8x16 f16·f16 + f32 subgroup-scope shape and a subgroup of 32, with shaderFloat16 and
+// vulkanMemoryModel (glslang declares that model for it). Written for VK_NV_cooperative_matrix,
+// which Debian's glslc compiles; where the device has VK_KHR_cooperative_matrix the backend
+// rewrites the SPIR-V for it (src/vulkan/spirv_cooperative_matrix.hpp: a fragments 16x16, b 16x8, the
+// accumulator 16x8, as listed there). out[m, n] = a[m, k] · b[k, n], b f16, a f16 or (A_F32) f32
+// rounded to f16 as it is staged (as the CUDA backend's tensor-core GEMM does), b as stored or
+// (B_TRANSPOSED) stored [n, k]: matmul of f16 operands and linear(x, w) with f32 x and f16 w, any
+// m, n, k.
 //
 // A workgroup of 4 subgroups computes a 128x128 tile of out, each subgroup a 64x64 quarter of it
-// as 4 x 4 accumulator fragments. Per step of 32 along k the workgroup stages a 128x32 tile of a
-// and a 32x128 tile of b in shared memory (double-buffered: one barrier a step), the next step's
-// tiles being loaded from global memory into registers while this one's are multiplied; with VEC8
-// those loads are 16 bytes (8 halves, or two of 4 floats) each, else elements one by one. A
-// transposed b is staged as it is stored, [128][32], and its fragments loaded column-major. Shared
-// rows are padded (80 and 272 bytes) so that the fragment loads' rows fall in different banks.
-// Fragments inside out are stored straight to it; those across its edge go through a per-subgroup
-// scratch so that only their valid part is written.
+// as 4 x 8 accumulator fragments of 16x8. Per step of 32 along k the workgroup stages a 128x32 tile
+// of a and a 32x128 tile of b in shared memory (double-buffered: one barrier a step), the next
+// step's tiles being loaded from global memory into registers while this one's are multiplied;
+// with VEC8 those loads are 16 bytes (8 halves, or two of 4 floats) each, else elements one by
+// one. A transposed b is staged as it is stored, [128][32], and its fragments loaded column-major.
+// Shared rows are padded (80 and 272 bytes) so that the fragment loads' rows fall in different
+// banks. Fragments inside out are stored straight to it; those across its edge go through a
+// per-subgroup scratch so that only their valid part is written.
 //
-// Measured on an H200 (NVIDIA's driver), TFLOP/s at n = 4096 / 8192: this shape 170 / 177; eight
-// subgroups of 64x32 143 / 147; 256x128 tiles of eight 64x64 subgroups with steps of 16 157 / 161;
-// loads two steps ahead 165 / 168; the fragment width as a specialization constant (loops left
-// rolled) 124 / 125; the old 64x64 shader with halves loaded one by one 29.
+// Measured on an H200 (NVIDIA's driver), TFLOP/s at n = 4096 / 8192: through the KHR extension
+// 246 / 260. Through the NV one 176 / 182 (16x16 b fragments: 171 / 178): its matrix types do not
+// say which operand they are, and the driver's code transposed each b fragment again before every
+// product (two MOVM per HMMA). With 16x16 b fragments: eight subgroups of 64x32 143 / 147; 256x128
+// tiles of eight 64x64 subgroups with steps of 16 157 / 161; loads two steps ahead 165 / 168; the
+// fragment width as a specialization constant (loops left rolled) 124 / 125; the old 64x64 shader
+// with halves loaded one by one 29.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require  // glslang emits the Vulkan memory model for it anyway
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -33,7 +39,7 @@ const uint WARP_COLS = 64u;  // each subgroup: 64 rows, WARP_COLS columns of out
 const uint SUBGROUPS = (TILE_M / 64u) * (TILE_N / WARP_COLS);
 const uint THREADS = 32u * SUBGROUPS;
 layout(local_size_x = 128) in;
-const uint FRAG_N = 16u;
+const uint FRAG_N = 8u;  // b and accumulator fragments 16x8: one HMMA.16816 a product
 // 8-half runs per invocation and step: of the a tile (TILE_K/8 a row), of the b tile (16 a row).
 const uint LOADS_A = TILE_M * TILE_K / 8u / THREADS;
 const uint LOADS_B = TILE_K * TILE_N / 8u / THREADS;
@@ -73,7 +79,7 @@ layout(push_constant) uniform Params {
 
 shared uvec4 tile_a[2][A_TILE];
 shared uvec4 tile_b[2][B_TILE];
-shared float scratch[SUBGROUPS][16 * 16];  // edge fragments, one per subgroup
+shared float scratch[SUBGROUPS][16 * FRAG_N];  // edge fragments, one per subgroup
 
 // 8 halves of a row-major matrix with `cols` columns at (row, col), zeros where outside [rows, cols].
 uvec4 load8(bool is_a, uint offset, uint row, uint col, uint rows, uint cols) {

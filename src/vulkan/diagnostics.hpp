@@ -37,6 +37,9 @@ void use_subgroups(Device device, bool enabled);
 // Whether matmul has its cooperative-matrix GEMM on the device (f16 · f16, and linear's f32 x with
 // f16 weights, x then rounded to f16).
 [[nodiscard]] bool has_cooperative_matrix(Device device);
+// The cooperative-matrix GEMM's SPIR-V as built (for VK_NV_cooperative_matrix) or, with `khr`, as
+// the backend rewrites it for VK_KHR_cooperative_matrix. Needs no device.
+[[nodiscard]] std::vector<std::uint32_t> cooperative_matrix_gemm_spirv(bool khr);
 // false turns off matmul's 16-bit-storage reads of f16 (packed words instead) or its
 // cooperative-matrix GEMM, so tests cover the portable paths too; true restores the default.
 void use_matmul_features(Device device, bool storage16, bool cooperative_matrix);

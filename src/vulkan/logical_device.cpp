@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "vulkan/cooperative_matrix_khr.hpp"
 #include "vulkan/vulkan_error.hpp"
 
 namespace rayo::vulkan {
@@ -16,24 +17,33 @@ LogicalDevice::LogicalDevice(PhysicalDevice const& physical) : physical_(physica
     info.queueCreateInfoCount = 1;
     info.pQueueCreateInfos = &queue;
     // What matmul and linear use where present (physical_device.hpp): 16-bit storage, the
-    // cooperative-matrix path with the features its shader declares, and integer dot products.
+    // cooperative-matrix path (KHR or NV) with the features its shader declares, and integer dot
+    // products.
     VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     storage16.storageBuffer16BitAccess = physical.storage_buffer_16bit ? VK_TRUE : VK_FALSE;
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceVulkanMemoryModelFeatures model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
     VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    cooperative_matrix_khr::Features coop_khr;
     std::vector<char const*> extensions;
     info.pNext = &storage16;
-    if (physical.cooperative_matrix_n != 0) {
-        coop.cooperativeMatrix = VK_TRUE;
+    if (physical.cooperative_matrix != PhysicalDevice::CooperativeMatrix::none) {
         float16.shaderFloat16 = VK_TRUE;
         model.vulkanMemoryModel = VK_TRUE;
-        storage16.pNext = &coop;
-        coop.pNext = &float16;
         float16.pNext = &model;
-        extensions.insert(extensions.end(), {VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME,
-                                             VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME});
+        extensions.insert(extensions.end(), {VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME});
+        if (physical.cooperative_matrix == PhysicalDevice::CooperativeMatrix::khr) {
+            coop_khr.cooperativeMatrix = VK_TRUE;
+            coop_khr.pNext = &float16;
+            storage16.pNext = &coop_khr;
+            extensions.push_back(cooperative_matrix_khr::extension_name);
+        } else {
+            coop.cooperativeMatrix = VK_TRUE;
+            coop.pNext = &float16;
+            storage16.pNext = &coop;
+            extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+        }
     }
     if (physical.integer_dot_product) {
         dot.shaderIntegerDotProduct = VK_TRUE;

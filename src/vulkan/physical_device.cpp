@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "vulkan/cooperative_matrix_khr.hpp"
+
 namespace rayo::vulkan {
 
 namespace {
@@ -32,6 +34,49 @@ std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice handle) {
     return extensions;
 }
 
+// Whether a cooperative-matrix shape is the GEMM's: M = 16, N = 8, K = 16, f16 · f16 + f32, subgroup.
+template <class Shape> bool is_gemm_shape(Shape const& s) {
+    return s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+           s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.scope == VK_SCOPE_SUBGROUP_NV && s.MSize == 16 &&
+           s.NSize == 8 && s.KSize == 16;
+}
+
+bool khr_cooperative_matrix_has_gemm_shape(PhysicalDevice const& d, std::vector<VkExtensionProperties> const& extensions) {
+    namespace khr = cooperative_matrix_khr;
+    auto const get_shapes = reinterpret_cast<khr::GetPhysicalDeviceProperties>(
+        vkGetInstanceProcAddr(volkGetLoadedInstance(), "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+    if (!has_extension(extensions, khr::extension_name) || !get_shapes) return false;
+    khr::Features coop;
+    VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features2.pNext = &coop;
+    vkGetPhysicalDeviceFeatures2(d.handle, &features2);
+    if (!coop.cooperativeMatrix) return false;
+    std::uint32_t count = 0;
+    if (get_shapes(d.handle, &count, nullptr) != VK_SUCCESS) return false;
+    std::vector<khr::Properties> shapes(count);
+    if (get_shapes(d.handle, &count, shapes.data()) != VK_SUCCESS) return false;
+    shapes.resize(count);
+    return std::any_of(shapes.begin(), shapes.end(),
+                       [](khr::Properties const& s) { return is_gemm_shape(s) && s.ResultType == VK_COMPONENT_TYPE_FLOAT32_NV; });
+}
+
+bool nv_cooperative_matrix_has_gemm_shape(PhysicalDevice const& d, std::vector<VkExtensionProperties> const& extensions) {
+    if (!has_extension(extensions, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) || !vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
+        return false;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features2.pNext = &coop;
+    vkGetPhysicalDeviceFeatures2(d.handle, &features2);
+    if (!coop.cooperativeMatrix) return false;
+    std::uint32_t count = 0;
+    vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(d.handle, &count, nullptr);
+    std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+    vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(d.handle, &count, shapes.data());
+    return std::any_of(shapes.begin(), shapes.end(), [](VkCooperativeMatrixPropertiesNV const& s) {
+        return is_gemm_shape(s) && s.DType == VK_COMPONENT_TYPE_FLOAT32_NV;
+    });
+}
+
 // 16-bit storage, and the cooperative-matrix path of matmul when every piece of it is there.
 void describe_matmul_features(PhysicalDevice& d, std::vector<VkExtensionProperties> const& extensions) {
     VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
@@ -40,29 +85,18 @@ void describe_matmul_features(PhysicalDevice& d, std::vector<VkExtensionProperti
     vkGetPhysicalDeviceFeatures2(d.handle, &features2);
     d.storage_buffer_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
 
-    if (!has_extension(extensions, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) ||
-        !has_extension(extensions, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME) ||
-        !has_extension(extensions, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME) ||
-        !vkGetPhysicalDeviceCooperativeMatrixPropertiesNV || d.subgroup_size != 32)
+    if (!has_extension(extensions, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME) ||
+        !has_extension(extensions, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME) || d.subgroup_size != 32)
         return;
-    VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceVulkanMemoryModelFeatures model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-    coop.pNext = &float16;
     float16.pNext = &model;
-    features2.pNext = &coop;
+    features2.pNext = &float16;
     vkGetPhysicalDeviceFeatures2(d.handle, &features2);
-    if (!coop.cooperativeMatrix || !float16.shaderFloat16 || !model.vulkanMemoryModel) return;
-    std::uint32_t count = 0;
-    vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(d.handle, &count, nullptr);
-    std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-    vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(d.handle, &count, shapes.data());
-    for (auto const& s : shapes) {
-        bool const f16_to_f32 = s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                                s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-                                s.scope == VK_SCOPE_SUBGROUP_NV && s.MSize == 16 && s.KSize == 16;
-        if (f16_to_f32 && (s.NSize == 16 || s.NSize == 8)) d.cooperative_matrix_n = std::max(d.cooperative_matrix_n, s.NSize);
-    }
+    if (!float16.shaderFloat16 || !model.vulkanMemoryModel) return;
+    using CooperativeMatrix = PhysicalDevice::CooperativeMatrix;
+    if (khr_cooperative_matrix_has_gemm_shape(d, extensions)) d.cooperative_matrix = CooperativeMatrix::khr;
+    else if (nv_cooperative_matrix_has_gemm_shape(d, extensions)) d.cooperative_matrix = CooperativeMatrix::nv;
 }
 
 // 4x8-bit integer dot products (the one-row q4_k GEMV's integer build).
@@ -112,7 +146,8 @@ std::string PhysicalDevice::description() const {
     // The optional paths the backend found, so a device list shows which shaders will run.
     std::string features = ", subgroup " + std::to_string(subgroup_size);
     if (storage_buffer_16bit) features += ", 16-bit storage";
-    if (cooperative_matrix_n != 0) features += ", cooperative matrix 16x" + std::to_string(cooperative_matrix_n) + "x16";
+    if (cooperative_matrix == CooperativeMatrix::khr) features += ", cooperative matrix 16x8x16 (KHR)";
+    if (cooperative_matrix == CooperativeMatrix::nv) features += ", cooperative matrix 16x8x16 (NV)";
     if (integer_dot_product) features += integer_dot_product_accelerated ? ", 8-bit dot products" : ", 8-bit dot products (not accelerated)";
     features += preserves_f32_subnormals() ? ", keeps subnormals" : ", may flush subnormals";
     return name() + " (" + type_name(properties.deviceType) + ", " + memory_text + features + ")";

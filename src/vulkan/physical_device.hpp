@@ -21,10 +21,13 @@ struct PhysicalDevice {
     bool subgroup_arithmetic = false;
     // storageBuffer16BitAccess (Vulkan 1.1): f16 operands are then read through 16-bit storage.
     bool storage_buffer_16bit = false;
-    // VK_NV_cooperative_matrix with an f16·f16 + f32 subgroup shape of M = K = 16 (N in
-    // cooperative_matrix_n: 16 or 8, 0 when absent), a subgroup of 32, and the shaderFloat16 and
-    // vulkanMemoryModel features its shader needs. The device enables them only then.
-    std::uint32_t cooperative_matrix_n = 0;
+    // The cooperative-matrix GEMM (shaders/matmul_coopmat.comp): f16·f16 + f32 products of 16x16 by
+    // 16x8 fragments at subgroup scope, subgroups of 32, shaderFloat16 and vulkanMemoryModel. Through
+    // VK_KHR_cooperative_matrix where the device lists that shape (the shader's SPIR-V is rewritten
+    // for it, spirv_cooperative_matrix.hpp), else VK_NV_cooperative_matrix; the device enables the one
+    // named here.
+    enum class CooperativeMatrix { none, nv, khr };
+    CooperativeMatrix cooperative_matrix = CooperativeMatrix::none;
     // VK_KHR_shader_integer_dot_product with shaderIntegerDotProduct (the device then enables it),
     // and whether its 4x8-bit packed unsigned and mixed-signedness products are accelerated (one
     // instruction, as on NVIDIA): the one-row q4_k GEMV takes its integer build by default only then.

@@ -5,6 +5,7 @@
 
 #include "core/logging.hpp"
 #include "rayo/error.hpp"
+#include "vulkan/spirv_cooperative_matrix.hpp"
 #include "vulkan/embedded_shaders.hpp"
 #include "vulkan/vulkan_error.hpp"
 
@@ -89,7 +90,15 @@ PipelineCache::Layout const& PipelineCache::layout(std::uint32_t bindings) {
 VkShaderModule PipelineCache::module(Shader shader, DenormMode mode) {
     auto const key = std::make_tuple(shader, mode);
     if (auto it = modules_.find(key); it != modules_.end()) return it->second;
-    auto const code = mode == DenormMode::preserve ? info(shader).denorm_preserve_code : info(shader).code;
+    std::span<std::uint32_t const> code = mode == DenormMode::preserve ? info(shader).denorm_preserve_code : info(shader).code;
+    // The cooperative-matrix GEMM is compiled for VK_NV_cooperative_matrix; on a device that runs
+    // it through the KHR extension its SPIR-V is rewritten for that.
+    std::vector<std::uint32_t> khr_code;
+    if (shader == Shader::matmul_coopmat &&
+        device_.physical().cooperative_matrix == PhysicalDevice::CooperativeMatrix::khr) {
+        khr_code = spirv::cooperative_matrix_nv_to_khr(code, spirv::gemm_matrix_types);
+        code = khr_code;
+    }
     VkShaderModuleCreateInfo ci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     ci.codeSize = code.size_bytes();
     ci.pCode = code.data();

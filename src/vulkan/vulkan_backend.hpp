@@ -72,7 +72,9 @@ public:
     void use_decoded_kquant_gemm(bool decode_first);
     [[nodiscard]] bool has_subgroup_arithmetic() const noexcept { return device_.physical().subgroup_arithmetic; }
     [[nodiscard]] bool has_integer_dot_product() const noexcept { return device_.physical().integer_dot_product; }
-    [[nodiscard]] bool has_cooperative_matrix() const noexcept { return device_.physical().cooperative_matrix_n == 16; }
+    [[nodiscard]] bool has_cooperative_matrix() const noexcept {
+        return device_.physical().cooperative_matrix != PhysicalDevice::CooperativeMatrix::none;
+    }
     // Tests only: see diagnostics.hpp's use_integer_dot_product.
     void use_integer_dot_product(std::optional<bool> enabled);
     [[nodiscard]] SubnormalSupport subnormal_support() const;

@@ -2,8 +2,8 @@
 // SGEMM with 64x64 to 128x128 tiles (shaders/matmul_f32_large.comp, tile from gemm_tiles below);
 // otherwise the shared-memory tiled GEMM (shaders/matmul_tiled.glsl) for f32, f16 and bf16
 // operands, mixed f32 x f16/bf16 included; the cooperative-matrix GEMM
-// (shaders/matmul_coopmat.comp) for f16 x f16 where the device has VK_NV_cooperative_matrix with
-// the 16x16x16 shape.
+// (shaders/matmul_coopmat.comp) for f16 x f16 where the device has VK_KHR_cooperative_matrix or
+// VK_NV_cooperative_matrix with the 16x8x16 shape.
 // linear with q4_k / q6_k weights and many rows of x decodes the weights into an f32 scratch copy
 // for the f32 GEMMs, or, where that copy would not fit one binding, into the tiled GEMM's tiles.
 // Few rows of x against K-quant weights take the f32 K-quant GEMV (vulkan_quant.cpp).
@@ -19,6 +19,8 @@
 #include "dispatch/registry.hpp"
 #include "rayo/error.hpp"
 #include "rayo/quant.hpp"
+#include "vulkan/embedded_shaders.hpp"
+#include "vulkan/spirv_cooperative_matrix.hpp"
 #include "vulkan/vulkan_backend.hpp"
 
 namespace rayo::vulkan {
@@ -63,10 +65,10 @@ constexpr std::array gemm_tiles{
 // ("legacy") so that a sweep compares against it.
 constexpr GemmTile legacy_tile{64, 64, 16, false};
 // The cooperative-matrix GEMM's tile (matmul_coopmat.comp) and its shared memory: two stages of
-// both operand tiles (b's in the larger of its two layouts) and one 16x16 f32 scratch for each of
+// both operand tiles (b's in the larger of its two layouts) and one 16x8 f32 scratch for each of
 // its 4 subgroups.
 constexpr GemmTile coopmat_tile{128, 128, 32, false};
-constexpr std::uint32_t coopmat_shared_bytes = 2 * (128 * 40 + std::max(32 * 136, 128 * 40)) * 2 + 4 * 256 * 4;
+constexpr std::uint32_t coopmat_shared_bytes = 2 * (128 * 40 + std::max(32 * 136, 128 * 40)) * 2 + 4 * 128 * 4;
 constexpr std::string_view legacy_name = "legacy";
 
 // A tile forced by RAYO_VULKAN_GEMM_TILE or use_gemm_tile: of matmul_f32_large.comp, or the old shader.
@@ -190,7 +192,7 @@ void VulkanBackend::matmul(detail::MatmulShape shape, TensorView const& a, Tenso
     // f16 · f16, and linear's f32 x with f16 weights (x rounded to f16 as it is staged, as on CUDA's
     // tensor cores; H200, 512 x 4096 x 14336: 21 TFLOP/s in f32 arithmetic, 131 here).
     bool const cooperative = !large && (a.dtype == DType::f16 || a.dtype == DType::f32) && b.dtype == DType::f16 &&
-                             physical.cooperative_matrix_n == 16 && use_cooperative_matrix_ &&
+                             physical.cooperative_matrix != PhysicalDevice::CooperativeMatrix::none && use_cooperative_matrix_ &&
                              physical.properties.limits.maxComputeSharedMemorySize >= coopmat_shared_bytes;
     GemmTile const tile = large.value_or(cooperative ? coopmat_tile : legacy_tile);
     std::size_t const groups_x = (shape.n + tile.n - 1) / tile.n, groups_y = (shape.m + tile.m - 1) / tile.m;
@@ -278,6 +280,12 @@ void use_decoded_kquant_gemm(Device device, bool decode_first) {
 }
 
 bool has_cooperative_matrix(Device device) { return backend_of(device).has_cooperative_matrix(); }
+
+std::vector<std::uint32_t> cooperative_matrix_gemm_spirv(bool khr) {
+    std::span<std::uint32_t const> const nv = shaders::matmul_coopmat;
+    if (!khr) return {nv.begin(), nv.end()};
+    return spirv::cooperative_matrix_nv_to_khr(nv, spirv::gemm_matrix_types);
+}
 
 void use_matmul_features(Device device, bool storage16, bool cooperative_matrix) {
     backend_of(device).use_matmul_features(storage16, cooperative_matrix);
