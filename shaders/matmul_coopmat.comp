@@ -40,10 +40,11 @@ const uint SUBGROUPS = (TILE_M / 64u) * (TILE_N / WARP_COLS);
 const uint THREADS = 32u * SUBGROUPS;
 layout(local_size_x = 128) in;
 const uint FRAG_N = 8u;  // b and accumulator fragments 16x8: one HMMA.16816 a product
-// 8-half runs per invocation and step: of the a tile (TILE_K/8 a row), of the b tile (16 a row).
+// 8-half runs per invocation and step: of the a tile (RUNS_A a row), of the b tile (RUNS_B a row).
 const uint LOADS_A = TILE_M * TILE_K / 8u / THREADS;
 const uint LOADS_B = TILE_K * TILE_N / 8u / THREADS;
 const uint RUNS_A = TILE_K / 8u;
+const uint RUNS_B = TILE_N / 8u;
 // 16-byte loads: the offsets of a and b and the row lengths of both (k, and n or k) are multiples of
 // 8 elements (a's offset of 4 where a is f32), so that every run of 8 starts 16-byte aligned and
 // lies wholly inside or outside the matrix.
@@ -140,7 +141,7 @@ void load_step(uint k0, uint t, uint row0, uint col0, out RunA ra[LOADS_A], out 
     [[unroll]] for (uint s = 0u; s < LOADS_B; ++s) {
         uint idx = t + THREADS * s;
         rb[s] = B_TRANSPOSED ? load8(false, params.b_offset, col0 + idx / RUNS_A, k0 + (idx % RUNS_A) * 8u, params.n, params.k)
-                             : load8(false, params.b_offset, k0 + idx / 16u, col0 + (idx % 16u) * 8u, params.k, params.n);
+                             : load8(false, params.b_offset, k0 + idx / RUNS_B, col0 + (idx % RUNS_B) * 8u, params.k, params.n);
     }
 }
 
@@ -151,7 +152,7 @@ void store_step(uint buf, uint t, RunA ra[LOADS_A], uvec4 rb[LOADS_B]) {
     }
     [[unroll]] for (uint s = 0u; s < LOADS_B; ++s) {
         uint idx = t + THREADS * s;
-        uint at = B_TRANSPOSED ? (idx / RUNS_A) * (A_STRIDE / 8u) + idx % RUNS_A : (idx / 16u) * (B_STRIDE / 8u) + idx % 16u;
+        uint at = B_TRANSPOSED ? (idx / RUNS_A) * (A_STRIDE / 8u) + idx % RUNS_A : (idx / RUNS_B) * (B_STRIDE / 8u) + idx % RUNS_B;
         tile_b[buf][at] = rb[s];
     }
 }
