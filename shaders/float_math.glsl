@@ -255,31 +255,6 @@ float rayo_div(float a, float b) {
     return result;
 }
 
-// The two polynomials of gelu's erf form (rayo_gelu_erf below): e^r - 1 for |r| <= 0.3467, and
-// -2^-64·P(z) but for its constant term (highest degree first), P's last Horner step being done by
-// the callers with its rounding error.
-float rayo_gelu_erf_expm1(float r) {
-    precise float pe = fma(r, 1.3821055e-03, 8.368675e-03);  // (e^r - 1 - r)/r²
-    pe = fma(pe, r, 4.1668262e-02);
-    pe = fma(pe, r, 1.6666521e-01);
-    pe = fma(pe, r, 4.9999994e-01);
-    precise float q = fma(pe, r * r, r);
-    return q;
-}
-
-float rayo_gelu_erf_tail(float z) {
-    precise float p1 = fma(z, 2.8536373e-24, 1.2809865e-23);
-    p1 = fma(p1, z, -9.139514e-24);
-    p1 = fma(p1, z, -8.9564074e-23);
-    p1 = fma(p1, z, 1.8907875e-22);
-    p1 = fma(p1, z, 4.1034944e-22);
-    p1 = fma(p1, z, -3.2786402e-21);
-    p1 = fma(p1, z, 1.0120536e-20);
-    p1 = fma(p1, z, -2.0999379e-20);
-    p1 = fma(p1, z, 3.2965545e-20);
-    return p1;
-}
-
 // rayo_gelu_erf where fma() is one fused operation (RAYO_FUSED_FMA): the PTX kernel's steps as
 // they are, each exact residual one fma instead of a Dekker product or a two-sum, and the result
 // F1·F2 + base rounded once by the last fma (its sign then is base's where it rounds to zero).
@@ -293,7 +268,11 @@ float rayo_gelu_erf_fused(float t, float base) {
     precise float t1 = fma(yh, RAYO_LOG2E, magic);
     precise float n = t1 - magic;
     precise float r = fma(-n, RAYO_LN2_HI, yh) + fma(-n, RAYO_LN2_LO, yl);
-    precise float q = rayo_gelu_erf_expm1(r);
+    precise float pe = fma(r, 1.3821055e-03, 8.368675e-03);
+    pe = fma(pe, r, 4.1668262e-02);
+    pe = fma(pe, r, 1.6666521e-01);
+    pe = fma(pe, r, 4.9999994e-01);
+    precise float q = fma(pe, r * r, r);
     float s = uintBitsToFloat(floatBitsToUint(t1) << 23);
     precise float d = t + c;
     precise float dl = t - (d - c);
@@ -301,7 +280,15 @@ float rayo_gelu_erf_fused(float t, float base) {
     precise float e = fma(-v, dl, fma(-v, d, 1.0));
     precise float vl = v * e;
     precise float z = fma(-8.0, vl, fma(-8.0, v, 1.0));
-    precise float p1 = rayo_gelu_erf_tail(z);
+    precise float p1 = fma(z, 2.8536373e-24, 1.2809865e-23);
+    p1 = fma(p1, z, -9.139514e-24);
+    p1 = fma(p1, z, -8.9564074e-23);
+    p1 = fma(p1, z, 1.8907875e-22);
+    p1 = fma(p1, z, 4.1034944e-22);
+    p1 = fma(p1, z, -3.2786402e-21);
+    p1 = fma(p1, z, 1.0120536e-20);
+    p1 = fma(p1, z, -2.0999379e-20);
+    p1 = fma(p1, z, 3.2965545e-20);
     const float c0 = -4.0948723e-20;
     precise float pz = fma(p1, z, c0);
     precise float err = fma(z, p1, c0 - pz);
@@ -337,7 +324,11 @@ float rayo_gelu_erf(float x) {
     precise float n = t1 - magic;
     precise float r1 = fma(-n, RAYO_LN2_HI, yh);  // exact, fused or not (n·ln2_hi is exact)
     precise float r = r1 + fma(-n, RAYO_LN2_LO, yl);
-    precise float q = rayo_gelu_erf_expm1(r);
+    precise float pe = fma(r, 1.3821055e-03, 8.368675e-03);  // (e^r - 1 - r)/r², |r| <= 0.3467
+    pe = fma(pe, r, 4.1668262e-02);
+    pe = fma(pe, r, 1.6666521e-01);
+    pe = fma(pe, r, 4.9999994e-01);
+    precise float q = fma(pe, r * r, r);
     float s = uintBitsToFloat(floatBitsToUint(t1) << 23);  // 2^(n+64)
     precise float d = t + c;
     precise float dl = t - (d - c);
@@ -347,7 +338,15 @@ float rayo_gelu_erf(float x) {
     precise float e = fma(-v, dl, (1.0 - vd) - vd_lo);
     precise float vl = v * e;
     precise float z = fma(-8.0, vl, fma(-8.0, v, 1.0));  // 8v and 8vl are exact: fused or not the same
-    precise float p1 = rayo_gelu_erf_tail(z);
+    precise float p1 = fma(z, 2.8536373e-24, 1.2809865e-23);  // -2^-64·P, highest degree first
+    p1 = fma(p1, z, -9.139514e-24);
+    p1 = fma(p1, z, -8.9564074e-23);
+    p1 = fma(p1, z, 1.8907875e-22);
+    p1 = fma(p1, z, 4.1034944e-22);
+    p1 = fma(p1, z, -3.2786402e-21);
+    p1 = fma(p1, z, 1.0120536e-20);
+    p1 = fma(p1, z, -2.0999379e-20);
+    p1 = fma(p1, z, 3.2965545e-20);
     float ph, pl, pz, ps;
     rayo_two_prod(p1, z, ph, pl);
     rayo_two_sum(-4.0948723e-20, ph, pz, ps);
