@@ -3,8 +3,8 @@
 // a 16x8x16 f16·f16 + f32 subgroup-scope shape and a subgroup of 32, with shaderFloat16 and
 // vulkanMemoryModel (glslang declares that model for it). Written for VK_NV_cooperative_matrix,
 // which Debian's glslc compiles; where the device has VK_KHR_cooperative_matrix the backend
-// rewrites the SPIR-V for it (src/vulkan/spirv_cooperative_matrix.hpp: a fragments 16x16, b 16x8, the
-// accumulator 16x8, as listed there). out[m, n] = a[m, k] · b[k, n], b f16, a f16 or (A_F32) f32
+// rewrites the SPIR-V for it (src/vulkan/spirv_cooperative_matrix.hpp: a fragments 16x16, b 16x8,
+// the accumulator 16x8, as listed there). out[m, n] = a[m, k] · b[k, n], b f16, a f16 or (A_F32) f32
 // rounded to f16 as it is staged (as the CUDA backend's tensor-core GEMM does), b as stored or
 // (B_TRANSPOSED) stored [n, k]: matmul of f16 operands and linear(x, w) with f32 x and f16 w, any
 // m, n, k.
@@ -20,12 +20,13 @@
 // per-subgroup scratch so that only their valid part is written.
 //
 // Measured on an H200 (NVIDIA's driver), TFLOP/s at n = 4096 / 8192: through the KHR extension
-// 292 / 301 (246 / 260 before interior workgroups skipped their bounds checks). Through the NV one 176 / 182 (16x16 b fragments: 171 / 178): its matrix types do not
-// say which operand they are, and the driver's code transposed each b fragment again before every
-// product (two MOVM per HMMA). With 16x16 b fragments: eight subgroups of 64x32 143 / 147; 256x128
-// tiles of eight 64x64 subgroups with steps of 16 157 / 161; loads two steps ahead 165 / 168; the
-// fragment width as a specialization constant (loops left rolled) 124 / 125; the old 64x64 shader
-// with halves loaded one by one 29.
+// 292 / 301 (246 / 260 before interior workgroups skipped their bounds checks). Through the NV one
+// 176 / 182 (16x16 b fragments: 171 / 178): its matrix types do not say which operand they are,
+// and the driver's code transposed each b fragment again before every product (two MOVM per HMMA).
+// With 16x16 b fragments: eight subgroups of 64x32 143 / 147; 256x128 tiles of eight 64x64
+// subgroups with steps of 16 157 / 161; loads two steps ahead 165 / 168; the fragment width as a
+// specialization constant (loops left rolled) 124 / 125; the old 64x64 shader with halves loaded
+// one by one 29.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require  // glslang emits the Vulkan memory model for it anyway
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require

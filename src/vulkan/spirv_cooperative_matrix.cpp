@@ -1,6 +1,5 @@
 #include "vulkan/spirv_cooperative_matrix.hpp"
 
-#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>

@@ -192,7 +192,7 @@ void VulkanBackend::matmul(detail::MatmulShape shape, TensorView const& a, Tenso
     // f16 · f16, and linear's f32 x with f16 weights (x rounded to f16 as it is staged, as on CUDA's
     // tensor cores; H200, 512 x 4096 x 14336: 21 TFLOP/s in f32 arithmetic, 131 here).
     bool const cooperative = !large && (a.dtype == DType::f16 || a.dtype == DType::f32) && b.dtype == DType::f16 &&
-                             physical.cooperative_matrix != PhysicalDevice::CooperativeMatrix::none && use_cooperative_matrix_ &&
+                             has_cooperative_matrix() && use_cooperative_matrix_ &&
                              physical.properties.limits.maxComputeSharedMemorySize >= coopmat_shared_bytes;
     GemmTile const tile = large.value_or(cooperative ? coopmat_tile : legacy_tile);
     std::size_t const groups_x = (shape.n + tile.n - 1) / tile.n, groups_y = (shape.m + tile.m - 1) / tile.m;
