@@ -130,7 +130,7 @@ TEST(CudaQuantSimulated, SpanningGemvMatchesFloat64) {
 // Forms the glue does not pick, launched directly: q4_k streamed through rings of 2 and 3 stages
 // (more steps than stages, slots reused; one group a block and four), and loaded into registers
 // without the pipelining; x quantized by each thread with several groups a block, and through
-// shared memory with one.
+// shared memory with one; more steps prefetched into L2 than the rows make.
 TEST(CudaQuantSimulated, SpanningGemvFormsMatchFloat64) {
     struct Launch {
         std::size_t n, k;
@@ -143,6 +143,11 @@ TEST(CudaQuantSimulated, SpanningGemvFormsMatchFloat64) {
         {41, 2048, {.weight = DType::q6_k, .blocks_per_row = 8, .groups = 2, .batch = 1, .stages = 3}},
         {45, 2048, {.blocks_per_row = 8, .groups = 4, .batch = 2, .share_x = false}},
         {19, 4096, {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 1, .batch = 2, .stages = 2, .share_x = true}},
+        // Prefetches into L2 of more steps than there are (the last one partial): every prefetched
+        // byte must lie in the weights (the simulator checks each range), none past the last row.
+        {53, 2048, {.blocks_per_row = 8, .groups = 4, .batch = 4, .prefetch_steps = 16, .early_start = true}},
+        {41, 2048, {.weight = DType::q6_k, .blocks_per_row = 8, .groups = 1, .batch = 2, .stages = 2, .prefetch_steps = 3,
+                    .early_start = true}},
     };
     for (Launch const& f : forms) {
         auto const seed = fresh_seed();

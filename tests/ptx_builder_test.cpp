@@ -135,6 +135,25 @@ TEST(PtxBuilder, TargetRequirementsAndIsaVersionsAreChecked) {
     EXPECT_NE(build_error([&] { (void)b.emit(Target::sm_80); }).find("needs sm_90 or newer; the module targets sm_80"),
               std::string::npos);
     EXPECT_NO_THROW((void)b.emit(Target::sm_90));
+
+    // Programmatic dependent launch and bulk prefetches are sm_90's.
+    for (auto const& add : std::vector<std::function<void(Kernel&)>>{
+             [](Kernel& g) { g.griddepcontrol_wait(); }, [](Kernel& g) { g.griddepcontrol_launch_dependents(); },
+             [](Kernel& g) { g.cp_async_bulk_prefetch_l2(g.cvta_to_global(g.param(Type::u64, "w")), 64u); }}) {
+        Kernel g("early");
+        add(g);
+        EXPECT_NE(build_error([&] { (void)g.emit(Target::sm_80); }).find("needs sm_90 or newer"), std::string::npos);
+        EXPECT_NO_THROW((void)g.emit(Target::sm_90));
+    }
+}
+
+TEST(PtxBuilder, LaunchBoundsAreEmittedAsDirectives) {
+    Kernel k("bounded");
+    k.max_threads(512);
+    k.max_registers(128);
+    std::string const text = k.emit(Target::sm_90);
+    EXPECT_NE(text.find(".maxntid 512, 1, 1\n.maxnreg 128\n{"), std::string::npos) << text;
+    EXPECT_EQ(Kernel("unbounded").emit(Target::sm_90).find(".maxnreg"), std::string::npos);
 }
 
 TEST(PtxBuilder, BitcastSplitAndJoinMoveBitsBetweenTypes) {
@@ -246,6 +265,12 @@ Kernel every_family() {
     k.mma_m16n8k16(Type::f16, d, a, b, c);
     k.mma_m16n8k16(Type::bf16, d, a, b, d);
     k.st_vector(Space::global, Type::f32, out, d);
+
+    // Programmatic dependent launch and an L2 bulk prefetch (sm_90).
+    k.cp_async_bulk_prefetch_l2(in, 256u);
+    k.cp_async_bulk_prefetch_l2(in, k.shl(lane, 4));
+    k.griddepcontrol_launch_dependents();
+    k.griddepcontrol_wait();
 
     // Control flow: loops, branches, guards.
     Reg j = k.reg(Type::u32);

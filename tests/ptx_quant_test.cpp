@@ -111,6 +111,20 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
                         module.add(kernels::quant_gemv_spanning(q6));
                         q6.share_x = false;
                         module.add(kernels::quant_gemv_spanning(q6));
+                        if (compute_capability(t) >= 90) {
+                            q6.prefetch_steps = 2;
+                            q6.early_start = true;
+                            module.add(kernels::quant_gemv_spanning(q6));
+                        }
+                    }
+                    // As the glue launches it on sm_90: prefetched, started early, and (blocks of
+                    // up to 512 threads) with room for the next step's loads.
+                    if (compute_capability(t) >= 90) {
+                        kernels::QuantGemvSpanningConfig early = config;
+                        early.prefetch_steps = stages == 16 ? kernels::quant_gemv_spanning_max_prefetch_steps : 1;
+                        early.early_start = true;
+                        if (groups * kernels::quant_gemv_spanning_group_threads(blocks) <= 512) early.max_registers = 128;
+                        module.add(kernels::quant_gemv_spanning(early));
                     }
                 }
         std::string const failure = ptxas_failure("rayo_quant_gemv_spanning_all", module.emit(), t);
@@ -146,6 +160,17 @@ TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXTheRingsAndEveryStepsWarpSums) {
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 129}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 56, .groups = 3}), ptx::BuildError);  // 1344 threads
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .batch = 3}), ptx::BuildError);
+    // .maxnreg must let the block fit the register file; prefetches are bounded.
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 128, .max_registers = 128}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .max_registers = 16}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .max_registers = 256}), ptx::BuildError);
+    EXPECT_NO_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 64, .max_registers = 128}));  // 512 threads
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .prefetch_steps = 17}), ptx::BuildError);
+    // Early start and bulk prefetches exist on sm_90 only: refused for sm_80 before ptxas sees them.
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .early_start = true}).emit(Target::sm_80),
+                 ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .prefetch_steps = 1}).emit(Target::sm_80),
+                 ptx::BuildError);
 }
 
 TEST(PtxQuant, GemmAssemblesForEveryTile) {

@@ -52,7 +52,8 @@ public:
             it = backend_.kernels_.emplace(key, f).first;
         }
         backend_.modules_.launch(it->second, {dims.grid[0], dims.grid[1], dims.grid[2]},
-                                 {dims.block[0], dims.block[1], dims.block[2]}, dims.shared_bytes, arguments);
+                                 {dims.block[0], dims.block[1], dims.block[2]}, dims.shared_bytes, arguments,
+                                 dims.starts_early);
     }
 
 private:

@@ -50,8 +50,7 @@ public:
     void operator()(Function& slot, char const* name, int version) const {
         void* address = nullptr;
         CUdriverProcAddressQueryResult status = CUdriverProcAddressQueryResult::success;
-        CUresult const result = v2_ ? v2_(name, &address, version, get_proc_address_legacy_stream, &status)
-                                    : v1_(name, &address, version, get_proc_address_legacy_stream);
+        CUresult const result = query(name, version, address, status);
         if (result != CUresult::success || !address) {
             std::string why = "cuGetProcAddress returned " + std::to_string(static_cast<int>(result));
             if (status == CUdriverProcAddressQueryResult::symbol_not_found) why = "symbol not found";
@@ -63,8 +62,20 @@ public:
         }
         slot = reinterpret_cast<Function>(address);
     }
+    // The same for an entry point rayo can do without: the slot stays nullptr where it is missing.
+    template <class Function>
+    void optional(Function& slot, char const* name, int version) const noexcept {
+        void* address = nullptr;
+        CUdriverProcAddressQueryResult status = CUdriverProcAddressQueryResult::success;
+        slot = query(name, version, address, status) == CUresult::success ? reinterpret_cast<Function>(address) : nullptr;
+    }
 
 private:
+    CUresult query(char const* name, int version, void*& address, CUdriverProcAddressQueryResult& status) const {
+        return v2_ ? v2_(name, &address, version, get_proc_address_legacy_stream, &status)
+                   : v1_(name, &address, version, get_proc_address_legacy_stream);
+    }
+
     GetProcAddressV2 v2_ = nullptr;
     GetProcAddressV1 v1_ = nullptr;
 };
@@ -121,6 +132,7 @@ std::unique_ptr<Driver> load() {
     resolve(d->cuModuleGetFunction, "cuModuleGetFunction", 2000);
     resolve(d->cuFuncSetAttribute, "cuFuncSetAttribute", 9000);
     resolve(d->cuLaunchKernel, "cuLaunchKernel", 4000);
+    resolve.optional(d->cuLaunchKernelEx, "cuLaunchKernelEx", 11060);
 
     if (d->cuDriverGetVersion(&d->version) != CUresult::success) d->version = 0;
     // cuInit fails with CUDA_ERROR_NO_DEVICE on a machine with the driver but no GPU.

@@ -104,6 +104,29 @@ inline constexpr unsigned stream_non_blocking = 0x1;       // CU_STREAM_NON_BLOC
 inline constexpr unsigned event_disable_timing = 0x2;      // CU_EVENT_DISABLE_TIMING
 inline constexpr std::uint64_t get_proc_address_legacy_stream = 0x1;  // CU_GET_PROC_ADDRESS_LEGACY_STREAM
 
+// cuLaunchKernelEx's configuration, laid out as cuda.h's CUlaunchConfig and CUlaunchAttribute
+// (the attribute's value is a 64-byte union there; rayo sets only one member).
+enum class CUlaunchAttributeID : int { programmatic_stream_serialization = 6 };
+struct CUlaunchAttribute {
+    CUlaunchAttributeID id{};
+    char padding[4]{};
+    union Value {
+        int programmatic_stream_serialization_allowed;
+        alignas(8) char bytes[64];
+    } value{};
+};
+static_assert(sizeof(CUlaunchAttribute) == 72 && offsetof(CUlaunchAttribute, value) == 8);
+struct CUlaunchConfig {
+    unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+    unsigned block_x = 1, block_y = 1, block_z = 1;
+    unsigned shared_bytes = 0;
+    CUstream stream = nullptr;
+    CUlaunchAttribute* attributes = nullptr;
+    unsigned attribute_count = 0;
+};
+static_assert(sizeof(CUlaunchConfig) == 56 && offsetof(CUlaunchConfig, stream) == 32 &&
+              offsetof(CUlaunchConfig, attributes) == 40 && offsetof(CUlaunchConfig, attribute_count) == 48);
+
 // Every driver entry point rayo calls. The table is filled once per process and never unloaded:
 // static tensors are released during exit, after which the library must still be there.
 struct Driver {
@@ -162,6 +185,10 @@ struct Driver {
     CUresult (*cuLaunchKernel)(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                                unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
                                CUstream stream, void** params, void** extra) = nullptr;
+    // Optional (CUDA 11.6+): nullptr where the driver lacks it, and launches that would use it
+    // are made with cuLaunchKernel.
+    CUresult (*cuLaunchKernelEx)(CUlaunchConfig const* config, CUfunction function, void** params,
+                                 void** extra) = nullptr;
 
     // The process's driver: libcuda.so.1 opened, every entry point above resolved and cuInit(0)
     // done, on the first call. Throws rayo::DeviceError saying what is missing (the library, an

@@ -20,6 +20,10 @@ struct LaunchDims {
     std::array<unsigned, 3> grid{1, 1, 1};
     std::array<unsigned, 3> block{1, 1, 1};
     unsigned shared_bytes = 0;  // dynamic shared memory
+    // The kernel issues griddepcontrol.wait before touching memory (ptx::Kernel, sm_90): it is
+    // launched with programmatic stream serialization, so it may start, and prefetch, while the
+    // kernel before it finishes.
+    bool starts_early = false;
 };
 
 class KernelRunner {

@@ -126,7 +126,8 @@ CUfunction ModuleCache::function(std::string const& key, std::string_view entry,
     return function;
 }
 
-void ModuleCache::launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, std::span<void*> args) {
+void ModuleCache::launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, std::span<void*> args,
+                         bool starts_early) {
     PrimaryContext const& context = stream_.context();
     ScopedCurrent const current(context);
     Driver const& d = context.driver();
@@ -145,8 +146,20 @@ void ModuleCache::launch(CUfunction function, Dim3 grid, Dim3 block, unsigned sh
             opted_in = shared_bytes;
         }
     }
-    CUresult const result = d.cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
-                                             stream_.handle(), args.empty() ? nullptr : args.data(), nullptr);
+    void** const params = args.empty() ? nullptr : args.data();
+    CUresult result = CUresult::success;
+    if (starts_early && d.cuLaunchKernelEx) {
+        CUlaunchAttribute attribute{.id = CUlaunchAttributeID::programmatic_stream_serialization};
+        attribute.value.programmatic_stream_serialization_allowed = 1;
+        CUlaunchConfig const config{.grid_x = grid.x, .grid_y = grid.y, .grid_z = grid.z,
+                                    .block_x = block.x, .block_y = block.y, .block_z = block.z,
+                                    .shared_bytes = shared_bytes, .stream = stream_.handle(),
+                                    .attributes = &attribute, .attribute_count = 1};
+        result = d.cuLaunchKernelEx(&config, function, params, nullptr);
+    } else {
+        result = d.cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
+                                  stream_.handle(), params, nullptr);
+    }
     if (result != CUresult::success)
         throw_error(result, context.label() + ": cuLaunchKernel (grid " + dims(grid) + ", block " + dims(block) + ", " +
                                 std::to_string(shared_bytes) + " bytes of dynamic shared memory)");

@@ -38,7 +38,10 @@ public:
 
     // Enqueues `function` on the stream. `args` holds one pointer per kernel parameter, to its
     // value. Dynamic shared memory above the default 48 KiB is opted in to per function.
-    void launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, std::span<void*> args);
+    // `starts_early`: with programmatic stream serialization (cuLaunchKernelEx; a plain launch where
+    // the driver lacks it), for kernels that wait for the previous one themselves.
+    void launch(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, std::span<void*> args,
+                bool starts_early = false);
 
     [[nodiscard]] std::size_t module_count() const;
 

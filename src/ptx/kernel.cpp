@@ -572,6 +572,12 @@ void Kernel::cp_async_wait(int pending_groups) {
           .requires_target = {.compute_capability = 80}});
 }
 
+void Kernel::cp_async_bulk_prefetch_l2(Address const& global, Operand bytes) {
+    push({.opcode = "cp.async.bulk.prefetch.L2.global",
+          .operands = {AddressUse{global}, read(bytes, Type::u32)},
+          .requires_target = {.compute_capability = 90}});
+}
+
 std::vector<Reg> Kernel::ldmatrix(int count, bool transpose, Reg shared_address) {
     if (count != 1 && count != 2 && count != 4)
         throw BuildError("ptx kernel '" + name_ + "': ldmatrix loads 1, 2 or 4 matrices, not " + std::to_string(count));
@@ -634,6 +640,12 @@ Reg Kernel::vote(VoteMode mode, Reg predicate, std::uint32_t mask) {
 
 // ---- synchronisation
 
+void Kernel::griddepcontrol_wait() {
+    push({.opcode = "griddepcontrol.wait", .requires_target = {.compute_capability = 90}});
+}
+void Kernel::griddepcontrol_launch_dependents() {
+    push({.opcode = "griddepcontrol.launch_dependents", .requires_target = {.compute_capability = 90}});
+}
 void Kernel::bar_sync(int barrier) { push({.opcode = "bar.sync", .operands = {ImmUse{barrier, Type::u32}}}); }
 void Kernel::bar_warp_sync(std::uint32_t mask) {
     push({.opcode = "bar.warp.sync", .operands = {ImmUse{static_cast<std::int64_t>(mask), Type::u32}}});

@@ -106,6 +106,7 @@ std::string Kernel::emit_entry(Target target) const {
         s += std::string(i ? "," : "") + "\n\t.param ." + std::string(name_of(params_[i].type)) + " " + params_[i].name;
     s += params_.empty() ? ")\n" : "\n)\n";
     if (max_threads_ != 0) s += ".maxntid " + std::to_string(max_threads_) + ", 1, 1\n";
+    if (max_registers_ != 0) s += ".maxnreg " + std::to_string(max_registers_) + "\n";
     s += "{\n";
     std::array<std::uint32_t, 32> counts{};
     for (Type t : reg_types_) ++counts[static_cast<std::size_t>(t)];

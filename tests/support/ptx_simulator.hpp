@@ -115,7 +115,7 @@ private:
     enum class Op : std::uint8_t {
         ld, st, mov, cvta, add, sub, mul, mad, fma, div, rem, min, max, neg, abs, and_, or_, xor_, not_, shl, shr,
         setp, selp, cvt, bra, ret, sqrt, rcp, ex2, bar, shfl, label, comment, dp4a, dp2a, prmt, bfe,
-        cp_async, cp_commit, cp_wait, prefetch
+        cp_async, cp_commit, cp_wait, prefetch, bulk_prefetch, griddepcontrol
     };
     struct Decoded {
         Op op = Op::comment;
@@ -206,6 +206,16 @@ private:
                 {"ret", Op::ret}, {"sqrt", Op::sqrt}, {"rcp", Op::rcp},   {"bar", Op::bar},   {"shfl", Op::shfl},
                 {"ex2", Op::ex2}, {"dp4a", Op::dp4a}, {"dp2a", Op::dp2a}, {"prmt", Op::prmt}, {"bfe", Op::bfe},
                 {"prefetch", Op::prefetch}};
+            if (head == "griddepcontrol") {  // one grid at a time: nothing to wait for or let start
+                d.op = Op::griddepcontrol;
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "cp" && tokens.size() >= 4 && tokens[1] == "async" && tokens[2] == "bulk" && tokens[3] == "prefetch") {
+                d.op = Op::bulk_prefetch;
+                code_.push_back(d);
+                continue;
+            }
             if (head == "cp" && tokens.size() >= 3 && tokens[1] == "async") {
                 d.op = tokens[2] == "commit_group" ? Op::cp_commit : tokens[2] == "wait_group" ? Op::cp_wait : Op::cp_async;
                 code_.push_back(d);
@@ -489,6 +499,17 @@ private:
             case Op::shfl: t.state = Thread::State::shuffle; return;
             case Op::ld: case Op::st: memory(t, index, d, in); break;
             case Op::prefetch: break;
+            case Op::griddepcontrol: break;
+            case Op::bulk_prefetch: {  // no effect, but the bytes must lie in one buffer (and be 16-byte aligned)
+                std::uint64_t const address = address_of(t, std::get<ptx::AddressUse>(ops[0]).address);
+                auto const bytes = static_cast<std::size_t>(read(t, ops[1], Type::u32));
+                if (address % 16 != 0 || bytes % 16 != 0 || bytes == 0) fail(index, "misaligned or empty bulk prefetch");
+                if (std::none_of(ranges_.begin(), ranges_.end(),
+                                 [&](auto const& r) { return address >= r.begin && address + bytes <= r.begin + r.bytes; }))
+                    fail(index, "bulk prefetch of " + std::to_string(bytes) + " bytes outside the allowed buffers at " +
+                                    std::to_string(address));
+                break;
+            }
             case Op::cp_async: {
                 auto const& to = std::get<ptx::AddressUse>(ops[0]).address;
                 auto const& from = std::get<ptx::AddressUse>(ops[1]).address;

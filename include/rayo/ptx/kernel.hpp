@@ -81,6 +81,9 @@ public:
     Reg shared_address(Symbol const& symbol);
     // Upper bound on threads per block, emitted as .maxntid (lets ptxas budget registers).
     void max_threads(unsigned threads) { max_threads_ = threads; }
+    // Upper bound on registers per thread, emitted as .maxnreg. Without it ptxas may hold a kernel
+    // with .maxntid to fewer registers than it would use, scheduling loads late to stay within them.
+    void max_registers(unsigned registers) { max_registers_ = registers; }
 
     // ---- the escape hatch: any instruction, with its operands' types stated for the verifier
     void instruction(std::string opcode, std::vector<OperandUse> operands, Requirement requirement = {});
@@ -180,6 +183,10 @@ public:
     void cp_async_wait(int pending_groups);
     // ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16: `count` .b32 registers.
     std::vector<Reg> ldmatrix(int count, bool transpose, Reg shared_address);
+    // cp.async.bulk.prefetch.L2.global (sm_90): `bytes` (a multiple of 16, from a 16-byte aligned
+    // address) brought into L2 with one instruction; nothing is written, so it may run before
+    // griddepcontrol_wait: L2 is where every write lands, so what it holds is never stale.
+    void cp_async_bulk_prefetch_l2(Address const& global, Operand bytes);
     // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32: d (4 f32) = a (4 b32) · b (2 b32) + c (4 f32).
     void mma_m16n8k16(Type input, std::span<Reg const> d, std::span<Reg const> a, std::span<Reg const> b,
                       std::span<Reg const> c);
@@ -192,6 +199,14 @@ public:
     void bar_sync(int barrier = 0);
     void bar_warp_sync(std::uint32_t mask = full_warp);
     void membar_gl();
+    // Programmatic dependent launch (sm_90). A kernel launched to start early (cuLaunchKernelEx
+    // with programmatic stream serialization) may run while the previous kernel in the stream
+    // finishes: griddepcontrol_wait blocks until that kernel has completed and its writes are
+    // visible, and must come before any access to memory that kernel may touch.
+    // griddepcontrol_launch_dependents lets the next such kernel start once every CTA of this one
+    // has issued it (or exited). Without the launch attribute both do nothing.
+    void griddepcontrol_wait();
+    void griddepcontrol_launch_dependents();
 
     // ---- control flow
     Label label();
@@ -254,6 +269,7 @@ private:
     std::vector<Instruction> body_;
     std::optional<Guard> guard_;
     unsigned max_threads_ = 0;
+    unsigned max_registers_ = 0;
 };
 
 }  // namespace rayo::ptx

@@ -10,6 +10,7 @@
 
 #include "rayo/error.hpp"
 #include "rayo/ptx/kernels/quant.hpp"
+#include "rayo/ptx/target.hpp"
 #include "rayo/quant.hpp"
 #include "rayo/settings.hpp"
 
@@ -116,8 +117,7 @@ std::optional<kernels::QuantGemvConfig> streamed_gemv(KernelRunner const& runner
 // (2-byte aligned blocks, rows of a multiple of 8 blocks) stream through two-stage per-warp cp.async
 // rings. q4_k puts short rows' groups together in blocks of up to 512 threads, which then quantize x
 // once per block into shared memory; q6_k takes a block per group (up to 128 threads). A block of
-// one group has each thread quantize its own share of x from global memory. The grid is persistent,
-// about 512 threads a multiprocessor and at least two blocks; two rows per group and step.
+// one group has each thread quantize its own share of x from global memory. The grid is persistent.
 //
 // Measured on an H200 (4096/14336 rows x 4096/14336, cold and hot): against rings of 2-16 stages,
 // 1-4 rows a step, 128-1024 threads a block and 1-8 blocks a multiprocessor, q4_k with registers was
@@ -126,14 +126,34 @@ std::optional<kernels::QuantGemvConfig> streamed_gemv(KernelRunner const& runner
 // its own x: 4096x14336 cold q4_k 14.4 -> 13.5 us, q6_k 22.4 -> 20.5 us; at k = 4096 one 128-thread
 // group a block, four a multiprocessor, against four groups sharing x: q6_k 0.84x / 0.96x the time
 // at 4096 / 14336 rows, q4_k 0.96x / 1.10x (so q4_k keeps sharing).
+//
+// On sm_90 the GEMV starts early (programmatic dependent launch): it prefetches its first steps'
+// rows into L2 and waits for the kernel before it, whose tail and launch it then overlaps. Back to
+// back, cold (4096x4096 / 14336x4096 / 4096x14336): q4_k 7.13 / 12.8 / 13.6 -> 5.6 / 11.2 / 11.5
+// us with two steps prefetched (one: 6.2 / 11.7 / 11.6, four: 5.6 / 12.4 / 12.6, all: slower than
+// none without the early start). The next step's rows then come in while this one's are
+// multiplied only where ptxas may use the registers (.maxnreg 128; it otherwise holds the kernel
+// to 64 and issues the loads after the products): with four rows a step and one 512-thread block
+// a multiprocessor, 5.3 / 10.5 / 11.1 us. q6_k: 7.96 / 17.5 / 20.5 -> 6.6 / 16.7 / 19.0 us with
+// two steps prefetched and eight 128-thread blocks a multiprocessor (four: 7.2 / 18.8 / 19.1).
 constexpr unsigned spanning_batch = 2;
 constexpr unsigned spanning_q4_k_block_threads = 512;
 constexpr unsigned spanning_q6_k_block_threads = 128;
 constexpr unsigned spanning_threads_per_multiprocessor = 512;
+constexpr unsigned spanning_q6_k_threads_per_multiprocessor = 1024;
 constexpr unsigned spanning_q6_k_stages = 2;
+// q4_k blocks of at most this many threads take four rows a step with up to 128 registers a thread.
+constexpr unsigned spanning_wide_block_threads = 512;
+constexpr unsigned spanning_wide_registers = 128;
 
-std::optional<kernels::QuantGemvSpanningConfig> spanning_gemv(DType weight, unsigned rows, bool residual,
-                                                               std::size_t blocks_per_row, std::uint64_t w_at) {
+struct SpanningPlan {
+    kernels::QuantGemvSpanningConfig config;
+    unsigned threads_per_multiprocessor = spanning_threads_per_multiprocessor;
+    unsigned min_blocks_per_multiprocessor = 2;
+};
+
+std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsigned rows, bool residual,
+                                          std::size_t blocks_per_row, std::uint64_t w_at) {
     if (rows != 1 || !residual || blocks_per_row > kernels::quant_gemv_spanning_max_blocks || w_at % 16 != 0)
         return std::nullopt;
     if (weight != DType::q4_k && !(weight == DType::q6_k && blocks_per_row % 8 == 0)) return std::nullopt;
@@ -141,21 +161,34 @@ std::optional<kernels::QuantGemvSpanningConfig> spanning_gemv(DType weight, unsi
     auto const blocks = static_cast<unsigned>(blocks_per_row);
     unsigned const block_threads = q6 ? spanning_q6_k_block_threads : spanning_q4_k_block_threads;
     unsigned const groups = std::max(1u, block_threads / kernels::quant_gemv_spanning_group_threads(blocks));
-    return kernels::QuantGemvSpanningConfig{.weight = weight,
-                                            .blocks_per_row = blocks,
-                                            .groups = groups,
-                                            .batch = spanning_batch,
-                                            .stages = q6 ? spanning_q6_k_stages : 0,
-                                            .share_x = groups > 1};
+    bool const early = ptx::compute_capability(target) >= 90;
+    SpanningPlan plan{.config = {.weight = weight,
+                                 .blocks_per_row = blocks,
+                                 .groups = groups,
+                                 .batch = spanning_batch,
+                                 .stages = q6 ? spanning_q6_k_stages : 0,
+                                 .share_x = groups > 1,
+                                 .prefetch_steps = early ? 2u : 0u,
+                                 .early_start = early}};
+    if (q6) {
+        plan.threads_per_multiprocessor = spanning_q6_k_threads_per_multiprocessor;
+    } else if (early && groups * kernels::quant_gemv_spanning_group_threads(blocks) <= spanning_wide_block_threads) {
+        plan.config.batch = 4;
+        plan.config.prefetch_steps = 1;
+        plan.config.max_registers = spanning_wide_registers;
+        plan.min_blocks_per_multiprocessor = 1;
+    }
+    return plan;
 }
 
 // Launches it with the deepest ring (stages, then rows a step, halved in turn; registers take no
 // ring) whose shared memory fits (x, the rings, and the warp sums of every step: more blocks for
 // very many rows), else returns false.
-bool run_spanning_gemv(KernelRunner& runner, kernels::QuantGemvSpanningConfig config, std::uint64_t w_at,
-                       std::uint64_t x_at, std::uint64_t out_at, std::uint32_t n) {
+bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint64_t w_at, std::uint64_t x_at,
+                       std::uint64_t out_at, std::uint32_t n) {
+    kernels::QuantGemvSpanningConfig config = plan.config;
     unsigned const threads = config.groups * kernels::quant_gemv_spanning_group_threads(config.blocks_per_row);
-    std::size_t const per_sm = std::max(2u, spanning_threads_per_multiprocessor / threads);
+    std::size_t const per_sm = std::max(plan.min_blocks_per_multiprocessor, plan.threads_per_multiprocessor / threads);
     for (;;) {
         std::size_t const rows_per_step = config.groups * config.batch;
         std::size_t const row_steps = (std::size_t{n} + rows_per_step - 1) / rows_per_step;
@@ -164,14 +197,16 @@ bool run_spanning_gemv(KernelRunner& runner, kernels::QuantGemvSpanningConfig co
         auto const shared = [&] { return kernels::quant_gemv_spanning_shared_bytes(config, (row_steps + ctas - 1) / ctas); };
         while (shared() > runner.max_shared_bytes() && ctas < row_steps && ctas < 65535) ctas = std::min(row_steps, 2 * ctas);
         if (shared() <= runner.max_shared_bytes()) {
-            LaunchDims const dims{
-                .grid = {static_cast<unsigned>(ctas), 1, 1},
-                .block = {threads, 1, 1},
-                .shared_bytes = static_cast<unsigned>(shared())};
+            LaunchDims const dims{.grid = {static_cast<unsigned>(ctas), 1, 1},
+                                  .block = {threads, 1, 1},
+                                  .shared_bytes = static_cast<unsigned>(shared()),
+                                  .starts_early = config.early_start};
             std::string const key = "quant.gemv_spanning." + std::string(to_string(config.weight)) + ".b" +
                                     std::to_string(config.blocks_per_row) + ".g" + std::to_string(config.groups) + ".r" +
                                     std::to_string(config.batch) + ".s" + std::to_string(config.stages) +
-                                    (config.share_x ? ".xs." : ".xr.") + target_name(runner);
+                                    (config.share_x ? ".xs" : ".xr") + ".n" + std::to_string(config.max_registers) +
+                                    ".p" + std::to_string(config.prefetch_steps) + (config.early_start ? ".early." : ".") +
+                                    target_name(runner);
             runner.run(key, [=] { return kernels::quant_gemv_spanning(config); }, dims, w_at, x_at, out_at, n);
             return true;
         }
@@ -198,7 +233,7 @@ void linear_gemv(KernelRunner& runner, detail::MatmulShape shape, TensorView con
         auto const rows = static_cast<unsigned>(std::min(gemv_max_rows, shape.m - row));
         std::uint64_t const x_rows = x_at + row * shape.k * sizeof(float);
         std::uint64_t const out_rows = out_at + row * shape.n * sizeof(float);
-        auto const spanning = spanning_gemv(weight, rows, residual, blocks_per_row, w_at);
+        auto const spanning = spanning_gemv(runner.target(), weight, rows, residual, blocks_per_row, w_at);
         if (spanning && run_spanning_gemv(runner, *spanning, w_at, x_rows, out_rows, n)) continue;
         std::size_t const shared = kernels::quant_gemv_fused_shared_bytes(weight, rows, blocks_per_row);
         if (rows <= gemv_fused_max_rows && shared <= gemv_fused_max_shared) {

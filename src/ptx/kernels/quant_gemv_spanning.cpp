@@ -104,6 +104,16 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         throw BuildError("ptx kernels: quant_gemv_spanning: " + std::to_string(config.groups) + " groups of " +
                          std::to_string(group_threads) + " threads do not make a block of 1 to 1024 threads");
 
+    if (config.max_registers != 0 &&
+        (config.max_registers < 24 || config.max_registers > 255 || config.max_registers * config.groups * group_threads > 65536))
+        throw BuildError("ptx kernels: quant_gemv_spanning: .maxnreg " + std::to_string(config.max_registers) +
+                         " is not within 24..255 or does not let a block of " + std::to_string(config.groups * group_threads) +
+                         " threads fit 65536 registers");
+    if (config.prefetch_steps > quant_gemv_spanning_max_prefetch_steps)
+        throw BuildError("ptx kernels: quant_gemv_spanning prefetches at most " +
+                         std::to_string(quant_gemv_spanning_max_prefetch_steps) + " steps, not " +
+                         std::to_string(config.prefetch_steps));
+
     unsigned const blocks = config.blocks_per_row;
     unsigned const block_bytes = q6 ? 210 : 144;
     unsigned const row_bytes = block_bytes * blocks;
@@ -115,8 +125,10 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     bool const pipelined = !streamed && config.pipelined;
     Kernel k("rayo_quant_gemv_spanning_" + std::string(to_string(config.weight)) + "_b" + std::to_string(blocks) + "_g" +
              std::to_string(config.groups) + "_r" + std::to_string(batch) +
-             (streamed ? "_s" + std::to_string(stages) : pipelined ? "_pipelined" : "") + (config.share_x ? "_xs" : ""));
+             (streamed ? "_s" + std::to_string(stages) : pipelined ? "_pipelined" : "") + (config.share_x ? "_xs" : "") +
+             (config.prefetch_steps ? "_p" + std::to_string(config.prefetch_steps) : "") + (config.early_start ? "_early" : ""));
     k.max_threads(32 * warps);
+    if (config.max_registers != 0) k.max_registers(config.max_registers);
     Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
     Reg const x = k.cvta_to_global(k.param(Type::u64, "x"));
     Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
@@ -146,6 +158,25 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         Reg const row = k.min(k.add(k.add(step_first, group_first), r), last_row);
         return k.add(weights, k.mul_wide(row, row_bytes));
     };
+
+    // Before anything that reads memory the previous kernel may write: the first steps' weight
+    // rows into L2 (a step's groups·batch rows are contiguous), by one thread.
+    if (config.prefetch_steps > 0) {
+        k.if_then(k.setp(Cmp::eq, tid, 0), [&] {
+            for (unsigned s = 0; s < config.prefetch_steps; ++s) {
+                Reg const step_first = k.add(first, k.mul(stride, s));
+                k.if_then(k.setp(Cmp::lt, step_first, n), [&] {
+                    Reg const rows = k.min(k.sub(n, step_first), config.groups * batch);
+                    k.cp_async_bulk_prefetch_l2(Address(k.add(weights, k.mul_wide(step_first, row_bytes))),
+                                                k.mul(rows, row_bytes));
+                });
+            }
+        });
+    }
+    if (config.early_start) {
+        k.griddepcontrol_launch_dependents();
+        k.griddepcontrol_wait();
+    }
 
     // Shared memory: (share_x) x as int16 [blocks·256] and its scales f32 [blocks], (streamed) the
     // warps' rings, then the warps' sums of every step.
@@ -417,8 +448,10 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                 rows.push_back(w);
             }
             if (pipelined) {
+                // Unconditional (the last step's re-read the last row, clamped): a branch here let
+                // ptxas move the loads below the products.
                 Reg const next = k.add(step, stride);
-                k.if_then(k.setp(Cmp::lt, next, n), [&] { for (unsigned r = 0; r < batch; ++r) load_row(next, r, pending[r]); });
+                for (unsigned r = 0; r < batch; ++r) load_row(next, r, pending[r]);
             }
         }
         std::vector<Reg> parts;

@@ -155,6 +155,7 @@ constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std
 // groups·group_threads threads, dynamic shared memory quant_gemv_spanning_shared_bytes.
 constexpr unsigned quant_gemv_spanning_max_blocks = 128;  // a group of at most 1024 threads
 constexpr unsigned quant_gemv_spanning_max_stages = 16;
+constexpr unsigned quant_gemv_spanning_max_prefetch_steps = 16;
 struct QuantGemvSpanningConfig {
     DType weight = DType::q4_k;   // q4_k or q6_k
     unsigned blocks_per_row = 1;  // 1..quant_gemv_spanning_max_blocks, baked into the kernel
@@ -163,6 +164,16 @@ struct QuantGemvSpanningConfig {
     bool pipelined = true;        // stages = 0: load the next step's rows into registers during this one's work
     unsigned stages = 0;          // 0, or 2..quant_gemv_spanning_max_stages slots of each warp's ring
     bool share_x = true;          // x quantized once per block into shared memory (above)
+    // .maxnreg: 24..255 with block threads · max_registers ≤ 65536, or 0 for ptxas's choice (which
+    // may keep the kernel to fewer registers by issuing the next step's loads late).
+    unsigned max_registers = 0;
+    // sm_90 only. The rows of the CTA's first prefetch_steps (≤ quant_gemv_spanning_max_prefetch_steps)
+    // steps are prefetched into L2 first thing, one cp.async.bulk.prefetch a step; early_start then
+    // lets the next kernel launch (griddepcontrol.launch_dependents) and waits for the previous one
+    // (griddepcontrol.wait) before the kernel reads x or anything else, so that it may be launched
+    // to start early (LaunchDims::starts_early in the CUDA backend).
+    unsigned prefetch_steps = 0;
+    bool early_start = false;
 };
 [[nodiscard]] Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config);
 constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) noexcept {
