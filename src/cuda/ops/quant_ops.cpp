@@ -134,13 +134,16 @@ std::optional<kernels::QuantGemvConfig> streamed_gemv(KernelRunner const& runner
 // none without the early start). The next step's rows then come in while this one's are
 // multiplied only where ptxas may use the registers (.maxnreg 128; it otherwise holds the kernel
 // to 64 and issues the loads after the products): with four rows a step and one 512-thread block
-// a multiprocessor, 5.3 / 10.5 / 11.1 us. q6_k: 7.96 / 17.5 / 20.5 -> 6.6 / 16.7 / 19.0 us with
-// two steps prefetched and eight 128-thread blocks a multiprocessor (four: 7.2 / 18.8 / 19.1).
+// a multiprocessor, 5.3 / 10.5 / 11.1 us. q6_k: 7.96 / 17.5 / 20.5 -> 6.3 / 16.4 / 16.9 us with
+// two steps prefetched, five 128-thread blocks a multiprocessor (four: 7.2 / 18.8 / 19.1; eight,
+// of which five resident: 6.6 / 16.8 / 19.0) and at k = 14336 one 448-thread block of four rows a
+// step (two blocks, which 96 registers a thread do not let stay resident together: 19.0).
 constexpr unsigned spanning_batch = 2;
 constexpr unsigned spanning_q4_k_block_threads = 512;
 constexpr unsigned spanning_q6_k_block_threads = 128;
 constexpr unsigned spanning_threads_per_multiprocessor = 512;
-constexpr unsigned spanning_q6_k_threads_per_multiprocessor = 1024;
+// Five 128-thread blocks: as many as q6_k's 96 registers a thread let stay resident.
+constexpr unsigned spanning_q6_k_threads_per_multiprocessor = 640;
 constexpr unsigned spanning_q6_k_stages = 2;
 // q4_k blocks of at most this many threads take four rows a step with up to 128 registers a thread.
 constexpr unsigned spanning_wide_block_threads = 512;
@@ -170,9 +173,13 @@ std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsi
                                  .share_x = groups > 1,
                                  .prefetch_steps = early ? 2u : 0u,
                                  .early_start = early}};
+    unsigned const threads = groups * kernels::quant_gemv_spanning_group_threads(blocks);
     if (q6) {
+        // A block alone on its multiprocessor (long rows) takes four rows a step.
         plan.threads_per_multiprocessor = spanning_q6_k_threads_per_multiprocessor;
-    } else if (early && groups * kernels::quant_gemv_spanning_group_threads(blocks) <= spanning_wide_block_threads) {
+        plan.min_blocks_per_multiprocessor = 1;
+        if (early && 2 * threads > spanning_q6_k_threads_per_multiprocessor) plan.config.batch = 4;
+    } else if (early && threads <= spanning_wide_block_threads) {
         plan.config.batch = 4;
         plan.config.prefetch_steps = 1;
         plan.config.max_registers = spanning_wide_registers;
