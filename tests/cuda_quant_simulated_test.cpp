@@ -38,8 +38,9 @@ Form form_of(std::string const& key) {
 // Runs the case through the glue, or (`direct`) launches that spanning GEMV itself on 3 blocks.
 template <QuantBlock W>
 double simulated_linear_error(Case const& c, std::uint32_t seed,
-                              std::optional<ptx::kernels::QuantGemvSpanningConfig> const& direct = std::nullopt) {
-    SimulatedRunner runner(2);
+                              std::optional<ptx::kernels::QuantGemvSpanningConfig> const& direct = std::nullopt,
+                              ptx::Target target = ptx::Target::sm_90) {
+    SimulatedRunner runner(2, target);
     runner.set_max_shared_bytes(227 * 1024);
     auto const w = quantize<W>(Tensor<float>::from(random_floats(c.n * c.k, seed, -1.0f, 1.0f), {c.n, c.k}));
     std::vector<W> const blocks = w.to_vector();
@@ -103,13 +104,14 @@ TEST(CudaQuantSimulated, FusedGemvInBothFormsMatchesFloat64) {
     }
 }
 
-// The spanning GEMV (one row of x): q4_k groups of 8 blocks (eight groups a CTA, two steps of 64
-// rows over the simulated grid's 4 CTAs, the last one partial), of 9 blocks (a group's last warp
-// partly idle), one block (sixteen 32-thread groups), and 128 blocks (one 1024-thread group, which
-// quantizes x thread by thread; the others share it through shared memory); q6_k
-// rows of 8, 16 and 128 blocks (every other warp's blocks 8 bytes past a 16-byte boundary, and 2
-// bytes off a 4-byte one in every other block). More steps than the ring has stages, so slots are
-// reused.
+// The spanning GEMV (one row of x) as the glue launches it for sm_80 and for sm_90 (there with L2
+// prefetches, started early, four rows a step and, for these few rows, a block a group): q4_k
+// groups of 8 blocks (for sm_80 eight groups a CTA, two steps of 64 rows over the simulated grid's
+// 4 CTAs, the last one partial), of 9 blocks (a group's last warp partly idle), one block (32-thread
+// groups), and 128 blocks (one 1024-thread group, which quantizes x thread by thread; for sm_80 the
+// others share it through shared memory); q6_k rows of 8, 16 and 128 blocks (every other warp's
+// blocks 8 bytes past a 16-byte boundary, and 2 bytes off a 4-byte one in every other block). More
+// steps than the ring has stages, so slots are reused.
 TEST(CudaQuantSimulated, SpanningGemvMatchesFloat64) {
     Case const cases[] = {
         {DType::q4_k, 1, 70, 2048, Form::spanning},  {DType::q4_k, 1, 37, 2304, Form::spanning},
@@ -117,14 +119,16 @@ TEST(CudaQuantSimulated, SpanningGemvMatchesFloat64) {
         {DType::q6_k, 1, 70, 2048, Form::spanning},  {DType::q6_k, 1, 37, 4096, Form::spanning},
         {DType::q6_k, 1, 3, 32768, Form::spanning},
     };
-    for (Case const& c : cases) {
-        auto const seed = fresh_seed();
-        SCOPED_TRACE(std::string(to_string(c.type)) + " n " + std::to_string(c.n) + " k " + std::to_string(c.k) +
-                     " seed " + std::to_string(seed));
-        // What linear promises; ~1e-4 with x's ~15 bits (as the residual records give).
-        double const e = c.type == DType::q4_k ? simulated_linear_error<q4_k>(c, seed) : simulated_linear_error<q6_k>(c, seed);
-        EXPECT_LE(e, 1e-3);
-    }
+    for (ptx::Target target : {ptx::Target::sm_80, ptx::Target::sm_90})
+        for (Case const& c : cases) {
+            auto const seed = fresh_seed();
+            SCOPED_TRACE(std::string(ptx::to_string(target)) + " " + std::string(to_string(c.type)) + " n " +
+                         std::to_string(c.n) + " k " + std::to_string(c.k) + " seed " + std::to_string(seed));
+            // What linear promises; ~1e-4 with x's ~15 bits (as the residual records give).
+            double const e = c.type == DType::q4_k ? simulated_linear_error<q4_k>(c, seed, std::nullopt, target)
+                                                   : simulated_linear_error<q6_k>(c, seed, std::nullopt, target);
+            EXPECT_LE(e, 1e-3);
+        }
 }
 
 // Forms the glue does not pick, launched directly: q4_k streamed through rings of 2 and 3 stages

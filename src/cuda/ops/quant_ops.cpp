@@ -134,7 +134,8 @@ std::optional<kernels::QuantGemvConfig> streamed_gemv(KernelRunner const& runner
 // none without the early start). The next step's rows then come in while this one's are
 // multiplied only where ptxas may use the registers (.maxnreg 128; it otherwise holds the kernel
 // to 64 and issues the loads after the products): with four rows a step and one 512-thread block
-// a multiprocessor, 5.3 / 10.5 / 11.1 us. q6_k: 7.96 / 17.5 / 20.5 -> 6.3 / 16.4 / 16.9 us with
+// a multiprocessor, 5.3 / 10.5 / 11.1 us; at 4096 rows, a 128-thread block a group and two steps
+// prefetched, 4.9 us (14336 rows: 11.0). q6_k: 7.96 / 17.5 / 20.5 -> 6.3 / 16.4 / 16.9 us with
 // two steps prefetched, five 128-thread blocks a multiprocessor (four: 7.2 / 18.8 / 19.1; eight,
 // of which five resident: 6.6 / 16.8 / 19.0) and at k = 14336 one 448-thread block of four rows a
 // step (two blocks, which 96 registers a thread do not let stay resident together: 19.0).
@@ -148,6 +149,7 @@ constexpr unsigned spanning_q6_k_stages = 2;
 // q4_k blocks of at most this many threads take four rows a step with up to 128 registers a thread.
 constexpr unsigned spanning_wide_block_threads = 512;
 constexpr unsigned spanning_wide_registers = 128;
+constexpr std::uint32_t spanning_few_rows = 8192;
 
 struct SpanningPlan {
     kernels::QuantGemvSpanningConfig config;
@@ -155,7 +157,7 @@ struct SpanningPlan {
     unsigned min_blocks_per_multiprocessor = 2;
 };
 
-std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsigned rows, bool residual,
+std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsigned rows, std::uint32_t n, bool residual,
                                           std::size_t blocks_per_row, std::uint64_t w_at) {
     if (rows != 1 || !residual || blocks_per_row > kernels::quant_gemv_spanning_max_blocks || w_at % 16 != 0)
         return std::nullopt;
@@ -184,6 +186,13 @@ std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsi
         plan.config.prefetch_steps = 1;
         plan.config.max_registers = spanning_wide_registers;
         plan.min_blocks_per_multiprocessor = 1;
+        if (n <= spanning_few_rows) {
+            // Few rows: a block a group (its threads quantize their own x, no barrier) and the
+            // first two steps prefetched, which then cover most of the rows.
+            plan.config.groups = 1;
+            plan.config.share_x = false;
+            plan.config.prefetch_steps = 2;
+        }
     }
     return plan;
 }
@@ -240,7 +249,7 @@ void linear_gemv(KernelRunner& runner, detail::MatmulShape shape, TensorView con
         auto const rows = static_cast<unsigned>(std::min(gemv_max_rows, shape.m - row));
         std::uint64_t const x_rows = x_at + row * shape.k * sizeof(float);
         std::uint64_t const out_rows = out_at + row * shape.n * sizeof(float);
-        auto const spanning = spanning_gemv(runner.target(), weight, rows, residual, blocks_per_row, w_at);
+        auto const spanning = spanning_gemv(runner.target(), weight, rows, n, residual, blocks_per_row, w_at);
         if (spanning && run_spanning_gemv(runner, *spanning, w_at, x_rows, out_rows, n)) continue;
         std::size_t const shared = kernels::quant_gemv_fused_shared_bytes(weight, rows, blocks_per_row);
         if (rows <= gemv_fused_max_rows && shared <= gemv_fused_max_shared) {
