@@ -161,7 +161,8 @@ void ModuleCache::launch(CUfunction function, Dim3 grid, Dim3 block, unsigned sh
                                   stream_.handle(), params, nullptr);
     }
     if (result != CUresult::success)
-        throw_error(result, context.label() + ": cuLaunchKernel (grid " + dims(grid) + ", block " + dims(block) + ", " +
+        throw_error(result, context.label() + (starts_early && d.cuLaunchKernelEx ? ": cuLaunchKernelEx" : ": cuLaunchKernel") +
+                                " (grid " + dims(grid) + ", block " + dims(block) + ", " +
                                 std::to_string(shared_bytes) + " bytes of dynamic shared memory)");
 }
 
