@@ -368,9 +368,12 @@ private:
         if (address % bytes != 0)
             fail(index, "global access of " + std::to_string(bytes) + " bytes at misaligned address " +
                             std::to_string(address));
-        for (auto const& r : ranges_)
-            if (address >= r.begin && address + bytes <= r.begin + r.bytes) return reinterpret_cast<void*>(address);
+        if (in_buffers(address, bytes)) return reinterpret_cast<void*>(address);
         fail(index, "global access outside the allowed buffers at " + std::to_string(address));
+    }
+    [[nodiscard]] bool in_buffers(std::uint64_t address, std::size_t bytes) const {
+        return std::any_of(ranges_.begin(), ranges_.end(),
+                           [&](auto const& r) { return address >= r.begin && address + bytes <= r.begin + r.bytes; });
     }
     void* shared(std::size_t index, std::uint64_t address, std::size_t bytes) {
         if (address % bytes != 0) fail(index, "misaligned shared access");
@@ -504,8 +507,7 @@ private:
                 std::uint64_t const address = address_of(t, std::get<ptx::AddressUse>(ops[0]).address);
                 auto const bytes = static_cast<std::size_t>(read(t, ops[1], Type::u32));
                 if (address % 16 != 0 || bytes % 16 != 0 || bytes == 0) fail(index, "misaligned or empty bulk prefetch");
-                if (std::none_of(ranges_.begin(), ranges_.end(),
-                                 [&](auto const& r) { return address >= r.begin && address + bytes <= r.begin + r.bytes; }))
+                if (!in_buffers(address, bytes))
                     fail(index, "bulk prefetch of " + std::to_string(bytes) + " bytes outside the allowed buffers at " +
                                     std::to_string(address));
                 break;
