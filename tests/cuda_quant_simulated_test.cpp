@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <optional>
+#include <regex>
+#include <string>
 
 #include "cuda/ops/quant_ops.hpp"
 #include "rayo/ptx/kernels/quant.hpp"
@@ -19,6 +21,9 @@ namespace {
 
 using ptxsim::HostView;
 using ptxsim::SimulatedRunner;
+
+// An H100's or H200's multiprocessor: 228 KiB of shared memory, 1 KiB reserved a block.
+constexpr cuda::MultiprocessorSharedMemory hopper_multiprocessor{.bytes = 233472, .reserved_per_block = 1024};
 
 // The GEMV forms the glue picks from (quant_ops.cpp).
 enum class Form { spanning, streamed, registers };
@@ -42,6 +47,7 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
                               ptx::Target target = ptx::Target::sm_90) {
     SimulatedRunner runner(2, target);
     runner.set_max_shared_bytes(227 * 1024);
+    runner.set_multiprocessor_shared(hopper_multiprocessor);
     auto const w = quantize<W>(Tensor<float>::from(random_floats(c.n * c.k, seed, -1.0f, 1.0f), {c.n, c.k}));
     std::vector<W> const blocks = w.to_vector();
     std::vector<float> const wv = dequantize(w).to_vector();
@@ -67,8 +73,22 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
         cuda::ops::quant_linear(runner, {c.m, c.n, c.k, true}, x.view(), wt.view(), out.view());
     }
 
-    for (auto const& l : runner.launches())
+    for (auto const& l : runner.launches()) {
         if (!direct && l.key.find("gemv") != std::string::npos) EXPECT_EQ(form_of(l.key), c.form) << "the glue picked another GEMV form: " << l.key;
+        // A GEMV that starts early, with more row steps than blocks (so as many blocks a
+        // multiprocessor as it plans), leaves no place free there for the next kernel's blocks
+        // (quant_ops.cpp). Its key names its groups and rows a step.
+        std::smatch step;
+        bool const spanning = std::regex_search(l.key, step, std::regex(R"(gemv_spanning\..*\.g(\d+)\.r(\d+)\.)"));
+        std::size_t const row_steps = spanning ? (c.n + std::stoul(step[1]) * std::stoul(step[2]) - 1) / (std::stoul(step[1]) * std::stoul(step[2])) : 0;
+        unsigned const per_multiprocessor = l.dims.grid[0] / runner.multiprocessor_count();
+        if (!direct && l.dims.starts_early && row_steps > l.dims.grid[0]) {
+            EXPECT_EQ(l.dims.grid[0] % runner.multiprocessor_count(), 0u) << l.key;
+            unsigned const taken = l.dims.shared_bytes + hopper_multiprocessor.reserved_per_block;
+            EXPECT_GT((per_multiprocessor + 1) * taken, hopper_multiprocessor.bytes)
+                << l.key << ": a multiprocessor has room for another block of " << l.dims.shared_bytes << " bytes";
+        }
+    }
 
     std::vector<float> const y = out.values();
     double num = 0, den = 0, typical = 0;

@@ -30,6 +30,10 @@ DeviceProperties query(Driver const& d, CUdevice device, std::string const& labe
     int const shared =
         attribute(CUdevice_attribute::max_shared_memory_per_block_optin, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN");
     int const multiprocessors = attribute(CUdevice_attribute::multiprocessor_count, "MULTIPROCESSOR_COUNT");
+    int const shared_per_multiprocessor =
+        attribute(CUdevice_attribute::max_shared_memory_per_multiprocessor, "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR");
+    int const reserved_per_block =
+        attribute(CUdevice_attribute::reserved_shared_memory_per_block, "RESERVED_SHARED_MEMORY_PER_BLOCK");
     if (!attribute(CUdevice_attribute::memory_pools_supported, "MEMORY_POOLS_SUPPORTED"))
         throw Unsupported(label + " (" + name + "): the device has no stream-ordered memory pools "
                           "(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED is 0), which rayo's CUDA backend "
@@ -41,6 +45,8 @@ DeviceProperties query(Driver const& d, CUdevice device, std::string const& labe
     p.name = std::string(name) + " (" + memory_text + ", sm_" + std::to_string(p.compute_capability) + ")";
     p.max_shared_bytes = static_cast<unsigned>(std::max(shared, 0));
     p.multiprocessor_count = multiprocessors;
+    p.multiprocessor_shared = {.bytes = static_cast<unsigned>(std::max(shared_per_multiprocessor, 0)),
+                               .reserved_per_block = static_cast<unsigned>(std::max(reserved_per_block, 0))};
     return p;
 }
 

@@ -27,6 +27,7 @@ struct DeviceProperties {
     int compute_capability = 0;        // major * 10 + minor
     unsigned max_shared_bytes = 0;     // per block, opted in
     int multiprocessor_count = 0;
+    MultiprocessorSharedMemory multiprocessor_shared;
 };
 
 // What tests check about memory reuse (and nothing else uses).
@@ -81,6 +82,7 @@ public:
     [[nodiscard]] int compute_capability() const noexcept { return properties_.compute_capability; }
     [[nodiscard]] int multiprocessor_count() const noexcept { return properties_.multiprocessor_count; }
     [[nodiscard]] unsigned max_shared_bytes() const noexcept { return properties_.max_shared_bytes; }
+    [[nodiscard]] MultiprocessorSharedMemory multiprocessor_shared() const noexcept { return properties_.multiprocessor_shared; }
     // "cuda:0", for messages.
     [[nodiscard]] std::string const& label() const noexcept { return context_.label(); }
     [[nodiscard]] PrimaryContext const& context() const noexcept { return context_; }

@@ -28,6 +28,9 @@ public:
     }
     [[nodiscard]] int multiprocessor_count() const noexcept override { return backend_.multiprocessor_count(); }
     [[nodiscard]] unsigned max_shared_bytes() const noexcept override { return backend_.max_shared_bytes(); }
+    [[nodiscard]] MultiprocessorSharedMemory multiprocessor_shared() const noexcept override {
+        return backend_.multiprocessor_shared();
+    }
     [[nodiscard]] std::uint64_t address(TensorView const& view) override {
         return backend_.address(view.buffer, view.offset, bytes_for(view.dtype, view.numel), "kernel operand");
     }

@@ -62,10 +62,12 @@ enum class CUdevice_attribute : int {
     max_shared_memory_per_block = 8,
     warp_size = 10,
     multiprocessor_count = 16,
+    max_shared_memory_per_multiprocessor = 81,
     integrated = 18,
     compute_capability_major = 75,
     compute_capability_minor = 76,
     max_shared_memory_per_block_optin = 97,
+    reserved_shared_memory_per_block = 111,
     memory_pools_supported = 115,
 };
 

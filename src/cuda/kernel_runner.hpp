@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 
+#include "cuda/residency.hpp"
 #include "dispatch/backend.hpp"
 #include "rayo/ptx/kernel.hpp"
 #include "rayo/ptx/target.hpp"
@@ -34,6 +35,8 @@ public:
     [[nodiscard]] virtual int multiprocessor_count() const noexcept = 0;
     // The dynamic shared memory one block may use (opted in at launch); 48 KiB is every device's.
     [[nodiscard]] virtual unsigned max_shared_bytes() const noexcept { return 48 * 1024; }
+    // What a multiprocessor's blocks share of shared memory (residency.hpp); zeros where unknown.
+    [[nodiscard]] virtual MultiprocessorSharedMemory multiprocessor_shared() const noexcept { return {}; }
     // The device address of a view's first byte.
     [[nodiscard]] virtual std::uint64_t address(detail::TensorView const& view) = 0;
     // Stream-ordered device memory for intermediate results; free_temporary may be called right

@@ -880,6 +880,9 @@ public:
     [[nodiscard]] unsigned max_shared_bytes() const noexcept override { return max_shared_bytes_; }
     // The dynamic shared memory the simulated device offers a block (e.g. an H100's 227 KiB).
     void set_max_shared_bytes(unsigned bytes) noexcept { max_shared_bytes_ = bytes; }
+    [[nodiscard]] cuda::MultiprocessorSharedMemory multiprocessor_shared() const noexcept override { return multiprocessor_shared_; }
+    // What the simulated device's multiprocessors have of shared memory (unknown by default).
+    void set_multiprocessor_shared(cuda::MultiprocessorSharedMemory sm) noexcept { multiprocessor_shared_ = sm; }
     [[nodiscard]] std::uint64_t address(detail::TensorView const& view) override { return view.buffer + view.offset; }
     [[nodiscard]] std::uint64_t allocate_temporary(std::size_t bytes) override {
         auto block = std::make_unique<std::vector<std::uint8_t>>(bytes, 0xCD);  // poisoned
@@ -931,6 +934,7 @@ private:
     int multiprocessors_;
     ptx::Target target_;
     unsigned max_shared_bytes_ = 48 * 1024;
+    cuda::MultiprocessorSharedMemory multiprocessor_shared_;
     std::map<std::string, std::unique_ptr<Entry>> kernels_;
     std::map<std::uint64_t, std::unique_ptr<std::vector<std::uint8_t>>> temporaries_;
     std::vector<std::pair<std::uintptr_t, std::size_t>> allowed_;

@@ -213,9 +213,20 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
         auto const shared = [&] { return kernels::quant_gemv_spanning_shared_bytes(config, (row_steps + ctas - 1) / ctas); };
         while (shared() > runner.max_shared_bytes() && ctas < row_steps && ctas < 65535) ctas = std::min(row_steps, 2 * ctas);
         if (shared() <= runner.max_shared_bytes()) {
+            // A GEMV that starts early gets no more places on a multiprocessor than it plans
+            // blocks for (shared memory is padded to keep the rest out): the next GEMV's blocks
+            // would take a spare place on every multiprocessor while this one runs and then
+            // every place of those it leaves first, so that its blocks, each given as many rows,
+            // would crowd there.
+            std::size_t shared_bytes = shared();
+            if (config.early_start) {
+                std::size_t const limiting =
+                    shared_bytes_limiting_residency(static_cast<unsigned>(per_sm), runner.multiprocessor_shared());
+                if (limiting <= runner.max_shared_bytes()) shared_bytes = std::max(shared_bytes, limiting);
+            }
             LaunchDims const dims{.grid = {static_cast<unsigned>(ctas), 1, 1},
                                   .block = {threads, 1, 1},
-                                  .shared_bytes = static_cast<unsigned>(shared()),
+                                  .shared_bytes = static_cast<unsigned>(shared_bytes),
                                   .starts_early = config.early_start};
             std::string const key = "quant.gemv_spanning." + std::string(to_string(config.weight)) + ".b" +
                                     std::to_string(config.blocks_per_row) + ".g" + std::to_string(config.groups) + ".r" +
