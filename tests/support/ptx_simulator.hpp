@@ -566,8 +566,9 @@ private:
                 std::uint64_t r = 0;
                 for (int i = 0; i < 4; ++i) {
                     std::uint64_t const nibble = (selector >> (4 * i)) & 0xf;
-                    if (nibble & 8) fail(index, "prmt sign replication not simulated");
-                    r |= ((bytes8 >> (8 * nibble)) & 0xff) << (8 * i);
+                    std::uint64_t const byte = (bytes8 >> (8 * (nibble & 7))) & 0xff;
+                    // A selector's msb replicates the selected byte's sign bit over the byte.
+                    r |= ((nibble & 8) ? ((byte & 0x80) ? 0xff : 0) : byte) << (8 * i);
                 }
                 write(t, dst(), r);
                 break;

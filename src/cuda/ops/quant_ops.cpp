@@ -138,12 +138,16 @@ std::optional<kernels::QuantGemvConfig> streamed_gemv(KernelRunner const& runner
 // prefetched, 4.9 us (14336 rows: 11.0). q6_k: 7.96 / 17.5 / 20.5 -> 6.3 / 16.4 / 16.9 us with
 // two steps prefetched, five 128-thread blocks a multiprocessor (four: 7.2 / 18.8 / 19.1; eight,
 // of which five resident: 6.6 / 16.8 / 19.0) and at k = 14336 one 448-thread block of four rows a
-// step (two blocks, which 96 registers a thread do not let stay resident together: 19.0).
+// step (two blocks, which 96 registers a thread do not let stay resident together: 19.0). With
+// q6_k's quarters added in int32 (80 and 123 registers) and no spare places (run_spanning_gemv):
+// 6.3 / 16.1 / 16.1 us cold, hot 5.4 / 14.5 / 15.0 (were 5.8 / 15.4 / 16.3); rolling prefetches
+// (each step prefetching the rows two or four steps ahead) were 3-20% slower for both types.
 constexpr unsigned spanning_batch = 2;
 constexpr unsigned spanning_q4_k_block_threads = 512;
 constexpr unsigned spanning_q6_k_block_threads = 128;
 constexpr unsigned spanning_threads_per_multiprocessor = 512;
-// Five 128-thread blocks: as many as q6_k's 96 registers a thread let stay resident.
+// Five 128-thread blocks (six, which q6_k's 80 registers let in, took 1.16x / 1.02x the time cold
+// at 4096 / 14336 rows).
 constexpr unsigned spanning_q6_k_threads_per_multiprocessor = 640;
 constexpr unsigned spanning_q6_k_stages = 2;
 // q4_k blocks of at most this many threads take four rows a step with up to 128 registers a thread.
@@ -217,7 +221,8 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
             // blocks for (shared memory is padded to keep the rest out): the next GEMV's blocks
             // would take a spare place on every multiprocessor while this one runs and then
             // every place of those it leaves first, so that its blocks, each given as many rows,
-            // would crowd there.
+            // would crowd there. With q6_k's 80 registers a sixth 128-thread block fits beside
+            // the five planned: back to back, 7-17% slower without the padding (H200).
             std::size_t shared_bytes = shared();
             if (config.early_start) {
                 std::size_t const limiting =

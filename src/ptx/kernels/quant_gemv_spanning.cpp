@@ -17,7 +17,7 @@
 // nibbles masked 0x0f, high ones masked 0xf0 (16q; the chain's sum is then divided by 16, exactly);
 // q6_k's 6-bit codes as bytes, the −32 offset through x's sums. Bounds (int32): a q4_k chain of 16
 // values is ≤ 16·15·32767 ≈ 7.9e6 (×16 ≈ 1.3e8 for high nibbles), times a 6-bit scale, two chains:
-// ≤ 9.9e8 < 2^31; a q6_k quarter ≤ 8·63·32767 ≈ 1.7e7, scaled in f32.
+// ≤ 9.9e8 < 2^31; q6_k quarters are added in pairs in int32 (see the q6_k branch).
 //
 // The rows of a step (`batch` per group, `groups` per CTA) are reduced across each warp by a
 // transposing butterfly (lane b ends with row b's sum); the warps' sums wait in shared memory until
@@ -366,10 +366,10 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         Reg const x_at = k.add(k.shl(h, 7), k.shl(u, 3));  // 128h + 8u
         std::vector<Reg> const words = quantized_x({x_at, k.add(x_at, 32), k.add(x_at, 64), k.add(x_at, 96)});
         std::vector<std::vector<Reg>> xq;
-        std::vector<Reg> x_sums;
+        std::vector<Reg> x_offsets;  // −32·Σx of each quarter: where its dot products start
         for (unsigned p = 0; p < 4; ++p) {
             xq.emplace_back(words.begin() + 4 * p, words.begin() + 4 * p + 4);
-            x_sums.push_back(k.mul(sum_words(xq.back()), 32));
+            x_offsets.push_back(k.mul(sum_words(xq.back()), -32));
         }
         // Where the block lies in the slot row: 2-byte aligned, so words are read from the 4-byte
         // boundary below and shifted by prmt (selector 0x5432 when 2 bytes off, 0x3210 when not).
@@ -379,7 +379,13 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         Reg const ql_at = k.add(k.shl(h, 6), k.shl(u, 3));
         Reg const qh_at = k.add(k.add(k.shl(h, 5), k.shl(u, 3)), 128);
         Reg const sc_at = k.add(k.shl(h, 3), 192);
-        Reg const sc_byte = k.shr(u, 1);
+        // Scale sc[8h + u/2 + 2p] is byte (block_at & 2) + u/2 + 2p of the three words read from the
+        // 4-byte boundary below the block's 8 scales of this half: byte s = (block_at & 2) + u/2
+        // (+ 2 for odd p) of the first two words for p < 2, of the last two for p ≥ 2, taken by a
+        // prmt that sign-extends it (selector nibbles s, then s | 8 thrice).
+        Reg const sc_byte = k.add(k.and_(block_at, 2), k.shr(u, 1));
+        Reg const sc_select_even = k.fma(sc_byte, 0x1111, 0x8880);
+        Reg const sc_select_odd = k.add(sc_select_even, 2 * 0x1111);
         read_slot_row = [&, shift, aligned_at, ql_at, qh_at, sc_at](Reg row_at) {
             Reg const base = k.add(row_at, aligned_at);
             auto const two_words = [&](Reg field, unsigned extra) {
@@ -389,29 +395,35 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                 return std::array<Reg, 2>{k.prmt(raw[0], raw[1], shift), k.prmt(raw[1], raw[2], shift)};
             };
             RowWords w;
-            for (auto const& [field, extra] : {std::pair{ql_at, 0u}, std::pair{ql_at, 32u}, std::pair{qh_at, 0u},
-                                               std::pair{sc_at, 0u}})
+            for (auto const& [field, extra] : {std::pair{ql_at, 0u}, std::pair{ql_at, 32u}, std::pair{qh_at, 0u}})
                 for (Reg r : two_words(field, extra)) w.words.push_back(r);
+            Reg const scales = k.add(base, sc_at);
+            for (unsigned i = 0; i < 3; ++i) w.words.push_back(k.ld(Space::shared, Type::u32, Address(scales, 4 * i)));
             w.words.push_back(k.prmt(k.ld(Space::shared, Type::u32, Address(base, 208)), 0, shift));  // d in the low half
             return w;
         };
-        partial = [&, xq, x_sums, sc_byte](RowWords const& words) {
-            auto const& v = words.words;  // ql a (2), ql b (2), qh (2), scales (2), d
-            Reg total = k.mov(Type::f32, 0.0f);
-            for (unsigned p = 0; p < 4; ++p) {
-                Reg dot = k.mov(Type::s32, 0);
-                for (unsigned w = 0; w < 2; ++w) {
-                    Reg const ql = p < 2 ? v[2 * (p % 2) + w] : k.shr(v[2 * (p % 2) + w], 4);
-                    Reg const code = k.or_(k.and_(ql, 0x0f0f0f0f), k.shl(k.and_(k.shr(v[4 + w], 2 * p), 0x03030303), 4));
-                    dot = k.dp2a(xq[p][2 * w], code, dot, false, true, false);
-                    dot = k.dp2a(xq[p][2 * w + 1], code, dot, true, true, false);
+        partial = [&, xq, x_offsets, sc_select_even, sc_select_odd](RowWords const& words) {
+            auto const& v = words.words;  // ql a (2), ql b (2), qh (2), scale words as stored (3), d
+            // Quarters 0-1 and 2-3 are each added up in int32 (|Σ (q − 32)·x| ≤ 8·32·32767 a quarter,
+            // times |sc| ≤ 128, twice: ≤ 2147352576 < 2^31), then in f32.
+            Reg total;
+            for (unsigned half = 0; half < 2; ++half) {
+                Reg sum;
+                for (unsigned p = 2 * half; p < 2 * half + 2; ++p) {
+                    Reg dot = x_offsets[p];
+                    for (unsigned w = 0; w < 2; ++w) {
+                        Reg const ql = p < 2 ? v[2 * (p % 2) + w] : k.shr(v[2 * (p % 2) + w], 4);
+                        Reg const code = k.or_(k.and_(ql, 0x0f0f0f0f), k.shl(k.and_(k.shr(v[4 + w], 2 * p), 0x03030303), 4));
+                        dot = k.dp2a(xq[p][2 * w], code, dot, false, true, false);
+                        dot = k.dp2a(xq[p][2 * w + 1], code, dot, true, true, false);
+                    }
+                    Reg const sc = k.bitcast(Type::s32, k.prmt(v[6 + half], v[7 + half], p % 2 ? sc_select_odd : sc_select_even));
+                    sum = p % 2 == 0 ? k.mul(dot, sc) : k.fma(dot, sc, sum);
                 }
-                // sc[8h + u/2 + 2p]: byte u/2 + 2p of the 8, sign-extended.
-                Reg const sc_word = v[6 + p / 2];
-                Reg const sc = k.bfe(k.bitcast(Type::s32, sc_word), k.shl(k.add(sc_byte, 2 * (p % 2)), 3), 8);
-                total = k.fma(k.cvt(Type::f32, k.sub(dot, x_sums[p])), k.cvt(Type::f32, sc), total);
+                Reg const part = k.cvt(Type::f32, sum);
+                total = half == 0 ? part : k.add(total, part);
             }
-            Reg const d = k.cvt(Type::f32, k.split(v[8], Type::f16)[0]);
+            Reg const d = k.cvt(Type::f32, k.split(v[9], Type::f16)[0]);
             return k.mul(k.mul(total, d), x_scale);
         };
     }
