@@ -140,8 +140,10 @@ std::optional<kernels::QuantGemvConfig> streamed_gemv(KernelRunner const& runner
 // of which five resident: 6.6 / 16.8 / 19.0) and at k = 14336 one 448-thread block of four rows a
 // step (two blocks, which 96 registers a thread do not let stay resident together: 19.0). With
 // q6_k's quarters added in int32 (80 and 123 registers) and no spare places (run_spanning_gemv):
-// 6.3 / 16.1 / 16.1 us cold, hot 5.4 / 14.5 / 15.0 (were 5.8 / 15.4 / 16.3); rolling prefetches
-// (each step prefetching the rows two or four steps ahead) were 3-20% slower for both types.
+// 6.3 / 16.1 / 16.1 us cold, hot 5.4 / 14.5 / 15.0 (were 5.8 / 15.4 / 16.3); then at k = 14336
+// two rows a step instead of four: cold 16.1 -> 15.7, hot 14.7 -> 15.3. Rolling prefetches (each
+// step prefetching the rows two or four steps ahead) were 3-20% slower for both types, q6_k rings
+// of 3 or 4 stages 0-9% slower but for 4096x4096 cold with 4 (6.0 us).
 constexpr unsigned spanning_batch = 2;
 constexpr unsigned spanning_q4_k_block_threads = 512;
 constexpr unsigned spanning_q6_k_block_threads = 128;
@@ -181,10 +183,8 @@ std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsi
                                  .early_start = early}};
     unsigned const threads = groups * kernels::quant_gemv_spanning_group_threads(blocks);
     if (q6) {
-        // A block alone on its multiprocessor (long rows) takes four rows a step.
         plan.threads_per_multiprocessor = spanning_q6_k_threads_per_multiprocessor;
         plan.min_blocks_per_multiprocessor = 1;
-        if (early && 2 * threads > spanning_q6_k_threads_per_multiprocessor) plan.config.batch = 4;
     } else if (early && threads <= spanning_wide_block_threads) {
         plan.config.batch = 4;
         plan.config.prefetch_steps = 1;
