@@ -172,6 +172,13 @@ TEST(CudaQuantSimulated, SpanningGemvFormsMatchFloat64) {
         {53, 2048, {.blocks_per_row = 8, .groups = 4, .batch = 4, .prefetch_steps = 16, .early_start = true}},
         {41, 2048, {.weight = DType::q6_k, .blocks_per_row = 8, .groups = 1, .batch = 2, .stages = 2, .prefetch_steps = 3,
                     .early_start = true}},
+        // Whole steps through bulk copies: more steps than slots (slots reused after every warp
+        // released them), a partial last step, four groups sharing x, and q6_k's unaligned blocks.
+        {75, 2048, {.blocks_per_row = 8, .groups = 4, .batch = 2, .stages = 3, .prefetch_steps = 1, .early_start = true,
+                    .bulk = true}},
+        {45, 4096, {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 1, .batch = 2, .stages = 2, .share_x = false,
+                    .early_start = true, .bulk = true}},
+        {23, 2304, {.blocks_per_row = 9, .groups = 1, .batch = 4, .stages = 4, .share_x = false, .bulk = true}},
     };
     for (Launch const& f : forms) {
         auto const seed = fresh_seed();

@@ -139,12 +139,40 @@ TEST(PtxBuilder, TargetRequirementsAndIsaVersionsAreChecked) {
     // Programmatic dependent launch and bulk prefetches are sm_90's.
     for (auto const& add : std::vector<std::function<void(Kernel&)>>{
              [](Kernel& g) { g.griddepcontrol_wait(); }, [](Kernel& g) { g.griddepcontrol_launch_dependents(); },
-             [](Kernel& g) { g.cp_async_bulk_prefetch_l2(g.cvta_to_global(g.param(Type::u64, "w")), 64u); }}) {
+             [](Kernel& g) { g.cp_async_bulk_prefetch_l2(g.cvta_to_global(g.param(Type::u64, "w")), 64u); },
+             [](Kernel& g) { g.mbarrier_init(g.mov(Type::u32, 0u), 1u); }, [](Kernel& g) { g.fence_mbarrier_init(); },
+             [](Kernel& g) { g.mbarrier_arrive(g.mov(Type::u32, 0u)); },
+             [](Kernel& g) { g.mbarrier_arrive_expect_tx(g.mov(Type::u32, 0u), 16u); },
+             [](Kernel& g) { g.mbarrier_wait(g.mov(Type::u32, 0u), 0u); },
+             [](Kernel& g) {
+                 g.cp_async_bulk_to_shared(g.mov(Type::u32, 16u), g.cvta_to_global(g.param(Type::u64, "w")), 32u,
+                                           g.mov(Type::u32, 0u));
+             }}) {
         Kernel g("early");
         add(g);
         EXPECT_NE(build_error([&] { (void)g.emit(Target::sm_80); }).find("needs sm_90 or newer"), std::string::npos);
         EXPECT_NO_THROW((void)g.emit(Target::sm_90));
     }
+}
+
+// A copy from global to shared memory takes a 32-bit shared and a 64-bit global address; a bulk
+// copy's wait is a try_wait loop.
+TEST(PtxBuilder, BulkCopiesAndBarrierWaitsAreEmittedAsPtxWritesThem) {
+    Kernel k("bulk");
+    Reg const w = k.cvta_to_global(k.param(Type::u64, "w"));
+    Reg const slot = k.mov(Type::u32, 64u), barrier = k.mov(Type::u32, 0u);
+    k.mbarrier_arrive_expect_tx(barrier, 32u);
+    k.cp_async_bulk_to_shared(slot, w, 32u, barrier);
+    k.mbarrier_wait(barrier, 1u);
+    std::string const text = k.emit(Target::sm_90);
+    EXPECT_NE(text.find("mbarrier.arrive.expect_tx.shared::cta.b64"), std::string::npos) << text;
+    EXPECT_NE(text.find("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r"), std::string::npos) << text;
+    EXPECT_NE(text.find("mbarrier.try_wait.parity.shared::cta.b64"), std::string::npos) << text;
+    EXPECT_NE(text.find("bra $L_0;"), std::string::npos) << text;  // the retry
+    // A 32-bit global address is still refused where it is the only address.
+    Kernel bad("bad_prefetch");
+    bad.cp_async_bulk_prefetch_l2(bad.mov(Type::u32, 0u), 16u);
+    EXPECT_NE(build_error([&] { (void)bad.emit(Target::sm_90); }).find("global addresses are 64-bit"), std::string::npos);
 }
 
 TEST(PtxBuilder, LaunchBoundsAreEmittedAsDirectives) {
@@ -271,6 +299,20 @@ Kernel every_family() {
     k.cp_async_bulk_prefetch_l2(in, k.shl(lane, 4));
     k.griddepcontrol_launch_dependents();
     k.griddepcontrol_wait();
+
+    // A bulk copy into shared memory, counted on an mbarrier, and the barrier's waits (sm_90).
+    Reg const barrier = k.add(tile_base, 1024);
+    k.if_then(k.setp(Cmp::eq, tid, 0), [&] {
+        k.mbarrier_init(barrier, 1u);
+        k.mbarrier_init(k.add(barrier, 8), n);
+        k.fence_mbarrier_init();
+    });
+    k.bar_sync();
+    k.mbarrier_arrive_expect_tx(barrier, 256u);
+    k.cp_async_bulk_to_shared(tile_base, in, k.shl(lane, 4), barrier);
+    k.mbarrier_wait(barrier, 0u);
+    k.mbarrier_arrive(k.add(barrier, 8));
+    k.mbarrier_wait(k.add(barrier, 8), k.and_(tid, 1));
 
     // Control flow: loops, branches, guards.
     Reg j = k.reg(Type::u32);

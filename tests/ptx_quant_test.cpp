@@ -125,6 +125,18 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
                         early.early_start = true;
                         if (groups * kernels::quant_gemv_spanning_group_threads(blocks) <= 512) early.max_registers = 128;
                         module.add(kernels::quant_gemv_spanning(early));
+                        // Whole steps through bulk copies, both types.
+                        if (stages > 0) {
+                            kernels::QuantGemvSpanningConfig bulk = early;
+                            bulk.stages = stages;
+                            bulk.bulk = true;
+                            module.add(kernels::quant_gemv_spanning(bulk));
+                            if (blocks % 8 == 0) {
+                                bulk.weight = DType::q6_k;
+                                bulk.max_registers = 0;
+                                module.add(kernels::quant_gemv_spanning(bulk));
+                            }
+                        }
                     }
                 }
         std::string const failure = ptxas_failure("rayo_quant_gemv_spanning_all", module.emit(), t);
@@ -171,6 +183,15 @@ TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXTheRingsAndEveryStepsWarpSums) {
                  ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .prefetch_steps = 1}).emit(Target::sm_80),
                  ptx::BuildError);
+    // So are bulk copies; and they need a ring of at least two slots.
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .stages = 2, .bulk = true}).emit(Target::sm_80),
+                 ptx::BuildError);
+    EXPECT_NO_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .stages = 2, .bulk = true}).emit(Target::sm_90));
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .bulk = true}), ptx::BuildError);
+    // Bulk slots hold whole steps: x, stages · (rows · row bytes + 16), two barriers a slot, the sums.
+    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes(
+                  {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 1, .batch = 2, .stages = 4, .share_x = false, .bulk = true}, 7),
+              4u * (2 * 3360 + 16) + 16 * 4 + 7 * 2 * 4 * 4);
 }
 
 TEST(PtxQuant, GemmAssemblesForEveryTile) {

@@ -578,6 +578,42 @@ void Kernel::cp_async_bulk_prefetch_l2(Address const& global, Operand bytes) {
           .requires_target = {.compute_capability = 90}});
 }
 
+void Kernel::mbarrier_init(Reg shared_address, Operand arrivals) {
+    push({.opcode = "mbarrier.init.shared::cta.b64",
+          .operands = {AddressUse{Address(shared_address)}, read(arrivals, Type::u32)},
+          .requires_target = {.compute_capability = 90}});
+}
+void Kernel::fence_mbarrier_init() {
+    push({.opcode = "fence.mbarrier_init.release.cluster", .requires_target = {.compute_capability = 90}});
+}
+void Kernel::mbarrier_arrive(Reg shared_address) {
+    Reg const state = reg(Type::b64);  // the phase arrived at, which no caller needs
+    push({.opcode = "mbarrier.arrive.shared::cta.b64",
+          .operands = {write(state, Type::b64), AddressUse{Address(shared_address)}},
+          .requires_target = {.compute_capability = 90}});
+}
+void Kernel::mbarrier_arrive_expect_tx(Reg shared_address, Operand bytes) {
+    Reg const state = reg(Type::b64);
+    push({.opcode = "mbarrier.arrive.expect_tx.shared::cta.b64",
+          .operands = {write(state, Type::b64), AddressUse{Address(shared_address)}, read(bytes, Type::u32)},
+          .requires_target = {.compute_capability = 90}});
+}
+void Kernel::mbarrier_wait(Reg shared_address, Operand parity) {
+    Label const retry = label();
+    place(retry);
+    Reg const done = reg(Type::pred);
+    push({.opcode = "mbarrier.try_wait.parity.shared::cta.b64",
+          .operands = {write(done, Type::pred), AddressUse{Address(shared_address)}, read(parity, Type::u32)},
+          .requires_target = {.compute_capability = 90}});
+    bra_if(done, retry, false);
+}
+void Kernel::cp_async_bulk_to_shared(Reg shared_address, Address const& global, Operand bytes, Reg mbarrier) {
+    push({.opcode = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+          .operands = {AddressUse{Address(shared_address)}, AddressUse{global}, read(bytes, Type::u32),
+                       AddressUse{Address(mbarrier)}},
+          .requires_target = {.compute_capability = 90}});
+}
+
 std::vector<Reg> Kernel::ldmatrix(int count, bool transpose, Reg shared_address) {
     if (count != 1 && count != 2 && count != 4)
         throw BuildError("ptx kernel '" + name_ + "': ldmatrix loads 1, 2 or 4 matrices, not " + std::to_string(count));

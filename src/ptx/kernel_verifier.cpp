@@ -116,8 +116,9 @@ void Kernel::verify(Target target) const {
                     if (is_float(t) || t == Type::pred || bits_of(t) < 32)
                         fail(i, in, what + ": address register " + register_name(*base) + " is " + type_name(t) +
                                         "; addresses are 32- or 64-bit integers");
+                    // (Copies from global to shared memory take both kinds of address: not checked.)
                     bool const needs_64 = in.opcode.find(".global") != std::string::npos &&
-                                          in.opcode.find("shared.global") == std::string::npos;
+                                          in.opcode.find(".shared") == std::string::npos;
                     if (needs_64 && bits_of(t) != 64)
                         fail(i, in, what + ": global address register " + register_name(*base) + " is " +
                                         type_name(t) + "; global addresses are 64-bit");

@@ -115,7 +115,8 @@ private:
     enum class Op : std::uint8_t {
         ld, st, mov, cvta, add, sub, mul, mad, fma, div, rem, min, max, neg, abs, and_, or_, xor_, not_, shl, shr,
         setp, selp, cvt, bra, ret, sqrt, rcp, ex2, bar, shfl, label, comment, dp4a, dp2a, prmt, bfe,
-        cp_async, cp_commit, cp_wait, prefetch, bulk_prefetch, griddepcontrol
+        cp_async, cp_commit, cp_wait, prefetch, bulk_prefetch, griddepcontrol, warp_bar,
+        mbarrier_init, mbarrier_arrive, mbarrier_try_wait, bulk_copy, fence
     };
     struct Decoded {
         Op op = Op::comment;
@@ -144,7 +145,23 @@ private:
         std::deque<std::vector<PendingCopy>> committed;  // committed groups, oldest first
         std::size_t pc = 0;
         unsigned tid[3]{};
-        enum class State { running, barrier, shuffle, done } state = State::running;
+        // waiting: at an mbarrier.try_wait whose phase has not completed, retried every round.
+        enum class State { running, barrier, warp_barrier, shuffle, waiting, done } state = State::running;
+    };
+    // An mbarrier (by shared address): its arrivals still expected this phase, the bytes announced
+    // and not landed, the phases completed, and the bulk copies counted against it. A copy poisons
+    // its destination when issued and lands only when a thread waits on the barrier with every
+    // arrival in, so reading the bytes before the wait, or the old bytes after the copy was issued,
+    // finds the poison.
+    struct BulkCopy {
+        std::uint64_t shared_address, global_address;
+        std::size_t bytes;
+    };
+    struct Mbarrier {
+        unsigned expected = 0, pending = 0;
+        std::int64_t tx = 0;
+        std::uint64_t completed = 0;
+        std::vector<BulkCopy> copies;
     };
     struct Range {
         std::uintptr_t begin;
@@ -208,6 +225,29 @@ private:
                 {"prefetch", Op::prefetch}};
             if (head == "griddepcontrol") {  // one grid at a time: nothing to wait for or let start
                 d.op = Op::griddepcontrol;
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "fence") {  // one block at a time: its threads see every write in order
+                d.op = Op::fence;
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "mbarrier") {  // mbarrier.init / .arrive[.expect_tx] / .try_wait.parity
+                d.op = tokens[1] == "init" ? Op::mbarrier_init : tokens[1] == "arrive" ? Op::mbarrier_arrive
+                     : tokens[1] == "try_wait" && tokens[2] == "parity" ? Op::mbarrier_try_wait
+                     : (fail(i, "mbarrier form not simulated"), Op::fence);
+                d.wide = tokens[1] == "arrive" && tokens[2] == "expect_tx";  // (reused flag) bytes announced
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "bar" && tokens.size() >= 2 && tokens[1] == "warp") {
+                d.op = Op::warp_bar;
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "cp" && tokens.size() >= 4 && tokens[1] == "async" && tokens[2] == "bulk" && tokens[3] == "shared::cluster") {
+                d.op = Op::bulk_copy;
                 code_.push_back(d);
                 continue;
             }
@@ -364,6 +404,18 @@ private:
         return base + static_cast<std::uint64_t>(a.offset);
     }
 
+    Mbarrier& mbarrier(std::size_t index, std::uint64_t address) {
+        auto const it = mbarriers_.find(address);
+        if (it == mbarriers_.end()) fail(index, "mbarrier used before mbarrier.init");
+        return it->second;
+    }
+    // A phase completes once every arrival is in and every announced byte has landed.
+    static void complete_phase(Mbarrier& mb) {
+        if (mb.pending != 0 || mb.tx != 0 || !mb.copies.empty()) return;
+        ++mb.completed;
+        mb.pending = mb.expected;
+    }
+
     void* global(std::size_t index, std::uint64_t address, std::size_t bytes) const {
         if (address % bytes != 0)
             fail(index, "global access of " + std::to_string(bytes) + " bytes at misaligned address " +
@@ -375,8 +427,9 @@ private:
         return std::any_of(ranges_.begin(), ranges_.end(),
                            [&](auto const& r) { return address >= r.begin && address + bytes <= r.begin + r.bytes; });
     }
-    void* shared(std::size_t index, std::uint64_t address, std::size_t bytes) {
-        if (address % bytes != 0) fail(index, "misaligned shared access");
+    // `alignment` 0: the access's own size (bulk copies need only 16).
+    void* shared(std::size_t index, std::uint64_t address, std::size_t bytes, std::size_t alignment = 0) {
+        if (address % (alignment ? alignment : bytes) != 0) fail(index, "misaligned shared access");
         if (address + bytes > shared_memory_.size()) fail(index, "shared access out of bounds");
         return shared_memory_.data() + address;
     }
@@ -394,13 +447,24 @@ private:
             threads[i].tid[1] = (i / block_.x) % block_.y;
             threads[i].tid[2] = i / (block_.x * block_.y);
         }
+        mbarriers_.clear();
         for (;;) {
-            bool ran = false;
-            for (auto& t : threads)
-                if (t.state == Thread::State::running) {
-                    step_until_blocked(t);
-                    ran = true;
+            progress_ = false;
+            // A warp at a time, as far as it goes: its bar.warp.sync released as soon as all its
+            // lanes are there, so a warp runs ahead of the others (a producer before its consumers)
+            // until it must wait for them.
+            for (unsigned w = 0; w * 32 < count; ++w) {
+                unsigned const first = w * 32, last = std::min(count, first + 32);
+                for (;;) {
+                    for (unsigned i = first; i < last; ++i)
+                        if (threads[i].state == Thread::State::running || threads[i].state == Thread::State::waiting) {
+                            threads[i].state = Thread::State::running;
+                            step_until_blocked(threads[i]);
+                        }
+                    if (!release_warp_barrier(threads, first, last) && !release_shuffle(threads, first, last)) break;
                 }
+            }
+            bool const ran = progress_;
             std::size_t done = 0, at_barrier = 0, at_shuffle = 0;
             for (auto const& t : threads) {
                 done += t.state == Thread::State::done;
@@ -414,27 +478,40 @@ private:
                     if (t.state == Thread::State::barrier) t.state = Thread::State::running, ++t.pc;
                 released = true;
             }
-            for (unsigned w = 0; w * 32 < count; ++w) {
-                unsigned const first = w * 32, last = std::min(count, first + 32);
-                bool all = true;
-                std::size_t pc = 0;
-                bool any = false;
-                for (unsigned i = first; i < last; ++i) {
-                    if (threads[i].state != Thread::State::shuffle) { all = false; break; }
-                    if (any && threads[i].pc != pc)
-                        throw SimulationError(kernel_.name() + ": lanes of a warp at different shfl.sync");
-                    pc = threads[i].pc, any = true;
-                }
-                if (all && any) {
-                    shuffle(threads, first, last);
-                    released = true;
-                }
-            }
+            std::size_t at_mbarrier = 0;
+            for (auto const& t : threads) at_mbarrier += t.state == Thread::State::waiting;
             if (!ran && !released)
-                throw SimulationError(kernel_.name() + ": deadlock (" + std::to_string(at_barrier) +
+                throw SimulationError(kernel_.name() + ": deadlock (" + std::to_string(at_mbarrier) + " threads at mbarrier waits, " +
+                                      std::to_string(at_barrier) +
                                       " threads at bar.sync, " + std::to_string(at_shuffle) + " at shfl.sync, " +
                                       std::to_string(done) + " done)");
         }
+    }
+
+    // bar.warp.sync: released once every lane of the warp that has not exited is there.
+    static bool release_warp_barrier(std::vector<Thread>& threads, unsigned first, unsigned last) {
+        bool any = false, all = true;
+        for (unsigned i = first; i < last; ++i) {
+            any |= threads[i].state == Thread::State::warp_barrier;
+            all &= threads[i].state == Thread::State::warp_barrier || threads[i].state == Thread::State::done;
+        }
+        if (!any || !all) return false;
+        for (unsigned i = first; i < last; ++i)
+            if (threads[i].state == Thread::State::warp_barrier) threads[i].state = Thread::State::running, ++threads[i].pc;
+        return true;
+    }
+
+    // shfl.sync: done once every lane of the warp is at the same one.
+    bool release_shuffle(std::vector<Thread>& threads, unsigned first, unsigned last) {
+        std::size_t pc = 0;
+        bool any = false;
+        for (unsigned i = first; i < last; ++i) {
+            if (threads[i].state != Thread::State::shuffle) return false;
+            if (any && threads[i].pc != pc) throw SimulationError(kernel_.name() + ": lanes of a warp at different shfl.sync");
+            pc = threads[i].pc, any = true;
+        }
+        if (any) shuffle(threads, first, last);
+        return any;
     }
 
     void shuffle(std::vector<Thread>& threads, unsigned first, unsigned last) {
@@ -474,6 +551,7 @@ private:
                 continue;
             }
             ++executed_;
+            if (d.op != Op::mbarrier_try_wait) progress_ = true;  // a wait counts once it returns
             ptx::Instruction const& in = body[index];
             if (in.guard) {
                 bool const p = t.regs[in.guard->predicate.id()] & 1;
@@ -503,6 +581,56 @@ private:
             case Op::ld: case Op::st: memory(t, index, d, in); break;
             case Op::prefetch: break;
             case Op::griddepcontrol: break;
+            case Op::fence: break;
+            case Op::warp_bar: t.state = Thread::State::warp_barrier; return;
+            case Op::mbarrier_init: {
+                std::uint64_t const at = address_of(t, std::get<ptx::AddressUse>(ops[0]).address);
+                if (at % 8 != 0) fail(index, "misaligned mbarrier");
+                (void)shared(index, at, 8);
+                auto const arrivals = static_cast<unsigned>(src(1, Type::u32));
+                mbarriers_[at] = Mbarrier{.expected = arrivals, .pending = arrivals};
+                break;
+            }
+            case Op::mbarrier_arrive: {
+                Mbarrier& mb = mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[1]).address));
+                if (d.wide) mb.tx += static_cast<std::int64_t>(src(2, Type::u32));
+                if (mb.pending == 0) fail(index, "mbarrier arrival beyond its expected count");
+                --mb.pending;
+                complete_phase(mb);
+                write(t, dst(), mb.completed);
+                break;
+            }
+            case Op::mbarrier_try_wait: {
+                Mbarrier& mb = mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[1]).address));
+                if (mb.pending == 0) {  // every arrival in: the announced copies land now
+                    for (BulkCopy const& c : mb.copies) {
+                        std::memcpy(shared(index, c.shared_address, c.bytes, 16), reinterpret_cast<void const*>(c.global_address), c.bytes);
+                        mb.tx -= static_cast<std::int64_t>(c.bytes);
+                    }
+                    mb.copies.clear();
+                    if (mb.tx < 0) fail(index, "more bytes landed on an mbarrier than were announced");
+                    complete_phase(mb);
+                }
+                if ((mb.completed & 1) == (src(2, Type::u32) & 1)) {  // the phase of that parity is not done
+                    t.state = Thread::State::waiting;
+                    return;
+                }
+                progress_ = true;
+                write(t, dst(), 1);
+                break;
+            }
+            case Op::bulk_copy: {
+                std::uint64_t const to = address_of(t, std::get<ptx::AddressUse>(ops[0]).address);
+                std::uint64_t const from = address_of(t, std::get<ptx::AddressUse>(ops[1]).address);
+                auto const bytes = static_cast<std::size_t>(src(2, Type::u32));
+                if (to % 16 != 0 || from % 16 != 0 || bytes % 16 != 0 || bytes == 0) fail(index, "misaligned or empty bulk copy");
+                // The bytes may land at any time from now on: poisoned now (a thread still reading
+                // what the slot held before sees it), landed at the first wait that may see them.
+                std::memset(shared(index, to, bytes, 16), 0xCD, bytes);
+                if (!in_buffers(from, bytes)) fail(index, "bulk copy from outside the allowed buffers at " + std::to_string(from));
+                mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[3]).address)).copies.push_back({to, from, bytes});
+                break;
+            }
             case Op::bulk_prefetch: {  // no effect, but the bytes must lie in one buffer (and be 16-byte aligned)
                 std::uint64_t const address = address_of(t, std::get<ptx::AddressUse>(ops[0]).address);
                 auto const bytes = static_cast<std::size_t>(read(t, ops[1], Type::u32));
@@ -856,6 +984,8 @@ private:
     std::size_t shared_bytes_ = 0;  // static, and the dynamic array's offset
     std::size_t dynamic_shared_bytes_ = 0;
     std::vector<std::uint8_t> shared_memory_;
+    std::map<std::uint64_t, Mbarrier> mbarriers_;  // this block's, by shared address
+    bool progress_ = false;                        // some thread went on this round
     std::vector<Range> ranges_;
     Dim3 grid_, block_;
     unsigned block_index_[3]{};

@@ -187,6 +187,20 @@ public:
     // address) brought into L2 with one instruction; nothing is written, so it may run before
     // griddepcontrol_wait: L2 is where every write lands, so what it holds is never stale.
     void cp_async_bulk_prefetch_l2(Address const& global, Operand bytes);
+    // Shared-memory barriers (mbarrier, sm_90 here): 8 bytes at an 8-byte aligned shared address.
+    // A phase completes once `arrivals` threads have arrived and every byte announced to it by
+    // mbarrier_arrive_expect_tx has landed; mbarrier_wait returns once the phase of the given
+    // parity (0 for the first, then alternating) has completed. fence_mbarrier_init makes
+    // initialised barriers visible to the bulk-copy unit (then bar_sync before any thread uses them).
+    void mbarrier_init(Reg shared_address, Operand arrivals);
+    void fence_mbarrier_init();
+    void mbarrier_arrive(Reg shared_address);
+    void mbarrier_arrive_expect_tx(Reg shared_address, Operand bytes);
+    void mbarrier_wait(Reg shared_address, Operand parity);
+    // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes (sm_90): `bytes` (a multiple
+    // of 16, both addresses 16-byte aligned) copied from global to shared memory by the bulk-copy
+    // unit, their landing counted against the barrier at `mbarrier`.
+    void cp_async_bulk_to_shared(Reg shared_address, Address const& global, Operand bytes, Reg mbarrier);
     // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32: d (4 f32) = a (4 b32) · b (2 b32) + c (4 f32).
     void mma_m16n8k16(Type input, std::span<Reg const> d, std::span<Reg const> a, std::span<Reg const> b,
                       std::span<Reg const> c);

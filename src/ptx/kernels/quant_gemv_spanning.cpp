@@ -121,11 +121,16 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     unsigned const warps = config.groups * group_warps;
     unsigned const batch = config.batch;
     unsigned const stages = config.stages;
-    bool const streamed = stages > 0;
-    bool const pipelined = !streamed && config.pipelined;
+    bool const bulk = config.bulk;
+    if (bulk && stages < 2)
+        throw BuildError("ptx kernels: quant_gemv_spanning: bulk copies need a ring of 2 to " +
+                         std::to_string(quant_gemv_spanning_max_stages) + " slots, not " + std::to_string(stages));
+    bool const streamed = stages > 0 && !bulk;  // per-warp cp.async rings
+    bool const pipelined = stages == 0 && config.pipelined;
     Kernel k("rayo_quant_gemv_spanning_" + std::string(to_string(config.weight)) + "_b" + std::to_string(blocks) + "_g" +
              std::to_string(config.groups) + "_r" + std::to_string(batch) +
-             (streamed ? "_s" + std::to_string(stages) : pipelined ? "_pipelined" : "") + (config.share_x ? "_xs" : "") +
+             (bulk ? "_bulk" + std::to_string(stages) : streamed ? "_s" + std::to_string(stages) : pipelined ? "_pipelined" : "") +
+             (config.share_x ? "_xs" : "") +
              (config.prefetch_steps ? "_p" + std::to_string(config.prefetch_steps) : "") + (config.early_start ? "_early" : ""));
     k.max_threads(32 * warps);
     if (config.max_registers != 0) k.max_registers(config.max_registers);
@@ -184,13 +189,19 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     std::uint32_t const scales_at = 512 * blocks;
     std::uint32_t const ring_at = config.share_x ? scales_at + 16 * ((blocks + 3) / 4) : 0;
     std::uint32_t const slot_bytes = quant_gemv_spanning_slot_row_bytes(config.weight);
-    std::uint32_t const sums_at = ring_at + warps * stages * batch * slot_bytes;
+    // bulk: the slots of whole steps (16-byte aligned, 16 bytes apart: q6_k's words read from the
+    // 4-byte boundary below a field reach 2 bytes past the row), then a full and an empty mbarrier a slot.
+    std::uint32_t const step_bytes = config.groups * batch * row_bytes;
+    std::uint32_t const bulk_slot_bytes = step_bytes + 16;
+    std::uint32_t const bulk_at = (ring_at + 15) / 16 * 16;
+    std::uint32_t const barriers_at = bulk_at + stages * bulk_slot_bytes;
+    std::uint32_t const sums_at = bulk ? barriers_at + 16 * stages : ring_at + warps * stages * batch * slot_bytes;
 
     // ---- streamed: warp w copies the bytes its four blocks of a row span (q6_k: from the 16-byte
     // boundary below them) into slot rows of its ring by cp.async, 16 bytes a lane and copy.
     Reg const warp_blocks = k.min(k.sub(k.mov(Type::u32, blocks), k.shl(warp_in_group, 2)), 4);
     Reg const span_start = k.mul(warp_in_group, 4 * block_bytes);  // within the row
-    Reg const lead = q6 ? k.and_(span_start, 15) : k.mov(Type::u32, 0);  // bytes before the first block
+    Reg const lead = q6 && !bulk ? k.and_(span_start, 15) : k.mov(Type::u32, 0);  // bytes before the first block
     Reg const chunks = k.shr(k.add(k.fma(warp_blocks, block_bytes, lead), 15), 4);
     Reg const copy_from = k.cvt(Type::u64, k.sub(span_start, lead));
     Reg const ring = k.add(k.add(shared, ring_at), k.mul(warp, stages * batch * slot_bytes));
@@ -242,6 +253,37 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             k.if_then(k.setp(Cmp::lt, step_first, n), [&] { issue(step_first, k.mov(Type::u32, s)); });
             k.cp_async_commit();
         }
+    }
+
+    // ---- bulk: thread 0 sets up a full and an empty barrier a slot, then requests the first
+    // stages − 1 steps, a bulk copy each (after griddepcontrol_wait: the weights may be what the
+    // previous kernel wrote). A full barrier's phase completes when its step's bytes have landed,
+    // an empty one's when every warp is done reading the slot.
+    Reg const producer = k.setp(Cmp::eq, tid, 0);
+    Reg const bulk_slots = k.add(shared, bulk_at);
+    Reg const full_barriers = k.add(shared, barriers_at);
+    Reg const empty_barriers = k.add(shared, barriers_at + 8 * stages);
+    auto const bulk_issue = [&](Reg step_first, Reg slot) {  // by thread 0
+        k.if_then(k.setp(Cmp::lt, step_first, n), [&] {
+            Reg const bytes = k.mul(k.min(k.sub(n, step_first), config.groups * batch), row_bytes);
+            Reg const full = k.add(full_barriers, k.shl(slot, 3));
+            k.mbarrier_arrive_expect_tx(full, bytes);
+            k.cp_async_bulk_to_shared(k.add(bulk_slots, k.mul(slot, bulk_slot_bytes)),
+                                      Address(k.add(weights, k.mul_wide(step_first, row_bytes))), bytes, full);
+        });
+    };
+    if (bulk) {
+        k.if_then(producer, [&] {
+            for (unsigned s = 0; s < stages; ++s) {
+                k.mbarrier_init(k.add(full_barriers, 8 * s), 1);
+                k.mbarrier_init(k.add(empty_barriers, 8 * s), warps);
+            }
+            k.fence_mbarrier_init();
+        });
+        k.bar_sync();
+        k.if_then(producer, [&] {
+            for (unsigned s = 0; s + 1 < stages; ++s) bulk_issue(k.add(first, k.mul(stride, s)), k.mov(Type::u32, s));
+        });
     }
 
     Reg const ones = k.mov(Type::u32, 0x01010101);
@@ -315,7 +357,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     std::function<Reg(RowWords const&)> partial;
     std::function<RowWords(Reg)> read_slot_row;
     // The warp's block this lane reads (the last one for lanes past the row's end).
-    Reg const slot_block = k.min(k.shr(lane, 3), k.sub(warp_blocks, 1));
+    // (bulk: the slot holds whole rows, so the thread's own block.)
+    Reg const slot_block = bulk ? b : k.min(k.shr(lane, 3), k.sub(warp_blocks, 1));
     if (!q6) {
         // Values 64c + 16h + i (low nibbles) and 64c + 32 + 16h + i (high), c = j/2, h = j%2.
         Reg const c = k.shr(j, 1);
@@ -437,7 +480,28 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     Reg const step = k.reg(Type::u32);
     k.for_range(step, first, n, stride, [&] {
         std::vector<RowWords> rows;
-        if (streamed) {
+        if (bulk) {
+            Reg const slot = k.rem(local_step, stages);
+            // Thread 0 requests step + stages − 1 into the slot of the step before this one, once
+            // every warp has released it (the first step's slot stages − 1 is fresh).
+            k.if_then(producer, [&] {
+                Reg const ahead = k.fma(stride, stages - 1, step);
+                k.if_then(k.setp(Cmp::lt, ahead, n), [&] {
+                    Reg const ahead_slot = k.rem(k.add(local_step, stages - 1), stages);
+                    k.if_then(k.setp(Cmp::ne, local_step, 0), [&] {
+                        Reg const previous_round = k.div(k.sub(local_step, 1), stages);
+                        k.mbarrier_wait(k.add(empty_barriers, k.shl(ahead_slot, 3)), k.and_(previous_round, 1));
+                    });
+                    bulk_issue(ahead, ahead_slot);
+                });
+            });
+            k.mbarrier_wait(k.add(full_barriers, k.shl(slot, 3)), k.and_(k.div(local_step, stages), 1));
+            Reg const slot_at = k.add(bulk_slots, k.mul(slot, bulk_slot_bytes));
+            for (unsigned r = 0; r < batch; ++r) rows.push_back(read_slot_row(k.add(slot_at, k.mul(k.add(group_first, r), row_bytes))));
+            // Every lane has its words in registers: the warp releases the slot.
+            k.bar_warp_sync();
+            k.if_then(k.setp(Cmp::eq, lane, 0), [&] { k.mbarrier_arrive(k.add(empty_barriers, k.shl(slot, 3))); });
+        } else if (streamed) {
             // All lanes are done with the slot the next request overwrites; the request for
             // stages - 1 steps ahead; this step's copies, landed and visible to the whole warp.
             k.bar_warp_sync();

@@ -151,7 +151,10 @@ constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std
 // each warp streams the bytes its four blocks of a row span through a ring of `stages` slots in
 // shared memory by cp.async, stages − 1 steps ahead of the one it multiplies, so many more bytes
 // are in flight than registers could hold; q6_k (2-byte aligned blocks) needs this form and rows
-// of a multiple of 8 blocks (16-byte aligned). Launch a persistent grid of any size,
+// of a multiple of 8 blocks (16-byte aligned). bulk (sm_90, with stages ≥ 2): the block's steps
+// come instead through a ring of `stages` slots of whole steps (groups·batch contiguous rows, 16-byte
+// aligned), each filled by one bulk copy that one thread issues stages − 1 steps ahead, its landing
+// awaited on an mbarrier and its slot released by every warp on another. Launch a persistent grid of any size,
 // groups·group_threads threads, dynamic shared memory quant_gemv_spanning_shared_bytes.
 constexpr unsigned quant_gemv_spanning_max_blocks = 128;  // a group of at most 1024 threads
 constexpr unsigned quant_gemv_spanning_max_stages = 16;
@@ -174,6 +177,7 @@ struct QuantGemvSpanningConfig {
     // to start early (LaunchDims::starts_early in the CUDA backend).
     unsigned prefetch_steps = 0;
     bool early_start = false;
+    bool bulk = false;  // stages ≥ 2 slots of whole steps filled by bulk copies (above)
 };
 [[nodiscard]] Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config);
 constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) noexcept {
@@ -188,6 +192,11 @@ constexpr std::size_t quant_gemv_spanning_shared_bytes(QuantGemvSpanningConfig c
     std::size_t const group_warps = quant_gemv_spanning_group_threads(config.blocks_per_row) / 32;
     std::size_t const rows = std::size_t{config.groups} * config.batch;
     std::size_t const x = config.share_x ? 512 * std::size_t{config.blocks_per_row} + 16 * ((config.blocks_per_row + 3) / 4) : 0;
+    if (config.bulk) {
+        std::size_t const row_bytes = std::size_t{config.blocks_per_row} * (config.weight == DType::q6_k ? 210 : 144);
+        // x, the slots (16-byte aligned, 16 bytes apart), two mbarriers a slot, the warps' sums.
+        return (x + 15) / 16 * 16 + config.stages * (rows * row_bytes + 16) + 16 * config.stages + steps * rows * group_warps * 4;
+    }
     return x + group_warps * config.groups * config.stages * config.batch * quant_gemv_spanning_slot_row_bytes(config.weight) +
            steps * rows * group_warps * 4;
 }
