@@ -129,6 +129,7 @@ private:
         bool shared = false, param = false;  // ld/st space
         bool a_signed = false, b_signed = false;  // dp4a, dp2a operands
         bool dp2a_high = false;                   // dp2a.hi: b's bytes 2 and 3
+        bool expect_tx = false;                   // mbarrier.arrive.expect_tx: bytes announced
         std::string shuffle;                 // shfl mode
         int vector = 1;                      // ld/st .v2/.v4
         ptx::Rounding rounding = ptx::Rounding::none;
@@ -237,7 +238,7 @@ private:
                 d.op = tokens[1] == "init" ? Op::mbarrier_init : tokens[1] == "arrive" ? Op::mbarrier_arrive
                      : tokens[1] == "try_wait" && tokens[2] == "parity" ? Op::mbarrier_try_wait
                      : (fail(i, "mbarrier form not simulated"), Op::fence);
-                d.wide = tokens[1] == "arrive" && tokens[2] == "expect_tx";  // (reused flag) bytes announced
+                d.expect_tx = tokens[1] == "arrive" && tokens[2] == "expect_tx";
                 code_.push_back(d);
                 continue;
             }
@@ -593,7 +594,7 @@ private:
             }
             case Op::mbarrier_arrive: {
                 Mbarrier& mb = mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[1]).address));
-                if (d.wide) mb.tx += static_cast<std::int64_t>(src(2, Type::u32));
+                if (d.expect_tx) mb.tx += static_cast<std::int64_t>(src(2, Type::u32));
                 if (mb.pending == 0) fail(index, "mbarrier arrival beyond its expected count");
                 --mb.pending;
                 complete_phase(mb);

@@ -193,7 +193,7 @@ constexpr std::size_t quant_gemv_spanning_shared_bytes(QuantGemvSpanningConfig c
     std::size_t const rows = std::size_t{config.groups} * config.batch;
     std::size_t const x = config.share_x ? 512 * std::size_t{config.blocks_per_row} + 16 * ((config.blocks_per_row + 3) / 4) : 0;
     if (config.bulk) {
-        std::size_t const row_bytes = std::size_t{config.blocks_per_row} * (config.weight == DType::q6_k ? 210 : 144);
+        std::size_t const row_bytes = std::size_t{config.blocks_per_row} * size_of(config.weight);
         // x, the slots (16-byte aligned, 16 bytes apart), two mbarriers a slot, the warps' sums.
         return (x + 15) / 16 * 16 + config.stages * (rows * row_bytes + 16) + 16 * config.stages + steps * rows * group_warps * 4;
     }
