@@ -159,6 +159,8 @@ constexpr unsigned spanning_threads_per_multiprocessor = 512;
 // at 4096 / 14336 rows).
 constexpr unsigned spanning_q6_k_threads_per_multiprocessor = 640;
 constexpr unsigned spanning_q6_k_stages = 2;
+// q6_k blocks of one 128-thread group on sm_90: whole steps through four bulk-copy slots (above).
+constexpr unsigned spanning_q6_k_bulk_stages = 4;
 // q4_k blocks of at most this many threads take four rows a step with up to 128 registers a thread.
 constexpr unsigned spanning_wide_block_threads = 512;
 constexpr unsigned spanning_wide_registers = 128;
@@ -192,6 +194,10 @@ std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsi
     if (q6) {
         plan.threads_per_multiprocessor = spanning_q6_k_threads_per_multiprocessor;
         plan.min_blocks_per_multiprocessor = 1;
+        if (early && threads <= spanning_q6_k_block_threads) {
+            plan.config.bulk = true;
+            plan.config.stages = spanning_q6_k_bulk_stages;
+        }
     } else if (early && threads <= spanning_wide_block_threads) {
         plan.config.batch = 4;
         plan.config.prefetch_steps = 1;

@@ -258,7 +258,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     // ---- bulk: thread 0 sets up a full and an empty barrier a slot, then requests the first
     // stages − 1 steps, a bulk copy each (after griddepcontrol_wait: the weights may be what the
     // previous kernel wrote). A full barrier's phase completes when its step's bytes have landed,
-    // an empty one's when every warp is done reading the slot.
+    // an empty one's when every thread is done reading the slot.
     Reg const producer = k.setp(Cmp::eq, tid, 0);
     Reg const bulk_slots = k.add(shared, bulk_at);
     Reg const full_barriers = k.add(shared, barriers_at);
@@ -276,7 +276,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         k.if_then(producer, [&] {
             for (unsigned s = 0; s < stages; ++s) {
                 k.mbarrier_init(k.add(full_barriers, 8 * s), 1);
-                k.mbarrier_init(k.add(empty_barriers, 8 * s), warps);
+                k.mbarrier_init(k.add(empty_barriers, 8 * s), 32 * warps);
             }
             k.fence_mbarrier_init();
         });
@@ -498,9 +498,10 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             k.mbarrier_wait(k.add(full_barriers, k.shl(slot, 3)), k.and_(k.div(local_step, stages), 1));
             Reg const slot_at = k.add(bulk_slots, k.mul(slot, bulk_slot_bytes));
             for (unsigned r = 0; r < batch; ++r) rows.push_back(read_slot_row(k.add(slot_at, k.mul(k.add(group_first, r), row_bytes))));
-            // Every lane has its words in registers: the warp releases the slot.
-            k.bar_warp_sync();
-            k.if_then(k.setp(Cmp::eq, lane, 0), [&] { k.mbarrier_arrive(k.add(empty_barriers, k.shl(slot, 3))); });
+            // Each thread releases the slot once its words are in registers: its arrive orders its own
+            // reads before the copy that refills the slot. (One arrive a warp after bar.warp.sync left
+            // compute-sanitizer's racecheck seeing every slot read race the refill; the same speed.)
+            k.mbarrier_arrive(k.add(empty_barriers, k.shl(slot, 3)));
         } else if (streamed) {
             // All lanes are done with the slot the next request overwrites; the request for
             // stages - 1 steps ahead; this step's copies, landed and visible to the whole warp.

@@ -154,7 +154,7 @@ constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std
 // of a multiple of 8 blocks (16-byte aligned). bulk (sm_90, with stages ≥ 2): the block's steps
 // come instead through a ring of `stages` slots of whole steps (groups·batch contiguous rows, 16-byte
 // aligned), each filled by one bulk copy that one thread issues stages − 1 steps ahead, its landing
-// awaited on an mbarrier and its slot released by every warp on another. Launch a persistent grid of any size,
+// awaited on an mbarrier and its slot released by every thread on another. Launch a persistent grid of any size,
 // groups·group_threads threads, dynamic shared memory quant_gemv_spanning_shared_bytes.
 constexpr unsigned quant_gemv_spanning_max_blocks = 128;  // a group of at most 1024 threads
 constexpr unsigned quant_gemv_spanning_max_stages = 16;
