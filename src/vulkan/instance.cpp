@@ -94,7 +94,15 @@ Instance::Instance() {
                             VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
     messenger.pfnUserCallback = on_validation_message;
     if (!layers.empty()) info.pNext = &messenger;  // also reports on vkCreateInstance/vkDestroyInstance
-    check(vkCreateInstance(&info, nullptr, &instance_), "vkCreateInstance");
+    VkResult const created = vkCreateInstance(&info, nullptr, &instance_);
+    // The loader found no driver it could use: say where to look (a headless NVIDIA machine's GLX
+    // manifest fails this way; README).
+    if (created == VK_ERROR_INCOMPATIBLE_DRIVER)
+        throw DeviceError("vulkan: vkCreateInstance failed: VK_ERROR_INCOMPATIBLE_DRIVER (-9): no usable Vulkan "
+                          "driver; VK_LOADER_DEBUG=error shows why the loader skipped each (on a headless NVIDIA "
+                          "machine, see rayo's README)",
+                          created, "VK_ERROR_INCOMPATIBLE_DRIVER");
+    check(created, "vkCreateInstance");
     volkLoadInstanceOnly(instance_);
     if (!layers.empty()) {
         VkResult const r = vkCreateDebugUtilsMessengerEXT(instance_, &messenger, nullptr, &messenger_);
