@@ -1,6 +1,7 @@
 #include "vulkan/command_stream.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "vulkan/vulkan_error.hpp"
 
@@ -13,6 +14,8 @@ namespace {
 constexpr std::size_t submit_threshold = 256;
 // Batches in flight before recording waits for the oldest (bounds memory held by staging).
 constexpr std::size_t max_in_flight = 4;
+// How long a host wait polls a GPU's fence before it blocks (CommandStream::wait).
+constexpr std::chrono::microseconds fence_poll_time{200};
 constexpr std::uint32_t sets_per_pool = 128;
 constexpr std::uint32_t buffers_per_set = 4;
 
@@ -209,6 +212,13 @@ std::uint64_t CommandStream::completed_serial() {
 void CommandStream::wait(std::uint64_t serial) {
     if (serial >= next_serial_) submit();
     auto const& fn = device_.fn();
+    // A fence wait may sleep in the driver, and waking costs tens of µs: a GPU's short batches are
+    // polled first. Not on a CPU implementation, whose own threads would lose the core to the poll.
+    if (!device_.physical().is_software()) {
+        auto const until = std::chrono::steady_clock::now() + fence_poll_time;
+        while (completed_serial() < serial && !in_flight_.empty() && std::chrono::steady_clock::now() < until) {
+        }
+    }
     while (completed_serial() < serial && !in_flight_.empty())
         check(fn.vkWaitForFences(device_.handle(), 1, &in_flight_.front().fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
 }
