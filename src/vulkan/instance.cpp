@@ -97,12 +97,11 @@ Instance::Instance() {
     VkResult const created = vkCreateInstance(&info, nullptr, &instance_);
     // The loader found no driver it could use: say where to look (a headless NVIDIA machine's GLX
     // manifest fails this way; README).
-    if (created == VK_ERROR_INCOMPATIBLE_DRIVER)
-        throw DeviceError("vulkan: vkCreateInstance failed: VK_ERROR_INCOMPATIBLE_DRIVER (-9): no usable Vulkan "
-                          "driver; VK_LOADER_DEBUG=error shows why the loader skipped each (on a headless NVIDIA "
-                          "machine, see rayo's README)",
-                          created, "VK_ERROR_INCOMPATIBLE_DRIVER");
-    check(created, "vkCreateInstance");
+    check(created, "vkCreateInstance",
+          created == VK_ERROR_INCOMPATIBLE_DRIVER
+              ? "no usable Vulkan driver; VK_LOADER_DEBUG=error shows why the loader skipped each (on a headless "
+                "NVIDIA machine, see rayo's README)"
+              : "");
     volkLoadInstanceOnly(instance_);
     if (!layers.empty()) {
         VkResult const r = vkCreateDebugUtilsMessengerEXT(instance_, &messenger, nullptr, &messenger_);

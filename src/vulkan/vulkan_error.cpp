@@ -35,10 +35,11 @@ std::string_view to_string(VkResult result) noexcept {
     }
 }
 
-void check(VkResult result, std::string_view what) {
+void check(VkResult result, std::string_view what, std::string_view hint) {
     if (result == VK_SUCCESS) return;
     std::string const message = "vulkan: " + std::string(what) + " failed: " + std::string(to_string(result)) + " (" +
-                                std::to_string(static_cast<int>(result)) + ")";
+                                std::to_string(static_cast<int>(result)) + ")" +
+                                (hint.empty() ? "" : ": " + std::string(hint));
     if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) throw OutOfMemory(message);
     throw DeviceError(message, result, std::string(to_string(result)));
 }
