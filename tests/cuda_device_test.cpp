@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -275,6 +276,75 @@ TEST_F(CudaDevice, FourThreadsShareOneDevice) {
     for (auto& th : threads) th.join();
     EXPECT_EQ(failures, std::vector<int>(4, 0));
     EXPECT_EQ(errors, std::vector<std::string>(4));
+}
+
+// On sm_90 every kernel is launched to start early and waits for the grid before it: a chain in
+// which each op reads what the one before wrote, and overwrites what an earlier one read, must
+// still give exactly what the ops give one at a time. The kernels are long (64 MB each) so that the
+// host queues them well ahead of the GPU: a kernel that did not wait would then run beside the one
+// before it.
+TEST_F(CudaDevice, KernelsStartingEarlyStillSeeTheWorkQueuedBeforeThem) {
+    std::size_t const n = std::size_t{1} << 24;
+    std::vector<float> want = random_floats(n, fresh_seed(), -1.0f, 1.0f);
+    auto a = Tensor<float>::from(want, {n}, device);
+    auto b = poisoned({n}, device);
+    std::vector<Tensor<float>> sums;
+    std::vector<double> want_sums, magnitudes;
+    for (int step = 0; step < 12; ++step) {
+        sums.push_back(sum(a));  // read by the reduction, then overwritten two kernels later
+        double total = 0, magnitude = 0;
+        for (float v : want) {
+            total += v;
+            magnitude += std::abs(v);
+        }
+        want_sums.push_back(total);
+        magnitudes.push_back(magnitude);
+        add(a, 1.0f, b);
+        mul(b, 0.5f, a);
+        for (float& v : want) v = (v + 1.0f) * 0.5f;  // the same two f32 roundings
+    }
+
+    // The one-row K-quant GEMV lets the next kernel start as soon as its own blocks have (it
+    // prefetches its weights while the kernel before it runs): the add after it must still read
+    // its output, and the sign flip after that must not reach the x it reads. Queued behind a long
+    // kernel, these run back to back on the GPU; with k = 14336 the GEMV leaves room on every
+    // multiprocessor for the add's blocks beside its own.
+    struct GemvShape {
+        std::size_t out, k;
+    };
+    for (GemvShape const shape : {GemvShape{1024, 14336}, GemvShape{8192, 4096}}) {
+        auto const w = quantize<q4_k>(
+            Tensor<float>::from(random_floats(shape.out * shape.k, fresh_seed(), -1.0f, 1.0f), {shape.out, shape.k}))
+                           .to(device);
+        auto x = Tensor<float>::from(random_floats(shape.k, fresh_seed(), -1.0f, 1.0f), {1, shape.k}, device);
+        std::vector<Tensor<float>> ys, zs;
+        for (int step = 0; step < 16; ++step) {
+            ys.push_back(poisoned({1, shape.out}, device));
+            zs.push_back(poisoned({1, shape.out}, device));
+        }
+        mul(a, 1.0f, b);  // a long kernel for the GEMVs to queue behind
+        for (std::size_t step = 0; step < ys.size(); ++step) {
+            linear(x, w, ys[step]);
+            add(ys[step], 1.0f, zs[step]);
+            mul(x, -1.0f, x);
+        }
+        std::vector<float> const first = ys[0].to_vector();
+        for (std::size_t i = 0; i < ys.size(); ++i) {
+            std::vector<float> const y = ys[i].to_vector(), z = zs[i].to_vector();
+            std::vector<float> y_plus_one(y.size());
+            std::transform(y.begin(), y.end(), y_plus_one.begin(), [](float v) { return v + 1.0f; });
+            EXPECT_EQ(z, y_plus_one) << shape.out << "x" << shape.k << ", step " << i;
+            if (i % 2 == 0) EXPECT_EQ(y, first) << shape.out << "x" << shape.k << ", step " << i;  // x as at first
+            EXPECT_TRUE(std::none_of(y.begin(), y.end(), [](float v) { return v == poison || !std::isfinite(v); }));
+        }
+    }
+
+    EXPECT_EQ(a.to_vector(), want);
+    for (std::size_t i = 0; i < sums.size(); ++i) {
+        double const got = sums[i].to_vector().at(0);
+        // An f32 sum of 2^24 terms: within 24 roundings of each partial sum, bounded by the Σ|v|.
+        EXPECT_NEAR(got, want_sums[i], 4e-6 * magnitudes[i]) << "step " << i;
+    }
 }
 
 // Writes 2 * i into out[i] for i < n.

@@ -175,6 +175,35 @@ TEST(PtxBuilder, BulkCopiesAndBarrierWaitsAreEmittedAsPtxWritesThem) {
     EXPECT_NE(build_error([&] { (void)bad.emit(Target::sm_90); }).find("global addresses are 64-bit"), std::string::npos);
 }
 
+// The CUDA backend launches every sm_90 kernel to start early: the wait goes before the first
+// instruction, once, and a kernel that places its own wait keeps it where it is.
+TEST(PtxBuilder, GriddepcontrolWaitAtEntryPrecedesEveryAccessOnce) {
+    Kernel k("plain");
+    Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
+    k.st(Space::global, Type::u32, out, k.mov(Type::u32, 7u));
+    EXPECT_FALSE(k.waits_for_previous_grid());
+    k.griddepcontrol_wait_at_entry();
+    k.griddepcontrol_wait_at_entry();
+    EXPECT_TRUE(k.waits_for_previous_grid());
+    ASSERT_FALSE(k.instructions().empty());
+    EXPECT_EQ(k.instructions().front().opcode, "griddepcontrol.wait");
+    std::string const text = k.emit(Target::sm_90);
+    std::size_t const wait = text.find("griddepcontrol.wait;");
+    ASSERT_NE(wait, std::string::npos) << text;
+    EXPECT_EQ(text.find("griddepcontrol.wait;", wait + 1), std::string::npos) << text;
+    EXPECT_LT(wait, text.find("ld.param")) << text;
+    EXPECT_LT(wait, text.find("st.global")) << text;
+    EXPECT_NE(build_error([&] { (void)k.emit(Target::sm_80); }).find("needs sm_90 or newer"), std::string::npos);
+
+    Kernel placed("placed");
+    Reg const w = placed.cvta_to_global(placed.param(Type::u64, "w"));
+    placed.cp_async_bulk_prefetch_l2(w, 64u);
+    placed.griddepcontrol_wait();
+    placed.griddepcontrol_wait_at_entry();
+    ASSERT_EQ(placed.instructions().size(), 4u);  // ld.param, cvta, prefetch, wait
+    EXPECT_EQ(placed.instructions().back().opcode, "griddepcontrol.wait");
+}
+
 TEST(PtxBuilder, LaunchBoundsAreEmittedAsDirectives) {
     Kernel k("bounded");
     k.max_threads(512);

@@ -116,7 +116,11 @@ private:
     // Guards the stream's order, the pool, the staging chunks and buffers_; op methods take it too.
     mutable std::mutex mutex_;
     std::unordered_map<CUdeviceptr, std::size_t> buffers_;  // live allocations and their sizes
-    std::unordered_map<std::string, CUfunction> kernels_;   // by op key: launches skip the module cache
+    struct LoadedKernel {
+        CUfunction function = nullptr;
+        bool starts_early = false;  // it waits for the previous grid itself (sm_90: every kernel)
+    };
+    std::unordered_map<std::string, LoadedKernel> kernels_;  // by op key: launches skip the module cache
 };
 
 }  // namespace rayo::cuda

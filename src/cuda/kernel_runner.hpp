@@ -23,7 +23,8 @@ struct LaunchDims {
     unsigned shared_bytes = 0;  // dynamic shared memory
     // The kernel issues griddepcontrol.wait before touching memory (ptx::Kernel, sm_90): it is
     // launched with programmatic stream serialization, so it may start, and prefetch, while the
-    // kernel before it finishes.
+    // kernel before it finishes. (On sm_90 the runner launches every kernel so, putting the wait
+    // first in those that have none; this says the kernel's own placement of it matters.)
     bool starts_early = false;
 };
 

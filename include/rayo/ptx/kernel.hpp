@@ -221,6 +221,10 @@ public:
     // has issued it (or exited). Without the launch attribute both do nothing.
     void griddepcontrol_wait();
     void griddepcontrol_launch_dependents();
+    // Puts griddepcontrol_wait before the kernel's first instruction, unless it waits already: what
+    // lets any kernel be launched to start early.
+    void griddepcontrol_wait_at_entry();
+    [[nodiscard]] bool waits_for_previous_grid() const noexcept;
 
     // ---- control flow
     Label label();
