@@ -18,6 +18,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // The backend's op glue, compiled here: rayo-ptx-tests links only the PTX builder and generators.
@@ -265,11 +266,11 @@ public:
     [[nodiscard]] std::uint64_t address(detail::TensorView const& view) override { return view.buffer + view.offset; }
     [[nodiscard]] std::uint64_t allocate_temporary(std::size_t) override { throw Unsupported("no temporaries"); }
     void free_temporary(std::uint64_t) noexcept override {}
-    void launch(std::string const& key, std::function<Kernel()> const& make, cuda::LaunchDims dims,
+    void launch(std::string_view key, cuda::KernelFactory make, cuda::LaunchDims dims,
                 std::span<void*> arguments) override {
         Kernel const k = make();
         (void)k.emit(target());
-        Launch l{key, k.name(), dims, {}};
+        Launch l{std::string(key), k.name(), dims, {}};
         // softmax's parameters: two .u64 addresses, then two .u32 sizes.
         for (std::size_t i = 0; i < arguments.size(); ++i)
             l.arguments.push_back(i < 2 ? *static_cast<std::uint64_t*>(arguments[i])

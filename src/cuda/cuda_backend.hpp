@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "cuda/context.hpp"
@@ -120,7 +121,12 @@ private:
         CUfunction function = nullptr;
         bool starts_early = false;  // it waits for the previous grid itself (sm_90: every kernel)
     };
-    std::unordered_map<std::string, LoadedKernel> kernels_;  // by op key: launches skip the module cache
+    struct KeyHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view key) const noexcept { return std::hash<std::string_view>{}(key); }
+    };
+    // By op key, found by the key's text without a copy: launches skip the module cache.
+    std::unordered_map<std::string, LoadedKernel, KeyHash, std::equal_to<>> kernels_;
 };
 
 }  // namespace rayo::cuda

@@ -42,8 +42,7 @@ public:
             detail::log(LogLevel::error, "rayo: " + backend_.label() + ": freeing a temporary: " + e.what());
         }
     }
-    void launch(std::string const& key, std::function<ptx::Kernel()> const& make, LaunchDims dims,
-                std::span<void*> arguments) override {
+    void launch(std::string_view key, KernelFactory make, LaunchDims dims, std::span<void*> arguments) override {
         // The hot path of every op: one map lookup once the kernel is loaded.
         auto it = backend_.kernels_.find(key);
         if (it == backend_.kernels_.end()) {
@@ -56,9 +55,9 @@ public:
             bool const early = ptx::compute_capability(t) >= 90;
             if (early) kernel.griddepcontrol_wait_at_entry();
             std::string const text = kernel.emit(t);
-            CUfunction const f = backend_.modules_.function(key + "@" + std::string(ptx::to_string(t)), kernel.name(),
-                                                            [&] { return text; });
-            it = backend_.kernels_.emplace(key, LoadedKernel{f, early}).first;
+            CUfunction const f = backend_.modules_.function(std::string(key) + "@" + std::string(ptx::to_string(t)),
+                                                            kernel.name(), [&] { return text; });
+            it = backend_.kernels_.emplace(std::string(key), LoadedKernel{f, early}).first;
         }
         backend_.modules_.launch(it->second.function, {dims.grid[0], dims.grid[1], dims.grid[2]},
                                  {dims.block[0], dims.block[1], dims.block[2]}, dims.shared_bytes, arguments,

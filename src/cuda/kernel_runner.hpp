@@ -4,11 +4,16 @@
 #pragma once
 
 #include <array>
+#include <charconv>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <span>
-#include <string>
+#include <stdexcept>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "cuda/residency.hpp"
 #include "dispatch/backend.hpp"
@@ -26,6 +31,49 @@ struct LaunchDims {
     // kernel before it finishes. (On sm_90 the runner launches every kernel so, putting the wait
     // first in those that have none; this says the kernel's own placement of it matters.)
     bool starts_early = false;
+};
+
+// A kernel's cache key, written into a buffer on the stack: every launch names its kernel, and a
+// heap-built string per launch was half of what rayo added to the driver's launch cost (one tiny
+// op on a 2-core VM, profiled against a driver that does nothing).
+class KernelKey {
+public:
+    KernelKey& operator<<(std::string_view text) {
+        if (text.size() > text_.size() - size_) overflow();
+        text.copy(text_.data() + size_, text.size());
+        size_ += text.size();
+        return *this;
+    }
+    template <std::unsigned_integral N>
+        requires(!std::same_as<N, bool>)
+    KernelKey& operator<<(N value) {  // in decimal
+        auto const [end, error] = std::to_chars(text_.data() + size_, text_.data() + text_.size(), value);
+        if (error != std::errc{}) overflow();
+        size_ = static_cast<std::size_t>(end - text_.data());
+        return *this;
+    }
+    [[nodiscard]] std::string_view view() const noexcept { return {text_.data(), size_}; }
+
+private:
+    [[noreturn]] static void overflow() { throw std::length_error("rayo: a CUDA kernel key longer than 192 characters"); }
+    std::array<char, 192> text_{};
+    std::size_t size_ = 0;
+};
+
+// What makes a kernel the first time its key is seen: a reference to the caller's callable, valid
+// for the launch call (no copy, no allocation, as std::function would make of a large capture).
+class KernelFactory {
+public:
+    template <class F>
+        requires(!std::same_as<std::remove_cvref_t<F>, KernelFactory> && std::is_invocable_r_v<ptx::Kernel, F&>)
+    KernelFactory(F&& make) noexcept  // NOLINT(google-explicit-constructor): passed as a lambda
+        : object_(const_cast<void*>(static_cast<void const*>(std::addressof(make)))),
+          call_([](void* object) -> ptx::Kernel { return (*static_cast<std::remove_reference_t<F>*>(object))(); }) {}
+    ptx::Kernel operator()() const { return call_(object_); }
+
+private:
+    void* object_;
+    ptx::Kernel (*call_)(void*);
 };
 
 class KernelRunner {
@@ -47,13 +95,12 @@ public:
     // Queues the kernel `make` builds on the device's stream. `make` runs only the first time a
     // key is seen on this device; the key must therefore name everything the kernel depends on.
     // `arguments` point at the values of the kernel's parameters, in order.
-    virtual void launch(std::string const& key, std::function<ptx::Kernel()> const& make, LaunchDims dims,
-                        std::span<void*> arguments) = 0;
+    virtual void launch(std::string_view key, KernelFactory make, LaunchDims dims, std::span<void*> arguments) = 0;
 
     // launch() with the parameter values given directly (std::uint64_t addresses, std::uint32_t
     // sizes, float scalars: each exactly the type the kernel declares).
     template <class... Args>
-    void run(std::string const& key, std::function<ptx::Kernel()> const& make, LaunchDims dims, Args... args) {
+    void run(std::string_view key, KernelFactory make, LaunchDims dims, Args... args) {
         std::array<void*, sizeof...(Args)> pointers{static_cast<void*>(&args)...};
         launch(key, make, dims, pointers);
     }

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <string_view>
 #include <map>
 #include <memory>
 #include <regex>
@@ -1024,8 +1025,9 @@ public:
     }
     void free_temporary(std::uint64_t address) noexcept override { temporaries_.erase(address); }
 
-    void launch(std::string const& key, std::function<ptx::Kernel()> const& make, cuda::LaunchDims dims,
+    void launch(std::string_view key_text, cuda::KernelFactory make, cuda::LaunchDims dims,
                 std::span<void*> arguments) override {
+        std::string const key(key_text);
         auto it = kernels_.find(key);
         if (it == kernels_.end()) {
             auto entry = std::make_unique<Entry>(make());

@@ -84,9 +84,9 @@ LaunchDims launch_shape(std::size_t n, bool vectorized) {
     return dims;
 }
 
-std::string key_suffix(bool vectorized, KernelRunner const& runner) {
-    return std::string("/f32/") + (vectorized ? "v4" : "scalar") + "/u" + std::to_string(unroll) + "/b" +
-           std::to_string(block_threads) + "/" + std::string(ptx::to_string(runner.target()));
+void append_key_suffix(KernelKey& key, bool vectorized, KernelRunner const& runner) {
+    key << "/f32/" << (vectorized ? "v4" : "scalar") << "/u" << unroll << "/b" << block_threads << "/"
+        << ptx::to_string(runner.target());
 }
 
 void binary_launch(KernelRunner& runner, detail::BinaryOp op, TensorView const& a, TensorView const* b, float s,
@@ -109,11 +109,11 @@ void binary_launch(KernelRunner& runner, detail::BinaryOp op, TensorView const& 
                                                   .vectorized = vectorized,
                                                   .unroll = unroll,
                                                   .block_threads = block_threads};
-    std::string const key = "binary/" + std::string(ptx::kernels::to_string(config.op)) +
-                            (config.scalar_operand ? "/scalar_operand" : "/tensor_operand") +
-                            key_suffix(vectorized, runner);
+    KernelKey key;
+    key << "binary/" << ptx::kernels::to_string(config.op) << (config.scalar_operand ? "/scalar_operand" : "/tensor_operand");
+    append_key_suffix(key, vectorized, runner);
     runner.run(
-        key, [config] { return ptx::kernels::binary(config); }, launch_shape(n, vectorized), out_address,
+        key.view(), [config] { return ptx::kernels::binary(config); }, launch_shape(n, vectorized), out_address,
         a_address, b_address, std::uint64_t{n}, s);
 }
 
@@ -132,9 +132,11 @@ void unary(KernelRunner& runner, detail::UnaryOp op, detail::UnaryParams params,
     bool const vectorized = same_alignment({out_address, in_address});
     ptx::kernels::UnaryKernelConfig const config{
         .op = unary_kind(op), .vectorized = vectorized, .unroll = unroll, .block_threads = block_threads};
-    std::string const key = "unary/" + std::string(ptx::kernels::to_string(config.op)) + key_suffix(vectorized, runner);
+    KernelKey key;
+    key << "unary/" << ptx::kernels::to_string(config.op);
+    append_key_suffix(key, vectorized, runner);
     runner.run(
-        key, [config] { return ptx::kernels::unary(config); }, launch_shape(n, vectorized), out_address,
+        key.view(), [config] { return ptx::kernels::unary(config); }, launch_shape(n, vectorized), out_address,
         in_address, std::uint64_t{n}, params.a, params.b);
 }
 

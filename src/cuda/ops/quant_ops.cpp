@@ -38,7 +38,7 @@ unsigned gemv_unroll(DType weight, std::size_t blocks_per_row) {
     return 2;
 }
 
-std::string target_name(KernelRunner const& runner) { return std::string(ptx::to_string(runner.target())); }
+std::string_view target_name(KernelRunner const& runner) { return ptx::to_string(runner.target()); }
 
 std::uint32_t as_u32(std::size_t value, char const* what) {
     if (value > std::numeric_limits<std::uint32_t>::max())
@@ -78,10 +78,11 @@ LaunchDims conversion_dims(std::size_t blocks, char const* what) {
 // `count` blocks of 256 f32 values of x -> `count` activation records.
 void quantize_activations(KernelRunner& runner, DType weight, bool residual, std::uint64_t x, std::uint64_t records,
                           std::size_t count) {
-    std::string const key = "quant.activations." + std::string(to_string(weight)) + (residual ? ".residual" : ".main") +
-                            ".t" + std::to_string(conversion_threads) + "." + target_name(runner);
+    KernelKey key;
+    key << "quant.activations." << to_string(weight) << (residual ? ".residual" : ".main") << ".t" << conversion_threads
+        << "." << target_name(runner);
     kernels::QuantActivationsConfig const config{.weight = weight, .residual = residual, .threads = conversion_threads};
-    runner.run(key, [=] { return kernels::quantize_activations(config); }, conversion_dims(count, "quantize_activations"),
+    runner.run(key.view(), [=] { return kernels::quantize_activations(config); }, conversion_dims(count, "quantize_activations"),
                x, records, as_u32(count, "activation blocks"));
 }
 
@@ -245,14 +246,12 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
                                   .block = {threads, 1, 1},
                                   .shared_bytes = static_cast<unsigned>(shared_bytes),
                                   .starts_early = config.early_start};
-            std::string const key = "quant.gemv_spanning." + std::string(to_string(config.weight)) + ".b" +
-                                    std::to_string(config.blocks_per_row) + ".g" + std::to_string(config.groups) + ".r" +
-                                    std::to_string(config.batch) + ".s" + std::to_string(config.stages) +
-                                    (config.share_x ? ".xs" : ".xr") + ".n" + std::to_string(config.max_registers) +
-                                    ".p" + std::to_string(config.prefetch_steps) + (config.early_start ? ".early." : ".") +
-                                    (config.bulk ? "bulk." : "") +
-                                    target_name(runner);
-            runner.run(key, [=] { return kernels::quant_gemv_spanning(config); }, dims, w_at, x_at, out_at, n);
+            KernelKey key;
+            key << "quant.gemv_spanning." << to_string(config.weight) << ".b" << config.blocks_per_row << ".g"
+                << config.groups << ".r" << config.batch << ".s" << config.stages << (config.share_x ? ".xs" : ".xr")
+                << ".n" << config.max_registers << ".p" << config.prefetch_steps
+                << (config.early_start ? ".early." : ".") << (config.bulk ? "bulk." : "") << target_name(runner);
+            runner.run(key.view(), [=] { return kernels::quant_gemv_spanning(config); }, dims, w_at, x_at, out_at, n);
             return true;
         }
         if (config.stages > 2) config.stages /= 2;
@@ -295,11 +294,10 @@ void linear_gemv(KernelRunner& runner, detail::MatmulShape shape, TensorView con
                 .grid = {static_cast<unsigned>(ctas), 1, 1},
                 .block = {32 * config.warps, 1, 1},
                 .shared_bytes = static_cast<unsigned>(kernels::quant_gemv_shared_bytes(config, blocks_per_row))};
-            std::string const key = "quant.gemv_fused." + std::string(to_string(weight)) + ".m" + std::to_string(rows) +
-                                    (residual ? ".residual" : ".main") + ".w" + std::to_string(config.warps) + ".u" +
-                                    std::to_string(config.unroll) + ".s" + std::to_string(config.stages) + "." +
-                                    target_name(runner);
-            runner.run(key, [=] { return kernels::quant_gemv(config); }, fused_dims, w_at, x_rows, out_rows, n, blocks);
+            KernelKey key;
+            key << "quant.gemv_fused." << to_string(weight) << ".m" << rows << (residual ? ".residual" : ".main") << ".w"
+                << config.warps << ".u" << config.unroll << ".s" << config.stages << "." << target_name(runner);
+            runner.run(key.view(), [=] { return kernels::quant_gemv(config); }, fused_dims, w_at, x_rows, out_rows, n, blocks);
             continue;
         }
         std::size_t const count = rows * blocks_per_row;
@@ -308,10 +306,10 @@ void linear_gemv(KernelRunner& runner, detail::MatmulShape shape, TensorView con
         quantize_activations(runner, weight, residual, x_rows, records.address(), count);
         kernels::QuantGemvConfig const config{
             .weight = weight, .rows = rows, .residual = residual, .warps = gemv_warps, .unroll = unroll};
-        std::string const key = "quant.gemv." + std::string(to_string(weight)) + ".m" + std::to_string(rows) +
-                                (residual ? ".residual" : ".main") + ".w" + std::to_string(gemv_warps) + ".u" +
-                                std::to_string(unroll) + "." + target_name(runner);
-        runner.run(key, [=] { return kernels::quant_gemv(config); }, dims, w_at, records.address(), out_rows, n, blocks);
+        KernelKey key;
+        key << "quant.gemv." << to_string(weight) << ".m" << rows << (residual ? ".residual" : ".main") << ".w"
+            << gemv_warps << ".u" << unroll << "." << target_name(runner);
+        runner.run(key.view(), [=] { return kernels::quant_gemv(config); }, dims, w_at, records.address(), out_rows, n, blocks);
     }
 }
 
@@ -340,15 +338,17 @@ void linear_gemm(KernelRunner& runner, detail::MatmulShape shape, TensorView con
     // x as f16, once: every block column of the GEMM reads it.
     TemporaryBuffer x_half(runner, shape.m * shape.k * 2);
     kernels::GemmActivationsConfig const convert{.threads = conversion_threads};
-    runner.run("quant.gemm_activations.f16.t" + std::to_string(convert.threads) + "." + target_name(runner),
-               [=] { return kernels::gemm_activations(convert); },
+    KernelKey convert_key;
+    convert_key << "quant.gemm_activations.f16.t" << convert.threads << "." << target_name(runner);
+    runner.run(convert_key.view(), [=] { return kernels::gemm_activations(convert); },
                LaunchDims{.grid = {grid_for(values / 8, convert.threads, "linear: x to f16"), 1, 1},
                           .block = {convert.threads, 1, 1}},
                x_at, x_half.address(), values);
 
-    std::string const key = "quant.gemm." + std::string(to_string(weight)) + ".bm" + std::to_string(config.block_m) +
-                            ".bn" + std::to_string(config.block_n) + "." + target_name(runner);
-    runner.run(key, [=] { return kernels::quant_gemm(config); }, dims, x_half.address(), w_at, out_at, m, n, k);
+    KernelKey key;
+    key << "quant.gemm." << to_string(weight) << ".bm" << config.block_m << ".bn" << config.block_n << "."
+        << target_name(runner);
+    runner.run(key.view(), [=] { return kernels::quant_gemm(config); }, dims, x_half.address(), w_at, out_at, m, n, k);
 }
 
 }  // namespace
@@ -367,8 +367,9 @@ void quantize(KernelRunner& runner, TensorView const& in, TensorView const& out)
     require_aligned(in_at, 16, "quantize: f32 input");
     require_aligned(out_at, block_alignment(DType::q8_k), "quantize: q8_k output");
     kernels::QuantizeQ8Config const config{.threads = conversion_threads};
-    runner.run("quant.quantize.q8_k.t" + std::to_string(config.threads) + "." + target_name(runner),
-               [=] { return kernels::quantize_q8(config); }, conversion_dims(blocks, "quantize"), in_at, out_at,
+    KernelKey key;
+    key << "quant.quantize.q8_k.t" << config.threads << "." << target_name(runner);
+    runner.run(key.view(), [=] { return kernels::quantize_q8(config); }, conversion_dims(blocks, "quantize"), in_at, out_at,
                as_u32(blocks, "quantize: blocks"));
 }
 
@@ -382,9 +383,9 @@ void dequantize(KernelRunner& runner, TensorView const& in, TensorView const& ou
     require_aligned(in_at, block_alignment(in.dtype), "dequantize: blocks");
     require_aligned(out_at, 16, "dequantize: f32 output");
     kernels::DequantizeConfig const config{.type = in.dtype, .threads = conversion_threads};
-    runner.run("quant.dequantize." + std::string(to_string(in.dtype)) + ".t" + std::to_string(config.threads) + "." +
-                   target_name(runner),
-               [=] { return kernels::dequantize(config); }, conversion_dims(blocks, "dequantize"), in_at, out_at,
+    KernelKey key;
+    key << "quant.dequantize." << to_string(in.dtype) << ".t" << config.threads << "." << target_name(runner);
+    runner.run(key.view(), [=] { return kernels::dequantize(config); }, conversion_dims(blocks, "dequantize"), in_at, out_at,
                as_u32(blocks, "dequantize: blocks"));
 }
 

@@ -72,19 +72,19 @@ std::pair<std::size_t, std::size_t> split(std::size_t extent, std::size_t wanted
     return {chunk, std::max<std::size_t>(1, ceil_div(extent, chunk))};
 }
 
-std::string target_key(KernelRunner const& runner) { return std::string(ptx::to_string(runner.target())); }
-
-std::string rows_key(ptx::kernels::ReduceRowsConfig const& c, KernelRunner const& runner) {
-    return "reduce_rows/" + std::string(to_string(c.op)) + (c.mean ? "/mean" : "/plain") + "/f32/" +
-           std::string(to_string(c.source)) + "/" + std::string(to_string(c.stage)) + "/" +
-           std::string(to_string(c.group)) + (c.vectorized ? "/v4" : "/scalar") + "/u" + std::to_string(c.unroll) +
-           "/b" + std::to_string(c.block_threads) + "/" + target_key(runner);
+KernelKey rows_key(ptx::kernels::ReduceRowsConfig const& c, KernelRunner const& runner) {
+    KernelKey key;
+    key << "reduce_rows/" << to_string(c.op) << (c.mean ? "/mean" : "/plain") << "/f32/" << to_string(c.source) << "/"
+        << to_string(c.stage) << "/" << to_string(c.group) << (c.vectorized ? "/v4" : "/scalar") << "/u" << c.unroll
+        << "/b" << c.block_threads << "/" << ptx::to_string(runner.target());
+    return key;
 }
 
-std::string columns_key(ptx::kernels::ReduceColumnsConfig const& c, KernelRunner const& runner) {
-    return "reduce_columns/" + std::string(to_string(c.op)) + (c.mean ? "/mean" : "/plain") + "/f32/" +
-           std::string(to_string(c.stage)) + "/u" + std::to_string(c.unroll) + "/b" + std::to_string(c.block_threads) +
-           "/" + target_key(runner);
+KernelKey columns_key(ptx::kernels::ReduceColumnsConfig const& c, KernelRunner const& runner) {
+    KernelKey key;
+    key << "reduce_columns/" << to_string(c.op) << (c.mean ? "/mean" : "/plain") << "/f32/" << to_string(c.stage)
+        << "/u" << c.unroll << "/b" << c.block_threads << "/" << ptx::to_string(runner.target());
+    return key;
 }
 
 // Launches reduce_rows over `rows` rows of `extent` entries at in (and in_aux).
@@ -96,7 +96,7 @@ void launch_rows(KernelRunner& runner, ptx::kernels::ReduceRowsConfig config, st
     if (config.stage == ReduceStage::partial) config.mean = false;  // applied by the final pass
     std::size_t const items = config.stage == ReduceStage::partial ? rows * parts : rows;
     runner.run(
-        rows_key(config, runner), [config] { return ptx::kernels::reduce_rows(config); },
+        rows_key(config, runner).view(), [config] { return ptx::kernels::reduce_rows(config); },
         rows_launch(runner, config.group, items), out, out_index, in, in_aux, std::uint64_t{rows},
         std::uint64_t{extent}, std::uint64_t{chunk}, std::uint64_t{parts}, std::uint64_t{count});
 }
@@ -189,7 +189,7 @@ void reduce_columns(KernelRunner& runner, ReduceKind op, bool mean, detail::Redu
     dims.block = {static_cast<unsigned>(block_x), 1, 1};
     auto launch = [&](std::uint64_t value_out, std::uint64_t index_out) {
         runner.run(
-            columns_key(config, runner), [config] { return ptx::kernels::reduce_columns(config); }, dims, value_out,
+            columns_key(config, runner).view(), [config] { return ptx::kernels::reduce_columns(config); }, dims, value_out,
             index_out, in, std::uint64_t{shape.outer}, std::uint64_t{shape.extent}, std::uint64_t{shape.inner},
             std::uint64_t{chunk}, std::uint64_t{parts}, std::uint64_t{shape.extent});
     };
