@@ -1,0 +1,139 @@
+// The CUDA backend's launch path against a driver that records what it is asked and runs nothing
+// (support/fake_cuda_driver.cpp, found as libcuda.so.1 through LD_LIBRARY_PATH): CI has no GPU,
+// and this is how it sees which kernels reach the driver and how. ctest runs it twice: as an sm_90
+// and, with RAYO_FAKE_CUDA_CC=80, as an sm_80. Results are not checked: nothing computes them.
+#include <gtest/gtest.h>
+#include <rayo/rayo.hpp>
+
+#include <dlfcn.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rayo::test {
+namespace {
+
+// Set by main when ctest runs the binary (with the fake on LD_LIBRARY_PATH): a device that is not
+// the fake's is then a failure, not a skip.
+bool fake_expected = false;
+
+// The fake driver rayo loaded (call after Device::all()).
+class FakeDriver {
+public:
+    FakeDriver() : library_(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {}
+    [[nodiscard]] bool loaded() const { return library_ && symbol("rayo_fake_cuda_launch_count"); }
+    [[nodiscard]] int compute_capability() const { return call<int (*)()>("rayo_fake_cuda_compute_capability")(); }
+    [[nodiscard]] int launches() const { return call<int (*)()>("rayo_fake_cuda_launch_count")(); }
+    [[nodiscard]] int modules() const { return call<int (*)()>("rayo_fake_cuda_module_count")(); }
+    [[nodiscard]] std::string ptx(int launch) const {
+        return call<char const* (*)(int)>("rayo_fake_cuda_launch_ptx")(launch);
+    }
+    [[nodiscard]] bool starts_early(int launch) const {
+        return call<int (*)(int)>("rayo_fake_cuda_launch_starts_early")(launch) != 0;
+    }
+
+private:
+    [[nodiscard]] void* symbol(char const* name) const { return dlsym(library_, name); }
+    template <class F>
+    [[nodiscard]] F call(char const* name) const {
+        return reinterpret_cast<F>(symbol(name));
+    }
+    void* library_;
+};
+
+// The body of the PTX's one .entry, from its opening brace.
+std::string_view entry_body(std::string_view ptx) {
+    std::size_t const entry = ptx.find(".entry");
+    return entry == std::string_view::npos ? std::string_view{} : ptx.substr(ptx.find('{', entry));
+}
+
+std::size_t count(std::string_view text, std::string_view what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string_view::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+class FakeCuda : public ::testing::Test {
+protected:
+    void SetUp() override {
+        for (Device d : Device::all())
+            if (d.kind() == DeviceKind::cuda) device = d;
+        driver = FakeDriver();  // now that rayo has loaded libcuda.so.1
+        if (device.kind() == DeviceKind::cuda && driver.loaded()) return;
+        if (fake_expected) FAIL() << "rayo did not load the fake libcuda.so.1 (LD_LIBRARY_PATH)";
+        GTEST_SKIP() << "the fake libcuda.so.1 is not what loaded (ctest runs this with it)";
+    }
+    Device device = Device::cpu();
+    FakeDriver driver;
+};
+
+// On sm_90 every kernel is launched to start early and waits for the grid before it first thing;
+// elsewhere neither. A second launch of the same op reuses the loaded module.
+TEST_F(FakeCuda, KernelsWaitForThePreviousGridFirstAndStartEarlyOnSm90Only) {
+    bool const sm90 = driver.compute_capability() >= 90;
+    auto x = Tensor<float>::zeros({1024}, device);
+    int const before = driver.launches();
+    add(x, 1.0f, x);
+    ASSERT_EQ(driver.launches(), before + 1);
+    int const modules = driver.modules();
+    add(x, 1.0f, x);
+    ASSERT_EQ(driver.launches(), before + 2);
+    EXPECT_EQ(driver.modules(), modules);
+
+    std::string const ptx = driver.ptx(before);
+    std::string_view const body = entry_body(ptx);
+    ASSERT_FALSE(body.empty()) << ptx;
+    EXPECT_EQ(driver.starts_early(before), sm90);
+    EXPECT_EQ(driver.starts_early(before + 1), sm90);
+    if (sm90) {
+        // The wait before any other instruction (the body opens with register declarations).
+        std::size_t const wait = body.find("griddepcontrol.wait;");
+        ASSERT_NE(wait, std::string_view::npos) << ptx;
+        EXPECT_LT(wait, body.find("ld.param")) << ptx;
+        EXPECT_EQ(count(body, "griddepcontrol.wait;"), 1u) << ptx;
+    } else {
+        EXPECT_EQ(body.find("griddepcontrol"), std::string_view::npos) << ptx;
+    }
+}
+
+// The one-row K-quant GEMV places its own wait after prefetching its first rows (sm_90): the
+// runner adds none before it.
+TEST_F(FakeCuda, TheGemvKeepsItsOwnWaitAfterItsPrefetch) {
+    bool const sm90 = driver.compute_capability() >= 90;
+    std::vector<float> const values(256 * 256, 0.5f);
+    auto const w = quantize<q4_k>(Tensor<float>::from(values, {256, 256})).to(device);
+    auto const x = Tensor<float>::zeros({1, 256}, device);
+    auto const y = Tensor<float>::zeros({1, 256}, device);
+    int const before = driver.launches();
+    linear(x, w, y);
+    ASSERT_EQ(driver.launches(), before + 1);
+    std::string const ptx = driver.ptx(before);
+    std::string_view const body = entry_body(ptx);
+    EXPECT_EQ(driver.starts_early(before), sm90);
+    if (!sm90) {
+        EXPECT_EQ(body.find("griddepcontrol"), std::string_view::npos) << ptx;
+        return;
+    }
+    EXPECT_EQ(count(body, "griddepcontrol.wait;"), 1u) << ptx;
+    std::size_t const prefetch = body.find("cp.async.bulk.prefetch.L2");
+    ASSERT_NE(prefetch, std::string_view::npos) << ptx;
+    EXPECT_LT(prefetch, body.find("griddepcontrol.wait;")) << ptx;
+}
+
+}  // namespace
+}  // namespace rayo::test
+
+// --compute-capability=80 makes the fake driver an sm_80 (set before rayo first asks it).
+int main(int argc, char** argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    constexpr std::string_view flag = "--compute-capability=";
+    for (int i = 1; i < argc; ++i)
+        if (std::string_view(argv[i]).starts_with(flag)) {
+            setenv("RAYO_FAKE_CUDA_CC", argv[i] + flag.size(), 1);
+            rayo::test::fake_expected = true;
+        }
+    return RUN_ALL_TESTS();
+}

@@ -1,0 +1,332 @@
+// A libcuda.so.1 for tests on machines without a GPU: one device (an sm_90 with 132
+// multiprocessors, or the compute capability RAYO_FAKE_CUDA_CC names, e.g. 80), host memory for
+// device memory, copies done at once, kernels recorded and never run. It lets CI drive rayo's CUDA
+// runtime (discovery, memory, the module cache, the launch path) and ask what reached the driver
+// through the rayo_fake_cuda_* functions at the end. Only what rayo resolves is here.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+using Result = int;
+constexpr Result success = 0, not_found = 500;
+
+struct Module {
+    std::string ptx;
+};
+struct Function {
+    Module const* module;
+};
+struct Launch {
+    Module const* module;
+    bool starts_early;  // cuLaunchKernelEx with programmatic stream serialization allowed
+};
+
+struct State {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<Module>> modules;  // kept after unloading: launches refer to them
+    std::vector<std::unique_ptr<Function>> functions;
+    std::vector<Launch> launches;
+    void* current = nullptr;
+};
+
+State& state() {
+    static State s;
+    return s;
+}
+
+int compute_capability() {
+    char const* cc = std::getenv("RAYO_FAKE_CUDA_CC");
+    return cc ? std::atoi(cc) : 90;
+}
+
+void* const context_handle = reinterpret_cast<void*>(std::uintptr_t{0x1000});
+void* const stream_handle = reinterpret_cast<void*>(std::uintptr_t{0x2000});
+void* const pool_handle = reinterpret_cast<void*>(std::uintptr_t{0x3000});
+
+void* as_pointer(std::uint64_t address) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)); }
+
+struct LaunchAttribute {  // cuda.h's CUlaunchAttribute: an id, padding, a 64-byte union
+    int id;
+    char padding[4];
+    union {
+        int programmatic_stream_serialization_allowed;
+        char bytes[64];
+    } value;
+};
+struct LaunchConfig {  // cuda.h's CUlaunchConfig
+    unsigned grid[3], block[3], shared_bytes;
+    void* stream;
+    LaunchAttribute* attributes;
+    unsigned attribute_count;
+};
+
+void record(void* function, bool starts_early) {
+    std::lock_guard lock(state().mutex);
+    state().launches.push_back({static_cast<Function*>(function)->module, starts_early});
+}
+
+}  // namespace
+
+extern "C" {
+
+Result cuGetErrorName(Result, char const** name) {
+    *name = "CUDA_ERROR_FAKE";
+    return success;
+}
+Result cuGetErrorString(Result, char const** text) {
+    *text = "the fake driver";
+    return success;
+}
+Result cuInit(unsigned) { return success; }
+Result cuDriverGetVersion(int* version) {
+    *version = 13000;
+    return success;
+}
+Result cuDeviceGetCount(int* count) {
+    *count = 1;
+    return success;
+}
+Result cuDeviceGet(int* device, int) {
+    *device = 0;
+    return success;
+}
+Result cuDeviceGetName(char* name, int length, int) {
+    std::strncpy(name, "Fake GPU", static_cast<std::size_t>(length));
+    return success;
+}
+Result cuDeviceGetAttribute(int* value, int attribute, int) {
+    int const cc = compute_capability();
+    switch (attribute) {
+        case 1: *value = 1024; break;                // max threads per block
+        case 5: *value = 2147483647; break;          // max grid x
+        case 8: *value = 48 * 1024; break;           // shared memory per block
+        case 10: *value = 32; break;                 // warp size
+        case 16: *value = 132; break;                // multiprocessors
+        case 18: *value = 0; break;                  // integrated
+        case 75: *value = cc / 10; break;            // compute capability
+        case 76: *value = cc % 10; break;
+        case 81: *value = 228 * 1024; break;         // shared memory per multiprocessor
+        case 97: *value = 227 * 1024; break;         // per block, opted in
+        case 111: *value = 1024; break;              // reserved per block
+        case 115: *value = 1; break;                 // memory pools
+        default: *value = 0;
+    }
+    return success;
+}
+Result cuDeviceTotalMem_v2(std::size_t* bytes, int) {
+    *bytes = std::size_t{8} << 30;
+    return success;
+}
+Result cuDevicePrimaryCtxRetain(void** context, int) {
+    *context = context_handle;
+    return success;
+}
+Result cuDevicePrimaryCtxRelease_v2(int) { return success; }
+Result cuCtxPushCurrent_v2(void* context) {
+    state().current = context;
+    return success;
+}
+Result cuCtxPopCurrent_v2(void** context) {
+    if (context) *context = state().current;
+    state().current = nullptr;
+    return success;
+}
+Result cuCtxGetCurrent(void** context) {
+    *context = state().current;
+    return success;
+}
+Result cuStreamCreate(void** stream, unsigned) {
+    *stream = stream_handle;
+    return success;
+}
+Result cuStreamDestroy_v2(void*) { return success; }
+Result cuStreamSynchronize(void*) { return success; }
+Result cuEventCreate(void** event, unsigned) {
+    *event = std::malloc(1);
+    return success;
+}
+Result cuEventDestroy_v2(void* event) {
+    std::free(event);
+    return success;
+}
+Result cuEventRecord(void*, void*) { return success; }
+Result cuEventSynchronize(void*) { return success; }
+Result cuMemGetInfo_v2(std::size_t* free, std::size_t* total) {
+    *total = std::size_t{8} << 30;
+    *free = *total;
+    return success;
+}
+Result cuDeviceGetDefaultMemPool(void** pool, int) {
+    *pool = pool_handle;
+    return success;
+}
+Result cuMemPoolSetAttribute(void*, int, void*) { return success; }
+Result cuMemPoolGetAttribute(void*, int, void* value) {
+    *static_cast<std::uint64_t*>(value) = 0;
+    return success;
+}
+Result cuMemPoolTrimTo(void*, std::size_t) { return success; }
+Result cuMemAllocFromPoolAsync(std::uint64_t* address, std::size_t bytes, void*, void*) {
+    // 256-byte aligned, as the driver's allocations are.
+    *address = reinterpret_cast<std::uintptr_t>(std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256));
+    return *address ? success : 2;
+}
+Result cuMemFreeAsync(std::uint64_t address, void*) {
+    std::free(as_pointer(address));
+    return success;
+}
+Result cuMemHostAlloc(void** pointer, std::size_t bytes, unsigned) {
+    *pointer = std::malloc(bytes ? bytes : 1);
+    return *pointer ? success : 2;
+}
+Result cuMemFreeHost(void* pointer) {
+    std::free(pointer);
+    return success;
+}
+Result cuMemcpyHtoDAsync_v2(std::uint64_t to, void const* from, std::size_t bytes, void*) {
+    std::memcpy(as_pointer(to), from, bytes);
+    return success;
+}
+Result cuMemcpyDtoHAsync_v2(void* to, std::uint64_t from, std::size_t bytes, void*) {
+    std::memcpy(to, as_pointer(from), bytes);
+    return success;
+}
+Result cuMemcpyDtoDAsync_v2(std::uint64_t to, std::uint64_t from, std::size_t bytes, void*) {
+    std::memmove(as_pointer(to), as_pointer(from), bytes);
+    return success;
+}
+Result cuMemsetD8Async(std::uint64_t to, unsigned char value, std::size_t count, void*) {
+    std::memset(as_pointer(to), value, count);
+    return success;
+}
+Result cuMemsetD16Async(std::uint64_t to, unsigned short value, std::size_t count, void*) {
+    auto* p = static_cast<unsigned short*>(as_pointer(to));
+    for (std::size_t i = 0; i < count; ++i) p[i] = value;
+    return success;
+}
+Result cuMemsetD32Async(std::uint64_t to, unsigned value, std::size_t count, void*) {
+    auto* p = static_cast<unsigned*>(as_pointer(to));
+    for (std::size_t i = 0; i < count; ++i) p[i] = value;
+    return success;
+}
+Result cuMemsetD2D32Async(std::uint64_t to, std::size_t pitch, unsigned value, std::size_t width, std::size_t height,
+                          void* stream) {
+    for (std::size_t row = 0; row < height; ++row) cuMemsetD32Async(to + row * pitch, value, width, stream);
+    return success;
+}
+Result cuModuleLoadDataEx(void** module, void const* image, unsigned, int*, void**) {
+    std::lock_guard lock(state().mutex);
+    auto& m = state().modules.emplace_back(std::make_unique<Module>(Module{static_cast<char const*>(image)}));
+    *module = m.get();
+    return success;
+}
+Result cuModuleUnload(void*) { return success; }
+Result cuModuleGetFunction(void** function, void* module, char const*) {
+    std::lock_guard lock(state().mutex);
+    auto& f = state().functions.emplace_back(std::make_unique<Function>(Function{static_cast<Module*>(module)}));
+    *function = f.get();
+    return success;
+}
+Result cuFuncSetAttribute(void*, int, int) { return success; }
+Result cuLaunchKernel(void* function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
+                      void**, void**) {
+    record(function, false);
+    return success;
+}
+Result cuLaunchKernelEx(LaunchConfig const* config, void* function, void**, void**) {
+    bool early = false;
+    for (unsigned i = 0; i < config->attribute_count; ++i)
+        early |= config->attributes[i].id == 6 && config->attributes[i].value.programmatic_stream_serialization_allowed;
+    record(function, early);
+    return success;
+}
+
+Result cuGetProcAddress_v2(char const* symbol, void** function, int, std::uint64_t, int* status) {
+    struct Entry {
+        std::string_view name;
+        void* address;
+    };
+    static Entry const entries[] = {
+        {"cuGetErrorName", reinterpret_cast<void*>(&cuGetErrorName)},
+        {"cuGetErrorString", reinterpret_cast<void*>(&cuGetErrorString)},
+        {"cuInit", reinterpret_cast<void*>(&cuInit)},
+        {"cuDriverGetVersion", reinterpret_cast<void*>(&cuDriverGetVersion)},
+        {"cuDeviceGetCount", reinterpret_cast<void*>(&cuDeviceGetCount)},
+        {"cuDeviceGet", reinterpret_cast<void*>(&cuDeviceGet)},
+        {"cuDeviceGetName", reinterpret_cast<void*>(&cuDeviceGetName)},
+        {"cuDeviceGetAttribute", reinterpret_cast<void*>(&cuDeviceGetAttribute)},
+        {"cuDeviceTotalMem", reinterpret_cast<void*>(&cuDeviceTotalMem_v2)},
+        {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&cuDevicePrimaryCtxRetain)},
+        {"cuDevicePrimaryCtxRelease", reinterpret_cast<void*>(&cuDevicePrimaryCtxRelease_v2)},
+        {"cuCtxPushCurrent", reinterpret_cast<void*>(&cuCtxPushCurrent_v2)},
+        {"cuCtxPopCurrent", reinterpret_cast<void*>(&cuCtxPopCurrent_v2)},
+        {"cuCtxGetCurrent", reinterpret_cast<void*>(&cuCtxGetCurrent)},
+        {"cuStreamCreate", reinterpret_cast<void*>(&cuStreamCreate)},
+        {"cuStreamDestroy", reinterpret_cast<void*>(&cuStreamDestroy_v2)},
+        {"cuStreamSynchronize", reinterpret_cast<void*>(&cuStreamSynchronize)},
+        {"cuEventCreate", reinterpret_cast<void*>(&cuEventCreate)},
+        {"cuEventDestroy", reinterpret_cast<void*>(&cuEventDestroy_v2)},
+        {"cuEventRecord", reinterpret_cast<void*>(&cuEventRecord)},
+        {"cuEventSynchronize", reinterpret_cast<void*>(&cuEventSynchronize)},
+        {"cuMemGetInfo", reinterpret_cast<void*>(&cuMemGetInfo_v2)},
+        {"cuDeviceGetDefaultMemPool", reinterpret_cast<void*>(&cuDeviceGetDefaultMemPool)},
+        {"cuMemPoolSetAttribute", reinterpret_cast<void*>(&cuMemPoolSetAttribute)},
+        {"cuMemPoolGetAttribute", reinterpret_cast<void*>(&cuMemPoolGetAttribute)},
+        {"cuMemPoolTrimTo", reinterpret_cast<void*>(&cuMemPoolTrimTo)},
+        {"cuMemAllocFromPoolAsync", reinterpret_cast<void*>(&cuMemAllocFromPoolAsync)},
+        {"cuMemFreeAsync", reinterpret_cast<void*>(&cuMemFreeAsync)},
+        {"cuMemHostAlloc", reinterpret_cast<void*>(&cuMemHostAlloc)},
+        {"cuMemFreeHost", reinterpret_cast<void*>(&cuMemFreeHost)},
+        {"cuMemcpyHtoDAsync", reinterpret_cast<void*>(&cuMemcpyHtoDAsync_v2)},
+        {"cuMemcpyDtoHAsync", reinterpret_cast<void*>(&cuMemcpyDtoHAsync_v2)},
+        {"cuMemcpyDtoDAsync", reinterpret_cast<void*>(&cuMemcpyDtoDAsync_v2)},
+        {"cuMemsetD8Async", reinterpret_cast<void*>(&cuMemsetD8Async)},
+        {"cuMemsetD16Async", reinterpret_cast<void*>(&cuMemsetD16Async)},
+        {"cuMemsetD32Async", reinterpret_cast<void*>(&cuMemsetD32Async)},
+        {"cuMemsetD2D32Async", reinterpret_cast<void*>(&cuMemsetD2D32Async)},
+        {"cuModuleLoadDataEx", reinterpret_cast<void*>(&cuModuleLoadDataEx)},
+        {"cuModuleUnload", reinterpret_cast<void*>(&cuModuleUnload)},
+        {"cuModuleGetFunction", reinterpret_cast<void*>(&cuModuleGetFunction)},
+        {"cuFuncSetAttribute", reinterpret_cast<void*>(&cuFuncSetAttribute)},
+        {"cuLaunchKernel", reinterpret_cast<void*>(&cuLaunchKernel)},
+        {"cuLaunchKernelEx", reinterpret_cast<void*>(&cuLaunchKernelEx)},
+    };
+    for (auto const& e : entries)
+        if (e.name == symbol) {
+            *function = e.address;
+            if (status) *status = 0;
+            return success;
+        }
+    *function = nullptr;
+    if (status) *status = 1;  // symbol not found
+    return not_found;
+}
+
+// What the tests ask.
+int rayo_fake_cuda_compute_capability() { return compute_capability(); }
+int rayo_fake_cuda_launch_count() {
+    std::lock_guard lock(state().mutex);
+    return static_cast<int>(state().launches.size());
+}
+int rayo_fake_cuda_module_count() {
+    std::lock_guard lock(state().mutex);
+    return static_cast<int>(state().modules.size());
+}
+// The PTX of the module whose kernel the i-th launch ran, and whether it was launched to start early.
+char const* rayo_fake_cuda_launch_ptx(int i) {
+    std::lock_guard lock(state().mutex);
+    return state().launches.at(static_cast<std::size_t>(i)).module->ptx.c_str();
+}
+int rayo_fake_cuda_launch_starts_early(int i) {
+    std::lock_guard lock(state().mutex);
+    return state().launches.at(static_cast<std::size_t>(i)).starts_early ? 1 : 0;
+}
+
+}  // extern "C"
