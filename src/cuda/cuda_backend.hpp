@@ -117,16 +117,12 @@ private:
     // Guards the stream's order, the pool, the staging chunks and buffers_; op methods take it too.
     mutable std::mutex mutex_;
     std::unordered_map<CUdeviceptr, std::size_t> buffers_;  // live allocations and their sizes
-    struct LoadedKernel {
-        CUfunction function = nullptr;
-        bool starts_early = false;  // it waits for the previous grid itself (sm_90: every kernel)
-    };
     struct KeyHash {
         using is_transparent = void;
         std::size_t operator()(std::string_view key) const noexcept { return std::hash<std::string_view>{}(key); }
     };
     // By op key, found by the key's text without a copy: launches skip the module cache.
-    std::unordered_map<std::string, LoadedKernel, KeyHash, std::equal_to<>> kernels_;
+    std::unordered_map<std::string, CUfunction, KeyHash, std::equal_to<>> kernels_;
 };
 
 }  // namespace rayo::cuda
