@@ -55,7 +55,9 @@ public:
     [[nodiscard]] std::string_view view() const noexcept { return {text_.data(), size_}; }
 
 private:
-    [[noreturn]] static void overflow() { throw std::length_error("rayo: a CUDA kernel key longer than 192 characters"); }
+    [[noreturn]] static void overflow() {
+        throw std::length_error("rayo: a CUDA kernel key longer than 192 characters");
+    }
     std::array<char, 192> text_{};
     std::size_t size_ = 0;
 };

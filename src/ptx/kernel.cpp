@@ -681,10 +681,12 @@ void Kernel::griddepcontrol_wait() {
 }
 void Kernel::griddepcontrol_wait_at_entry() {
     if (waits_for_previous_grid()) return;
-    body_.insert(body_.begin(), Instruction{.opcode = "griddepcontrol.wait", .requires_target = {.compute_capability = 90}});
+    body_.insert(body_.begin(),
+                 Instruction{.opcode = "griddepcontrol.wait", .requires_target = {.compute_capability = 90}});
 }
 bool Kernel::waits_for_previous_grid() const noexcept {
-    return std::any_of(body_.begin(), body_.end(), [](Instruction const& in) { return in.opcode == "griddepcontrol.wait"; });
+    return std::any_of(body_.begin(), body_.end(),
+                       [](Instruction const& in) { return in.opcode == "griddepcontrol.wait"; });
 }
 void Kernel::griddepcontrol_launch_dependents() {
     push({.opcode = "griddepcontrol.launch_dependents", .requires_target = {.compute_capability = 90}});

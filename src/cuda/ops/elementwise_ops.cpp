@@ -110,7 +110,8 @@ void binary_launch(KernelRunner& runner, detail::BinaryOp op, TensorView const& 
                                                   .unroll = unroll,
                                                   .block_threads = block_threads};
     KernelKey key;
-    key << "binary/" << ptx::kernels::to_string(config.op) << (config.scalar_operand ? "/scalar_operand" : "/tensor_operand");
+    key << "binary/" << ptx::kernels::to_string(config.op)
+        << (config.scalar_operand ? "/scalar_operand" : "/tensor_operand");
     append_key_suffix(key, vectorized, runner);
     runner.run(
         key.view(), [config] { return ptx::kernels::binary(config); }, launch_shape(n, vectorized), out_address,

@@ -82,8 +82,8 @@ void quantize_activations(KernelRunner& runner, DType weight, bool residual, std
     key << "quant.activations." << to_string(weight) << (residual ? ".residual" : ".main") << ".t" << conversion_threads
         << "." << target_name(runner);
     kernels::QuantActivationsConfig const config{.weight = weight, .residual = residual, .threads = conversion_threads};
-    runner.run(key.view(), [=] { return kernels::quantize_activations(config); }, conversion_dims(count, "quantize_activations"),
-               x, records, as_u32(count, "activation blocks"));
+    runner.run(key.view(), [=] { return kernels::quantize_activations(config); },
+               conversion_dims(count, "quantize_activations"), x, records, as_u32(count, "activation blocks"));
 }
 
 // The fused GEMV (1-2 rows of x whose records fit in shared memory): one launch instead of two (no
@@ -295,9 +295,10 @@ void linear_gemv(KernelRunner& runner, detail::MatmulShape shape, TensorView con
                 .block = {32 * config.warps, 1, 1},
                 .shared_bytes = static_cast<unsigned>(kernels::quant_gemv_shared_bytes(config, blocks_per_row))};
             KernelKey key;
-            key << "quant.gemv_fused." << to_string(weight) << ".m" << rows << (residual ? ".residual" : ".main") << ".w"
-                << config.warps << ".u" << config.unroll << ".s" << config.stages << "." << target_name(runner);
-            runner.run(key.view(), [=] { return kernels::quant_gemv(config); }, fused_dims, w_at, x_rows, out_rows, n, blocks);
+            key << "quant.gemv_fused." << to_string(weight) << ".m" << rows << (residual ? ".residual" : ".main")
+                << ".w" << config.warps << ".u" << config.unroll << ".s" << config.stages << "." << target_name(runner);
+            runner.run(key.view(), [=] { return kernels::quant_gemv(config); }, fused_dims, w_at, x_rows, out_rows, n,
+                       blocks);
             continue;
         }
         std::size_t const count = rows * blocks_per_row;
@@ -309,7 +310,8 @@ void linear_gemv(KernelRunner& runner, detail::MatmulShape shape, TensorView con
         KernelKey key;
         key << "quant.gemv." << to_string(weight) << ".m" << rows << (residual ? ".residual" : ".main") << ".w"
             << gemv_warps << ".u" << unroll << "." << target_name(runner);
-        runner.run(key.view(), [=] { return kernels::quant_gemv(config); }, dims, w_at, records.address(), out_rows, n, blocks);
+        runner.run(key.view(), [=] { return kernels::quant_gemv(config); }, dims, w_at, records.address(), out_rows, n,
+                   blocks);
     }
 }
 
@@ -369,8 +371,8 @@ void quantize(KernelRunner& runner, TensorView const& in, TensorView const& out)
     kernels::QuantizeQ8Config const config{.threads = conversion_threads};
     KernelKey key;
     key << "quant.quantize.q8_k.t" << config.threads << "." << target_name(runner);
-    runner.run(key.view(), [=] { return kernels::quantize_q8(config); }, conversion_dims(blocks, "quantize"), in_at, out_at,
-               as_u32(blocks, "quantize: blocks"));
+    runner.run(key.view(), [=] { return kernels::quantize_q8(config); }, conversion_dims(blocks, "quantize"), in_at,
+               out_at, as_u32(blocks, "quantize: blocks"));
 }
 
 void dequantize(KernelRunner& runner, TensorView const& in, TensorView const& out) {
@@ -385,8 +387,8 @@ void dequantize(KernelRunner& runner, TensorView const& in, TensorView const& ou
     kernels::DequantizeConfig const config{.type = in.dtype, .threads = conversion_threads};
     KernelKey key;
     key << "quant.dequantize." << to_string(in.dtype) << ".t" << config.threads << "." << target_name(runner);
-    runner.run(key.view(), [=] { return kernels::dequantize(config); }, conversion_dims(blocks, "dequantize"), in_at, out_at,
-               as_u32(blocks, "dequantize: blocks"));
+    runner.run(key.view(), [=] { return kernels::dequantize(config); }, conversion_dims(blocks, "dequantize"), in_at,
+               out_at, as_u32(blocks, "dequantize: blocks"));
 }
 
 void quant_linear(KernelRunner& runner, detail::MatmulShape shape, TensorView const& x, TensorView const& w,

@@ -189,9 +189,9 @@ void reduce_columns(KernelRunner& runner, ReduceKind op, bool mean, detail::Redu
     dims.block = {static_cast<unsigned>(block_x), 1, 1};
     auto launch = [&](std::uint64_t value_out, std::uint64_t index_out) {
         runner.run(
-            columns_key(config, runner).view(), [config] { return ptx::kernels::reduce_columns(config); }, dims, value_out,
-            index_out, in, std::uint64_t{shape.outer}, std::uint64_t{shape.extent}, std::uint64_t{shape.inner},
-            std::uint64_t{chunk}, std::uint64_t{parts}, std::uint64_t{shape.extent});
+            columns_key(config, runner).view(), [config] { return ptx::kernels::reduce_columns(config); }, dims,
+            value_out, index_out, in, std::uint64_t{shape.outer}, std::uint64_t{shape.extent},
+            std::uint64_t{shape.inner}, std::uint64_t{chunk}, std::uint64_t{parts}, std::uint64_t{shape.extent});
     };
     if (parts == 1) {
         launch(out, 0);
