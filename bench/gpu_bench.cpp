@@ -44,6 +44,20 @@ void run_copy_cold(benchmark::State& state, std::int64_t bytes) {
     report(state, {.bytes = 2.0 * static_cast<double>(bytes)});
 }
 
+// The read-only counterpart: a sum over the same bytes, rotated the same way. A GEMV reads its
+// weights once and writes little, so this is the closer bound for it.
+void run_sum_cold(benchmark::State& state, std::int64_t bytes) {
+    rayo::Device const device = bench_device();
+    std::vector<FTensor> const copies = rotated_copies(bytes, device);
+    FTensor const out = output_tensor(rayo::Shape{}, device);
+    std::size_t next = 0;
+    time_op(state, device, [&] {
+        rayo::sum(copies[next], out);
+        next = (next + 1) % copies.size();
+    });
+    report(state, {.bytes = static_cast<double>(bytes)});
+}
+
 template <class T>
 void run_matmul(benchmark::State& state, std::int64_t n) {
     rayo::Device const device = bench_device();
@@ -164,8 +178,10 @@ void register_gpu() {
     if (bench_device().kind() == rayo::DeviceKind::cpu) return;
     add_benchmark("gpu/copy/1GiB", run_copy);
     // The weight bytes of the GEMV shapes below: q4_k 4096x4096, 4096x14336; q6_k the same.
-    for (std::int64_t bytes : {9437184, 33030144, 13762560, 48168960})
+    for (std::int64_t bytes : {9437184, 33030144, 13762560, 48168960}) {
         add_benchmark("gpu/copy/" + std::to_string(bytes) + "/cold", [bytes](benchmark::State& st) { run_copy_cold(st, bytes); });
+        add_benchmark("gpu/sum/" + std::to_string(bytes) + "/cold", [bytes](benchmark::State& st) { run_sum_cold(st, bytes); });
+    }
     for (std::int64_t n : {1024, 4096, 8192}) {
         add_benchmark("gpu/matmul_f32/" + std::to_string(n), [n](benchmark::State& st) { run_matmul<float>(st, n); });
         add_benchmark("gpu/matmul_bf16/" + std::to_string(n),
