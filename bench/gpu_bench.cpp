@@ -111,9 +111,11 @@ void run_gelu(benchmark::State& state) {
     report(state, {.bytes = 2.0 * static_cast<double>(x.bytes())});
 }
 
+// `independent`: each weight copy writes its own y, so consecutive GEMVs share only x (as a
+// model's q/k/v or gate/up projections do) and need not wait for each other.
 template <class W>
 void run_quant_linear(benchmark::State& state, std::int64_t batch, std::int64_t out_features,
-                      std::int64_t in_features, bool cold) {
+                      std::int64_t in_features, bool cold, bool independent = false) {
     rayo::Device const device = bench_device();
     // Quantized once on the CPU (q4_k/q6_k quantization is a CPU op), then uploaded.
     auto const w = rayo::quantize<W>(
@@ -124,10 +126,11 @@ void run_quant_linear(benchmark::State& state, std::int64_t batch, std::int64_t 
         while (copies.size() < count) copies.push_back(w.clone());
     }
     FTensor const x = random_tensor(rayo::Shape{batch, in_features}, device, {-1.0f, 1.0f}, 8);
-    FTensor const y = output_tensor(rayo::Shape{batch, out_features}, device);
+    std::vector<FTensor> ys{output_tensor(rayo::Shape{batch, out_features}, device)};
+    while (independent && ys.size() < copies.size()) ys.push_back(output_tensor(rayo::Shape{batch, out_features}, device));
     std::size_t next = 0;
     time_op(state, device, [&] {
-        rayo::linear(x, copies[next], y);
+        rayo::linear(x, copies[next], ys[independent ? next : 0]);
         next = (next + 1) % copies.size();
     });
     report(state, {.bytes = static_cast<double>(w.bytes()),
@@ -165,6 +168,8 @@ void register_quant_linear() {
         std::string const shape = std::to_string(s.out) + "x" + std::to_string(s.in);
         add_benchmark("gpu/linear_" + weight_name<W>() + "/1x" + shape + "/cold",
                       [=](benchmark::State& st) { run_quant_linear<W>(st, 1, s.out, s.in, true); });
+        add_benchmark("gpu/linear_" + weight_name<W>() + "/1x" + shape + "/cold/independent",
+                      [=](benchmark::State& st) { run_quant_linear<W>(st, 1, s.out, s.in, true, true); });
         add_benchmark("gpu/linear_" + weight_name<W>() + "/1x" + shape + "/hot",
                       [=](benchmark::State& st) { run_quant_linear<W>(st, 1, s.out, s.in, false); });
     }
