@@ -127,7 +127,8 @@ void run_quant_linear(benchmark::State& state, std::int64_t batch, std::int64_t 
     }
     FTensor const x = random_tensor(rayo::Shape{batch, in_features}, device, {-1.0f, 1.0f}, 8);
     std::vector<FTensor> ys{output_tensor(rayo::Shape{batch, out_features}, device)};
-    while (independent && ys.size() < copies.size()) ys.push_back(output_tensor(rayo::Shape{batch, out_features}, device));
+    while (independent && ys.size() < copies.size())
+        ys.push_back(output_tensor(rayo::Shape{batch, out_features}, device));
     std::size_t next = 0;
     time_op(state, device, [&] {
         rayo::linear(x, copies[next], ys[independent ? next : 0]);
@@ -185,7 +186,8 @@ void register_gpu() {
     // The weight bytes of the GEMV shapes below: q4_k 4096x4096, 4096x14336; q6_k the same.
     for (std::int64_t bytes : {9437184, 33030144, 13762560, 48168960}) {
         add_benchmark("gpu/copy/" + std::to_string(bytes) + "/cold", [bytes](benchmark::State& st) { run_copy_cold(st, bytes); });
-        add_benchmark("gpu/sum/" + std::to_string(bytes) + "/cold", [bytes](benchmark::State& st) { run_sum_cold(st, bytes); });
+        add_benchmark("gpu/sum/" + std::to_string(bytes) + "/cold",
+                      [bytes](benchmark::State& st) { run_sum_cold(st, bytes); });
     }
     for (std::int64_t n : {1024, 4096, 8192}) {
         add_benchmark("gpu/matmul_f32/" + std::to_string(n), [n](benchmark::State& st) { run_matmul<float>(st, n); });
