@@ -378,9 +378,13 @@ TEST_F(CudaQuant, FusedGemvStridesOverRowsAndFallsBackForLongRows) {
 // On sm_90 the one-row GEMV is launched to start while the kernel before it finishes
 // (programmatic dependent launch): it must still read x only once that kernel has written it, and
 // write its output only once that kernel has read it. Chains of GEMVs, queued back to back with no
-// host wait: each reads the output of the one before, and the third overwrites the x of the second.
+// host wait: each reads the output of the one before, and the last overwrites the x of the one
+// before it. The chain runs on weights just uploaded, and again once the host has waited for them,
+// when each GEMV requests its first weights before its wait (the q4_k registers, the q6_k bulk
+// copies at k = 2048 and the q6_k cp.async ring at k = 8192).
 TEST_F(CudaQuant, ChainedGemvsSeeEachOthersResults) {
-    constexpr std::size_t k = 4096, mid = 2048;
+    constexpr std::size_t k = 4096, mid = 2048, wide = 8192;
+    Weights<q6_k> const& d = weights<q6_k>(k, wide);
     Weights<q4_k> const& a = weights<q4_k>(mid, k);
     Weights<q6_k> const& b = weights<q6_k>(k, mid);
     Weights<q4_k> const& c = weights<q4_k>(mid, k);
@@ -398,26 +402,35 @@ TEST_F(CudaQuant, ChainedGemvsSeeEachOthersResults) {
         }
         return std::sqrt(num / den);
     };
-    std::vector<float> const xv = activation_like(1, k, fresh_seed());
-    std::vector<double> const want1 = matvec(a.values, std::vector<double>(xv.begin(), xv.end()));
+    std::vector<float> const xv = activation_like(1, wide, fresh_seed());
+    std::vector<double> const want0 = matvec(d.values, std::vector<double>(xv.begin(), xv.end()));
+    std::vector<double> const want1 = matvec(a.values, want0);
     std::vector<double> const want2 = matvec(b.values, want1);
     std::vector<double> const want3 = matvec(c.values, want2);
-    auto const x = Tensor<float>::from(xv, {1, k}, device);
-    auto const wa = Tensor<q4_k>::from(a.blocks, {mid, k}, device);
-    auto const wb = Tensor<q6_k>::from(b.blocks, {k, mid}, device);
-    auto const wc = Tensor<q4_k>::from(c.blocks, {mid, k}, device);
-    auto y1 = poisoned({1, mid}, device);
-    auto y2 = poisoned({1, k}, device);
-    reset_stats();
-    for (int round = 0; round < 8; ++round) {
-        linear(x, wa, y1);
-        linear(y1, wb, y2);
-        linear(y2, wc, y1);  // overwrites what the GEMV before it reads
+    for (bool settled : {false, true}) {
+        SCOPED_TRACE(settled ? "weights waited for" : "weights just uploaded");
+        auto const x = Tensor<float>::from(xv, {1, wide}, device);
+        auto const wd = Tensor<q6_k>::from(d.blocks, {k, wide}, device);
+        auto const wa = Tensor<q4_k>::from(a.blocks, {mid, k}, device);
+        auto const wb = Tensor<q6_k>::from(b.blocks, {k, mid}, device);
+        auto const wc = Tensor<q4_k>::from(c.blocks, {mid, k}, device);
+        auto y0 = poisoned({1, k}, device);
+        auto y1 = poisoned({1, mid}, device);
+        auto y2 = poisoned({1, k}, device);
+        if (settled) device.synchronize();
+        reset_stats();
+        for (int round = 0; round < 8; ++round) {
+            linear(x, wd, y0);
+            linear(y0, wa, y1);
+            linear(y1, wb, y2);
+            linear(y2, wc, y1);  // overwrites what the GEMV before it reads
+        }
+        EXPECT_EQ(stats().cpu_fallbacks, 0u);
+        // Each GEMV adds ~1e-4 (x kept to ~15 bits); 1e-3 is what linear promises for one.
+        EXPECT_LE(relative(y0.to_vector(), want0), 1e-3);
+        EXPECT_LE(relative(y2.to_vector(), want2), 1e-3);
+        EXPECT_LE(relative(y1.to_vector(), want3), 1e-3);
     }
-    EXPECT_EQ(stats().cpu_fallbacks, 0u);
-    // Each GEMV adds ~1e-4 (x kept to ~15 bits); 1e-3 is what linear promises for one.
-    EXPECT_LE(relative(y2.to_vector(), want2), 1e-3);
-    EXPECT_LE(relative(y1.to_vector(), want3), 1e-3);
 }
 
 // rayo::KQuantActivations::q8_k: the GEMV uses x's main q8_k only (ggml's precision).

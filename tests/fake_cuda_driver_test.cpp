@@ -123,6 +123,43 @@ TEST_F(FakeCuda, TheGemvKeepsItsOwnWaitAfterItsPrefetch) {
     EXPECT_LT(prefetch, body.find("griddepcontrol.wait;")) << ptx;
 }
 
+// Weights that no queued kernel may still be writing (the host has waited for the device since they
+// were last written) are requested before the GEMV's wait (sm_90); weights written since, by an
+// upload or a copy, are not.
+TEST_F(FakeCuda, TheGemvRequestsItsWeightsBeforeItsWaitOnlyOnceTheHostHasWaitedSinceTheyWereWritten) {
+    bool const sm90 = driver.compute_capability() >= 90;
+    std::vector<float> const values(256 * 256, 0.5f);
+    auto const w = quantize<q4_k>(Tensor<float>::from(values, {256, 256})).to(device);
+    auto const x = Tensor<float>::zeros({1, 256}, device);
+    auto const y = Tensor<float>::zeros({1, 256}, device);
+    // Whether the last launch (the GEMV) named weights requested before its wait, and if so that
+    // its first weight loads come before the wait in its PTX.
+    auto const weights_first = [&] {
+        std::string const ptx = driver.ptx(driver.launches() - 1);
+        std::string_view const body = entry_body(ptx);
+        bool const named = ptx.find("_w1") != std::string::npos;
+        if (named) {
+            EXPECT_EQ(count(body, "griddepcontrol.wait;"), 1u) << ptx;
+            EXPECT_LT(body.find("ld.global.nc"), body.find("griddepcontrol.wait;")) << ptx;
+        }
+        return named;
+    };
+    linear(x, w, y);
+    EXPECT_FALSE(weights_first()) << "uploaded, not waited for";
+    device.synchronize();
+    linear(x, w, y);
+    EXPECT_EQ(weights_first(), sm90);
+    linear(x, w, y);  // the GEMVs before wrote y, not w
+    EXPECT_EQ(weights_first(), sm90);
+
+    auto const copied = w.clone();
+    linear(x, copied, y);
+    EXPECT_FALSE(weights_first()) << "copied, not waited for";
+    (void)y.to_vector();  // a download waits for everything queued before it
+    linear(x, copied, y);
+    EXPECT_EQ(weights_first(), sm90);
+}
+
 }  // namespace
 }  // namespace rayo::test
 

@@ -125,6 +125,11 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
                         early.early_start = true;
                         if (groups * kernels::quant_gemv_spanning_group_threads(blocks) <= 512) early.max_registers = 128;
                         module.add(kernels::quant_gemv_spanning(early));
+                        // Weights requested before the wait: the pipelined form's first step, a
+                        // ring's first step or (batch 2) all of its first stages − 1.
+                        kernels::QuantGemvSpanningConfig weights_first = early;
+                        weights_first.weight_steps_before_wait = stages > 0 && batch == 2 ? stages - 1 : 1;
+                        module.add(kernels::quant_gemv_spanning(weights_first));
                         // Whole steps through bulk copies, both types.
                         if (stages > 0) {
                             kernels::QuantGemvSpanningConfig bulk = early;
@@ -134,6 +139,8 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
                             if (blocks % 8 == 0) {
                                 bulk.weight = DType::q6_k;
                                 bulk.max_registers = 0;
+                                module.add(kernels::quant_gemv_spanning(bulk));
+                                bulk.weight_steps_before_wait = batch == 4 ? stages - 1 : 1;
                                 module.add(kernels::quant_gemv_spanning(bulk));
                             }
                         }
@@ -172,6 +179,21 @@ TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXTheRingsAndEveryStepsWarpSums) {
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 129}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 56, .groups = 3}), ptx::BuildError);  // 1344 threads
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .batch = 3}), ptx::BuildError);
+    // Weights before the wait: only for a kernel that starts early, and no more steps than the form
+    // requests first (the pipelined form 1, a ring stages − 1, registers without pipelining none).
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .weight_steps_before_wait = 1}),
+                 ptx::BuildError);
+    EXPECT_THROW(
+        (void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .early_start = true, .weight_steps_before_wait = 2}),
+        ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv_spanning(
+                     {.blocks_per_row = 16, .stages = 4, .early_start = true, .weight_steps_before_wait = 4}),
+                 ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv_spanning(
+                     {.blocks_per_row = 16, .pipelined = false, .early_start = true, .weight_steps_before_wait = 1}),
+                 ptx::BuildError);
+    EXPECT_NO_THROW((void)kernels::quant_gemv_spanning(
+        {.blocks_per_row = 16, .stages = 4, .early_start = true, .weight_steps_before_wait = 3}));
     // .maxnreg must let the block fit the register file; prefetches are bounded.
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 128, .max_registers = 128}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .max_registers = 16}), ptx::BuildError);

@@ -68,7 +68,7 @@ CudaBackend::~CudaBackend() {
     try {
         ScopedCurrent const current(context_);
         // Tensors that outlive the backend (static ones, at exit) go back to the pool with it.
-        for (auto const& [pointer, bytes] : buffers_) memory_.free(pointer);
+        for (auto const& [pointer, buffer] : buffers_) memory_.free(pointer);
         stream_.synchronize("shutting the device down");
     } catch (DeviceError const& e) {
         // After the driver's own exit handlers have run, there is nothing left to free.
@@ -87,7 +87,7 @@ CUdeviceptr CudaBackend::address(std::uintptr_t handle, std::size_t offset, std:
         std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(handle));
         throw Error(label() + ": " + what + ": unknown buffer handle " + text);
     }
-    std::size_t const size = it->second;
+    std::size_t const size = it->second.bytes;
     if (offset > size || bytes > size - offset)
         throw Error(label() + ": " + what + " of " + std::to_string(bytes) + " bytes at offset " +
                     std::to_string(offset) + " exceeds the buffer's " + std::to_string(size) + " bytes");
@@ -98,7 +98,8 @@ std::uintptr_t CudaBackend::allocate(std::size_t bytes) {
     std::lock_guard lock(mutex_);
     CUdeviceptr const pointer = memory_.allocate(bytes);
     try {
-        buffers_.emplace(pointer, bytes);
+        // Pool memory may be reused while work queued on what it held before still runs.
+        buffers_.emplace(pointer, Buffer{bytes, drains_});
     } catch (...) {
         memory_.free(pointer);
         throw;
@@ -120,6 +121,7 @@ void CudaBackend::upload(std::uintptr_t dst, std::size_t offset, void const* src
     if (bytes == 0) return;
     std::lock_guard lock(mutex_);
     CUdeviceptr const to = address(dst, offset, bytes, "upload");
+    mark_written(dst);
     staging_.upload(to, {static_cast<std::byte const*>(src), bytes});
 }
 
@@ -128,6 +130,7 @@ void CudaBackend::download(std::uintptr_t src, std::size_t offset, void* dst, st
     std::lock_guard lock(mutex_);
     CUdeviceptr const from = address(src, offset, bytes, "download");
     staging_.download(from, {static_cast<std::byte*>(dst), bytes});
+    ++drains_;  // the download waited for the stream's last copy, so for everything before it
 }
 
 void CudaBackend::copy(std::uintptr_t src, std::size_t src_offset, std::uintptr_t dst, std::size_t dst_offset,
@@ -137,6 +140,7 @@ void CudaBackend::copy(std::uintptr_t src, std::size_t src_offset, std::uintptr_
     CUdeviceptr const from = address(src, src_offset, bytes, "copy source");
     CUdeviceptr const to = address(dst, dst_offset, bytes, "copy destination");
     if (from == to) return;
+    mark_written(dst);
     ScopedCurrent const current(context_);
     Driver const& d = context_.driver();
     auto copy_bytes = [&](CUdeviceptr to_address, CUdeviceptr from_address) {
@@ -173,6 +177,7 @@ void CudaBackend::fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes
 
     std::lock_guard lock(mutex_);
     CUdeviceptr const start = address(dst, offset, bytes, "fill");
+    mark_written(dst);
     ScopedCurrent const current(context_);
     Driver const& d = context_.driver();
     CUstream const stream = stream_.handle();
@@ -225,6 +230,16 @@ void CudaBackend::fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes
 void CudaBackend::synchronize() {
     std::lock_guard lock(mutex_);
     stream_.synchronize("synchronize");
+    ++drains_;
+}
+
+void CudaBackend::mark_written(std::uintptr_t handle) noexcept {
+    if (auto const it = buffers_.find(handle); it != buffers_.end()) it->second.written = drains_;
+}
+
+bool CudaBackend::settled(std::uintptr_t handle) const noexcept {
+    auto const it = buffers_.find(handle);
+    return it != buffers_.end() && it->second.written < drains_;
 }
 
 MemoryStats CudaBackend::memory_stats() const {

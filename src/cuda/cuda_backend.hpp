@@ -96,15 +96,22 @@ public:
 
 private:
     class Runner;  // the KernelRunner the op glue sees (cuda_backend_ops.cpp)
-    // Runs op(runner) with the mutex held and the context current.
+    // Runs op(runner) with the mutex held and the context current, and notes that it writes `out`.
     template <class Op>
-    void run_op(Op&& op);
+    void run_op(detail::TensorView const& out, Op&& op);
 
     // The device address of `bytes` bytes at `offset` in the buffer `handle`. Throws rayo::Error
     // for a handle this backend did not allocate (or has released) and for a range outside it.
     // Call with mutex_ held.
     [[nodiscard]] CUdeviceptr address(std::uintptr_t handle, std::size_t offset, std::size_t bytes,
                                       char const* what) const;
+    // Notes that work queued now writes the buffer `handle` (unknown handles are ignored: address()
+    // reports them). Call with mutex_ held.
+    void mark_written(std::uintptr_t handle) noexcept;
+    // True when nothing queued so far that writes the buffer can still be running: the host has
+    // waited for the whole stream since such work was last queued (synchronize, a download).
+    // Kernels may then read it before they wait for the kernel before them. Call with mutex_ held.
+    [[nodiscard]] bool settled(std::uintptr_t handle) const noexcept;
 
     int index_;
     DeviceProperties properties_;
@@ -116,7 +123,13 @@ private:
     ModuleCache modules_;
     // Guards the stream's order, the pool, the staging chunks and buffers_; op methods take it too.
     mutable std::mutex mutex_;
-    std::unordered_map<CUdeviceptr, std::size_t> buffers_;  // live allocations and their sizes
+    struct Buffer {
+        std::size_t bytes = 0;
+        std::uint64_t written = 0;  // drains_ when work writing it was last queued (or it was allocated)
+    };
+    std::unordered_map<CUdeviceptr, Buffer> buffers_;  // live allocations
+    // How often the host has waited for everything queued on the stream to finish.
+    std::uint64_t drains_ = 0;
     struct KeyHash {
         using is_transparent = void;
         std::size_t operator()(std::string_view key) const noexcept { return std::hash<std::string_view>{}(key); }

@@ -21,7 +21,9 @@ using detail::TensorView;
 // Lives for one op, with the backend's mutex held and its context current.
 class CudaBackend::Runner final : public KernelRunner {
 public:
-    explicit Runner(CudaBackend& backend) : backend_(backend) {}
+    // tracked: the op's writes are marked by the caller (CudaBackend's op methods), so settled()
+    // may answer; with_runner's body may write anything, so there it says false.
+    Runner(CudaBackend& backend, bool tracked) : backend_(backend), tracked_(tracked) {}
 
     [[nodiscard]] ptx::Target target() const noexcept override {
         return ptx::target_for_compute_capability(backend_.compute_capability());
@@ -33,6 +35,9 @@ public:
     }
     [[nodiscard]] std::uint64_t address(TensorView const& view) override {
         return backend_.address(view.buffer, view.offset, bytes_for(view.dtype, view.numel), "kernel operand");
+    }
+    [[nodiscard]] bool settled(TensorView const& view) const noexcept override {
+        return tracked_ && backend_.settled(view.buffer);
     }
     [[nodiscard]] std::uint64_t allocate_temporary(std::size_t bytes) override { return backend_.memory_.allocate(bytes); }
     void free_temporary(std::uint64_t address) noexcept override {
@@ -66,51 +71,56 @@ public:
 
 private:
     CudaBackend& backend_;
+    bool tracked_;
 };
 
 template <class Op>
-void CudaBackend::run_op(Op&& op) {
+void CudaBackend::run_op(TensorView const& out, Op&& op) {
     std::lock_guard lock(mutex_);
     ScopedCurrent const current(context_);
-    Runner runner(*this);
+    mark_written(out.buffer);  // first: kernels an op queues before it throws count as well
+    Runner runner(*this, true);
     op(runner);
 }
 
 void CudaBackend::with_runner(std::function<void(KernelRunner&)> const& body) {
-    run_op([&](Runner& r) { body(r); });
+    std::lock_guard lock(mutex_);
+    ScopedCurrent const current(context_);
+    Runner runner(*this, false);
+    body(runner);
 }
 
 void CudaBackend::unary(detail::UnaryOp op, detail::UnaryParams params, TensorView const& in, TensorView const& out) {
-    run_op([&](Runner& r) { ops::unary(r, op, params, in, out); });
+    run_op(out, [&](Runner& r) { ops::unary(r, op, params, in, out); });
 }
 void CudaBackend::binary(detail::BinaryOp op, TensorView const& a, TensorView const& b, TensorView const& out) {
-    run_op([&](Runner& r) { ops::binary(r, op, a, b, out); });
+    run_op(out, [&](Runner& r) { ops::binary(r, op, a, b, out); });
 }
 void CudaBackend::binary_scalar(detail::BinaryOp op, TensorView const& a, float s, TensorView const& out) {
-    run_op([&](Runner& r) { ops::binary_scalar(r, op, a, s, out); });
+    run_op(out, [&](Runner& r) { ops::binary_scalar(r, op, a, s, out); });
 }
 void CudaBackend::reduce(detail::ReduceOp op, detail::ReduceShape shape, bool mean, TensorView const& in,
                          TensorView const& out) {
-    run_op([&](Runner& r) { ops::reduce(r, op, shape, mean, in, out); });
+    run_op(out, [&](Runner& r) { ops::reduce(r, op, shape, mean, in, out); });
 }
 void CudaBackend::dot(TensorView const& a, TensorView const& b, TensorView const& out) {
-    run_op([&](Runner& r) { ops::dot(r, a, b, out); });
+    run_op(out, [&](Runner& r) { ops::dot(r, a, b, out); });
 }
 void CudaBackend::softmax(std::size_t rows, std::size_t cols, bool log, TensorView const& in, TensorView const& out) {
-    run_op([&](Runner& r) { ops::softmax(r, rows, cols, log, in, out); });
+    run_op(out, [&](Runner& r) { ops::softmax(r, rows, cols, log, in, out); });
 }
 void CudaBackend::norm(detail::NormOp op, std::size_t rows, std::size_t cols, float eps, TensorView const& in,
                        TensorView const& gamma, TensorView const& beta, TensorView const& out) {
-    run_op([&](Runner& r) { ops::norm(r, op, rows, cols, eps, in, gamma, beta, out); });
+    run_op(out, [&](Runner& r) { ops::norm(r, op, rows, cols, eps, in, gamma, beta, out); });
 }
 void CudaBackend::matmul(detail::MatmulShape shape, TensorView const& a, TensorView const& b, TensorView const& out) {
-    run_op([&](Runner& r) { ops::matmul(r, shape, a, b, out); });
+    run_op(out, [&](Runner& r) { ops::matmul(r, shape, a, b, out); });
 }
 void CudaBackend::quantize(TensorView const& in, TensorView const& out) {
-    run_op([&](Runner& r) { ops::quantize(r, in, out); });
+    run_op(out, [&](Runner& r) { ops::quantize(r, in, out); });
 }
 void CudaBackend::dequantize(TensorView const& in, TensorView const& out) {
-    run_op([&](Runner& r) { ops::dequantize(r, in, out); });
+    run_op(out, [&](Runner& r) { ops::dequantize(r, in, out); });
 }
 
 }  // namespace rayo::cuda

@@ -90,6 +90,10 @@ public:
     [[nodiscard]] virtual MultiprocessorSharedMemory multiprocessor_shared() const noexcept { return {}; }
     // The device address of a view's first byte.
     [[nodiscard]] virtual std::uint64_t address(detail::TensorView const& view) = 0;
+    // True when no kernel that writes the view's memory can still be running (the host has waited
+    // for the device since such work was queued), so that a kernel which starts early may read it
+    // before it waits for the kernel before it. False where unknown.
+    [[nodiscard]] virtual bool settled(detail::TensorView const&) const noexcept { return false; }
     // Stream-ordered device memory for intermediate results; free_temporary may be called right
     // after the launches that use it are queued.
     [[nodiscard]] virtual std::uint64_t allocate_temporary(std::size_t bytes) = 0;

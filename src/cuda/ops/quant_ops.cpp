@@ -170,10 +170,25 @@ struct SpanningPlan {
     kernels::QuantGemvSpanningConfig config;
     unsigned threads_per_multiprocessor = spanning_threads_per_multiprocessor;
     unsigned min_blocks_per_multiprocessor = 2;
+    // The kernel starts early and no kernel that may still run writes the weights
+    // (KernelRunner::settled): its first steps' weights may be requested before its wait.
+    bool weights_settled = false;
 };
 
+// How many steps' weights a GEMV that starts early requests before its wait, when no running kernel
+// writes them: the registers' or the cp.async ring's first step, and a bulk ring's first stages − 1
+// steps where a block takes at least two rings' worth. Measured on an H100 (cold, 14336x4096 /
+// 4096x4096 / 4096x14336): q4_k's first step 13.6 -> 13.0 / 5.49 -> 5.45 / 14.0 -> 13.4 us, q6_k's
+// 4096-row cp.async ring 20.0 -> 19.3 us; the q6_k bulk ring's 1 / 2 / 3 steps: 14336 rows (11 steps
+// a block) 20.1 -> 18.6 / 17.9 / 17.7 us, but 4096 rows (3 steps a block) 6.18 -> 6.25 / 6.83 / 7.41:
+// blocks that request nearly all their rows at once compete with the tail of the kernel before.
+unsigned weight_steps_before_wait(kernels::QuantGemvSpanningConfig const& config, std::size_t steps_per_block) {
+    if (!config.bulk) return 1;
+    return steps_per_block >= 2 * std::size_t{config.stages} ? config.stages - 1 : 0;
+}
+
 std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsigned rows, std::uint32_t n, bool residual,
-                                          std::size_t blocks_per_row, std::uint64_t w_at) {
+                                          std::size_t blocks_per_row, std::uint64_t w_at, bool weights_settled) {
     if (rows != 1 || !residual || blocks_per_row > kernels::quant_gemv_spanning_max_blocks || w_at % 16 != 0)
         return std::nullopt;
     if (weight != DType::q4_k && !(weight == DType::q6_k && blocks_per_row % 8 == 0)) return std::nullopt;
@@ -211,6 +226,7 @@ std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsi
             plan.config.prefetch_steps = 2;
         }
     }
+    plan.weights_settled = early && weights_settled;
     return plan;
 }
 
@@ -230,6 +246,8 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
         auto const shared = [&] { return kernels::quant_gemv_spanning_shared_bytes(config, (row_steps + ctas - 1) / ctas); };
         while (shared() > runner.max_shared_bytes() && ctas < row_steps && ctas < 65535) ctas = std::min(row_steps, 2 * ctas);
         if (shared() <= runner.max_shared_bytes()) {
+            if (plan.weights_settled)
+                config.weight_steps_before_wait = weight_steps_before_wait(config, (row_steps + ctas - 1) / ctas);
             // A GEMV that starts early gets no more places on a multiprocessor than it plans
             // blocks for (shared memory is padded to keep the rest out): the next GEMV's blocks
             // would take a spare place on every multiprocessor while this one runs and then
@@ -250,7 +268,8 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
             key << "quant.gemv_spanning." << to_string(config.weight) << ".b" << config.blocks_per_row << ".g"
                 << config.groups << ".r" << config.batch << ".s" << config.stages << (config.share_x ? ".xs" : ".xr")
                 << ".n" << config.max_registers << ".p" << config.prefetch_steps
-                << (config.early_start ? ".early." : ".") << (config.bulk ? "bulk." : "") << target_name(runner);
+                << (config.early_start ? ".early." : ".") << (config.bulk ? "bulk." : "") << "w"
+                << config.weight_steps_before_wait << "." << target_name(runner);
             runner.run(key.view(), [=] { return kernels::quant_gemv_spanning(config); }, dims, w_at, x_at, out_at, n);
             return true;
         }
@@ -277,7 +296,8 @@ void linear_gemv(KernelRunner& runner, detail::MatmulShape shape, TensorView con
         auto const rows = static_cast<unsigned>(std::min(gemv_max_rows, shape.m - row));
         std::uint64_t const x_rows = x_at + row * shape.k * sizeof(float);
         std::uint64_t const out_rows = out_at + row * shape.n * sizeof(float);
-        auto const spanning = spanning_gemv(runner.target(), weight, rows, n, residual, blocks_per_row, w_at);
+        auto const spanning =
+            spanning_gemv(runner.target(), weight, rows, n, residual, blocks_per_row, w_at, runner.settled(w));
         if (spanning && run_spanning_gemv(runner, *spanning, w_at, x_rows, out_rows, n)) continue;
         std::size_t const shared = kernels::quant_gemv_fused_shared_bytes(weight, rows, blocks_per_row);
         if (rows <= gemv_fused_max_rows && shared <= gemv_fused_max_shared) {

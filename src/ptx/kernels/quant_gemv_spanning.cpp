@@ -127,11 +127,20 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                          std::to_string(quant_gemv_spanning_max_stages) + " slots, not " + std::to_string(stages));
     bool const streamed = stages > 0 && !bulk;  // per-warp cp.async rings
     bool const pipelined = stages == 0 && config.pipelined;
+    // The steps whose weights are requested before griddepcontrol.wait: as many of the form's first
+    // requests (a ring's stages − 1 steps, the pipelined form's one) as asked for.
+    unsigned const first_requests = stages > 0 ? stages - 1 : pipelined ? 1 : 0;
+    unsigned const weights_early = config.weight_steps_before_wait;
+    if (weights_early > 0 && (!config.early_start || weights_early > first_requests))
+        throw BuildError("ptx kernels: quant_gemv_spanning: " + std::to_string(weights_early) +
+                         " steps of weights before the wait need early_start and at most the form's " +
+                         std::to_string(first_requests) + " first requests");
     Kernel k("rayo_quant_gemv_spanning_" + std::string(to_string(config.weight)) + "_b" + std::to_string(blocks) + "_g" +
              std::to_string(config.groups) + "_r" + std::to_string(batch) +
              (bulk ? "_bulk" + std::to_string(stages) : streamed ? "_s" + std::to_string(stages) : pipelined ? "_pipelined" : "") +
              (config.share_x ? "_xs" : "") +
-             (config.prefetch_steps ? "_p" + std::to_string(config.prefetch_steps) : "") + (config.early_start ? "_early" : ""));
+             (config.prefetch_steps ? "_p" + std::to_string(config.prefetch_steps) : "") +
+             (config.early_start ? "_early" : "") + (weights_early ? "_w" + std::to_string(weights_early) : ""));
     k.max_threads(32 * warps);
     if (config.max_registers != 0) k.max_registers(config.max_registers);
     Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
@@ -178,10 +187,16 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             }
         });
     }
-    if (config.early_start) {
+    // early_start: let the next kernel launch, then wait for the one before, once: here, or (weights
+    // that no running kernel writes) after the first steps' weights have been requested.
+    bool waited = !config.early_start;
+    auto const wait_for_previous = [&] {
+        if (waited) return;
         k.griddepcontrol_launch_dependents();
         k.griddepcontrol_wait();
-    }
+        waited = true;
+    };
+    if (weights_early == 0) wait_for_previous();
 
     // Shared memory: (share_x) x as int16 [blocks·256] and its scales f32 [blocks], (streamed) the
     // warps' rings, then the warps' sums of every step.
@@ -245,20 +260,24 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         // is loaded and quantized.
         for (unsigned r = 0; r < batch; ++r) pending.push_back(fresh_words());
         k.if_then(k.setp(Cmp::lt, first, n), [&] { for (unsigned r = 0; r < batch; ++r) load_row(first, r, pending[r]); });
+        wait_for_previous();
     }
     if (streamed) {
         // The first stages - 1 steps are requested before x is loaded.
         for (unsigned s = 0; s + 1 < stages; ++s) {
+            if (s == weights_early) wait_for_previous();
             Reg const step_first = k.add(first, k.mul(stride, s));
             k.if_then(k.setp(Cmp::lt, step_first, n), [&] { issue(step_first, k.mov(Type::u32, s)); });
             k.cp_async_commit();
         }
+        wait_for_previous();
     }
 
     // ---- bulk: thread 0 sets up a full and an empty barrier a slot, then requests the first
-    // stages − 1 steps, a bulk copy each (after griddepcontrol_wait: the weights may be what the
-    // previous kernel wrote). A full barrier's phase completes when its step's bytes have landed,
-    // an empty one's when every thread is done reading the slot.
+    // stages − 1 steps, a bulk copy each (after griddepcontrol_wait but for the first
+    // weight_steps_before_wait: the weights may otherwise be what an earlier kernel writes). A full
+    // barrier's phase completes when its step's bytes have landed, an empty one's when every thread
+    // is done reading the slot.
     Reg const producer = k.setp(Cmp::eq, tid, 0);
     Reg const bulk_slots = k.add(shared, bulk_at);
     Reg const full_barriers = k.add(shared, barriers_at);
@@ -281,10 +300,18 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             k.fence_mbarrier_init();
         });
         k.bar_sync();
-        k.if_then(producer, [&] {
-            for (unsigned s = 0; s + 1 < stages; ++s) bulk_issue(k.add(first, k.mul(stride, s)), k.mov(Type::u32, s));
-        });
+        auto const issue_steps = [&](unsigned from, unsigned to) {
+            if (from < to)
+                k.if_then(producer, [&] {
+                    for (unsigned s = from; s < to; ++s)
+                        bulk_issue(k.add(first, k.mul(stride, s)), k.mov(Type::u32, s));
+                });
+        };
+        issue_steps(0, weights_early);
+        wait_for_previous();
+        issue_steps(weights_early, stages - 1);
     }
+    wait_for_previous();
 
     Reg const ones = k.mov(Type::u32, 0x01010101);
     auto const sum_words = [&](std::vector<Reg> const& words) {

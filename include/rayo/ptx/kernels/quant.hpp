@@ -178,6 +178,10 @@ struct QuantGemvSpanningConfig {
     unsigned prefetch_steps = 0;
     bool early_start = false;
     bool bulk = false;  // stages ≥ 2 slots of whole steps filled by bulk copies (above)
+    // early_start only: the weights of the first steps (at most the form's first requests: stages − 1
+    // for a ring, 1 pipelined) are requested before the wait, so that they stream in while the kernels
+    // before finish. Only for weights that no kernel which may still be running writes.
+    unsigned weight_steps_before_wait = 0;
 };
 [[nodiscard]] Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config);
 constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) noexcept {
