@@ -69,15 +69,18 @@ rayo::Tensor<T> output_tensor(rayo::Shape shape, rayo::Device device) {
     return rayo::Tensor<T>::zeros(std::move(shape), device);
 }
 
-// Runs `op` once untimed (first touch, thread-pool start, lazy kernel selection), then in the timed
-// loop. The device is synchronized inside the timed region at the end of each batch, so queued GPU
-// work is counted without serialising every call. An op that throws skips the benchmark with its
-// message instead of aborting the whole run.
+// Runs `op` twice untimed (first touch, thread-pool start, lazy kernel selection; the second call
+// after a host wait, as every timed call runs, loads the kernels a GPU picks once nothing it reads is
+// still being written), then in the timed loop. The device is synchronized inside the timed region
+// at the end of each batch, so queued GPU work is counted without serialising every call. An op that
+// throws skips the benchmark with its message instead of aborting the whole run.
 template <class Op>
 void time_op(benchmark::State& state, rayo::Device device, Op&& op) {
     try {
-        op();
-        device.synchronize();
+        for (int warm = 0; warm < 2; ++warm) {
+            op();
+            device.synchronize();
+        }
     } catch (std::exception const& e) {
         state.SkipWithError(e.what());
         return;
