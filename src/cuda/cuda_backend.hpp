@@ -96,9 +96,10 @@ public:
 
 private:
     class Runner;  // the KernelRunner the op glue sees (cuda_backend_ops.cpp)
-    // Runs op(runner) with the mutex held and the context current, and notes that it writes `out`.
+    // Runs op(runner) with the mutex held and the context current, and notes that it writes `out`;
+    // without `out` (with_runner: the body may write anything) the runner reports nothing settled.
     template <class Op>
-    void run_op(detail::TensorView const& out, Op&& op);
+    void run_op(detail::TensorView const* out, Op&& op);
 
     // The device address of `bytes` bytes at `offset` in the buffer `handle`. Throws rayo::Error
     // for a handle this backend did not allocate (or has released) and for a range outside it.

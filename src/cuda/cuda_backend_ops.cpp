@@ -75,52 +75,49 @@ private:
 };
 
 template <class Op>
-void CudaBackend::run_op(TensorView const& out, Op&& op) {
+void CudaBackend::run_op(TensorView const* out, Op&& op) {
     std::lock_guard lock(mutex_);
     ScopedCurrent const current(context_);
-    mark_written(out.buffer);  // first: kernels an op queues before it throws count as well
-    Runner runner(*this, true);
+    if (out) mark_written(out->buffer);  // first: kernels an op queues before it throws count as well
+    Runner runner(*this, out != nullptr);
     op(runner);
 }
 
 void CudaBackend::with_runner(std::function<void(KernelRunner&)> const& body) {
-    std::lock_guard lock(mutex_);
-    ScopedCurrent const current(context_);
-    Runner runner(*this, false);
-    body(runner);
+    run_op(nullptr, [&](Runner& r) { body(r); });
 }
 
 void CudaBackend::unary(detail::UnaryOp op, detail::UnaryParams params, TensorView const& in, TensorView const& out) {
-    run_op(out, [&](Runner& r) { ops::unary(r, op, params, in, out); });
+    run_op(&out, [&](Runner& r) { ops::unary(r, op, params, in, out); });
 }
 void CudaBackend::binary(detail::BinaryOp op, TensorView const& a, TensorView const& b, TensorView const& out) {
-    run_op(out, [&](Runner& r) { ops::binary(r, op, a, b, out); });
+    run_op(&out, [&](Runner& r) { ops::binary(r, op, a, b, out); });
 }
 void CudaBackend::binary_scalar(detail::BinaryOp op, TensorView const& a, float s, TensorView const& out) {
-    run_op(out, [&](Runner& r) { ops::binary_scalar(r, op, a, s, out); });
+    run_op(&out, [&](Runner& r) { ops::binary_scalar(r, op, a, s, out); });
 }
 void CudaBackend::reduce(detail::ReduceOp op, detail::ReduceShape shape, bool mean, TensorView const& in,
                          TensorView const& out) {
-    run_op(out, [&](Runner& r) { ops::reduce(r, op, shape, mean, in, out); });
+    run_op(&out, [&](Runner& r) { ops::reduce(r, op, shape, mean, in, out); });
 }
 void CudaBackend::dot(TensorView const& a, TensorView const& b, TensorView const& out) {
-    run_op(out, [&](Runner& r) { ops::dot(r, a, b, out); });
+    run_op(&out, [&](Runner& r) { ops::dot(r, a, b, out); });
 }
 void CudaBackend::softmax(std::size_t rows, std::size_t cols, bool log, TensorView const& in, TensorView const& out) {
-    run_op(out, [&](Runner& r) { ops::softmax(r, rows, cols, log, in, out); });
+    run_op(&out, [&](Runner& r) { ops::softmax(r, rows, cols, log, in, out); });
 }
 void CudaBackend::norm(detail::NormOp op, std::size_t rows, std::size_t cols, float eps, TensorView const& in,
                        TensorView const& gamma, TensorView const& beta, TensorView const& out) {
-    run_op(out, [&](Runner& r) { ops::norm(r, op, rows, cols, eps, in, gamma, beta, out); });
+    run_op(&out, [&](Runner& r) { ops::norm(r, op, rows, cols, eps, in, gamma, beta, out); });
 }
 void CudaBackend::matmul(detail::MatmulShape shape, TensorView const& a, TensorView const& b, TensorView const& out) {
-    run_op(out, [&](Runner& r) { ops::matmul(r, shape, a, b, out); });
+    run_op(&out, [&](Runner& r) { ops::matmul(r, shape, a, b, out); });
 }
 void CudaBackend::quantize(TensorView const& in, TensorView const& out) {
-    run_op(out, [&](Runner& r) { ops::quantize(r, in, out); });
+    run_op(&out, [&](Runner& r) { ops::quantize(r, in, out); });
 }
 void CudaBackend::dequantize(TensorView const& in, TensorView const& out) {
-    run_op(out, [&](Runner& r) { ops::dequantize(r, in, out); });
+    run_op(&out, [&](Runner& r) { ops::dequantize(r, in, out); });
 }
 
 }  // namespace rayo::cuda

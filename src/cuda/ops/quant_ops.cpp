@@ -182,8 +182,10 @@ struct SpanningPlan {
 // 4096-row cp.async ring 20.0 -> 19.3 us; the q6_k bulk ring's 1 / 2 / 3 steps: 14336 rows (11 steps
 // a block) 20.1 -> 18.6 / 17.9 / 17.7 us, but 4096 rows (3 steps a block) 6.18 -> 6.25 / 6.83 / 7.41:
 // blocks that request nearly all their rows at once compete with the tail of the kernel before.
-unsigned weight_steps_before_wait(kernels::QuantGemvSpanningConfig const& config, std::size_t steps_per_block) {
+unsigned weight_steps_before_wait(kernels::QuantGemvSpanningConfig const& config, std::size_t row_steps,
+                                  std::size_t ctas) {
     if (!config.bulk) return 1;
+    std::size_t const steps_per_block = (row_steps + ctas - 1) / ctas;
     return steps_per_block >= 2 * std::size_t{config.stages} ? config.stages - 1 : 0;
 }
 
@@ -246,8 +248,7 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
         auto const shared = [&] { return kernels::quant_gemv_spanning_shared_bytes(config, (row_steps + ctas - 1) / ctas); };
         while (shared() > runner.max_shared_bytes() && ctas < row_steps && ctas < 65535) ctas = std::min(row_steps, 2 * ctas);
         if (shared() <= runner.max_shared_bytes()) {
-            if (plan.weights_settled)
-                config.weight_steps_before_wait = weight_steps_before_wait(config, (row_steps + ctas - 1) / ctas);
+            if (plan.weights_settled) config.weight_steps_before_wait = weight_steps_before_wait(config, row_steps, ctas);
             // A GEMV that starts early gets no more places on a multiprocessor than it plans
             // blocks for (shared memory is padded to keep the rest out): the next GEMV's blocks
             // would take a spare place on every multiprocessor while this one runs and then
