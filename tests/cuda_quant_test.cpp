@@ -382,26 +382,30 @@ TEST_F(CudaQuant, FusedGemvStridesOverRowsAndFallsBackForLongRows) {
 // before it. The chain runs on weights just uploaded, and again once the host has waited for them,
 // when each GEMV requests its first weights before its wait (the q4_k registers, the q6_k bulk
 // copies at k = 2048 and the q6_k cp.async ring at k = 8192).
+// w (rows of v.size() values) · v in float64.
+std::vector<double> matvec(std::vector<float> const& w, std::vector<double> const& v) {
+    std::vector<double> y(w.size() / v.size());
+    for (std::size_t j = 0; j < y.size(); ++j)
+        for (std::size_t p = 0; p < v.size(); ++p) y[j] += static_cast<double>(w[j * v.size() + p]) * v[p];
+    return y;
+}
+
+// ‖y − want‖ / ‖want‖
+double relative(std::vector<float> const& y, std::vector<double> const& want) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        num += (y[i] - want[i]) * (y[i] - want[i]);
+        den += want[i] * want[i];
+    }
+    return std::sqrt(num / den);
+}
+
 TEST_F(CudaQuant, ChainedGemvsSeeEachOthersResults) {
     constexpr std::size_t k = 4096, mid = 2048, wide = 8192;
     Weights<q6_k> const& d = weights<q6_k>(k, wide);
     Weights<q4_k> const& a = weights<q4_k>(mid, k);
     Weights<q6_k> const& b = weights<q6_k>(k, mid);
     Weights<q4_k> const& c = weights<q4_k>(mid, k);
-    auto matvec = [](std::vector<float> const& w, std::vector<double> const& v) {
-        std::vector<double> y(w.size() / v.size());
-        for (std::size_t j = 0; j < y.size(); ++j)
-            for (std::size_t p = 0; p < v.size(); ++p) y[j] += static_cast<double>(w[j * v.size() + p]) * v[p];
-        return y;
-    };
-    auto relative = [](std::vector<float> const& y, std::vector<double> const& want) {
-        double num = 0, den = 0;
-        for (std::size_t i = 0; i < want.size(); ++i) {
-            num += (y[i] - want[i]) * (y[i] - want[i]);
-            den += want[i] * want[i];
-        }
-        return std::sqrt(num / den);
-    };
     std::vector<float> const xv = activation_like(1, wide, fresh_seed());
     std::vector<double> const want0 = matvec(d.values, std::vector<double>(xv.begin(), xv.end()));
     std::vector<double> const want1 = matvec(a.values, want0);
@@ -431,6 +435,32 @@ TEST_F(CudaQuant, ChainedGemvsSeeEachOthersResults) {
         EXPECT_LE(relative(y2.to_vector(), want2), 1e-3);
         EXPECT_LE(relative(y1.to_vector(), want3), 1e-3);
     }
+}
+
+// Many short rows: the GEMV's blocks share x, and (sm_90) read it before their wait once the host has
+// waited since it was written. An op queued just before that writes x must still be seen.
+TEST_F(CudaQuant, GemvsSharingXSeeTheXQueuedBeforeThem) {
+    constexpr std::size_t rows = 12288, k = 1024;
+    Weights<q4_k> const& a = weights<q4_k>(rows, k);
+    std::vector<float> const xv = activation_like(1, k, fresh_seed());
+    std::vector<double> const want = matvec(a.values, std::vector<double>(xv.begin(), xv.end()));
+    auto const x = Tensor<float>::from(xv, {1, k}, device);
+    auto const w = Tensor<q4_k>::from(a.blocks, {rows, k}, device);
+    auto y = poisoned({1, rows}, device);
+    device.synchronize();
+    reset_stats();
+    for (int round = 0; round < 4; ++round) linear(x, w, y);
+    EXPECT_LE(relative(y.to_vector(), want), 1e-3);
+    for (int round = 1; round <= 3; ++round) {
+        SCOPED_TRACE("x + " + std::to_string(round));
+        add(x, 1.0f, x);
+        auto const written = poisoned({1, rows}, device);
+        linear(x, w, written);
+        std::vector<double> shifted(xv.begin(), xv.end());
+        for (double& v : shifted) v += round;
+        EXPECT_LE(relative(written.to_vector(), matvec(a.values, shifted)), 1e-3);
+    }
+    EXPECT_EQ(stats().cpu_fallbacks, 0u);
 }
 
 // rayo::KQuantActivations::q8_k: the GEMV uses x's main q8_k only (ggml's precision).

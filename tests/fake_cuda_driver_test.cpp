@@ -160,6 +160,43 @@ TEST_F(FakeCuda, TheGemvRequestsItsWeightsBeforeItsWaitOnlyOnceTheHostHasWaitedS
     EXPECT_EQ(weights_first(), sm90);
 }
 
+// Likewise x: a GEMV whose blocks share x (many short rows) reads it before its wait once the host
+// has waited since x was last written (sm_90).
+TEST_F(FakeCuda, TheGemvReadsXBeforeItsWaitOnlyOnceTheHostHasWaitedSinceXWasWritten) {
+    bool const sm90 = driver.compute_capability() >= 90;
+    constexpr std::int64_t rows = 8200;  // more than the rows a GEMV gives each block's own x
+    std::vector<float> const values(rows * 256, 0.25f);
+    auto const w = quantize<q4_k>(Tensor<float>::from(values, {rows, 256})).to(device);
+    auto const x = Tensor<float>::full({1, 256}, 1.0f, device);
+    auto const y = Tensor<float>::zeros({1, rows}, device);
+    // Whether the last launch (the GEMV) named x read before its wait, and if so that its x loads
+    // come before the wait in its PTX.
+    auto const x_first = [&] {
+        std::string const ptx = driver.ptx(driver.launches() - 1);
+        std::string_view const body = entry_body(ptx);
+        bool const named = ptx.find("_xw") != std::string::npos;
+        if (named) {
+            EXPECT_EQ(count(body, "griddepcontrol.wait;"), 1u) << ptx;
+            EXPECT_LT(body.find("ld.global.nc.v4.f32"), body.find("griddepcontrol.wait;")) << ptx;
+        }
+        return named;
+    };
+    linear(x, w, y);
+    EXPECT_FALSE(x_first()) << "filled, not waited for";
+    device.synchronize();
+    linear(x, w, y);
+    EXPECT_EQ(x_first(), sm90);
+    linear(x, w, y);  // the GEMVs before wrote y, not x
+    EXPECT_EQ(x_first(), sm90);
+
+    add(x, 1.0f, x);
+    linear(x, w, y);
+    EXPECT_FALSE(x_first()) << "written by an op, not waited for";
+    device.synchronize();
+    linear(x, w, y);
+    EXPECT_EQ(x_first(), sm90);
+}
+
 }  // namespace
 }  // namespace rayo::test
 

@@ -130,6 +130,12 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
                         kernels::QuantGemvSpanningConfig weights_first = early;
                         weights_first.weight_steps_before_wait = stages > 0 && batch == 2 ? stages - 1 : 1;
                         module.add(kernels::quant_gemv_spanning(weights_first));
+                        // x loaded before the wait as well, from shared memory or into registers.
+                        kernels::QuantGemvSpanningConfig x_first = weights_first;
+                        x_first.x_before_wait = true;
+                        module.add(kernels::quant_gemv_spanning(x_first));
+                        x_first.share_x = false;
+                        module.add(kernels::quant_gemv_spanning(x_first));
                         // Whole steps through bulk copies, both types.
                         if (stages > 0) {
                             kernels::QuantGemvSpanningConfig bulk = early;
@@ -141,6 +147,9 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
                                 bulk.max_registers = 0;
                                 module.add(kernels::quant_gemv_spanning(bulk));
                                 bulk.weight_steps_before_wait = batch == 4 ? stages - 1 : 1;
+                                module.add(kernels::quant_gemv_spanning(bulk));
+                                bulk.x_before_wait = true;
+                                bulk.share_x = false;
                                 module.add(kernels::quant_gemv_spanning(bulk));
                             }
                         }
@@ -194,6 +203,9 @@ TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXTheRingsAndEveryStepsWarpSums) {
                  ptx::BuildError);
     EXPECT_NO_THROW((void)kernels::quant_gemv_spanning(
         {.blocks_per_row = 16, .stages = 4, .early_start = true, .weight_steps_before_wait = 3}));
+    // x before the wait: likewise only for a kernel that starts early.
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .x_before_wait = true}), ptx::BuildError);
+    EXPECT_NO_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .early_start = true, .x_before_wait = true}));
     // .maxnreg must let the block fit the register file; prefetches are bounded.
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 128, .max_registers = 128}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .max_registers = 16}), ptx::BuildError);

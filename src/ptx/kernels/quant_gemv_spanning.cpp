@@ -135,12 +135,15 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         throw BuildError("ptx kernels: quant_gemv_spanning: " + std::to_string(weights_early) +
                          " steps of weights before the wait need early_start and at most the form's " +
                          std::to_string(first_requests) + " first requests");
+    if (config.x_before_wait && !config.early_start)
+        throw BuildError("ptx kernels: quant_gemv_spanning: x before the wait needs early_start");
     Kernel k("rayo_quant_gemv_spanning_" + std::string(to_string(config.weight)) + "_b" + std::to_string(blocks) + "_g" +
              std::to_string(config.groups) + "_r" + std::to_string(batch) +
              (bulk ? "_bulk" + std::to_string(stages) : streamed ? "_s" + std::to_string(stages) : pipelined ? "_pipelined" : "") +
              (config.share_x ? "_xs" : "") +
              (config.prefetch_steps ? "_p" + std::to_string(config.prefetch_steps) : "") +
-             (config.early_start ? "_early" : "") + (weights_early ? "_w" + std::to_string(weights_early) : ""));
+             (config.early_start ? "_early" : "") + (weights_early ? "_w" + std::to_string(weights_early) : "") +
+             (config.x_before_wait ? "_xw" : ""));
     k.max_threads(32 * warps);
     if (config.max_registers != 0) k.max_registers(config.max_registers);
     Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
@@ -187,17 +190,6 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             }
         });
     }
-    // early_start: let the next kernel launch, then wait for the one before, once: here, or (weights
-    // that no running kernel writes) after the first steps' weights have been requested.
-    bool waited = !config.early_start;
-    auto const wait_for_previous = [&] {
-        if (waited) return;
-        k.griddepcontrol_launch_dependents();
-        k.griddepcontrol_wait();
-        waited = true;
-    };
-    if (weights_early == 0) wait_for_previous();
-
     // Shared memory: (share_x) x as int16 [blocks·256] and its scales f32 [blocks], (streamed) the
     // warps' rings, then the warps' sums of every step.
     Reg const shared = k.shared_address(k.dynamic_shared(16));
@@ -211,6 +203,103 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     std::uint32_t const bulk_at = (ring_at + 15) / 16 * 16;
     std::uint32_t const barriers_at = bulk_at + stages * bulk_slot_bytes;
     std::uint32_t const sums_at = bulk ? barriers_at + 16 * stages : ring_at + warps * stages * batch * slot_bytes;
+
+    Reg const ones = k.mov(Type::u32, 0x01010101);
+    auto const sum_words = [&](std::vector<Reg> const& words) {
+        Reg s = k.mov(Type::s32, 0);
+        for (Reg w : words) s = k.dp2a(w, ones, s, false, true, false);
+        return s;
+    };
+    // ---- x as int16 pairs: the words of 8 values from fma(x, iscale, 1.5·2^23)'s low halves.
+    auto const quantize8 = [&](std::span<Reg const> v, Reg iscale) {
+        std::vector<Reg> words;
+        for (std::size_t i = 0; i < v.size(); i += 2) {
+            Reg const lo = k.bitcast(Type::u32, k.fma(v[i], iscale, round_magic));
+            Reg const hi = k.bitcast(Type::u32, k.fma(v[i + 1], iscale, round_magic));
+            words.push_back(k.prmt(lo, hi, 0x5410));
+        }
+        return words;
+    };
+    auto const inverse_scale = [&](Reg amax) {  // amax = 0: iscale 0 and every q 0 (not 0·inf)
+        return k.selp(k.mul(k.rcp_approx(amax), 32767.0f), 0.0f, k.setp(Cmp::gt, amax, 0.0f), Type::f32);
+    };
+    // This thread's 32 values of x, as runs of 8 at x_runs (floats from its block's start; see the
+    // per-type sections below), 4 words a run: from shared memory (share_x), or loaded straight from
+    // global memory, the block's largest magnitude found among its 8 threads (consecutive lanes) by
+    // shuffles, and quantized in registers.
+    std::vector<Reg> x_runs;
+    if (!q6) {
+        Reg const lo_at = k.add(k.shl(k.shr(j, 1), 6), k.shl(k.and_(j, 1), 4));  // 64c + 16h, c = j/2, h = j%2
+        x_runs = {lo_at, k.add(lo_at, 8), k.add(lo_at, 32), k.add(lo_at, 40)};
+    } else {
+        Reg const x_at = k.add(k.shl(k.shr(j, 2), 7), k.shl(k.and_(j, 3), 3));  // 128h + 8u, h = j/4, u = j%4
+        x_runs = {x_at, k.add(x_at, 32), k.add(x_at, 64), k.add(x_at, 96)};
+    }
+    Reg const x_block = k.add(x, k.mul_wide(b, 1024));
+    Reg const x_shared_block = k.add(shared, k.mul(b, 512));
+    Reg x_scale;
+    std::vector<Reg> x_values;  // own x: the 32 floats as loaded
+    // x is read once: after the wait, or (x_before_wait: no running kernel writes it) just before it,
+    // so that its loads overlap the kernel before's last blocks. Shared x is then stored whole before
+    // the wait; a thread's own x is only requested there and quantized after the wait and the
+    // weights' requests, which its loads' latency would otherwise hold back.
+    bool x_requested = false;
+    auto const request_x = [&] {
+        x_requested = true;
+        if (!config.share_x) {
+            for (Reg run : x_runs) {
+                Reg const at = k.add(x_block, k.mul_wide(run, 4));
+                for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc)) x_values.push_back(r);
+                for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc)) x_values.push_back(r);
+            }
+            return;
+        }
+        // Once per CTA into shared memory: a warp per 256 values, lane L holding values 8L..8L+7.
+        Reg const xb = k.reg(Type::u32);
+        k.for_range(xb, warp, blocks, warps, [&] {
+            Reg const at = k.add(x, k.add(k.mul_wide(xb, 1024), k.mul_wide(lane, 32)));
+            auto v = k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc);
+            auto const v1 = k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc);
+            v.insert(v.end(), v1.begin(), v1.end());
+            Reg amax = k.abs(v[0]);
+            for (int i = 1; i < 8; ++i) amax = k.max(amax, k.abs(v[i]));
+            for (int delta = 16; delta >= 1; delta /= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
+            Reg const row_at = k.add(shared, k.add(k.mul(xb, 512), k.shl(lane, 4)));
+            k.st_vector(Space::shared, Type::b32, Address(row_at), quantize8(v, inverse_scale(amax)));
+            k.predicated(k.setp(Cmp::eq, lane, 0), true, [&] {
+                k.st(Space::shared, Type::f32, Address(k.add(shared, k.shl(xb, 2)), scales_at), k.mul(amax, 1.0f / 32767.0f));
+            });
+        });
+        k.bar_sync();
+    };
+    auto const quantized_x = [&] {
+        if (config.share_x) {
+            x_scale = k.selp(k.ld(Space::shared, Type::f32, Address(k.add(shared, k.shl(b, 2)), scales_at)), 0.0f, active,
+                             Type::f32);
+            std::vector<Reg> words;
+            for (Reg run : x_runs)
+                for (Reg w : k.ld_vector(Space::shared, Type::b32, 4, Address(k.add(x_shared_block, k.shl(run, 1)))))
+                    words.push_back(w);
+            return words;
+        }
+        Reg amax = k.abs(x_values[0]);
+        for (std::size_t i = 1; i < x_values.size(); ++i) amax = k.max(amax, k.abs(x_values[i]));
+        for (int delta = 1; delta < 8; delta *= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
+        x_scale = k.selp(k.mul(amax, 1.0f / 32767.0f), 0.0f, active, Type::f32);
+        return quantize8(x_values, inverse_scale(amax));
+    };
+
+    // early_start: let the next kernel launch, then wait for the one before, once: here, or (weights
+    // that no running kernel writes) after the first steps' weights have been requested.
+    bool waited = !config.early_start;
+    auto const wait_for_previous = [&] {
+        if (waited) return;
+        k.griddepcontrol_launch_dependents();
+        if (config.x_before_wait) request_x();
+        k.griddepcontrol_wait();
+        waited = true;
+    };
+    if (weights_early == 0) wait_for_previous();
 
     // ---- streamed: warp w copies the bytes its four blocks of a row span (q6_k: from the 16-byte
     // boundary below them) into slot rows of its ring by cp.async, 16 bytes a lane and copy.
@@ -313,72 +402,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     }
     wait_for_previous();
 
-    Reg const ones = k.mov(Type::u32, 0x01010101);
-    auto const sum_words = [&](std::vector<Reg> const& words) {
-        Reg s = k.mov(Type::s32, 0);
-        for (Reg w : words) s = k.dp2a(w, ones, s, false, true, false);
-        return s;
-    };
-    // ---- x as int16 pairs: the words of 8 values from fma(x, iscale, 1.5·2^23)'s low halves.
-    auto const quantize8 = [&](std::span<Reg const> v, Reg iscale) {
-        std::vector<Reg> words;
-        for (std::size_t i = 0; i < v.size(); i += 2) {
-            Reg const lo = k.bitcast(Type::u32, k.fma(v[i], iscale, round_magic));
-            Reg const hi = k.bitcast(Type::u32, k.fma(v[i + 1], iscale, round_magic));
-            words.push_back(k.prmt(lo, hi, 0x5410));
-        }
-        return words;
-    };
-    auto const inverse_scale = [&](Reg amax) {  // amax = 0: iscale 0 and every q 0 (not 0·inf)
-        return k.selp(k.mul(k.rcp_approx(amax), 32767.0f), 0.0f, k.setp(Cmp::gt, amax, 0.0f), Type::f32);
-    };
-    if (config.share_x) {
-        // Once per CTA into shared memory: a warp per 256 values, lane L holding values 8L..8L+7.
-        Reg const xb = k.reg(Type::u32);
-        k.for_range(xb, warp, blocks, warps, [&] {
-            Reg const at = k.add(x, k.add(k.mul_wide(xb, 1024), k.mul_wide(lane, 32)));
-            auto v = k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc);
-            auto const v1 = k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc);
-            v.insert(v.end(), v1.begin(), v1.end());
-            Reg amax = k.abs(v[0]);
-            for (int i = 1; i < 8; ++i) amax = k.max(amax, k.abs(v[i]));
-            for (int delta = 16; delta >= 1; delta /= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
-            Reg const row_at = k.add(shared, k.add(k.mul(xb, 512), k.shl(lane, 4)));
-            k.st_vector(Space::shared, Type::b32, Address(row_at), quantize8(v, inverse_scale(amax)));
-            k.predicated(k.setp(Cmp::eq, lane, 0), true, [&] {
-                k.st(Space::shared, Type::f32, Address(k.add(shared, k.shl(xb, 2)), scales_at), k.mul(amax, 1.0f / 32767.0f));
-            });
-        });
-        k.bar_sync();
-    }
-    // This thread's 32 values of x, as runs of 8 at `runs` (floats from its block's start), 4 words
-    // a run: from shared memory (share_x), or loaded straight from global memory, the block's largest
-    // magnitude found among its 8 threads (consecutive lanes) by shuffles, and quantized in registers.
-    Reg const x_block = k.add(x, k.mul_wide(b, 1024));
-    Reg const x_shared_block = k.add(shared, k.mul(b, 512));
-    Reg x_scale;
-    auto const quantized_x = [&](std::vector<Reg> const& runs) {
-        if (config.share_x) {
-            x_scale = k.selp(k.ld(Space::shared, Type::f32, Address(k.add(shared, k.shl(b, 2)), scales_at)), 0.0f, active,
-                             Type::f32);
-            std::vector<Reg> words;
-            for (Reg run : runs)
-                for (Reg w : k.ld_vector(Space::shared, Type::b32, 4, Address(k.add(x_shared_block, k.shl(run, 1)))))
-                    words.push_back(w);
-            return words;
-        }
-        std::vector<Reg> v;
-        for (Reg run : runs) {
-            Reg const at = k.add(x_block, k.mul_wide(run, 4));
-            for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc)) v.push_back(r);
-            for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc)) v.push_back(r);
-        }
-        Reg amax = k.abs(v[0]);
-        for (std::size_t i = 1; i < v.size(); ++i) amax = k.max(amax, k.abs(v[i]));
-        for (int delta = 1; delta < 8; delta *= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
-        x_scale = k.selp(k.mul(amax, 1.0f / 32767.0f), 0.0f, active, Type::f32);
-        return quantize8(v, inverse_scale(amax));
-    };
+    if (!x_requested) request_x();
+    std::vector<Reg> const x_words = quantized_x();
 
     // ---- per type: this thread's x words and sums, where its bytes lie in a slot row, its product
     std::function<Reg(RowWords const&)> partial;
@@ -389,8 +414,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     if (!q6) {
         // Values 64c + 16h + i (low nibbles) and 64c + 32 + 16h + i (high), c = j/2, h = j%2.
         Reg const c = k.shr(j, 1);
-        Reg const lo_at = k.add(k.shl(c, 6), k.shl(k.and_(j, 1), 4));  // 64c + 16h
-        std::vector<Reg> const words = quantized_x({lo_at, k.add(lo_at, 8), k.add(lo_at, 32), k.add(lo_at, 40)});
+        std::vector<Reg> const& words = x_words;
         std::vector<Reg> const x_lo(words.begin(), words.begin() + 8), x_hi(words.begin() + 8, words.end());
         Reg const x_sum_lo = sum_words(x_lo);
         Reg const x_sum_hi = sum_words(x_hi);
@@ -433,8 +457,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         // 64h + 8u + i (p even) or 64h + 32 + 8u + i (odd), low nibbles for p < 2, high for p ≥ 2, and
         // bits 2p, 2p+1 of qh byte 32h + 8u + i; scale sc[8h + u/2 + 2p].
         Reg const h = k.shr(j, 2), u = k.and_(j, 3);
-        Reg const x_at = k.add(k.shl(h, 7), k.shl(u, 3));  // 128h + 8u
-        std::vector<Reg> const words = quantized_x({x_at, k.add(x_at, 32), k.add(x_at, 64), k.add(x_at, 96)});
+        std::vector<Reg> const& words = x_words;
         std::vector<std::vector<Reg>> xq;
         std::vector<Reg> x_offsets;  // −32·Σx of each quarter: where its dot products start
         for (unsigned p = 0; p < 4; ++p) {
