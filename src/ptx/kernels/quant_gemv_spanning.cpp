@@ -289,8 +289,9 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         return quantize8(x_values, inverse_scale(amax));
     };
 
-    // early_start: let the next kernel launch, then wait for the one before, once: here, or (weights
-    // that no running kernel writes) after the first steps' weights have been requested.
+    // early_start: let the next kernel launch, read x (x_before_wait), then wait for the one before,
+    // once: here, or (weights that no running kernel writes) after the first steps' weights have
+    // been requested.
     bool waited = !config.early_start;
     auto const wait_for_previous = [&] {
         if (waited) return;
