@@ -166,17 +166,23 @@ template <class A> [[gnu::always_inline]] inline void accumulate(FloatAcc<A>& ac
     }
 }
 
-// acc += scale · (f32)values[0..8) ⊙ sums[0..8): the weights' min / offset terms.
-template <class A> [[gnu::always_inline]] inline void accumulate_sums8(FloatAcc<A>& acc, __m128i values32_lo,
-                                                                       __m128i values32_hi, float const* sums,
-                                                                       float scale) noexcept {
+// acc += scale · (f32)values[0..8) ⊙ sums[0..8): the weights' min / offset terms. The eight values
+// are the low 8 bytes of `bytes`, unsigned (q4_k's mins) or signed (q6_k's scales).
+template <class A, bool Signed>
+[[gnu::always_inline]] inline void accumulate_sums8(FloatAcc<A>& acc, __m128i bytes, float const* sums,
+                                                    float scale) noexcept {
     if constexpr (has_ymm<A>) {
-        __m256 const v = _mm256_cvtepi32_ps(_mm256_set_m128i(values32_hi, values32_lo));
-        acc.v = _mm256_fmadd_ps(_mm256_mul_ps(v, _mm256_set1_ps(scale)), _mm256_loadu_ps(sums), acc.v);
+        // One widening instruction for all eight.
+        __m256i const v32 = Signed ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
+        __m256 const scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(v32), _mm256_set1_ps(scale));
+        acc.v = _mm256_fmadd_ps(scaled, _mm256_loadu_ps(sums), acc.v);
     } else {
+        __m128i const upper = _mm_srli_si128(bytes, 4);
+        __m128i const lo = Signed ? _mm_cvtepi8_epi32(bytes) : _mm_cvtepu8_epi32(bytes);
+        __m128i const hi = Signed ? _mm_cvtepi8_epi32(upper) : _mm_cvtepu8_epi32(upper);
         __m128 const s = _mm_set1_ps(scale);
-        acc.v = _mm_add_ps(acc.v, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(values32_lo), s), _mm_loadu_ps(sums)));
-        acc.v = _mm_add_ps(acc.v, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(values32_hi), s), _mm_loadu_ps(sums + 4)));
+        acc.v = _mm_add_ps(acc.v, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(lo), s), _mm_loadu_ps(sums)));
+        acc.v = _mm_add_ps(acc.v, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(hi), s), _mm_loadu_ps(sums + 4)));
     }
 }
 
@@ -245,8 +251,7 @@ template <class A, bool Residual> float dot_q4_k(q4_k const* w, QuantActivation 
         float const d = half_to_f32<A>(blk.d), dmin = half_to_f32<A>(blk.dmin);
         accumulate<A>(acc, sum1, d * act.main.d);
         if constexpr (Residual) accumulate<A>(acc_residual, sum2, d * act.residual.d);
-        __m128i const mins = _mm_srli_si128(sm8, 8);
-        accumulate_sums8<A>(acc_min, _mm_cvtepu8_epi32(mins), _mm_cvtepu8_epi32(_mm_srli_si128(mins, 4)), act.sums32.data(), -dmin);
+        accumulate_sums8<A, false>(acc_min, _mm_srli_si128(sm8, 8), act.sums32.data(), -dmin);
     }
     return total<A>(acc) + total<A>(acc_residual) + total<A>(acc_min);
 }
@@ -270,11 +275,8 @@ template <class A> [[gnu::always_inline]] inline Q6Quarter<A> unpack_q6_k_half(q
 // The offset term −32·d·Σ_s sc[s]·sums16[s] of one block.
 template <class A> [[gnu::always_inline]] inline void q6_k_offset(FloatAcc<A>& acc, __m128i scales8,
                                                                  QuantActivation const& act, float d) noexcept {
-    accumulate_sums8<A>(acc, _mm_cvtepi8_epi32(scales8), _mm_cvtepi8_epi32(_mm_srli_si128(scales8, 4)),
-                        act.sums16.data(), -32.0f * d);
-    __m128i const upper = _mm_srli_si128(scales8, 8);
-    accumulate_sums8<A>(acc, _mm_cvtepi8_epi32(upper), _mm_cvtepi8_epi32(_mm_srli_si128(upper, 4)),
-                        act.sums16.data() + 8, -32.0f * d);
+    accumulate_sums8<A, true>(acc, scales8, act.sums16.data(), -32.0f * d);
+    accumulate_sums8<A, true>(acc, _mm_srli_si128(scales8, 8), act.sums16.data() + 8, -32.0f * d);
 }
 
 // Σ over `blocks` blocks of one q6_k row · x: value = d·sc[s]·(q − 32) over sub-blocks s of 16.
@@ -347,8 +349,7 @@ template <class A, bool Residual> [[gnu::target("avx512vnni")]] float dot_q4_k_v
                 acc = scaled_dots<A>(acc, d2, sc2, index);
             }
         }
-        __m128i const mins = _mm_srli_si128(sm8, 8);
-        accumulate_sums8<A>(acc_min, _mm_cvtepu8_epi32(mins), _mm_cvtepu8_epi32(_mm_srli_si128(mins, 4)), act.sums32.data(), -dmin);
+        accumulate_sums8<A, false>(acc_min, _mm_srli_si128(sm8, 8), act.sums32.data(), -dmin);
     }
     return _mm512_reduce_add_ps(acc) + total<A>(acc_min);
 }
