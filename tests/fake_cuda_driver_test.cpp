@@ -66,6 +66,18 @@ protected:
         if (fake_expected) FAIL() << "rayo did not load the fake libcuda.so.1 (LD_LIBRARY_PATH)";
         GTEST_SKIP() << "the fake libcuda.so.1 is not what loaded (ctest runs this with it)";
     }
+    // Whether the last launch's kernel name carries `marker` (a read placed before its wait), and if
+    // so that its PTX waits once and issues its first `load` before that wait.
+    bool last_launch_reads_before_its_wait(std::string_view marker, std::string_view load) {
+        std::string const ptx = driver.ptx(driver.launches() - 1);
+        std::string_view const body = entry_body(ptx);
+        bool const named = ptx.find(marker) != std::string::npos;
+        if (named) {
+            EXPECT_EQ(count(body, "griddepcontrol.wait;"), 1u) << ptx;
+            EXPECT_LT(body.find(load), body.find("griddepcontrol.wait;")) << ptx;
+        }
+        return named;
+    }
     Device device = Device::cpu();
     FakeDriver driver;
 };
@@ -132,18 +144,7 @@ TEST_F(FakeCuda, TheGemvRequestsItsWeightsBeforeItsWaitOnlyOnceTheHostHasWaitedS
     auto const w = quantize<q4_k>(Tensor<float>::from(values, {256, 256})).to(device);
     auto const x = Tensor<float>::zeros({1, 256}, device);
     auto const y = Tensor<float>::zeros({1, 256}, device);
-    // Whether the last launch (the GEMV) named weights requested before its wait, and if so that
-    // its first weight loads come before the wait in its PTX.
-    auto const weights_first = [&] {
-        std::string const ptx = driver.ptx(driver.launches() - 1);
-        std::string_view const body = entry_body(ptx);
-        bool const named = ptx.find("_w1") != std::string::npos;
-        if (named) {
-            EXPECT_EQ(count(body, "griddepcontrol.wait;"), 1u) << ptx;
-            EXPECT_LT(body.find("ld.global.nc"), body.find("griddepcontrol.wait;")) << ptx;
-        }
-        return named;
-    };
+    auto const weights_first = [&] { return last_launch_reads_before_its_wait("_w1", "ld.global.nc"); };
     linear(x, w, y);
     EXPECT_FALSE(weights_first()) << "uploaded, not waited for";
     device.synchronize();
@@ -169,18 +170,7 @@ TEST_F(FakeCuda, TheGemvReadsXBeforeItsWaitOnlyOnceTheHostHasWaitedSinceXWasWrit
     auto const w = quantize<q4_k>(Tensor<float>::from(values, {rows, 256})).to(device);
     auto const x = Tensor<float>::full({1, 256}, 1.0f, device);
     auto const y = Tensor<float>::zeros({1, rows}, device);
-    // Whether the last launch (the GEMV) named x read before its wait, and if so that its x loads
-    // come before the wait in its PTX.
-    auto const x_first = [&] {
-        std::string const ptx = driver.ptx(driver.launches() - 1);
-        std::string_view const body = entry_body(ptx);
-        bool const named = ptx.find("_xw") != std::string::npos;
-        if (named) {
-            EXPECT_EQ(count(body, "griddepcontrol.wait;"), 1u) << ptx;
-            EXPECT_LT(body.find("ld.global.nc.v4.f32"), body.find("griddepcontrol.wait;")) << ptx;
-        }
-        return named;
-    };
+    auto const x_first = [&] { return last_launch_reads_before_its_wait("_xw", "ld.global.nc.v4.f32"); };
     linear(x, w, y);
     EXPECT_FALSE(x_first()) << "filled, not waited for";
     device.synchronize();

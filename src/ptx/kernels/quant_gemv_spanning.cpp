@@ -243,9 +243,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     // so that its loads overlap the kernel before's last blocks. Shared x is then stored whole before
     // the wait; a thread's own x is only requested there and quantized after the wait and the
     // weights' requests, which its loads' latency would otherwise hold back.
-    bool x_requested = false;
     auto const request_x = [&] {
-        x_requested = true;
         if (!config.share_x) {
             for (Reg run : x_runs) {
                 Reg const at = k.add(x_block, k.mul_wide(run, 4));
@@ -403,7 +401,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     }
     wait_for_previous();
 
-    if (!x_requested) request_x();
+    if (!config.x_before_wait) request_x();  // else wait_for_previous, just above, has
     std::vector<Reg> const x_words = quantized_x();
 
     // ---- per type: this thread's x words and sums, where its bytes lie in a slot row, its product
@@ -415,8 +413,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     if (!q6) {
         // Values 64c + 16h + i (low nibbles) and 64c + 32 + 16h + i (high), c = j/2, h = j%2.
         Reg const c = k.shr(j, 1);
-        std::vector<Reg> const& words = x_words;
-        std::vector<Reg> const x_lo(words.begin(), words.begin() + 8), x_hi(words.begin() + 8, words.end());
+        std::vector<Reg> const x_lo(x_words.begin(), x_words.begin() + 8), x_hi(x_words.begin() + 8, x_words.end());
         Reg const x_sum_lo = sum_words(x_lo);
         Reg const x_sum_hi = sum_words(x_hi);
 
@@ -458,11 +455,10 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         // 64h + 8u + i (p even) or 64h + 32 + 8u + i (odd), low nibbles for p < 2, high for p ≥ 2, and
         // bits 2p, 2p+1 of qh byte 32h + 8u + i; scale sc[8h + u/2 + 2p].
         Reg const h = k.shr(j, 2), u = k.and_(j, 3);
-        std::vector<Reg> const& words = x_words;
         std::vector<std::vector<Reg>> xq;
         std::vector<Reg> x_offsets;  // −32·Σx of each quarter: where its dot products start
         for (unsigned p = 0; p < 4; ++p) {
-            xq.emplace_back(words.begin() + 4 * p, words.begin() + 4 * p + 4);
+            xq.emplace_back(x_words.begin() + 4 * p, x_words.begin() + 4 * p + 4);
             x_offsets.push_back(k.mul(sum_words(xq.back()), -32));
         }
         // Where the block lies in the slot row: 2-byte aligned, so words are read from the 4-byte

@@ -182,8 +182,9 @@ struct QuantGemvSpanningConfig {
     // for a ring, 1 pipelined) are requested before the wait, so that they stream in while the kernels
     // before finish. Only for weights that no kernel which may still be running writes.
     unsigned weight_steps_before_wait = 0;
-    // early_start only: x is loaded and quantized before the wait (after the weights above). Only for
-    // an x that no kernel which may still be running writes.
+    // early_start only: x is read before the wait (after the weights above): quantized into shared
+    // memory there (share_x), or loaded there and quantized after it. Only for an x that no kernel
+    // which may still be running writes.
     bool x_before_wait = false;
 };
 [[nodiscard]] Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config);
