@@ -199,12 +199,9 @@ template <class A> [[gnu::always_inline]] inline float total(FloatAcc<A> acc) no
 
 // A GEMV reads each weight byte once, so each block asks for the lines of the block 16 ahead into
 // L1, and of the block 128 ahead into L2 (past a row's end, the next rows' lines). Prefetches
-// never fault, so running past the last row is harmless. Measured on the 2-core Zen 4 VM,
-// 4096x14336, old and new builds run in turn: the L1 requests 10-25% faster (hot q4_k, two raw
-// threads); the L2 requests on top, in rayo-bench (three rounds each, sorted, us): q4_k hot
-// 1422 / 1893 / 2520 -> 1407 / 1601 / 1949, cold 1888 / 2276 / 2937 -> 1865 / 2175 / 2835, q6_k
-// hot 2002 / 2265 / 2795 -> 1740 / 1848 / 2298, cold 2736 / 2949 / 3342 -> 1951 / 2239 / 2451;
-// q4_k on one thread 3668-3921 -> 2736-3611 us (64 blocks ahead alike; 256 within the noise).
+// never fault, so running past the last row is harmless. On the 2-core Zen 4 VM (4096x14336, old
+// and new builds in turn) the L1 requests made the hot q4_k GEMV 10-25% faster, and the L2 ones
+// on top q6_k's 10-30% and q4_k's up to 20% (docs/performance.md, fourteenth session).
 template <class Block> [[gnu::always_inline]] inline void prefetch_ahead(Block const* blk) noexcept {
     constexpr std::size_t l1_distance = 16 * sizeof(Block), l2_distance = 128 * sizeof(Block), line = 64;
     char const* const near = reinterpret_cast<char const*>(blk) + l1_distance;
