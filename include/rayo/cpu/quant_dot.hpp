@@ -201,7 +201,7 @@ template <class A> [[gnu::always_inline]] inline float total(FloatAcc<A> acc) no
 // L1, and of the block 128 ahead into L2 (past a row's end, the next rows' lines). Prefetches
 // never fault, so running past the last row is harmless. On the 2-core Zen 4 VM (4096x14336, old
 // and new builds in turn) the L1 requests made the hot q4_k GEMV 10-25% faster, and the L2 ones
-// on top q6_k's 10-30% and q4_k's up to 20% (docs/performance.md, fourteenth session).
+// on top q6_k's 13-29% and q4_k's 1-23% (docs/performance.md, fourteenth session).
 template <class Block> [[gnu::always_inline]] inline void prefetch_ahead(Block const* blk) noexcept {
     constexpr std::size_t l1_distance = 16 * sizeof(Block), l2_distance = 128 * sizeof(Block), line = 64;
     char const* const near = reinterpret_cast<char const*>(blk) + l1_distance;
