@@ -401,7 +401,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     }
     wait_for_previous();
 
-    if (!config.x_before_wait) request_x();  // else wait_for_previous, just above, has
+    if (!config.x_before_wait) request_x();  // else wait_for_previous requested it before its wait
     std::vector<Reg> const x_words = quantized_x();
 
     // ---- per type: this thread's x words and sums, where its bytes lie in a slot row, its product
