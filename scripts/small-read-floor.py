@@ -5,8 +5,8 @@ rayo's quantized GEMVs, with the buffers rotated out of L2 as rayo-bench's cold 
 For each size: a copy of the bytes (read + written), a copy of half of them (as many bytes moved
 as reading them once), a sum over them, and cuBLAS's f16 GEMV whose weights take those bytes (4096
 rows), each launched eagerly and replayed from a CUDA graph (no host launch cost), in µs a call
-and as a share of the 1 GiB copy's rate measured first. Run it in the
-same device call as rayo-bench:  python3 scripts/small-read-floor.py
+and as a share of the 1 GiB copy's rate measured first. Run it in the same device call as
+rayo-bench:  python3 scripts/small-read-floor.py
 """
 import math
 
