@@ -43,20 +43,19 @@ include(RayoShaders)
 function(rayo_add_vulkan_backend target)
     set(_rayo_vulkan_sources
         ${PROJECT_SOURCE_DIR}/src/vulkan/command_stream.cpp
-        ${PROJECT_SOURCE_DIR}/src/vulkan/spirv_cooperative_matrix.cpp
+        ${PROJECT_SOURCE_DIR}/src/vulkan/diagnostics.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/discovery.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/instance.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/logical_device.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/memory_allocator.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/physical_device.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/pipeline_cache.cpp
+        ${PROJECT_SOURCE_DIR}/src/vulkan/shader_runner.cpp
+        ${PROJECT_SOURCE_DIR}/src/vulkan/spirv_cooperative_matrix.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_backend.cpp
-        ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_dispatch.cpp
-        ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_reductions.cpp
-        ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_rows.cpp
-        ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_matmul.cpp
-        ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_quant.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_error.cpp)
+    file(GLOB _rayo_vulkan_op_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/vulkan/ops/*.cpp)
+    list(APPEND _rayo_vulkan_sources ${_rayo_vulkan_op_sources})
     target_sources(${target} PRIVATE ${_rayo_vulkan_sources} ${RAYO_VOLK_SOURCE})
     # volk defines the Vulkan entry points as global function pointers: keep them out of the
     # shared library's exported symbols.
@@ -68,16 +67,5 @@ function(rayo_add_vulkan_backend target)
     target_include_directories(${target} PRIVATE ${RAYO_VOLK_INCLUDE_DIR} ${RAYO_VULKAN_INCLUDE_DIR})
     # volk.c opens the loader with dlopen.
     target_link_libraries(${target} PRIVATE ${CMAKE_DL_LIBS})
-    rayo_embed_shaders(${target}
-        SOURCE_DIR ${PROJECT_SOURCE_DIR}/shaders
-        SHADERS unary binary reduce reduce_subgroup rows rows_subgroup
-                matmul matmul_storage16 matmul_coopmat quant_dequantize quant_q8_k quant_gemv quant_gemv_subgroup
-                quant_gemv_spanning
-                matmul_f32_large
-        # Every shader whose float32 results can be subnormal; pipeline_cache.cpp picks the
-        # preserving build on devices with shaderDenormPreserveFloat32.
-        DENORM_PRESERVE unary binary reduce reduce_subgroup rows rows_subgroup matmul matmul_storage16
-                        quant_gemv quant_gemv_subgroup quant_gemv_spanning matmul_f32_large
-        # 4x8-bit dot products (SPV_KHR_integer_dot_product), for devices that have them.
-        INTEGER_DOT quant_gemv_spanning)
+    rayo_embed_shaders(${target} SOURCE_DIR ${PROJECT_SOURCE_DIR}/shaders)
 endfunction()

@@ -1,11 +1,17 @@
 #version 450
-// out = a op b element-wise, or a op s for a scalar s (SCALAR_RHS); op codes of rayo::detail::BinaryOp.
+// out = a op b element-wise, or a op s for a scalar s (SCALAR_RHS); the op is specialization
+// constant 0 (a binary op of op_codes.glsl).
 #extension GL_GOOGLE_include_directive : require
 #include "float_controls.glsl"
 #include "float_math.glsl"
 #include "elementwise_layout.glsl"
+#include "op_codes.glsl"
 
-layout(constant_id = 0) const uint OP = 0;
+#if RAYO_BINARY_OP_COUNT != 4
+#error "a binary op of rayo::op_table has no case in apply()"
+#endif
+
+layout(constant_id = 0) const uint OP = RAYO_OP_ADD;
 layout(constant_id = 2) const bool SCALAR_RHS = false;
 
 layout(std430, set = 0, binding = 0) readonly buffer InputA { float a[]; };
@@ -17,10 +23,10 @@ layout(std430, set = 0, binding = 2) readonly buffer InputB4 { vec4 b4[]; };
 
 float apply(float u, float v) {
     switch (OP) {
-        case 0: { precise float r = u + v; return r; }
-        case 1: { precise float r = u - v; return r; }
-        case 2: { precise float r = u * v; return r; }
-        case 3: return rayo_div(u, v);
+        case RAYO_OP_ADD: { precise float r = u + v; return r; }
+        case RAYO_OP_SUB: { precise float r = u - v; return r; }
+        case RAYO_OP_MUL: { precise float r = u * v; return r; }
+        case RAYO_OP_DIV: return rayo_div(u, v);
     }
     return u;
 }

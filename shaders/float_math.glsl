@@ -247,11 +247,24 @@ float rayo_sqrt(float x) {
     return result;
 }
 
+// a / b refined by one Newton step. A numerator past 2^125 is divided a quarter at a time (exact),
+// or the residual a − q·b would overflow. A device that flushes subnormals divides by one as by
+// zero, with IEEE's signs (some compute a/b as a·(1/b), which gives NaN there).
 float rayo_div(float a, float b) {
-    precise float q = a / b;
-    if (isinf(q) || isnan(q) || q == 0.0 || isinf(b)) return q;
-    precise float r = fma(-q, b, a);
-    precise float result = fma(r, 1.0 / b, q);
+#ifndef RAYO_DENORM_PRESERVE
+    uint bb = floatBitsToUint(b);
+    if ((bb & 0x7fffffffu) < 0x00800000u) {
+        uint aa = floatBitsToUint(a);
+        bool undefined = (aa & 0x7fffffffu) < 0x00800000u || (aa & 0x7fffffffu) > 0x7f800000u;  // 0/0, NaN/0
+        return undefined ? RAYO_NAN : uintBitsToFloat(((aa ^ bb) & 0x80000000u) | 0x7f800000u);
+    }
+#endif
+    precise float scale = abs(a) > 4.2535296e37 ? 4.0 : 1.0;  // 2^125
+    precise float as = a / scale;
+    precise float q = as / b;
+    if (isinf(q) || isnan(q) || q == 0.0 || isinf(b)) return q * scale;
+    precise float r = fma(-q, b, as);
+    precise float result = fma(r, 1.0 / b, q) * scale;
     return result;
 }
 

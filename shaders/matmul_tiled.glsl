@@ -5,19 +5,20 @@
 // 16 along k the workgroup stages a 64x16 tile of a and a 16x64 tile of op(b) in shared memory,
 // converted to f32 there; out-of-range elements are staged as 0, so any m, n, k works.
 //
-// Operand types (A_TYPE, B_TYPE): 0 f32, 1 f16, 2 bf16; B_TYPE also 3 q4_k, 4 q6_k (weights
+// Operand types (A_TYPE, B_TYPE, RAYO_DTYPE_* of op_codes.glsl): f32, f16, bf16; B_TYPE also q4_k, q6_k (weights
 // [n rows of k values], B_TRANSPOSED): the weight tile is dequantized into shared memory once
 // per workgroup and serves its 64 rows of a. Buffers are bound as uint words (f16/bf16 packed
 // two to a word); with RAYO_STORAGE16 defined, f16 operands are read through 16-bit storage.
 #extension GL_GOOGLE_include_directive : require
+#include "op_codes.glsl"
 #ifdef RAYO_STORAGE16
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 
 layout(local_size_x = 16, local_size_y = 16) in;
-layout(constant_id = 0) const uint A_TYPE = 0;
-layout(constant_id = 2) const uint B_TYPE = 0;
+layout(constant_id = 0) const uint A_TYPE = RAYO_DTYPE_F32;
+layout(constant_id = 2) const uint B_TYPE = RAYO_DTYPE_F32;
 layout(constant_id = 3) const bool B_TRANSPOSED = false;
 
 const uint TILE_M = 64u, TILE_N = 64u, TILE_K = 16u;
@@ -44,31 +45,31 @@ layout(push_constant) uniform Params {
 // Element e of a 16-bit array packed two to a word: f16 (type 1) or bf16 (type 2).
 float packed16(uint word, uint e, uint type) {
     uint bits = (word >> ((e & 1u) * 16u)) & 0xFFFFu;
-    return type == 1u ? unpackHalf2x16(bits).x : uintBitsToFloat(bits << 16);
+    return type == RAYO_DTYPE_F16 ? unpackHalf2x16(bits).x : uintBitsToFloat(bits << 16);
 }
 
 float load_a(uint e) {
-    if (A_TYPE == 0u) return uintBitsToFloat(a_words[e]);
+    if (A_TYPE == RAYO_DTYPE_F32) return uintBitsToFloat(a_words[e]);
 #ifdef RAYO_STORAGE16
-    if (A_TYPE == 1u) return float(a_halves[e]);
+    if (A_TYPE == RAYO_DTYPE_F16) return float(a_halves[e]);
 #endif
     return packed16(a_words[e >> 1], e, A_TYPE);
 }
 
 float load_b(uint e) {
-    if (B_TYPE == 0u) return uintBitsToFloat(b_words[e]);
+    if (B_TYPE == RAYO_DTYPE_F32) return uintBitsToFloat(b_words[e]);
 #ifdef RAYO_STORAGE16
-    if (B_TYPE == 1u) return float(b_halves[e]);
+    if (B_TYPE == RAYO_DTYPE_F16) return float(b_halves[e]);
 #endif
     return packed16(b_words[e >> 1], e, B_TYPE);
 }
 
 // op(b)[p, j]: the element of row p (along k), column j (along n).
 float load_op_b(uint p, uint j) {
-    if (B_TYPE == 3u || B_TYPE == 4u) {
-        uint block_bytes = B_TYPE == 3u ? 144u : 210u;
+    if (B_TYPE == RAYO_DTYPE_Q4_K || B_TYPE == RAYO_DTYPE_Q6_K) {
+        uint block_bytes = B_TYPE == RAYO_DTYPE_Q4_K ? 144u : 210u;
         uint blk = params.b_offset + j * params.b_row_bytes + (p >> 8) * block_bytes;
-        return B_TYPE == 3u ? q4_k_value(blk, p & 255u) : q6_k_value(blk, p & 255u);
+        return B_TYPE == RAYO_DTYPE_Q4_K ? q4_k_value(blk, p & 255u) : q6_k_value(blk, p & 255u);
     }
     return load_b(params.b_offset + (B_TRANSPOSED ? j * params.k + p : p * params.n + j));
 }

@@ -1,10 +1,11 @@
 #version 450
-// Blocks of q4_k / q6_k / q8_k (TYPE 0 / 1 / 2) -> f32 values, bit-exact with the CPU kernels.
+// Blocks of q4_k / q6_k / q8_k (TYPE, a RAYO_DTYPE_* code) -> f32 values, bit-exact with the CPU kernels.
 // One invocation per value, a grid-stride loop over values.
 #extension GL_GOOGLE_include_directive : require
+#include "op_codes.glsl"
 
 layout(local_size_x = 256) in;
-layout(constant_id = 0) const uint TYPE = 0;
+layout(constant_id = 0) const uint TYPE = RAYO_DTYPE_Q4_K;
 
 layout(std430, set = 0, binding = 0) readonly buffer Blocks { uint blocks[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Output { float y[]; };
@@ -19,12 +20,12 @@ layout(push_constant) uniform Params {
 #include "quant_blocks.glsl"
 
 void main() {
-    uint block_bytes = TYPE == 0u ? 144u : (TYPE == 1u ? 210u : 292u);
+    uint block_bytes = TYPE == RAYO_DTYPE_Q4_K ? 144u : (TYPE == RAYO_DTYPE_Q6_K ? 210u : 292u);
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint i = gl_GlobalInvocationID.x; i < params.count; i += stride) {
         uint blk = params.in_offset + (i >> 8) * block_bytes;
         uint v = i & 255u;
-        float value = TYPE == 0u ? q4_k_value(blk, v) : (TYPE == 1u ? q6_k_value(blk, v) : q8_k_value(blk, v));
+        float value = TYPE == RAYO_DTYPE_Q4_K ? q4_k_value(blk, v) : (TYPE == RAYO_DTYPE_Q6_K ? q6_k_value(blk, v) : q8_k_value(blk, v));
         y[params.out_offset + i] = value;
     }
 }

@@ -1,4 +1,4 @@
-// linear(x, w) for a few rows of x (m = ROWS_X <= 16) and q4_k / q6_k weights (TYPE 0 / 1), in
+// linear(x, w) for a few rows of x (m = ROWS_X <= 16) and q4_k / q6_k weights (TYPE), in
 // f32: y[r, j] = Σ_p x[r, p]·w[j, p] with x read as stored and each weight decoded in registers
 // once for all rows of x. Included by quant_gemv.comp (shared-memory reduction) and
 // quant_gemv_subgroup.comp (RAYO_SUBGROUPS: subgroupAdd first).
@@ -19,10 +19,11 @@
 //          which needs far fewer registers when x has many rows.
 // Partial sums of the invocations are added in a fixed order: results are the same run to run.
 
+#include "op_codes.glsl"
 #include "quant_header.glsl"
 
 layout(local_size_x_id = 1) in;
-layout(constant_id = 0) const uint TYPE = 0;       // 0: q4_k, 1: q6_k
+layout(constant_id = 0) const uint TYPE = RAYO_DTYPE_Q4_K;  // RAYO_DTYPE_Q4_K or RAYO_DTYPE_Q6_K
 layout(constant_id = 2) const uint ROWS_X = 1;     // rows of x (m)
 layout(constant_id = 3) const uint ROWS_W = 4;     // weight rows per workgroup
 layout(constant_id = 4) const bool FOLD = true;    // scales per unit (see above) or per weight
@@ -30,7 +31,7 @@ layout(constant_id = 5) const bool X_VEC4 = true;  // x starts 16-byte aligned: 
 layout(constant_id = 6) const uint SUBGROUP_SLOTS = 1;  // subgroups per workgroup (subgroup build)
 
 const uint WG = gl_WorkGroupSize.x;
-const uint GROUPS = TYPE == 0u ? 2u : 4u;  // scale groups per unit
+const uint GROUPS = TYPE == RAYO_DTYPE_Q4_K ? 2u : 4u;  // scale groups per unit
 const uint RM = ROWS_W * ROWS_X;
 
 // The weights as words (q6_k blocks are only 2-byte aligned) and, for q4_k, whose blocks are
@@ -222,7 +223,7 @@ void main() {
     uint units = params.blocks * 4u;
     for (uint u = lane; u < units; u += WG) {
         begin_unit();
-        if (TYPE == 0u)
+        if (TYPE == RAYO_DTYPE_Q4_K)
             q4_k_unit(u);
         else
             q6_k_unit(u);

@@ -10,7 +10,9 @@
 //         invocations take neighbouring outputs, so loads down a strided extent are coalesced.
 // MODE 2: one workgroup per output combines its chunks' partials (written by MODE 0 or 1).
 
-layout(constant_id = 0) const uint OP = 0;        // rayo::detail::ReduceOp
+#include "op_codes.glsl"
+
+layout(constant_id = 0) const uint OP = RAYO_OP_SUM;  // sum, max, min, argmax or argmin (op_codes.glsl)
 layout(constant_id = 2) const uint MODE = 0;
 layout(constant_id = 3) const bool PRODUCT = false;  // dot: reduce x·y
 layout(constant_id = 4) const bool FINAL = true;     // write outputs (else partials)
@@ -39,9 +41,9 @@ layout(push_constant) uniform Params {
     uint mean;       // divide sums by the extent
 } params;
 
-const bool IS_SUM = OP == 0;
-const bool IS_MAX = OP == 1 || OP == 3;
-const bool IS_ARG = OP == 3 || OP == 4;
+const bool IS_SUM = OP == RAYO_OP_SUM;
+const bool IS_MAX = OP == RAYO_OP_MAX || OP == RAYO_OP_ARGMAX;
+const bool IS_ARG = OP == RAYO_OP_ARGMAX || OP == RAYO_OP_ARGMIN;
 
 struct Acc {
     vec2 sum;

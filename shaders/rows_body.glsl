@@ -6,7 +6,10 @@
 // A workgroup's row is either held in registers (CHUNKS > 0: x read once, y written once, vec4
 // accesses where VEC4) or, when too long for that (CHUNKS == 0), re-read from x in each pass.
 
-layout(constant_id = 0) const uint OP = 0;  // 0 softmax, 1 log_softmax, 2 layer_norm, 3 rms_norm
+#include "op_codes.glsl"
+
+layout(constant_id = 0) const uint OP = RAYO_OP_SOFTMAX;  // softmax, log_softmax, layer_norm or rms_norm (op_codes.glsl)
+const bool IS_SOFTMAX = OP == RAYO_OP_SOFTMAX || OP == RAYO_OP_LOG_SOFTMAX;
 layout(constant_id = 2) const bool HAS_GAMMA = false;
 layout(constant_id = 3) const bool HAS_BETA = false;
 layout(constant_id = 4) const bool PER_THREAD = false;  // short rows: one invocation per row, no barriers
@@ -41,7 +44,7 @@ layout(push_constant) uniform Params {
 float affine(float v, float c, float s, float t, uint i) {
     precise float r = (v - c) * s + t;
     if (HAS_GAMMA) r = r * gamma[params.gamma_offset + i];
-    if (HAS_BETA && OP == 2) r = r + beta[params.beta_offset + i];
+    if (HAS_BETA && OP == RAYO_OP_LAYER_NORM) r = r + beta[params.beta_offset + i];
     return r;
 }
 
@@ -50,7 +53,7 @@ void process_row(uint row, uint t, uint step) {
     uint n = params.cols;
     float nf = float(n);
     uint xb = params.x_offset + row * n, yb = params.y_offset + row * n;
-    if (OP <= 1) {
+    if (IS_SOFTMAX) {
         // The row maximum (NaN if any), subtracted first so that large inputs cannot overflow.
         float m = -RAYO_INF;
         uint mi = RAYO_NONE;
@@ -66,7 +69,7 @@ void process_row(uint row, uint t, uint step) {
             s = df_add1(s, rayo_exp(d));
         }
         if (!PER_THREAD) s = wg_sum(s);
-        if (OP == 1) {
+        if (OP == RAYO_OP_LOG_SOFTMAX) {
             // y = (x - max) - log(sum), log(hi + lo) = log(hi) + lo/hi.
             precise float lse = rayo_log(s.x) + s.y / s.x;
             for (uint i = t; i < n; i += step) {
@@ -82,7 +85,7 @@ void process_row(uint row, uint t, uint step) {
                 y[yb + i] = r;
             }
         }
-    } else if (OP == 2) {
+    } else if (OP == RAYO_OP_LAYER_NORM) {
         vec2 s = vec2(0.0);
         for (uint i = t; i < n; i += step) s = df_add1(s, x[xb + i]);
         if (!PER_THREAD) s = wg_sum(s);
@@ -98,7 +101,7 @@ void process_row(uint row, uint t, uint step) {
             v = df_add1(v, dd);
         }
         if (!PER_THREAD) v = wg_sum(v);
-        precise float var = (v.x + v.y) / nf;
+        precise float var = df_value(v) / nf;
         float rstd = rayo_div(1.0, rayo_sqrt(var + params.eps));
         precise float shift = -c_lo * rstd;  // (c - mean)·rstd
         for (uint i = t; i < n; i += step) y[yb + i] = affine(x[xb + i], c, rstd, shift, i);
@@ -109,7 +112,7 @@ void process_row(uint row, uint t, uint step) {
             s = df_add1(s, sq);
         }
         if (!PER_THREAD) s = wg_sum(s);
-        precise float ms = (s.x + s.y) / nf;
+        precise float ms = df_value(s) / nf;
         float rs = rayo_div(1.0, rayo_sqrt(ms + params.eps));
         for (uint i = t; i < n; i += step) y[yb + i] = affine(x[xb + i], 0.0, rs, 0.0, i);
     }
@@ -201,7 +204,7 @@ vec4 affine_chunk(vec4 v, float c, float s, float t, uvec4 i, bvec4 ok) {
     if (VEC4) {
         precise vec4 r = (v - c) * s + t;
         if (HAS_GAMMA) r = r * gamma4[(params.gamma_offset + i.x) / 4];
-        if (HAS_BETA && OP == 2) r = r + beta4[(params.beta_offset + i.x) / 4];
+        if (HAS_BETA && OP == RAYO_OP_LAYER_NORM) r = r + beta4[(params.beta_offset + i.x) / 4];
         return r;
     }
     if (ok.x) v.x = affine(v.x, c, s, t, i.x);
@@ -222,7 +225,7 @@ void process_row_in_registers(uint row, uint t) {
         uvec4 i = chunk_elements(c, t);
         v[c] = load_chunk(xb, i, lessThan(i, uvec4(n)));
     }
-    if (OP <= 1) {
+    if (IS_SOFTMAX) {
         // The row maximum (NaN if any): the value only, which softmax needs, unlike the multi-pass
         // form's wg_best with its index. (NVIDIA's driver gave NaN rows with wg_best here once a
         // workgroup had two subgroups or more.)
@@ -241,11 +244,11 @@ void process_row_in_registers(uint row, uint t) {
                 precise vec4 d = v[c] - m;
                 vec4 e = exp4(d, finite_max);
                 s = df_add4_exp(s, e, ok, finite_max);
-                v[c] = OP == 1 ? d : e;
+                v[c] = OP == RAYO_OP_LOG_SOFTMAX ? d : e;
             }
         }
         s = wg_sum(s);
-        if (OP == 1) {
+        if (OP == RAYO_OP_LOG_SOFTMAX) {
             precise float lse = rayo_log(s.x) + s.y / s.x;
             [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
                 precise vec4 r = v[c] - lse;
@@ -258,7 +261,7 @@ void process_row_in_registers(uint row, uint t) {
                 v[c] = r;
             }
         }
-    } else if (OP == 2) {
+    } else if (OP == RAYO_OP_LAYER_NORM) {
         vec2 s = vec2(0.0);
         [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
             uvec4 i = chunk_elements(c, t);
@@ -277,7 +280,7 @@ void process_row_in_registers(uint row, uint t) {
             sd = df_add4(sd, dd, lessThan(i, uvec4(n)));
         }
         sd = wg_sum(sd);
-        precise float var = (sd.x + sd.y) / nf;
+        precise float var = df_value(sd) / nf;
         float rstd = rayo_div(1.0, rayo_sqrt(var + params.eps));
         precise float shift = -mean_lo * rstd;
         [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
@@ -292,7 +295,7 @@ void process_row_in_registers(uint row, uint t) {
             s = df_add4(s, sq, lessThan(i, uvec4(n)));
         }
         s = wg_sum(s);
-        precise float ms = (s.x + s.y) / nf;
+        precise float ms = df_value(s) / nf;
         float rs = rayo_div(1.0, rayo_sqrt(ms + params.eps));
         [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
             uvec4 i = chunk_elements(c, t);

@@ -5,6 +5,7 @@
 #include "float_controls.glsl"
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #define RAYO_SUBGROUPS 1
 layout(local_size_x_id = 1) in;
 #include "float_math.glsl"

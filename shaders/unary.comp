@@ -1,11 +1,16 @@
 #version 450
-// y = f(x) element-wise; the op is a specialization constant (the codes of rayo::detail::UnaryOp).
+// y = f(x) element-wise; the op is specialization constant 0 (a unary op of op_codes.glsl).
 #extension GL_GOOGLE_include_directive : require
 #include "float_controls.glsl"
 #include "float_math.glsl"
 #include "elementwise_layout.glsl"
+#include "op_codes.glsl"
 
-layout(constant_id = 0) const uint OP = 0;
+#if RAYO_UNARY_OP_COUNT != 14
+#error "a unary op of rayo::op_table has no case in apply()"
+#endif
+
+layout(constant_id = 0) const uint OP = RAYO_OP_RELU;
 
 layout(std430, set = 0, binding = 0) readonly buffer Input { float x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Output { float y[]; };
@@ -14,28 +19,32 @@ layout(std430, set = 0, binding = 1) writeonly buffer Output4 { vec4 y4[]; };
 
 float apply(float v) {
     switch (OP) {
-        case 0: {  // relu on the bits, as the CPU's x < 0 ? +0 : x: negatives (subnormals included)
-                   // give +0, -0 and NaN pass through, whatever the device's denormal mode and
-                   // however its compiler treats a float compare-and-select (e.g. as max)
+        case RAYO_OP_RELU: {
+            // On the bits, as the CPU's x < 0 ? +0 : x: negatives (subnormals included) give +0,
+            // -0 and NaN pass through, whatever the device's denormal mode and however its
+            // compiler treats a float compare-and-select (e.g. as max).
             uint u = floatBitsToUint(v);
             return u > 0x80000000u && u <= 0xff800000u ? 0.0 : v;
         }
-        case 1: return v < 0.0 ? v * params.a : v;             // leaky_relu
-        case 2: return rayo_elu(v, params.a);
-        case 3: return rayo_sigmoid(v);
-        case 4: return rayo_tanh(v);
-        case 5: return rayo_silu(v);
-        case 6: return rayo_gelu_tanh(v);
-        case 7: return rayo_gelu_erf(v);
-        case 8: {                                              // clip as torch.clamp: lo > hi gives hi
+        case RAYO_OP_LEAKY_RELU: return v < 0.0 ? v * params.a : v;
+        case RAYO_OP_ELU: return rayo_elu(v, params.a);
+        case RAYO_OP_SIGMOID: return rayo_sigmoid(v);
+        case RAYO_OP_TANH: return rayo_tanh(v);
+        case RAYO_OP_SILU: return rayo_silu(v);
+        case RAYO_OP_GELU_TANH: return rayo_gelu_tanh(v);
+        case RAYO_OP_GELU: return rayo_gelu_erf(v);
+        case RAYO_OP_CLIP: {
+            // As torch.clamp: lo > hi gives hi. NaN stays NaN, tested on the bits: a compiler may
+            // turn the compare-and-selects into min/max, which return the other operand for NaN.
+            if ((floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u) return v;
             float t = v < params.a ? params.a : v;
             return t > params.b ? params.b : t;
         }
-        case 9: return rayo_exp(v);
-        case 10: return rayo_log(v);
-        case 11: return rayo_sqrt(v);
-        case 12: return abs(v);
-        case 13: return -v;
+        case RAYO_OP_EXP: return rayo_exp(v);
+        case RAYO_OP_LOG: return rayo_log(v);
+        case RAYO_OP_SQRT: return rayo_sqrt(v);
+        case RAYO_OP_ABS: return abs(v);
+        case RAYO_OP_NEG: return -v;
     }
     return v;
 }

@@ -4,8 +4,9 @@
 // device's subgroup operations), so results are the same run to run.
 //
 // With RAYO_SUBGROUPS defined (the *_subgroup.comp variants, used where the device reports subgroup
-// arithmetic in compute shaders) each subgroup reduces with subgroupAdd/Min/Max first and shared
-// memory combines one value per subgroup; without it, a shared-memory tree (the portable path).
+// arithmetic and shuffles in compute shaders) each subgroup reduces first (sums by a butterfly of
+// shuffles, extremes with subgroupMin/Max) and shared memory combines one value per subgroup;
+// without it, a shared-memory tree (the portable path).
 //
 // Sums are double-float pairs (hi, lo): each invocation accumulates with an error-free two_sum,
 // and pairs are combined with two_sum too, so a sum is accurate to about a float ulp of Σ|x|
@@ -58,8 +59,17 @@ float rayo_max_nan(float a, float b) { return isnan(a) || isnan(b) ? RAYO_NAN : 
 
 #ifdef RAYO_SUBGROUPS
 
+// The subgroup's pairs added without losing what subgroupAdd of the hi parts would round away: a
+// butterfly of df_add over shuffled partners. df_add(a, b) equals df_add(b, a) (a two_sum error is
+// exact), so every lane ends with the same pair.
+vec2 subgroup_df_sum(vec2 v) {
+    for (uint m = 1u; m < gl_SubgroupSize; m <<= 1u)
+        v = df_add(v, vec2(subgroupShuffleXor(v.x, m), subgroupShuffleXor(v.y, m)));
+    return v;
+}
+
 vec2 wg_sum(vec2 v) {
-    vec2 r = vec2(subgroupAdd(v.x), subgroupAdd(v.y));
+    vec2 r = subgroup_df_sum(v);
     if (subgroupElect()) {
         rayo_sh_a[gl_SubgroupID] = r.x;
         rayo_sh_b[gl_SubgroupID] = r.y;
@@ -69,7 +79,7 @@ vec2 wg_sum(vec2 v) {
         vec2 acc = vec2(0.0);
         for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize)
             acc = df_add(acc, vec2(rayo_sh_a[i], rayo_sh_b[i]));
-        vec2 t = df_add(vec2(subgroupAdd(acc.x), 0.0), vec2(0.0, subgroupAdd(acc.y)));
+        vec2 t = subgroup_df_sum(acc);
         if (subgroupElect()) {
             rayo_sh_a[0] = t.x;
             rayo_sh_b[0] = t.y;

@@ -1,4 +1,4 @@
-// The CUDA backend's K-quant GEMV kernels run through its own glue (cuda::ops::quant_linear) in the
+// The CUDA backend's K-quant GEMV kernels run through its own glue (cuda::ops::linear_kquant) in the
 // host PTX simulator, so CI checks them without a GPU: the fused GEMV in both forms (weights loaded
 // into registers, and streamed through per-warp cp.async rings, whose copies the simulator lands
 // only when the issuing thread waits for them), against a float64 reference on the dequantized
@@ -13,7 +13,7 @@
 #include <regex>
 #include <string>
 
-#include "cuda/ops/quant_ops.hpp"
+#include "cuda/ops/ops.hpp"
 #include "rayo/ptx/kernels/quant.hpp"
 
 namespace rayo::test {
@@ -70,7 +70,7 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
         runner.run("direct", [&] { return kernels::quant_gemv_spanning(*direct); }, dims, runner.address(wt.view()),
                    runner.address(x.view()), runner.address(out.view()), static_cast<std::uint32_t>(c.n));
     } else {
-        cuda::ops::quant_linear(runner, {c.m, c.n, c.k, true}, x.view(), wt.view(), out.view());
+        cuda::ops::linear_kquant(runner, {c.m, c.n, c.k, true}, x.matrix(c.m, c.k), wt.matrix(c.n, c.k), out.matrix(c.m, c.n));
     }
 
     for (auto const& l : runner.launches()) {

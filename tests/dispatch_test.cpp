@@ -8,7 +8,7 @@
 namespace rayo::test {
 namespace {
 
-// A device that keeps its memory on the host and can do element-wise ops but not softmax.
+// A device that keeps its memory on the host and runs the unary ops but nothing else.
 class PartialBackend final : public detail::Backend {
 public:
     DeviceKind kind() const noexcept override { return DeviceKind::vulkan; }
@@ -22,25 +22,18 @@ public:
     void copy(std::uintptr_t s, std::size_t so, std::uintptr_t d, std::size_t dof, std::size_t n) override { host_.copy(s, so, d, dof, n); }
     void fill(std::uintptr_t d, std::size_t o, std::size_t n, void const* p, std::size_t pn) override { host_.fill(d, o, n, p, pn); }
     void synchronize() override {}
-    void unary(detail::UnaryOp op, detail::UnaryParams p, detail::TensorView const& i, detail::TensorView const& o) override {
-        ++unary_calls;
-        host_.unary(op, p, i, o);
+    detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& v) const override {
+        if (!std::holds_alternative<detail::op::Unary>(op)) return detail::Support::no("the test device only runs unary ops");
+        return host_.supports(op, v);
     }
-    void binary(detail::BinaryOp, detail::TensorView const&, detail::TensorView const&, detail::TensorView const&) override { refuse(); }
-    void binary_scalar(detail::BinaryOp, detail::TensorView const&, float, detail::TensorView const&) override { refuse(); }
-    void reduce(detail::ReduceOp, detail::ReduceShape, bool, detail::TensorView const&, detail::TensorView const&) override { refuse(); }
-    void dot(detail::TensorView const&, detail::TensorView const&, detail::TensorView const&) override { refuse(); }
-    void softmax(std::size_t, std::size_t, bool, detail::TensorView const&, detail::TensorView const&) override { refuse(); }
-    void norm(detail::NormOp, std::size_t, std::size_t, float, detail::TensorView const&, detail::TensorView const&,
-              detail::TensorView const&, detail::TensorView const&) override { refuse(); }
-    void matmul(detail::MatmulShape, detail::TensorView const&, detail::TensorView const&, detail::TensorView const&) override { refuse(); }
-    void quantize(detail::TensorView const&, detail::TensorView const&) override { refuse(); }
-    void dequantize(detail::TensorView const&, detail::TensorView const&) override { refuse(); }
+    void run(detail::OpDescriptor const& op, detail::OpViews const& v) override {
+        ++unary_calls;
+        host_.run(op, v);
+    }
 
     int unary_calls = 0;
 
 private:
-    [[noreturn]] static void refuse() { throw Unsupported("the test device only runs element-wise ops"); }
     cpu::CpuBackend host_;
 };
 

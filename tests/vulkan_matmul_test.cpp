@@ -1,13 +1,9 @@
-// matmul and linear on the Vulkan device against float64 references, fresh random data and
-// poisoned outputs: f32, f16 and bf16 operands (matmul a·b with both operands of one type;
-// linear x·wᵀ with f32 x and f32/f16/bf16 weights), each f16 case both through 16-bit storage
-// and through packed words. Tolerance as the CPU GEMM's: |err| <= 1e-5·√k·Σ|a·b| per element
-// (f32 accumulation of exactly representable products). The cooperative-matrix GEMM (f16 x f16,
-// and linear's f32 x with f16 weights, on devices with VK_NV_cooperative_matrix; lavapipe has none,
-// NVIDIA's driver has) is exercised by the f16 cases: whole 128x128 tiles, edges in m, n and k,
-// 16-byte and element-by-element loads (k or a view offset not a multiple of 8), many steps along
-// k. It rounds linear's x to f16, as CUDA's tensor cores do: there the bound of f16 linear grows
-// by 2^-11·Σ|x·w| (the rounding of each x).
+// The Vulkan backend's GEMMs along the paths the harness (tests/ops/) does not choose by itself:
+// f16 read through packed words where the device has 16-bit storage; the cooperative-matrix GEMM
+// (f16 x f16, and linear's f32 x with f16 weights, on devices with VK_NV_cooperative_matrix or
+// VK_KHR_cooperative_matrix; lavapipe has neither, NVIDIA's driver both) over whole 128x128 tiles,
+// edges in m, n and k, 16-byte and element-by-element loads (k or a view offset not a multiple of
+// 8) and many steps along k. Values against the harness's float64 product and tolerances.
 //
 // The f32 x f32 SGEMM (shaders/matmul_f32_large.comp) is taken automatically only by shapes too
 // large for lavapipe, so its tests force each tile of the host's table through the hook below
@@ -20,6 +16,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "ops/references.hpp"
+#include "ops/tolerances.hpp"
 #include "support/vulkan_support.hpp"
 
 namespace rayo::test {
@@ -44,70 +42,46 @@ std::vector<double> as_double(std::vector<T> const& v) {
     return d;
 }
 
-// got[i, j] against Σ_p a(i, p)·b(p, j); b_t: b is stored [n, k]. `rounding`: a relative error of
-// a's values the GEMM may add. Returns the failures.
+// got against the float64 product of a[m, k] and b ([k, n], or [n, k] when b_t) under the harness's
+// tolerance of `op` at `dtype` on Vulkan. Returns the failures.
 std::size_t gemm_failures(std::vector<float> const& got, std::vector<double> const& a, std::vector<double> const& b,
-                          Dims d, bool b_t, double rounding = 0) {
-    double const tol = 1e-5 * std::sqrt(static_cast<double>(std::max<std::size_t>(d.k, 1))) + rounding;
+                          Dims d, bool b_t, Op op = Op::matmul, DType dtype = DType::f32) {
+    ops::Tolerance const t = ops::tolerance(op, dtype, DeviceKind::vulkan);
+    ops::ProductReference const want = ops::product_ref(a, b, d.m, d.n, d.k, b_t);
+    double const root_k = std::sqrt(static_cast<double>(std::max<std::size_t>(d.k, 1)));
     std::size_t failures = 0;
-    for (std::size_t i = 0; i < d.m; ++i)
-        for (std::size_t j = 0; j < d.n; ++j) {
-            double want = 0, mag = 0;
-            for (std::size_t p = 0; p < d.k; ++p) {
-                double const t = a[i * d.k + p] * (b_t ? b[j * d.k + p] : b[p * d.n + j]);
-                want += t;
-                mag += std::abs(t);
-            }
-            double const g = got[i * d.n + j];
-            if (!(std::abs(g - want) <= tol * mag + 1e-30)) {
-                if (failures++ < 5)
-                    ADD_FAILURE() << "C(" << i << ", " << j << "): got " << g << ", want " << want << " (" << b_t << ")";
-            }
-        }
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        double const bound = t.rel * root_k * want.magnitude[i] + t.rounding * want.magnitude[i] + 1e-30;
+        if (!(std::abs(got[i] - want.value[i]) <= bound) && failures++ < 5)
+            ADD_FAILURE() << "C(" << i / d.n << ", " << i % d.n << "): got " << got[i] << ", want " << want.value[i];
+    }
     return failures;
 }
 
 class VulkanMatmul : public VulkanTest {
 protected:
-    // The relative error linear's f32 x may take with T weights: 2^-11 where f16 weights go to the
-    // cooperative-matrix GEMM (which rounds x to f16), else none.
-    template <class T>
-    double x_rounding() const {
-        return std::is_same_v<T, half> && cooperative_ && vulkan::has_cooperative_matrix(device) ? std::ldexp(1.0, -11) : 0.0;
-    }
-    bool cooperative_ = true;  // matmul's cooperative-matrix GEMM not turned off by the test
-
-
-    template <class T>
-    void run(Dims d) {
-        auto const seed = fresh_seed();
-        SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + " seed " +
-                     std::to_string(seed));
-        // matmul: a[m, k] · b[k, n], both T
-        auto const av = convert<T>(random_floats(d.m * d.k, seed, -1.0f, 1.0f));
-        auto const bv = convert<T>(random_floats(d.k * d.n, seed + 1, -1.0f, 1.0f));
-        auto out = poisoned({d.m, d.n}, device);
-        matmul(Tensor<T>::from(av, {d.m, d.k}, device), Tensor<T>::from(bv, {d.k, d.n}, device), out);
-        EXPECT_EQ(gemm_failures(out.to_vector(), as_double(av), as_double(bv), d, false), 0u) << "matmul";
-        // linear: f32 x[m, k] · w[n, k]ᵀ with T weights
-        auto const xv = random_floats(d.m * d.k, seed + 2, -1.0f, 1.0f);
-        auto const wv = convert<T>(random_floats(d.n * d.k, seed + 3, -1.0f, 1.0f));
-        auto y = poisoned({d.m, d.n}, device);
-        linear(Tensor<float>::from(xv, {d.m, d.k}, device), Tensor<T>::from(wv, {d.n, d.k}, device), y);
-        EXPECT_EQ(gemm_failures(y.to_vector(), as_double(xv), as_double(wv), d, true, x_rounding<T>()), 0u) << "linear";
-    }
-
+    // matmul of T operands and linear with T weights over a few shapes.
     template <class T>
     void run_all() {
         reset_stats();
-        for (Dims d : dims()) run<T>(d);
+        for (Dims d : {Dims{1, 1, 1}, Dims{7, 5, 3}, Dims{33, 65, 17}, Dims{128, 128, 128}, Dims{257, 129, 300}}) {
+            auto const seed = fresh_seed();
+            SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + " seed " +
+                         std::to_string(seed));
+            auto const av = convert<T>(random_floats(d.m * d.k, seed, -1.0f, 1.0f));
+            auto const bv = convert<T>(random_floats(d.k * d.n, seed + 1, -1.0f, 1.0f));
+            auto out = poisoned({d.m, d.n}, device);
+            matmul(Tensor<T>::from(av, {d.m, d.k}, device), Tensor<T>::from(bv, {d.k, d.n}, device), out);
+            EXPECT_EQ(gemm_failures(out.to_vector(), as_double(av), as_double(bv), d, false, Op::matmul, dtype_of<T>), 0u);
+            auto const xv = random_floats(d.m * d.k, seed + 2, -1.0f, 1.0f);
+            auto const wv = convert<T>(random_floats(d.n * d.k, seed + 3, -1.0f, 1.0f));
+            auto y = poisoned({d.m, d.n}, device);
+            linear(Tensor<float>::from(xv, {d.m, d.k}, device), Tensor<T>::from(wv, {d.n, d.k}, device), y);
+            EXPECT_EQ(gemm_failures(y.to_vector(), as_double(xv), as_double(wv), d, true, Op::linear, dtype_of<T>), 0u);
+        }
         EXPECT_EQ(stats().cpu_fallbacks, 0u) << "ran on the CPU instead of the device";
     }
 };
-
-TEST_F(VulkanMatmul, F32) { run_all<float>(); }
-TEST_F(VulkanMatmul, F16) { run_all<half>(); }
-TEST_F(VulkanMatmul, BF16) { run_all<bfloat16>(); }
 
 // The values v[offset..] of a tensor made of v on the device, as a [rows, cols] view `offset`
 // elements in.
@@ -123,7 +97,7 @@ Tensor<T> view_at(std::vector<T> const& v, std::size_t offset, std::size_t rows,
 // mixes workgroups wholly inside the matrices, which the cooperative-matrix GEMM loads without
 // bounds checks, with edge ones in one dispatch; k = 1000 keeps every workgroup on the checked loads.
 template <class A>
-void check_across_tiles_and_view_offsets(Device device, bool b_t, double rounding) {
+void check_across_tiles_and_view_offsets(Device device, bool b_t) {
     reset_stats();
     for (std::size_t offset : {0, 8, 3})
         for (Dims d : {Dims{256, 384, 1024}, Dims{300, 260, 1024}, Dims{300, 260, 1000}}) {
@@ -139,38 +113,21 @@ void check_across_tiles_and_view_offsets(Device device, bool b_t, double roundin
             else matmul(a, b, out);
             std::vector<A> const a_used(av.begin() + static_cast<std::ptrdiff_t>(offset), av.end());
             std::vector<half> const b_used(bv.begin() + static_cast<std::ptrdiff_t>(offset), bv.end());
-            EXPECT_EQ(gemm_failures(out.to_vector(), as_double(a_used), as_double(b_used), d, b_t, rounding), 0u);
+            EXPECT_EQ(gemm_failures(out.to_vector(), as_double(a_used), as_double(b_used), d, b_t,
+                                    b_t ? Op::linear : Op::matmul, DType::f16),
+                      0u);
         }
     EXPECT_EQ(stats().cpu_fallbacks, 0u);
 }
 
-TEST_F(VulkanMatmul, F16AcrossTilesAndViewOffsets) { check_across_tiles_and_view_offsets<half>(device, false, 0.0); }
+TEST_F(VulkanMatmul, F16AcrossTilesAndViewOffsets) { check_across_tiles_and_view_offsets<half>(device, false); }
 
-TEST_F(VulkanMatmul, LinearF16AcrossTilesAndViewOffsets) {
-    check_across_tiles_and_view_offsets<float>(device, true, x_rounding<half>());
-}
+TEST_F(VulkanMatmul, LinearF16AcrossTilesAndViewOffsets) { check_across_tiles_and_view_offsets<float>(device, true); }
 
 TEST_F(VulkanMatmul, F16ThroughPackedWords) {
     vulkan::use_matmul_features(device, false, false);
-    cooperative_ = false;
     run_all<half>();
     vulkan::use_matmul_features(device, true, true);
-}
-
-TEST_F(VulkanMatmul, ChainedWithAViewOffset) {
-    // The output of one matmul feeds the next without a host round trip; b is a slice (a view
-    // at a non-zero offset) of a larger tensor.
-    reset_stats();
-    auto const av = random_floats(20 * 30, fresh_seed(), -1.0f, 1.0f);
-    auto const bv = random_floats(40 * 30, fresh_seed(), -1.0f, 1.0f);
-    auto a = Tensor<float>::from(av, {20, 30}, device);
-    auto big = Tensor<float>::from(bv, {40, 30}, device);
-    auto w = big.slice(10, 35);  // rows 10..34: [25, 30]
-    auto y = linear(a, w);
-    auto const bd = as_double(bv);
-    std::vector<double> const wd(bd.begin() + 10 * 30, bd.begin() + 35 * 30);
-    EXPECT_EQ(gemm_failures(y.to_vector(), as_double(av), wd, {20, 25, 30}, true), 0u);
-    EXPECT_EQ(stats().cpu_fallbacks, 0u);
 }
 
 // Forces one GEMM tile for a scope; restores the default choice at its end.
@@ -234,24 +191,24 @@ TEST_F(VulkanMatmulF32, EveryTileMultiplesAndEdges) {
     for (std::string const& tile : tiles) {
         SCOPED_TRACE("tile " + tile);
         ForcedGemmTile const forced(tile);
-        bool const legacy = tile == "legacy";
+        bool const tiled = tile == "tiled";
         // A multiple of every tile (64 and 128 along m and n, 16 along k): vec4 everywhere.
         for (bool b_t : {false, true}) {
             std::string const ran = run_f32({256, 256, 64}, b_t);
-            EXPECT_EQ(ran, legacy ? tile : tile + " a:vec4 b:vec4 out:vec4");
+            EXPECT_EQ(ran, tiled ? tile : tile + " a:vec4 b:vec4 out:vec4");
         }
         // Edges in m, n and k with rows of whole vec4: vec4 loads, guarded by tile.
         for (bool b_t : {false, true}) {
             std::string const ran = run_f32({130, 196, 36}, b_t);
-            EXPECT_EQ(ran, legacy ? tile : tile + " a:vec4 b:vec4 out:vec4");
+            EXPECT_EQ(ran, tiled ? tile : tile + " a:vec4 b:vec4 out:vec4");
         }
         // Edges in m, n and k, odd strides: scalar loads and stores.
         for (bool b_t : {false, true}) {
             std::string const ran = run_f32({257, 383, 129}, b_t);
-            EXPECT_EQ(ran, legacy ? tile : tile + " a:scalar b:scalar out:scalar");
+            EXPECT_EQ(ran, tiled ? tile : tile + " a:scalar b:scalar out:scalar");
         }
         // b[k, n] with n a multiple of 4 but k not: only a's loads are scalar.
-        EXPECT_EQ(run_f32({67, 132, 21}, false), legacy ? tile : tile + " a:scalar b:vec4 out:vec4");
+        EXPECT_EQ(run_f32({67, 132, 21}, false), tiled ? tile : tile + " a:scalar b:vec4 out:vec4");
         // Fewer rows and columns than one tile, k = 0 (no step along k: zeros).
         for (bool b_t : {false, true}) run_f32({5, 9, 0}, b_t);
         for (bool b_t : {false, true}) run_f32({1, 3, 300}, b_t);
@@ -276,10 +233,10 @@ TEST_F(VulkanMatmulF32, LargeShapesTakeTheLargeTiles) {
         GTEST_SKIP() << "RAYO_VULKAN_GEMM_TILE is set; it overrides the choice tested here";
     vulkan::use_gemm_tile("");
     // Enough 128-wide tiles to fill a large GPU (k kept small for lavapipe).
-    EXPECT_NE(run_f32({2048, 1024, 4}, false), "legacy");
-    EXPECT_NE(run_f32({1024, 2048, 4}, true), "legacy");
+    EXPECT_NE(run_f32({2048, 1024, 4}, false), "tiled");
+    EXPECT_NE(run_f32({1024, 2048, 4}, true), "tiled");
     // Too few: the 64x64 tiles of the old shader spread wider.
-    EXPECT_EQ(run_f32({128, 128, 64}, false), "legacy");
+    EXPECT_EQ(run_f32({128, 128, 64}, false), "tiled");
 }
 
 TEST_F(VulkanMatmulF32, InvalidTileNamesAreRejected) {

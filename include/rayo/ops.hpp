@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "rayo/op_table.hpp"
 #include "rayo/quant.hpp"
 #include "rayo/tensor.hpp"
 
@@ -14,59 +15,76 @@ namespace rayo {
 using FTensor = Tensor<float>;
 
 // ---- element-wise ------------------------------------------------------------------------------
-FTensor relu(FTensor const& x);
-void relu(FTensor const& x, FTensor const& out);
-FTensor leaky_relu(FTensor const& x, float alpha = 0.01f);
-void leaky_relu(FTensor const& x, float alpha, FTensor const& out);
-FTensor elu(FTensor const& x, float alpha = 1.0f);
-void elu(FTensor const& x, float alpha, FTensor const& out);
-FTensor sigmoid(FTensor const& x);
-void sigmoid(FTensor const& x, FTensor const& out);
-FTensor tanh(FTensor const& x);
-void tanh(FTensor const& x, FTensor const& out);
-FTensor silu(FTensor const& x);
-void silu(FTensor const& x, FTensor const& out);
+// Any unary op of rayo::op_table by its code, with the parameters the table names for it (alpha;
+// lo and hi). The named functions below are this with the op filled in. A code of another family
+// is a rayo::Error.
+FTensor unary(Op op, FTensor const& x, float a = 0.0f, float b = 0.0f);
+void unary(Op op, FTensor const& x, float a, float b, FTensor const& out);
+
+inline FTensor relu(FTensor const& x) { return unary(Op::relu, x); }
+inline void relu(FTensor const& x, FTensor const& out) { unary(Op::relu, x, 0.0f, 0.0f, out); }
+inline FTensor leaky_relu(FTensor const& x, float alpha = 0.01f) { return unary(Op::leaky_relu, x, alpha); }
+inline void leaky_relu(FTensor const& x, float alpha, FTensor const& out) { unary(Op::leaky_relu, x, alpha, 0.0f, out); }
+inline FTensor elu(FTensor const& x, float alpha = 1.0f) { return unary(Op::elu, x, alpha); }
+inline void elu(FTensor const& x, float alpha, FTensor const& out) { unary(Op::elu, x, alpha, 0.0f, out); }
+inline FTensor sigmoid(FTensor const& x) { return unary(Op::sigmoid, x); }
+inline void sigmoid(FTensor const& x, FTensor const& out) { unary(Op::sigmoid, x, 0.0f, 0.0f, out); }
+inline FTensor tanh(FTensor const& x) { return unary(Op::tanh, x); }
+inline void tanh(FTensor const& x, FTensor const& out) { unary(Op::tanh, x, 0.0f, 0.0f, out); }
+inline FTensor silu(FTensor const& x) { return unary(Op::silu, x); }
+inline void silu(FTensor const& x, FTensor const& out) { unary(Op::silu, x, 0.0f, 0.0f, out); }
 inline FTensor swish(FTensor const& x) { return silu(x); }
 inline void swish(FTensor const& x, FTensor const& out) { silu(x, out); }
 
-// gelu(x) = x·Φ(x). `exact` evaluates Φ with erf; `tanh` is the approximation
-// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+// gelu(x) = x·Φ(x). `exact` evaluates Φ with erf (Op::gelu); `tanh` is the approximation
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (Op::gelu_tanh).
 enum class Gelu { exact, tanh };
-FTensor gelu(FTensor const& x, Gelu form = Gelu::exact);
-void gelu(FTensor const& x, Gelu form, FTensor const& out);
+inline FTensor gelu(FTensor const& x, Gelu form = Gelu::exact) {
+    return unary(form == Gelu::tanh ? Op::gelu_tanh : Op::gelu, x);
+}
+inline void gelu(FTensor const& x, Gelu form, FTensor const& out) {
+    unary(form == Gelu::tanh ? Op::gelu_tanh : Op::gelu, x, 0.0f, 0.0f, out);
+}
 
-FTensor clip(FTensor const& x, float lo, float hi);
-void clip(FTensor const& x, float lo, float hi, FTensor const& out);
-FTensor exp(FTensor const& x);
-void exp(FTensor const& x, FTensor const& out);
-FTensor log(FTensor const& x);
-void log(FTensor const& x, FTensor const& out);
-FTensor sqrt(FTensor const& x);
-void sqrt(FTensor const& x, FTensor const& out);
-FTensor abs(FTensor const& x);
-void abs(FTensor const& x, FTensor const& out);
-FTensor neg(FTensor const& x);
-void neg(FTensor const& x, FTensor const& out);
+// min(max(x, lo), hi), as torch.clamp (lo > hi gives hi); NaN stays NaN.
+inline FTensor clip(FTensor const& x, float lo, float hi) { return unary(Op::clip, x, lo, hi); }
+inline void clip(FTensor const& x, float lo, float hi, FTensor const& out) { unary(Op::clip, x, lo, hi, out); }
+inline FTensor exp(FTensor const& x) { return unary(Op::exp, x); }
+inline void exp(FTensor const& x, FTensor const& out) { unary(Op::exp, x, 0.0f, 0.0f, out); }
+inline FTensor log(FTensor const& x) { return unary(Op::log, x); }
+inline void log(FTensor const& x, FTensor const& out) { unary(Op::log, x, 0.0f, 0.0f, out); }
+inline FTensor sqrt(FTensor const& x) { return unary(Op::sqrt, x); }
+inline void sqrt(FTensor const& x, FTensor const& out) { unary(Op::sqrt, x, 0.0f, 0.0f, out); }
+inline FTensor abs(FTensor const& x) { return unary(Op::abs, x); }
+inline void abs(FTensor const& x, FTensor const& out) { unary(Op::abs, x, 0.0f, 0.0f, out); }
+inline FTensor neg(FTensor const& x) { return unary(Op::neg, x); }
+inline void neg(FTensor const& x, FTensor const& out) { unary(Op::neg, x, 0.0f, 0.0f, out); }
 
 // ---- binary (same shape, or a scalar) ----------------------------------------------------------
-FTensor add(FTensor const& a, FTensor const& b);
-void add(FTensor const& a, FTensor const& b, FTensor const& out);
-FTensor add(FTensor const& a, float s);
-void add(FTensor const& a, float s, FTensor const& out);
-FTensor sub(FTensor const& a, FTensor const& b);
-void sub(FTensor const& a, FTensor const& b, FTensor const& out);
-FTensor sub(FTensor const& a, float s);
-void sub(FTensor const& a, float s, FTensor const& out);
-FTensor mul(FTensor const& a, FTensor const& b);
-void mul(FTensor const& a, FTensor const& b, FTensor const& out);
-FTensor mul(FTensor const& a, float s);
-void mul(FTensor const& a, float s, FTensor const& out);
-FTensor div(FTensor const& a, FTensor const& b);
-void div(FTensor const& a, FTensor const& b, FTensor const& out);
-FTensor div(FTensor const& a, float s);
-void div(FTensor const& a, float s, FTensor const& out);
-FTensor scale(FTensor const& x, float s);
-void scale(FTensor const& x, float s, FTensor const& out);
+// Any binary op of rayo::op_table by its code; the named functions below call these.
+FTensor binary(Op op, FTensor const& a, FTensor const& b);
+void binary(Op op, FTensor const& a, FTensor const& b, FTensor const& out);
+FTensor binary(Op op, FTensor const& a, float s);
+void binary(Op op, FTensor const& a, float s, FTensor const& out);
+
+inline FTensor add(FTensor const& a, FTensor const& b) { return binary(Op::add, a, b); }
+inline void add(FTensor const& a, FTensor const& b, FTensor const& out) { binary(Op::add, a, b, out); }
+inline FTensor add(FTensor const& a, float s) { return binary(Op::add, a, s); }
+inline void add(FTensor const& a, float s, FTensor const& out) { binary(Op::add, a, s, out); }
+inline FTensor sub(FTensor const& a, FTensor const& b) { return binary(Op::sub, a, b); }
+inline void sub(FTensor const& a, FTensor const& b, FTensor const& out) { binary(Op::sub, a, b, out); }
+inline FTensor sub(FTensor const& a, float s) { return binary(Op::sub, a, s); }
+inline void sub(FTensor const& a, float s, FTensor const& out) { binary(Op::sub, a, s, out); }
+inline FTensor mul(FTensor const& a, FTensor const& b) { return binary(Op::mul, a, b); }
+inline void mul(FTensor const& a, FTensor const& b, FTensor const& out) { binary(Op::mul, a, b, out); }
+inline FTensor mul(FTensor const& a, float s) { return binary(Op::mul, a, s); }
+inline void mul(FTensor const& a, float s, FTensor const& out) { binary(Op::mul, a, s, out); }
+inline FTensor div(FTensor const& a, FTensor const& b) { return binary(Op::div, a, b); }
+inline void div(FTensor const& a, FTensor const& b, FTensor const& out) { binary(Op::div, a, b, out); }
+inline FTensor div(FTensor const& a, float s) { return binary(Op::div, a, s); }
+inline void div(FTensor const& a, float s, FTensor const& out) { binary(Op::div, a, s, out); }
+inline FTensor scale(FTensor const& x, float s) { return binary(Op::mul, x, s); }
+inline void scale(FTensor const& x, float s, FTensor const& out) { binary(Op::mul, x, s, out); }
 // Sum of a·b over all elements (same shape); a rank-0 tensor.
 FTensor dot(FTensor const& a, FTensor const& b);
 void dot(FTensor const& a, FTensor const& b, FTensor const& out);

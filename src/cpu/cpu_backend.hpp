@@ -1,4 +1,5 @@
-// The CPU backend: host memory, kernels of the selected ISA, work split over the thread pool.
+// The CPU backend: host memory, and the op families of src/cpu/ops/ run with the kernels of the
+// selected instruction set over the thread pool.
 #pragma once
 
 #include "dispatch/backend.hpp"
@@ -21,26 +22,8 @@ public:
               std::size_t pattern_bytes) override;
     void synchronize() override {}
 
-    void unary(detail::UnaryOp op, detail::UnaryParams params, detail::TensorView const& in,
-               detail::TensorView const& out) override;
-    void binary(detail::BinaryOp op, detail::TensorView const& a, detail::TensorView const& b,
-                detail::TensorView const& out) override;
-    void binary_scalar(detail::BinaryOp op, detail::TensorView const& a, float s, detail::TensorView const& out) override;
-    void reduce(detail::ReduceOp op, detail::ReduceShape shape, bool mean, detail::TensorView const& in,
-                detail::TensorView const& out) override;
-    void dot(detail::TensorView const& a, detail::TensorView const& b, detail::TensorView const& out) override;
-    void softmax(std::size_t rows, std::size_t cols, bool log, detail::TensorView const& in,
-                 detail::TensorView const& out) override;
-    void norm(detail::NormOp op, std::size_t rows, std::size_t cols, float eps, detail::TensorView const& in,
-              detail::TensorView const& gamma, detail::TensorView const& beta, detail::TensorView const& out) override;
-    void matmul(detail::MatmulShape shape, detail::TensorView const& a, detail::TensorView const& b,
-                detail::TensorView const& out) override;
-    void quantize(detail::TensorView const& in, detail::TensorView const& out) override;
-    void dequantize(detail::TensorView const& in, detail::TensorView const& out) override;
-
-private:
-    void linear_quantized(detail::MatmulShape shape, detail::TensorView const& x, detail::TensorView const& w,
-                          detail::TensorView const& out);
+    [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& views) const override;
+    void run(detail::OpDescriptor const& op, detail::OpViews const& views) override;
 };
 
 }  // namespace rayo::cpu

@@ -12,8 +12,8 @@
 
 #include "rayo/cpu/gemm_args.hpp"
 #include "rayo/cpu/quant_activation.hpp"
-#include "rayo/detail/op_codes.hpp"
 #include "rayo/dtype.hpp"
+#include "rayo/op_table.hpp"
 #include "rayo/quant.hpp"
 #include "rayo/settings.hpp"
 
@@ -29,17 +29,17 @@ struct KernelTable {
     CpuArch arch;
 
     // stream: write `out` with non-temporal stores (for outputs much larger than the caches).
-    void (*unary)(detail::UnaryOp op, detail::UnaryParams params, float const* in, float* out, std::size_t n,
-                  bool stream);
-    void (*binary)(detail::BinaryOp op, float const* a, float const* b, float* out, std::size_t n, bool stream);
-    void (*binary_scalar)(detail::BinaryOp op, float const* a, float s, float* out, std::size_t n, bool stream);
+    // a, b: the unary op's parameters (alpha; lo and hi).
+    void (*unary)(Op op, float a, float b, float const* in, float* out, std::size_t n, bool stream);
+    void (*binary)(Op op, float const* a, float const* b, float* out, std::size_t n, bool stream);
+    void (*binary_scalar)(Op op, float const* a, float s, float* out, std::size_t n, bool stream);
 
     // Reduces in[0..n): sum -> value; max/min -> value (NaN if any); argmax/argmin -> value and
     // first index of the extreme (the first NaN if any).
-    ReduceResult (*reduce)(detail::ReduceOp op, float const* in, std::size_t n);
+    ReduceResult (*reduce)(Op op, float const* in, std::size_t n);
     // Column reduction of a row-major [rows, cols] block whose rows are `row_stride` floats apart:
     // for each column j, value[j] and index[j] as above. index may be null for sum/max/min.
-    void (*reduce_columns)(detail::ReduceOp op, float const* in, std::size_t rows, std::size_t cols,
+    void (*reduce_columns)(Op op, float const* in, std::size_t rows, std::size_t cols,
                            std::size_t row_stride, double* value, std::int64_t* index);
     double (*dot)(float const* a, float const* b, std::size_t n);
 

@@ -14,18 +14,17 @@
 namespace rayo::cpu {
 
 template <class A>
-ReduceResult reduce_kernel(detail::ReduceOp op, float const* in, std::size_t n) {
-    using detail::ReduceOp;
+ReduceResult reduce_kernel(Op op, float const* in, std::size_t n) {
     switch (op) {
-        case ReduceOp::sum: return {sum_kernel<A>(in, n), 0};
-        case ReduceOp::max: return {extreme_kernel<A, true>(in, n), 0};
-        case ReduceOp::min: return {extreme_kernel<A, false>(in, n), 0};
-        case ReduceOp::argmax: case ReduceOp::argmin: {
-            float const v = op == ReduceOp::argmax ? extreme_kernel<A, true>(in, n) : extreme_kernel<A, false>(in, n);
+        case Op::sum: case Op::mean: return {sum_kernel<A>(in, n), 0};
+        case Op::max: return {extreme_kernel<A, true>(in, n), 0};
+        case Op::min: return {extreme_kernel<A, false>(in, n), 0};
+        case Op::argmax: case Op::argmin: {
+            float const v = op == Op::argmax ? extreme_kernel<A, true>(in, n) : extreme_kernel<A, false>(in, n);
             return {v, static_cast<std::int64_t>(find_first_kernel<A>(in, n, v))};
         }
+        default: return {};
     }
-    return {};
 }
 
 template <class A, bool Vnni = false>

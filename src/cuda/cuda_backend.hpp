@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -60,24 +61,9 @@ public:
               std::size_t pattern_bytes) override;
     void synchronize() override;
 
-    // Defined in cuda_backend_ops*.cpp.
-    void unary(detail::UnaryOp op, detail::UnaryParams params, detail::TensorView const& in,
-               detail::TensorView const& out) override;
-    void binary(detail::BinaryOp op, detail::TensorView const& a, detail::TensorView const& b,
-                detail::TensorView const& out) override;
-    void binary_scalar(detail::BinaryOp op, detail::TensorView const& a, float s,
-                       detail::TensorView const& out) override;
-    void reduce(detail::ReduceOp op, detail::ReduceShape shape, bool mean, detail::TensorView const& in,
-                detail::TensorView const& out) override;
-    void dot(detail::TensorView const& a, detail::TensorView const& b, detail::TensorView const& out) override;
-    void softmax(std::size_t rows, std::size_t cols, bool log, detail::TensorView const& in,
-                 detail::TensorView const& out) override;
-    void norm(detail::NormOp op, std::size_t rows, std::size_t cols, float eps, detail::TensorView const& in,
-              detail::TensorView const& gamma, detail::TensorView const& beta, detail::TensorView const& out) override;
-    void matmul(detail::MatmulShape shape, detail::TensorView const& a, detail::TensorView const& b,
-                detail::TensorView const& out) override;
-    void quantize(detail::TensorView const& in, detail::TensorView const& out) override;
-    void dequantize(detail::TensorView const& in, detail::TensorView const& out) override;
+    // Defined in cuda_backend_ops.cpp: the op families of cuda/ops/, with the device's KernelRunner.
+    [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& views) const override;
+    void run(detail::OpDescriptor const& op, detail::OpViews const& views) override;
 
     // major * 10 + minor, e.g. 90 for sm_90.
     [[nodiscard]] int compute_capability() const noexcept { return properties_.compute_capability; }
@@ -96,10 +82,11 @@ public:
 
 private:
     class Runner;  // the KernelRunner the op glue sees (cuda_backend_ops.cpp)
-    // Runs op(runner) with the mutex held and the context current, and notes that it writes `out`;
-    // without `out` (with_runner: the body may write anything) the runner reports nothing settled.
-    template <class Op>
-    void run_op(detail::TensorView const* out, Op&& op);
+    // Runs body(runner) with the mutex held and the context current, and notes that it writes
+    // `outputs`; without them (with_runner: the body may write anything) the runner reports nothing
+    // settled.
+    template <class Body>
+    void run_op(std::span<detail::TensorView const> outputs, bool tracked, Body&& body);
 
     // The device address of `bytes` bytes at `offset` in the buffer `handle`. Throws rayo::Error
     // for a handle this backend did not allocate (or has released) and for a range outside it.

@@ -1,16 +1,12 @@
 // The CUDA backend's ops: each takes the device's lock, makes its context current and hands a
-// KernelRunner to the op's glue in cuda/ops/, which generates, caches and launches the kernels.
+// KernelRunner to the op family's file in cuda/ops/, which generates, caches and launches the kernels.
 #include <string>
+#include <variant>
 
 #include "cuda/cuda_backend.hpp"
 #include "core/logging.hpp"
 #include "cuda/kernel_runner.hpp"
-#include "cuda/ops/elementwise_ops.hpp"
-#include "cuda/ops/matmul_ops.hpp"
-#include "cuda/ops/normalization_ops.hpp"
-#include "cuda/ops/quant_ops.hpp"
-#include "cuda/ops/reduction_ops.hpp"
-#include "cuda/ops/softmax_ops.hpp"
+#include "cuda/ops/ops.hpp"
 #include "rayo/dtype.hpp"
 #include "rayo/ptx/target.hpp"
 
@@ -34,7 +30,7 @@ public:
         return backend_.multiprocessor_shared();
     }
     [[nodiscard]] std::uint64_t address(TensorView const& view) override {
-        return backend_.address(view.buffer, view.offset, bytes_for(view.dtype, view.numel), "kernel operand");
+        return backend_.address(view.buffer, view.offset, view.bytes(), "kernel operand");
     }
     [[nodiscard]] bool settled(TensorView const& view) const noexcept override {
         return tracked_ && backend_.settled(view.buffer);
@@ -74,50 +70,27 @@ private:
     bool tracked_;
 };
 
-template <class Op>
-void CudaBackend::run_op(TensorView const* out, Op&& op) {
+template <class Body>
+void CudaBackend::run_op(std::span<TensorView const> outputs, bool tracked, Body&& body) {
     std::lock_guard lock(mutex_);
     ScopedCurrent const current(context_);
-    if (out) mark_written(out->buffer);  // first: kernels an op queues before it throws count as well
-    Runner runner(*this, out != nullptr);
-    op(runner);
+    // First: kernels an op queues before it throws count as well.
+    for (TensorView const& out : outputs) mark_written(out.buffer);
+    Runner runner(*this, tracked);
+    body(runner);
 }
 
 void CudaBackend::with_runner(std::function<void(KernelRunner&)> const& body) {
-    run_op(nullptr, [&](Runner& r) { body(r); });
+    run_op({}, false, [&](Runner& r) { body(r); });
 }
 
-void CudaBackend::unary(detail::UnaryOp op, detail::UnaryParams params, TensorView const& in, TensorView const& out) {
-    run_op(&out, [&](Runner& r) { ops::unary(r, op, params, in, out); });
+detail::Support CudaBackend::supports(detail::OpDescriptor const& op, detail::OpViews const& views) const {
+    Runner const runner(const_cast<CudaBackend&>(*this), false);  // reads the device's properties only
+    return std::visit([&](auto const& d) { return ops::supports(runner, d, views); }, op);
 }
-void CudaBackend::binary(detail::BinaryOp op, TensorView const& a, TensorView const& b, TensorView const& out) {
-    run_op(&out, [&](Runner& r) { ops::binary(r, op, a, b, out); });
-}
-void CudaBackend::binary_scalar(detail::BinaryOp op, TensorView const& a, float s, TensorView const& out) {
-    run_op(&out, [&](Runner& r) { ops::binary_scalar(r, op, a, s, out); });
-}
-void CudaBackend::reduce(detail::ReduceOp op, detail::ReduceShape shape, bool mean, TensorView const& in,
-                         TensorView const& out) {
-    run_op(&out, [&](Runner& r) { ops::reduce(r, op, shape, mean, in, out); });
-}
-void CudaBackend::dot(TensorView const& a, TensorView const& b, TensorView const& out) {
-    run_op(&out, [&](Runner& r) { ops::dot(r, a, b, out); });
-}
-void CudaBackend::softmax(std::size_t rows, std::size_t cols, bool log, TensorView const& in, TensorView const& out) {
-    run_op(&out, [&](Runner& r) { ops::softmax(r, rows, cols, log, in, out); });
-}
-void CudaBackend::norm(detail::NormOp op, std::size_t rows, std::size_t cols, float eps, TensorView const& in,
-                       TensorView const& gamma, TensorView const& beta, TensorView const& out) {
-    run_op(&out, [&](Runner& r) { ops::norm(r, op, rows, cols, eps, in, gamma, beta, out); });
-}
-void CudaBackend::matmul(detail::MatmulShape shape, TensorView const& a, TensorView const& b, TensorView const& out) {
-    run_op(&out, [&](Runner& r) { ops::matmul(r, shape, a, b, out); });
-}
-void CudaBackend::quantize(TensorView const& in, TensorView const& out) {
-    run_op(&out, [&](Runner& r) { ops::quantize(r, in, out); });
-}
-void CudaBackend::dequantize(TensorView const& in, TensorView const& out) {
-    run_op(&out, [&](Runner& r) { ops::dequantize(r, in, out); });
+
+void CudaBackend::run(detail::OpDescriptor const& op, detail::OpViews const& views) {
+    run_op(views.out, true, [&](Runner& r) { std::visit([&](auto const& d) { ops::run(r, d, views); }, op); });
 }
 
 }  // namespace rayo::cuda

@@ -1,5 +1,7 @@
 #include "dispatch/dispatch.hpp"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -30,13 +32,40 @@ StatsState& stats_state() {
     return state;
 }
 
-TensorView view_of(OpArg const& a) noexcept {
-    return {a.storage ? a.storage->handle() : 0, a.offset, a.numel, a.dtype};
+// The most operands of one op (layer_norm: x, gamma, beta; one output).
+constexpr std::size_t max_inputs = 4;
+constexpr std::size_t max_outputs = 2;
+
+// The views of one op's operands, on the stack: the dispatch of a small op allocates nothing.
+class ViewList {
+public:
+    ViewList(std::initializer_list<OpArg> inputs, std::initializer_list<OpArg> outputs) {
+        if (inputs.size() > max_inputs || outputs.size() > max_outputs)
+            throw Error("rayo: an op with more operands than the dispatcher takes");
+        std::transform(inputs.begin(), inputs.end(), in_.begin(), [](OpArg const& a) { return a.view; });
+        std::transform(outputs.begin(), outputs.end(), out_.begin(), [](OpArg const& a) { return a.view; });
+        views_ = {{in_.data(), inputs.size()}, {out_.data(), outputs.size()}};
+    }
+    [[nodiscard]] OpViews const& views() const noexcept { return views_; }
+
+private:
+    std::array<TensorView, max_inputs> in_{};
+    std::array<TensorView, max_outputs> out_{};
+    OpViews views_;
+};
+
+// The bytes from a view's first element to its last (strides are not negative; block types count
+// values, and their views hold whole blocks).
+std::size_t span_bytes(TensorView const& v) {
+    if (v.numel() == 0) return 0;
+    std::size_t last = 0;
+    for (std::size_t i = 0; i < v.rank; ++i) last += static_cast<std::size_t>(v.shape[i] - 1) * static_cast<std::size_t>(v.strides[i]);
+    return bytes_for(v.dtype, last + 1);
 }
 
-void run_on_cpu(std::string_view op, Device device, std::string const& reason, std::initializer_list<OpArg> inputs,
-                std::initializer_list<OpArg> outputs, OpBody const& body) {
-    std::string const key = std::string(op) + " on " + device.id();
+void run_on_cpu(OpDescriptor const& op, Device device, std::string const& reason, std::initializer_list<OpArg> inputs,
+                std::initializer_list<OpArg> outputs) {
+    std::string const key = std::string(to_string(op_of(op))) + " on " + device.id();
     {
         auto& s = stats_state();
         std::lock_guard lock(s.mutex);
@@ -45,44 +74,68 @@ void run_on_cpu(std::string_view op, Device device, std::string const& reason, s
         if (s.logged.insert(key).second)
             log(LogLevel::warn, "rayo: " + key + " is not supported there (" + reason + "); running it on the CPU");
     }
-    // Host copies: inputs downloaded, outputs computed on the CPU and uploaded back.
+    Backend& cpu = Registry::instance().cpu();
+    // Host copies of every operand's bytes (outputs too: an op may leave some of them as they are),
+    // seen through the same shape and strides; the outputs are uploaded back afterwards.
     std::vector<std::unique_ptr<Storage>> host;
-    std::vector<TensorView> in_views, out_views;
-    auto stage = [&](OpArg const& a, bool download) {
-        std::size_t const bytes = bytes_for(a.dtype, a.numel);
+    auto stage = [&](OpArg const& a) {
+        if (!a.storage) return a.view;
+        std::size_t const bytes = span_bytes(a.view);
         auto& s = host.emplace_back(std::make_unique<Storage>(Device::cpu(), bytes));
-        if (download && bytes) a.storage->download(a.offset, reinterpret_cast<void*>(s->handle()), bytes);
-        return TensorView{s->handle(), 0, a.numel, a.dtype};
+        if (bytes) a.storage->download(a.view.offset, reinterpret_cast<void*>(s->handle()), bytes);
+        TensorView v = a.view;
+        v.buffer = s->handle();
+        v.offset = 0;
+        return v;
     };
-    for (auto const& a : inputs) in_views.push_back(a.storage ? stage(a, true) : view_of(a));
-    for (auto const& a : outputs) out_views.push_back(stage(a, true));  // keeps bytes an op does not write
-    body(Registry::instance().cpu(), in_views, out_views);
+    std::vector<TensorView> in_views, out_views;
+    for (auto const& a : inputs) in_views.push_back(stage(a));
+    for (auto const& a : outputs) out_views.push_back(stage(a));
+    OpViews const views{in_views, out_views};
+    if (Support const s = cpu.supports(op, views); !s.native)
+        throw Unsupported(std::string(to_string(op_of(op))) + " on " + device.id() + ": " + reason + "; nor on the cpu: " + s.reason);
+    cpu.run(op, views);
     std::size_t i = 0;
     for (auto const& a : outputs) {
-        std::size_t const bytes = bytes_for(a.dtype, a.numel);
-        if (bytes) a.storage->upload(a.offset, reinterpret_cast<void const*>(out_views[i].buffer), bytes);
+        std::size_t const bytes = span_bytes(a.view);
+        if (bytes) a.storage->upload(a.view.offset, reinterpret_cast<void const*>(out_views[i].buffer), bytes);
         ++i;
     }
 }
 
 }  // namespace
 
-void dispatch(std::string_view op, Device device, std::initializer_list<OpArg> inputs,
-              std::initializer_list<OpArg> outputs, OpBody const& body) {
+TensorView view_of(Storage const& storage, std::size_t offset, DType dtype, std::span<std::int64_t const> dims) noexcept {
+    if (dims.size() <= max_view_rank) return contiguous_view(storage.handle(), offset, dtype, dims);
+    std::array<std::int64_t, max_view_rank> merged{};
+    std::size_t const lead = dims.size() - max_view_rank + 1;
+    merged[0] = 1;
+    for (std::size_t i = 0; i < lead; ++i) merged[0] *= dims[i];
+    std::copy(dims.begin() + static_cast<std::ptrdiff_t>(lead), dims.end(), merged.begin() + 1);
+    return contiguous_view(storage.handle(), offset, dtype, merged);
+}
+
+void dispatch(Device device, OpDescriptor const& op, std::initializer_list<OpArg> inputs,
+              std::initializer_list<OpArg> outputs) {
+    if (!well_formed(op)) throw Error("rayo: " + std::string(to_string(op_of(op))) + " dispatched as another family");
     stats_state().ops.fetch_add(1, std::memory_order_relaxed);
     Backend& backend = Registry::instance().backend(device);
-    std::vector<TensorView> in_views, out_views;
-    for (auto const& a : inputs) in_views.push_back(view_of(a));
-    for (auto const& a : outputs) out_views.push_back(view_of(a));
+    ViewList const list(inputs, outputs);
+    Support support = backend.supports(op, list.views());
     if (device.kind() == DeviceKind::cpu) {
-        body(backend, in_views, out_views);
+        if (!support.native) throw Unsupported(std::string(to_string(op_of(op))) + " on cpu: " + support.reason);
+        backend.run(op, list.views());
         return;
     }
-    try {
-        body(backend, in_views, out_views);
-    } catch (Unsupported const& e) {
-        run_on_cpu(op, device, e.what(), inputs, outputs, body);
+    if (support.native) {
+        try {
+            backend.run(op, list.views());
+            return;
+        } catch (Unsupported const& e) {  // a limit the backend finds only while planning the launch
+            support = Support::no(e.what());
+        }
     }
+    run_on_cpu(op, device, support.reason, inputs, outputs);
 }
 
 }  // namespace rayo::detail

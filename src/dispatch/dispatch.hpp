@@ -1,10 +1,9 @@
-// Runs an op on its device's backend, or on the CPU when that backend reports Unsupported.
+// Runs an op descriptor on its device's backend, or on the CPU when that backend does not support it.
 #pragma once
 
-#include <functional>
+#include <cstdint>
 #include <initializer_list>
 #include <span>
-#include <string_view>
 
 #include "dispatch/backend.hpp"
 #include "rayo/detail/storage.hpp"
@@ -12,26 +11,29 @@
 
 namespace rayo::detail {
 
-// A tensor as an op argument: where its bytes live and what they hold.
+// A tensor as an op operand: its storage (which the CPU fallback copies) and how the backend sees it.
 struct OpArg {
-    Storage* storage = nullptr;
-    std::size_t offset = 0;
-    std::size_t numel = 0;
-    DType dtype = DType::f32;
+    Storage* storage = nullptr;  // null: an optional operand that was not given
+    TensorView view;
 };
+
+// The view of `dims` elements of `dtype` at byte `offset` of `storage`, contiguous; more than
+// max_view_rank axes are seen with the leading ones merged.
+[[nodiscard]] TensorView view_of(Storage const& storage, std::size_t offset, DType dtype,
+                                 std::span<std::int64_t const> dims) noexcept;
 
 template <class T>
 OpArg arg(Tensor<T> const& t) noexcept {
-    return {&TensorAccess::storage(t), TensorAccess::offset(t), t.numel(), dtype_of<T>};
+    Storage& s = TensorAccess::storage(t);
+    return {&s, view_of(s, TensorAccess::offset(t), dtype_of<T>, t.shape().dims())};
 }
-inline OpArg no_arg() noexcept { return {}; }  // an absent optional operand (numel 0)
+inline OpArg no_arg() noexcept { return {}; }
 
-using OpBody = std::function<void(Backend&, std::span<TensorView const> in, std::span<TensorView const> out)>;
-
-// Calls body on the backend of `device`. If it throws Unsupported on a non-CPU backend, the op is
-// logged (once per op and device), counted in rayo::stats(), and run on the CPU on host copies of
-// the inputs, after which the outputs are uploaded back.
-void dispatch(std::string_view op, Device device, std::initializer_list<OpArg> inputs,
-              std::initializer_list<OpArg> outputs, OpBody const& body);
+// Runs `op` on the backend of `device` when it supports the op on these operands; otherwise the
+// op is logged (once per op and device), counted in rayo::stats(), and run on the CPU on host
+// copies of the inputs, after which the outputs are uploaded back. On the CPU itself, an op the
+// CPU backend does not support throws rayo::Unsupported.
+void dispatch(Device device, OpDescriptor const& op, std::initializer_list<OpArg> inputs,
+              std::initializer_list<OpArg> outputs);
 
 }  // namespace rayo::detail

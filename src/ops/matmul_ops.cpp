@@ -11,7 +11,7 @@ namespace rayo {
 namespace {
 
 template <class T>
-detail::MatmulShape matmul_shape(Tensor<T> const& a, Tensor<T> const& b) {
+detail::op::MatmulShape matmul_shape(Tensor<T> const& a, Tensor<T> const& b) {
     detail::check_same_device("matmul", a, b);
     if (a.rank() != 2 || b.rank() != 2)
         throw ShapeError("matmul needs 2-D operands, got a " + a.shape().to_string() + " and b " + b.shape().to_string());
@@ -24,7 +24,7 @@ detail::MatmulShape matmul_shape(Tensor<T> const& a, Tensor<T> const& b) {
 }
 
 template <class W>
-std::pair<detail::MatmulShape, Shape> linear_shape(FTensor const& x, Tensor<W> const& w) {
+std::pair<detail::op::MatmulShape, Shape> linear_shape(FTensor const& x, Tensor<W> const& w) {
     detail::check_same_device("linear", x, w);
     if (w.rank() != 2) throw ShapeError("linear: w must be 2-D [out, in], got " + w.shape().to_string());
     if (x.rank() == 0) throw ShapeError("linear: x must have at least one axis, got a rank-0 tensor");
@@ -40,9 +40,8 @@ std::pair<detail::MatmulShape, Shape> linear_shape(FTensor const& x, Tensor<W> c
 }
 
 template <class A, class B>
-void run_matmul(char const* name, detail::MatmulShape s, Tensor<A> const& a, Tensor<B> const& b, FTensor const& out) {
-    detail::dispatch(name, a.device(), {detail::arg(a), detail::arg(b)}, {detail::arg(out)},
-                     [&](detail::Backend& be, auto in, auto o) { be.matmul(s, in[0], in[1], o[0]); });
+void run_matmul(Op op, detail::op::MatmulShape s, Tensor<A> const& a, Tensor<B> const& b, FTensor const& out) {
+    detail::dispatch(a.device(), detail::op::Matmul{op, s}, {detail::arg(a), detail::arg(b)}, {detail::arg(out)});
 }
 
 }  // namespace
@@ -53,14 +52,14 @@ void matmul(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out) {
     Shape const result{s.m, s.n};
     detail::check_out("matmul", out, result, a, false);
     detail::check_out("matmul", out, result, b, false);
-    run_matmul("matmul", s, a, b, out);
+    run_matmul(Op::matmul, s, a, b, out);
 }
 
 template <FloatingElement T>
 FTensor matmul(Tensor<T> const& a, Tensor<T> const& b) {
     auto const s = matmul_shape(a, b);
     FTensor out = FTensor::empty(Shape{s.m, s.n}, a.device());
-    run_matmul("matmul", s, a, b, out);
+    run_matmul(Op::matmul, s, a, b, out);
     return out;
 }
 
@@ -69,14 +68,14 @@ void linear(FTensor const& x, Tensor<W> const& w, FTensor const& out) {
     auto const [s, result] = linear_shape(x, w);
     detail::check_out("linear", out, result, x, false);
     detail::check_out("linear", out, result, w, false);
-    run_matmul("linear", s, x, w, out);
+    run_matmul(Op::linear, s, x, w, out);
 }
 
 template <LinearWeight W>
 FTensor linear(FTensor const& x, Tensor<W> const& w) {
     auto const [s, result] = linear_shape(x, w);
     FTensor out = FTensor::empty(result, x.device());
-    run_matmul("linear", s, x, w, out);
+    run_matmul(Op::linear, s, x, w, out);
     return out;
 }
 

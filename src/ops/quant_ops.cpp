@@ -26,8 +26,7 @@ void quantize(Tensor<float> const& x, Tensor<B> const& out) {
     check_block_axis("quantize", dtype_of<B>, x.shape());
     detail::check_out("quantize", out, x.shape(), x, false);
     if (x.numel() == 0) return;
-    detail::dispatch("quantize", x.device(), {detail::arg(x)}, {detail::arg(out)},
-                     [&](detail::Backend& b, auto in, auto o) { b.quantize(in[0], o[0]); });
+    detail::dispatch(x.device(), detail::op::Quantize{}, {detail::arg(x)}, {detail::arg(out)});
 }
 
 template <QuantBlock B>
@@ -42,8 +41,7 @@ template <QuantBlock B>
 void dequantize(Tensor<B> const& q, Tensor<float> const& out) {
     detail::check_out("dequantize", out, q.shape(), q, false);
     if (q.numel() == 0) return;
-    detail::dispatch("dequantize", q.device(), {detail::arg(q)}, {detail::arg(out)},
-                     [&](detail::Backend& b, auto in, auto o) { b.dequantize(in[0], o[0]); });
+    detail::dispatch(q.device(), detail::op::Dequantize{}, {detail::arg(q)}, {detail::arg(out)});
 }
 
 template <QuantBlock B>

@@ -166,7 +166,8 @@ std::optional<PhysicalDevice> describe(VkPhysicalDevice handle) {
     vkGetPhysicalDeviceProperties2(handle, &properties2);
     d.max_allocation_bytes = maintenance3.maxMemoryAllocationSize;
     d.subgroup_size = std::max<std::uint32_t>(1, subgroup.subgroupSize);
-    VkSubgroupFeatureFlags const needed = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+    VkSubgroupFeatureFlags const needed =
+        VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
     d.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                             (subgroup.supportedOperations & needed) == needed;
     vkGetPhysicalDeviceMemoryProperties(handle, &d.memory);

@@ -15,8 +15,9 @@ struct PhysicalDevice {
     VkPhysicalDeviceMemoryProperties memory{};
     VkDeviceSize max_allocation_bytes = 0;  // maxMemoryAllocationSize (Vulkan 1.1)
     std::uint32_t compute_queue_family = 0;
-    // Subgroups (Vulkan 1.1): the size, and whether compute shaders have the basic and arithmetic
-    // operations (subgroupAdd, subgroupMax, ...). Reductions use them when present.
+    // Subgroups (Vulkan 1.1): the size, and whether compute shaders have the basic, arithmetic and
+    // shuffle operations (subgroupAdd, subgroupMax, subgroupShuffleXor, ...). Reductions use them
+    // when present.
     std::uint32_t subgroup_size = 1;
     bool subgroup_arithmetic = false;
     // storageBuffer16BitAccess (Vulkan 1.1): f16 operands are then read through 16-bit storage.

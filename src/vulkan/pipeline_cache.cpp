@@ -1,5 +1,6 @@
 #include "vulkan/pipeline_cache.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -13,39 +14,19 @@ namespace rayo::vulkan {
 
 namespace {
 
-struct ShaderInfo {
-    std::span<std::uint32_t const> code;
-    std::uint32_t bindings;
-    char const* name;
-    std::span<std::uint32_t const> denorm_preserve_code = {};  // empty: built in the default mode only
-};
-
-ShaderInfo info(Shader s) {
-    switch (s) {
-        case Shader::unary: return {shaders::unary, 2, "unary", shaders::unary_denorm_preserve};
-        case Shader::binary: return {shaders::binary, 3, "binary", shaders::binary_denorm_preserve};
-        case Shader::reduce: return {shaders::reduce, 4, "reduce", shaders::reduce_denorm_preserve};
-        case Shader::reduce_subgroup:
-            return {shaders::reduce_subgroup, 4, "reduce_subgroup", shaders::reduce_subgroup_denorm_preserve};
-        case Shader::rows: return {shaders::rows, 4, "rows", shaders::rows_denorm_preserve};
-        case Shader::rows_subgroup: return {shaders::rows_subgroup, 4, "rows_subgroup", shaders::rows_subgroup_denorm_preserve};
-        case Shader::matmul: return {shaders::matmul, 3, "matmul", shaders::matmul_denorm_preserve};
-        case Shader::matmul_storage16:
-            return {shaders::matmul_storage16, 3, "matmul_storage16", shaders::matmul_storage16_denorm_preserve};
-        case Shader::matmul_coopmat: return {shaders::matmul_coopmat, 3, "matmul_coopmat"};
-        case Shader::quant_dequantize: return {shaders::quant_dequantize, 2, "quant_dequantize"};
-        case Shader::quant_q8_k: return {shaders::quant_q8_k, 2, "quant_q8_k"};
-        case Shader::quant_gemv: return {shaders::quant_gemv, 3, "quant_gemv", shaders::quant_gemv_denorm_preserve};
-        case Shader::quant_gemv_subgroup:
-            return {shaders::quant_gemv_subgroup, 3, "quant_gemv_subgroup", shaders::quant_gemv_subgroup_denorm_preserve};
-        case Shader::quant_gemv_spanning:
-            return {shaders::quant_gemv_spanning, 3, "quant_gemv_spanning", shaders::quant_gemv_spanning_denorm_preserve};
-        case Shader::quant_gemv_spanning_integer_dot:
-            return {shaders::quant_gemv_spanning_integer_dot, 3, "quant_gemv_spanning_integer_dot"};
-        case Shader::matmul_f32_large:
-            return {shaders::matmul_f32_large, 3, "matmul_f32_large", shaders::matmul_f32_large_denorm_preserve};
+// The storage buffers a shader declares: one past the highest `Binding` decoration in its SPIR-V
+// (rayo's shaders bind storage buffers only, all in set 0).
+std::uint32_t binding_count(std::span<std::uint32_t const> spirv) {
+    constexpr std::uint32_t op_decorate = 71, decoration_binding = 33;
+    std::uint32_t count = 0;
+    for (std::size_t i = 5; i < spirv.size();) {  // after the 5-word header
+        std::uint32_t const words = spirv[i] >> 16, opcode = spirv[i] & 0xffffu;
+        if (words == 0) break;
+        if (opcode == op_decorate && words >= 4 && spirv[i + 2] == decoration_binding)
+            count = std::max(count, spirv[i + 3] + 1);
+        i += words;
     }
-    return {};
+    return count;
 }
 
 }  // namespace
@@ -90,7 +71,7 @@ PipelineCache::Layout const& PipelineCache::layout(std::uint32_t bindings) {
 VkShaderModule PipelineCache::module(Shader shader, DenormMode mode) {
     auto const key = std::make_tuple(shader, mode);
     if (auto it = modules_.find(key); it != modules_.end()) return it->second;
-    std::span<std::uint32_t const> code = mode == DenormMode::preserve ? info(shader).denorm_preserve_code : info(shader).code;
+    std::span<std::uint32_t const> code = mode == DenormMode::preserve ? shader_code(shader).denorm_preserve_code : shader_code(shader).code;
     // The cooperative-matrix GEMM is compiled for VK_NV_cooperative_matrix; on a device that runs
     // it through the KHR extension its SPIR-V is rewritten for that.
     std::vector<std::uint32_t> khr_code;
@@ -104,7 +85,7 @@ VkShaderModule PipelineCache::module(Shader shader, DenormMode mode) {
     ci.pCode = code.data();
     VkShaderModule m = VK_NULL_HANDLE;
     check(device_.fn().vkCreateShaderModule(device_.handle(), &ci, nullptr, &m),
-          std::string("vkCreateShaderModule(") + info(shader).name + ")");
+          "vkCreateShaderModule(" + std::string(shader_code(shader).name) + ")");
     return modules_.emplace(key, m).first->second;
 }
 
@@ -121,10 +102,10 @@ void PipelineCache::log_subnormals_may_flush() {
 }
 
 Pipeline const& PipelineCache::get(Shader shader, SpecConstants const& constants, DenormMode mode) {
-    bool const both_builds = !info(shader).denorm_preserve_code.empty();
+    bool const both_builds = !shader_code(shader).denorm_preserve_code.empty();
     if (!both_builds) mode = DenormMode::device_default;
     if (mode == DenormMode::preserve && !device_.physical().preserves_f32_subnormals())
-        throw Error(std::string("vulkan: the DenormPreserve build of ") + info(shader).name + " asked for on " +
+        throw Error("vulkan: the DenormPreserve build of " + std::string(shader_code(shader).name) + " asked for on " +
                     device_.physical().name() + ", which cannot run it");
     auto const key = std::make_tuple(shader, mode, constants);
     if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
@@ -134,7 +115,7 @@ Pipeline const& PipelineCache::get(Shader shader, SpecConstants const& constants
         VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
         check(fn.vkCreatePipelineCache(dev, &ci, nullptr, &cache_), "vkCreatePipelineCache");
     }
-    std::uint32_t const bindings = info(shader).bindings;
+    std::uint32_t const bindings = binding_count(shader_code(shader).code);
     Layout const& l = layout(bindings);
     VkShaderModule const m = module(shader, mode);
 
@@ -164,7 +145,7 @@ Pipeline const& PipelineCache::get(Shader shader, SpecConstants const& constants
     ci.layout = l.layout;
     Pipeline p{VK_NULL_HANDLE, l.layout, l.set_layout, bindings};
     check(fn.vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &p.pipeline),
-          std::string("vkCreateComputePipelines(") + info(shader).name + ")");
+          "vkCreateComputePipelines(" + std::string(shader_code(shader).name) + ")");
     if (both_builds) {
         ++(mode == DenormMode::preserve ? denorm_preserve_pipelines_ : denorm_default_pipelines_);
         if (mode == DenormMode::device_default && !device_.physical().preserves_f32_subnormals()) log_subnormals_may_flush();

@@ -11,17 +11,13 @@
 #include <span>
 #include <tuple>
 
+#include "vulkan/embedded_shaders.hpp"
 #include "vulkan/logical_device.hpp"
 
 namespace rayo::vulkan {
 
-// Every shader of shaders/*.comp; each is registered with its binding count in pipeline_cache.cpp's info().
-enum class Shader : std::uint8_t { unary, binary, reduce, reduce_subgroup, rows, rows_subgroup,
-                                   matmul, matmul_storage16, matmul_coopmat, quant_dequantize, quant_q8_k,
-                                   quant_gemv, quant_gemv_subgroup, quant_gemv_spanning, quant_gemv_spanning_integer_dot, matmul_f32_large };
-
 // The float32 denormal mode a pipeline's shader was built with (cmake/RayoShaders.cmake builds the
-// shaders named in DENORM_PRESERVE twice; the others exist only in the default mode).
+// shaders that include float_controls.glsl twice; the others exist only in the default mode).
 enum class DenormMode : std::uint8_t {
     device_default,  // the plain build: the device may flush subnormals to zero (NVIDIA does)
     preserve,        // the DenormPreserve build: subnormals kept, as on the CPU
@@ -77,13 +73,6 @@ private:
     std::size_t denorm_preserve_pipelines_ = 0;
     std::size_t denorm_default_pipelines_ = 0;
     bool logged_subnormals_may_flush_ = false;
-};
-
-// Push constants of the element-wise shaders (shaders/elementwise_layout.glsl).
-struct ElementwiseParams {
-    std::uint32_t n = 0;
-    std::uint32_t a_offset = 0, b_offset = 0, out_offset = 0;  // in elements
-    float a = 0.0f, b = 0.0f;
 };
 
 }  // namespace rayo::vulkan

@@ -4,9 +4,11 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "core/logging.hpp"
 #include "dispatch/registry.hpp"
+#include "vulkan/ops/ops.hpp"
 #include "rayo/error.hpp"
 #include "vulkan/vulkan_error.hpp"
 
@@ -20,13 +22,11 @@ VulkanBackend::VulkanBackend(PhysicalDevice const& physical, int index)
       device_memory_(device_, MemoryKind::device_local),
       staging_memory_(device_, MemoryKind::staging),
       stream_(device_),
-      pipelines_(device_) {
-    workgroup_size_ = std::min<std::uint32_t>(256, physical.properties.limits.maxComputeWorkGroupSize[0]);
-}
+      pipelines_(device_) {}
 
 VulkanBackend::~VulkanBackend() {
     std::lock_guard lock(mutex_);
-    kquant_decoded_.reset();  // into pending_, freed below
+    kept_scratch_.reset();  // into pending_, freed below
     try {
         stream_.wait(stream_.recording_serial());
     } catch (std::exception const& e) {
@@ -228,61 +228,19 @@ void VulkanBackend::synchronize() {
     reclaim();
 }
 
-void VulkanBackend::elementwise(Shader shader, SpecConstants constants, TensorView const& a, TensorView const* b,
-                                TensorView const& out, float pa, float pb) {
-    for (TensorView const* v : {&a, b, &out})
-        if (v && (v->dtype != DType::f32 || v->offset % sizeof(float) != 0))
-            throw Unsupported("vulkan: element-wise shaders take f32 tensors");
-    std::size_t const n = out.numel;
-    if (n == 0) return;
+detail::Support VulkanBackend::supports(detail::OpDescriptor const& op, detail::OpViews const& views) const {
+    std::lock_guard lock(mutex_);
+    ShaderRunner const runner(const_cast<VulkanBackend&>(*this));
+    return std::visit([&](auto const& d) { return ops::supports(runner, d, views); }, op);
+}
+
+void VulkanBackend::run(detail::OpDescriptor const& op, detail::OpViews const& views) {
     std::lock_guard lock(mutex_);
     reclaim();
-    constants[1] = workgroup_size_;
-    std::size_t const bytes = n * sizeof(float);
-    Binding const in = bind(a, bytes, Access::read, "element-wise input");
-    Binding const result = bind(out, bytes, Access::write, "element-wise output");
-    // The binary shader's third binding: b, or (scalar form) a again, bound but not read.
-    Binding const second =
-        b ? bind(*b, bytes, Access::read, "element-wise input") : bind(a, 0, Access::read, "element-wise input");
-    ElementwiseParams params;
-    params.n = static_cast<std::uint32_t>(n);  // n·4 bytes fit one binding, so n < 2^32
-    params.a_offset = in.element_offset(sizeof(float));
-    params.b_offset = second.element_offset(sizeof(float));
-    params.out_offset = result.element_offset(sizeof(float));
-    params.a = pa;
-    params.b = pb;
-    // vec4 accesses where every operand starts on a 16-byte boundary (allocations are aligned to
-    // 256 bytes at least, so an offset that is a multiple of 4 elements is); views elsewhere read floats.
-    bool const vec4 = params.a_offset % 4 == 0 && params.out_offset % 4 == 0 && (!b || params.b_offset % 4 == 0);
-    constants[3] = vec4 ? 1 : 0;
-    // One invocation per vec4 (or float), as many groups as that takes up to the device's limit;
-    // the shaders loop with a grid stride over the rest.
-    std::size_t const items = vec4 ? (n + 3) / 4 : n;
-    auto const groups = static_cast<std::uint32_t>(
-        std::min<std::size_t>((items + workgroup_size_ - 1) / workgroup_size_, max_groups()));
-    if (shader == Shader::unary) dispatch(shader, constants, {in, result}, params, {groups});
-    else dispatch(shader, constants, {in, result, second}, params, {groups});
+    ShaderRunner runner(*this);
+    std::visit([&](auto const& d) { ops::run(runner, d, views); }, op);
     stream_.submit_if_large();
 }
-
-void VulkanBackend::unary(detail::UnaryOp op, detail::UnaryParams params, TensorView const& in, TensorView const& out) {
-    elementwise(Shader::unary, {static_cast<std::uint32_t>(op), 0, 0}, in, nullptr, out, params.a, params.b);
-}
-
-void VulkanBackend::binary(detail::BinaryOp op, TensorView const& a, TensorView const& b, TensorView const& out) {
-    elementwise(Shader::binary, {static_cast<std::uint32_t>(op), 0, 0}, a, &b, out, 0.0f, 0.0f);
-}
-
-void VulkanBackend::binary_scalar(detail::BinaryOp op, TensorView const& a, float s, TensorView const& out) {
-    elementwise(Shader::binary, {static_cast<std::uint32_t>(op), 0, 1}, a, nullptr, out, s, 0.0f);
-}
-
-void VulkanBackend::not_yet(char const* op) const {
-    throw Unsupported(std::string("the Vulkan backend has no ") + op + " shader yet");
-}
-
-// reduce and dot: vulkan_reductions.cpp; softmax and norm: vulkan_rows.cpp.
-// matmul: vulkan_matmul.cpp; quantize, dequantize and K-quant linear: vulkan_quant.cpp.
 
 MemoryStats VulkanBackend::memory_stats() const {
     std::lock_guard lock(mutex_);
@@ -297,14 +255,38 @@ MemoryStats VulkanBackend::memory_stats() const {
     return s;
 }
 
+SubnormalSupport VulkanBackend::subnormal_support() const {
+    std::lock_guard lock(mutex_);
+    PhysicalDevice const& physical = device_.physical();
+    SubnormalSupport s;
+    s.float_controls = physical.float_controls;
+    s.denorm_preserve_f32 = physical.denorm_preserve_f32;
+    switch (physical.denorm_independence) {
+        case VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_32_BIT_ONLY: s.denorm_independence = "32-bit only"; break;
+        case VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL: s.denorm_independence = "all"; break;
+        default: s.denorm_independence = "none"; break;
+    }
+    s.device_preserves = physical.preserves_f32_subnormals();
+    s.preserving = denorm_mode() == DenormMode::preserve;
+    s.preserving_pipelines = pipelines_.pipelines_in(DenormMode::preserve);
+    s.default_mode_pipelines = pipelines_.pipelines_in(DenormMode::device_default);
+    return s;
+}
+
+PathSwitches VulkanBackend::switches() const {
+    std::lock_guard lock(mutex_);
+    return switches_;
+}
+
+void VulkanBackend::set_switches(PathSwitches const& switches) {
+    std::lock_guard lock(mutex_);
+    switches_ = switches;
+}
+
 VulkanBackend& backend_of(Device device) {
     auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
     if (!b) throw Error(device.id() + " is not a Vulkan device");
     return *b;
-}
-
-MemoryStats memory_stats(Device device) {
-    return backend_of(device).memory_stats();
 }
 
 }  // namespace rayo::vulkan

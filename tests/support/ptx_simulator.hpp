@@ -1084,11 +1084,17 @@ public:
     HostView(SimulatedRunner& runner, std::size_t n, std::size_t offset_elements, DType dtype)
         : storage_((n + offset_elements) * sizeof(T) + 512), n_(n) {
         auto const base = (reinterpret_cast<std::uintptr_t>(storage_.data()) + 255) / 256 * 256;
-        view_ = {base, offset_elements * sizeof(T), n, dtype};
+        std::int64_t const values[] = {static_cast<std::int64_t>(n * block_elements(dtype))};
+        view_ = detail::contiguous_view(base, offset_elements * sizeof(T), dtype, values);
         runner.allow(data(), n * sizeof(T));
     }
     [[nodiscard]] T* data() const { return reinterpret_cast<T*>(view_.buffer + view_.offset); }
     [[nodiscard]] detail::TensorView const& view() const { return view_; }
+    // The same elements as a row-major [rows, cols] view (cols in values, for the block types).
+    [[nodiscard]] detail::TensorView matrix(std::size_t rows, std::size_t cols) const {
+        std::int64_t const dims[] = {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+        return detail::contiguous_view(view_.buffer, view_.offset, view_.dtype, dims);
+    }
     [[nodiscard]] std::vector<T> values() const { return std::vector<T>(data(), data() + n_); }
     void fill(std::vector<T> const& v) {
         if (!v.empty()) std::memcpy(data(), v.data(), v.size() * sizeof(T));  // memcpy from null is UB

@@ -1,7 +1,8 @@
-// layer_norm and rms_norm along contiguous rows. Row statistics accumulate in double (two passes
-// for the variance), the per-element work is vectorised.
+// layer_norm and rms_norm along contiguous rows. Row statistics accumulate in double (the mean,
+// then the sums of the values centred on it), the per-element work is vectorised.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -36,29 +37,54 @@ inline void affine_row(float const* x, float c, float s, float t, float const* g
     }
 }
 
+// Σ(x − c) and Σ(x − c)² over one row, in runs of floats added into doubles (as blocked_sum).
+// With c the row's mean rounded to float, x − c is exact for the values near it, so the first sum
+// corrects the mean and the second is the variance's numerator without cancellation.
+struct CentredSums {
+    double first = 0.0, second = 0.0;
+};
+
+template <class A>
+inline CentredSums centred_sums(float const* x, std::size_t n, float c) {
+    using B = fbatch<A>;
+    constexpr std::size_t w = B::size;
+    constexpr std::size_t block = 1024;
+    B const vc(c);
+    CentredSums total;
+    std::size_t i = 0;
+    while (i < n) {
+        std::size_t const end = n - i >= block ? i + block : n;
+        B s(0.0f), q(0.0f);
+        for (; i + w <= end; i += w) {
+            B const d = B::load_unaligned(x + i) - vc;
+            s += d;
+            q = xsimd::fma(d, d, q);
+        }
+        if (i < end) {
+            B const d = load_partial<A>(x + i, end - i, c) - vc;
+            s += d;
+            q = xsimd::fma(d, d, q);
+            i = end;
+        }
+        total.first += static_cast<double>(xsimd::hadd(s));
+        total.second += static_cast<double>(xsimd::hadd(q));
+    }
+    return total;
+}
+
 template <class A>
 void layer_norm_rows_kernel(float const* in, float const* gamma, float const* beta, float eps, float* out,
                             std::size_t rows, std::size_t cols) {
-    using B = fbatch<A>;
     for (std::size_t r = 0; r < rows; ++r) {
         float const* x = in + r * cols;
-        double const mean = sum_kernel<A>(x, cols) / static_cast<double>(cols);
-        B const m(static_cast<float>(mean));
-        double const var = blocked_sum<A>(
-                               cols,
-                               [&](std::size_t i) {
-                                   B const d = B::load_unaligned(x + i) - m;
-                                   return d * d;
-                               },
-                               [&](std::size_t i, std::size_t c) {
-                                   B const d = load_partial<A>(x + i, c, static_cast<float>(mean)) - m;
-                                   return d * d;
-                               }) /
-                           static_cast<double>(cols);
+        auto const n = static_cast<double>(cols);
+        float const c = static_cast<float>(sum_kernel<A>(x, cols) / n);
+        CentredSums const sums = centred_sums<A>(x, cols, c);
+        double const shift = sums.first / n;  // mean − c
+        double const var = std::max(sums.second / n - shift * shift, 0.0);
         double const rstd = 1.0 / std::sqrt(var + static_cast<double>(eps));
-        float const c = static_cast<float>(mean);
-        affine_row<A>(x, c, static_cast<float>(rstd), static_cast<float>((static_cast<double>(c) - mean) * rstd), gamma,
-                      beta, out + r * cols, cols);
+        affine_row<A>(x, c, static_cast<float>(rstd), static_cast<float>(-shift * rstd), gamma, beta, out + r * cols,
+                      cols);
     }
 }
 

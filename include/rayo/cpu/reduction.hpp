@@ -8,10 +8,9 @@
 #include <limits>
 
 #include "rayo/cpu/simd_loop.hpp"
-#include "rayo/detail/op_codes.hpp"
+#include "rayo/op_table.hpp"
 
 namespace rayo::cpu {
-
 
 template <class A>
 double sum_kernel(float const* in, std::size_t n) {
@@ -72,12 +71,11 @@ std::size_t find_first_kernel(float const* in, std::size_t n, float value) {
 // Column reductions of rows x cols (row stride `stride`): value[j] (double) and, for the arg
 // reductions, index[j]. Each lane tracks its best value and row; a NaN, once taken, is kept.
 template <class A>
-void reduce_columns_kernel(detail::ReduceOp op, float const* in, std::size_t rows, std::size_t cols, std::size_t stride,
+void reduce_columns_kernel(Op op, float const* in, std::size_t rows, std::size_t cols, std::size_t stride,
                            double* value, std::int64_t* index) {
     using B = fbatch<A>;
     constexpr std::size_t w = B::size;
-    using detail::ReduceOp;
-    if (op == ReduceOp::sum) {
+    if (op == Op::sum) {
         constexpr std::size_t block = 64;
         std::size_t j = 0;
         for (; j + w <= cols; j += w) {
@@ -99,7 +97,7 @@ void reduce_columns_kernel(detail::ReduceOp op, float const* in, std::size_t row
         }
         return;
     }
-    bool const is_max = op == ReduceOp::max || op == ReduceOp::argmax;
+    bool const is_max = op == Op::max || op == Op::argmax;
     // Row numbers ride along as floats, exact below 2^24 rows; taller blocks take the scalar loop.
     std::size_t j = 0;
     if (rows < (std::size_t{1} << 24)) {

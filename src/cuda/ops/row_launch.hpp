@@ -1,5 +1,6 @@
-// Launches of a row kernel (softmax, the norms) over any number of rows: chunks of at most ~2^31
-// rows, because the kernels' row index and the grid are 32-bit.
+// What the row kernels (softmax, the norms) share: what they take, and their launches over any
+// number of rows in chunks of at most ~2^31 rows, because the kernels' row index and the grid are
+// 32-bit.
 #pragma once
 
 #include <algorithm>
@@ -7,10 +8,23 @@
 #include <cstdint>
 #include <limits>
 
+#include <string>
+
 #include "cuda/kernel_runner.hpp"
+#include "dispatch/operand_checks.hpp"
 #include "rayo/ptx/kernels/row_layout.hpp"
 
 namespace rayo::cuda::ops {
+
+// Contiguous f32 operands with rows shorter than 2^31 floats (the kernels index a row with 32-bit
+// signed arithmetic).
+inline detail::Support row_kernel_supports(Op op, detail::OpViews const& v) {
+    detail::Support s = detail::contiguous_f32("cuda", op, v);
+    if (s.native && v.in[0].cols() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+        return detail::Support::no("cuda: " + std::string(to_string(op)) + ": rows of " + std::to_string(v.in[0].cols()) +
+                                   " floats (2^31 or more) have no kernel");
+    return s;
+}
 
 // Calls launch(dims, count, byte_offset) once per chunk of rows of `cols` floats.
 template <class Launch>

@@ -303,7 +303,7 @@ Reg gelu_erf_value(Kernel& k, Reg x) {
     return k.fma(f1, f2, base);
 }
 
-Reg require_parameter(Reg r, UnaryKind op, char const* which) {
+Reg require_parameter(Reg r, Op op, char const* which) {
     if (!r.valid())
         throw BuildError("ptx: emit_unary(" + std::string(to_string(op)) + ") needs parameter register '" + which +
                          "'");
@@ -312,31 +312,33 @@ Reg require_parameter(Reg r, UnaryKind op, char const* which) {
 
 }  // namespace
 
-Reg emit_unary(Kernel& k, UnaryKind op, Reg x, Reg a, Reg b) {
+Reg emit_unary(Kernel& k, Op op, Reg x, Reg a, Reg b) {
+    static_assert(op_count(OpFamily::unary) == 14, "a case for every unary op");
     switch (op) {
         // NaN < 0 is false, so NaN passes through relu, leaky_relu and clip unchanged.
-        case UnaryKind::relu: return select(k, k.setp(Cmp::lt, x, 0.0f), 0.0f, x);
-        case UnaryKind::leaky_relu:
+        case Op::relu: return select(k, k.setp(Cmp::lt, x, 0.0f), 0.0f, x);
+        case Op::leaky_relu:
             return select(k, k.setp(Cmp::lt, x, 0.0f), k.mul(x, require_parameter(a, op, "a")), x);
-        case UnaryKind::elu: return elu_value(k, x, require_parameter(a, op, "a"));
-        case UnaryKind::sigmoid: return sigmoid_value(k, x);
-        case UnaryKind::tanh: return tanh_value(k, x);
-        case UnaryKind::silu: return silu_value(k, x);
-        case UnaryKind::gelu_tanh: return gelu_tanh_value(k, x);
-        case UnaryKind::gelu_erf: return gelu_erf_value(k, x);
-        case UnaryKind::clip: {
+        case Op::elu: return elu_value(k, x, require_parameter(a, op, "a"));
+        case Op::sigmoid: return sigmoid_value(k, x);
+        case Op::tanh: return tanh_value(k, x);
+        case Op::silu: return silu_value(k, x);
+        case Op::gelu_tanh: return gelu_tanh_value(k, x);
+        case Op::gelu: return gelu_erf_value(k, x);
+        case Op::clip: {
             Reg lo = require_parameter(a, op, "a"), hi = require_parameter(b, op, "b");
             Reg t = select(k, k.setp(Cmp::lt, x, lo), lo, x);
             return select(k, k.setp(Cmp::gt, t, hi), hi, t);
         }
-        case UnaryKind::exp: return exp_value(k, x);
-        case UnaryKind::log: return log_value(k, x);
-        case UnaryKind::sqrt: return k.sqrt(x);
+        case Op::exp: return exp_value(k, x);
+        case Op::log: return log_value(k, x);
+        case Op::sqrt: return k.sqrt(x);
         // Sign-bit operations: exact for every input, NaN included, and no flush of subnormals.
-        case UnaryKind::abs: return k.and_(x, 0x7fffffff);
-        case UnaryKind::neg: return k.xor_(x, std::int64_t{0x80000000});
+        case Op::abs: return k.and_(x, 0x7fffffff);
+        case Op::neg: return k.xor_(x, std::int64_t{0x80000000});
+        default: break;
     }
-    throw BuildError("ptx: emit_unary: unknown op " + std::to_string(static_cast<int>(op)));
+    throw BuildError("ptx: emit_unary: " + std::string(to_string(op)) + " is not a unary op");
 }
 
 namespace {
@@ -460,14 +462,15 @@ Kernel binary(BinaryKernelConfig const& config) {
     Reg s = k.param(Type::f32, "s");
     std::vector<Reg> inputs{a};
     if (!config.scalar_operand) inputs.push_back(k.cvta_to_global(b));
+    static_assert(op_count(OpFamily::binary) == 4, "a case for every binary op");
     auto apply = [&](Reg x, Reg y) {
         switch (config.op) {
-            case BinaryKind::add: return k.add(x, y);
-            case BinaryKind::sub: return k.sub(x, y);
-            case BinaryKind::mul: return k.mul(x, y);
-            case BinaryKind::div: return k.div(x, y);
+            case Op::add: return k.add(x, y);
+            case Op::sub: return k.sub(x, y);
+            case Op::mul: return k.mul(x, y);
+            case Op::div: return k.div(x, y);
+            default: throw BuildError("ptx kernel '" + name + "': " + std::string(to_string(config.op)) + " is not a binary op");
         }
-        throw BuildError("ptx kernel '" + name + "': unknown binary op");
     };
     elementwise_loop(k, shape, out, inputs, n,
                      [&](std::vector<Reg> const& v) { return apply(v[0], config.scalar_operand ? s : v[1]); });

@@ -46,7 +46,7 @@ RowScale layer_scale(Kernel& k, Params const& p, Reg center, Reg sum, Reg sum_sq
 }
 
 Reg normalized(Kernel& k, NormConfig const& config, RowScale const& s, Reg x) {
-    if (config.norm == Norm::rms_norm) return k.mul(x, s.scale);
+    if (config.op == Op::rms_norm) return k.mul(x, s.scale);
     return k.fma(k.sub(x, s.center), s.scale, s.shift);
 }
 
@@ -60,7 +60,7 @@ void write_outputs(Kernel& k, NormConfig const& config, Params const& p, RowScal
                    std::vector<std::vector<Reg>> const& x, Reg gamma_at, Reg beta_at, Reg out_at, std::int64_t stride,
                    std::vector<Reg> const& ok) {
     unsigned const vector = static_cast<unsigned>(x.front().size());
-    bool const layer = config.norm == Norm::layer_norm;
+    bool const layer = config.op == Op::layer_norm;
     for (std::size_t i = 0; i < x.size(); ++i) {
         auto const offset = static_cast<std::int64_t>(i) * stride;
         auto const present = [&](Reg has) { return ok[i].valid() ? k.and_pred(ok[i], has) : has; };
@@ -81,7 +81,7 @@ void norm_registers(Kernel& k, NormConfig const& config, RowFrame const& f, Para
     RowConfig const& c = config.row;
     Held h = load_held(k, c, f, thread_address(k, f, p.in), 0.0f);  // 0: adds nothing to the sums
     RowScale s;
-    if (config.norm == Norm::rms_norm) {
+    if (config.op == Op::rms_norm) {
         std::vector<Reg> squares;
         for (auto const& v : h.x) squares.push_back(sum_of_squares(k, v));
         Reg const total = reduce_row(k, c, f, {tree_sum(k, squares)}, {0.0f}, sum_combine(k), "row_squares")[0];
@@ -103,7 +103,7 @@ void norm_registers(Kernel& k, NormConfig const& config, RowFrame const& f, Para
                                        sum_combine(k), "row_centred");
         s = layer_scale(k, p, center, second[0], second[1]);
     }
-    Reg const beta_at = config.norm == Norm::layer_norm ? thread_address(k, f, p.beta, false) : Reg{};
+    Reg const beta_at = config.op == Op::layer_norm ? thread_address(k, f, p.beta, false) : Reg{};
     write_outputs(k, config, p, s, h.x, thread_address(k, f, p.gamma, false), beta_at, thread_address(k, f, p.out),
                   f.stride_bytes, h.ok);
 }
@@ -122,7 +122,7 @@ void norm_loop(Kernel& k, NormConfig const& config, RowFrame const& f, Params co
     };
 
     RowScale s;
-    if (config.norm == Norm::rms_norm) {
+    if (config.op == Op::rms_norm) {
         Reg const acc = k.mov(Type::f32, 0.0f);
         loop_row(k, c, f, vectors, [&](Reg j, std::vector<Reg> const& ok) {
             std::vector<Reg> squares;
@@ -164,7 +164,7 @@ void norm_loop(Kernel& k, NormConfig const& config, RowFrame const& f, Params co
     }
     loop_row(k, c, f, vectors, [&](Reg j, std::vector<Reg> const& ok) {
         auto const x = load(j, ok);
-        Reg const beta_at = config.norm == Norm::layer_norm ? k.element_address(p.beta, j, bytes) : Reg{};
+        Reg const beta_at = config.op == Op::layer_norm ? k.element_address(p.beta, j, bytes) : Reg{};
         write_outputs(k, config, p, s, x, k.element_address(p.gamma, j, bytes), beta_at,
                       k.element_address(row_out, j, bytes), stride, ok);
     });
@@ -173,10 +173,12 @@ void norm_loop(Kernel& k, NormConfig const& config, RowFrame const& f, Params co
 }  // namespace
 
 std::string normalization_name(NormConfig const& config) {
-    return (config.norm == Norm::layer_norm ? "layer_norm_" : "rms_norm_") + to_string(config.row);
+    return std::string(to_string(config.op)) + "_" + to_string(config.row);
 }
 
 Kernel normalization(NormConfig const& config) {
+    if (config.op != Op::layer_norm && config.op != Op::rms_norm)
+        throw BuildError("ptx: normalization generates layer_norm and rms_norm, not " + std::string(to_string(config.op)));
     std::string const name = normalization_name(config);
     validate(config.row, name);
     Kernel k(name);
@@ -191,7 +193,7 @@ Kernel normalization(NormConfig const& config) {
     p.eps = k.param(Type::f32, "eps");
     p.has_gamma = k.setp(Cmp::ne, gamma, 0);
     p.gamma = k.cvta_to_global(gamma);
-    if (config.norm == Norm::layer_norm) {
+    if (config.op == Op::layer_norm) {
         p.has_beta = k.setp(Cmp::ne, beta, 0);
         p.beta = k.cvta_to_global(beta);
     }

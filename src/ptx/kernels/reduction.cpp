@@ -80,29 +80,29 @@ Reg pairwise_sum(Kernel& k, std::vector<Reg> xs) {
 // One thread's partial result: an f64 sum, an f32 extreme, or an (f32 value, u64 index) pair.
 class Accumulator {
 public:
-    Accumulator(Kernel& k, ReduceKind op)
-        : k_(k), op_(op), value_(k.reg(op == ReduceKind::sum ? Type::f64 : Type::f32)) {
-        if (is_arg(op)) index_ = k.reg(Type::u64);
+    Accumulator(Kernel& k, Op op)
+        : k_(k), op_(op), value_(k.reg(op == Op::sum ? Type::f64 : Type::f32)) {
+        if (is_arg_reduction(op)) index_ = k.reg(Type::u64);
     }
 
     [[nodiscard]] Reg value() const { return value_; }
     [[nodiscard]] Reg index() const { return index_; }
-    [[nodiscard]] bool is_max() const { return op_ == ReduceKind::max || op_ == ReduceKind::argmax; }
+    [[nodiscard]] bool is_max() const { return op_ == Op::max || op_ == Op::argmax; }
 
     // The identity: 0, ∓inf, and for the arg ops the largest index (loses every tie).
     void reset() {
-        if (op_ == ReduceKind::sum)
+        if (op_ == Op::sum)
             k_.mov(value_, 0.0);
         else
             k_.mov(value_, is_max() ? -infinity : infinity);
-        if (is_arg(op_)) k_.mov(index_, std::int64_t{-1});
+        if (is_arg_reduction(op_)) k_.mov(index_, std::int64_t{-1});
     }
 
     // Consecutive f32 elements in index order; first_index is the index of xs[0] (arg ops only).
     void add_values(std::vector<Reg> const& xs, Reg first_index = {}) {
-        if (op_ == ReduceKind::sum) {
+        if (op_ == Op::sum) {
             k_.add(value_, value_, k_.cvt(Type::f64, pairwise_sum(k_, xs)));
-        } else if (!is_arg(op_)) {
+        } else if (!is_arg_reduction(op_)) {
             std::vector<Reg> level = xs;
             while (level.size() > 1) {
                 std::vector<Reg> next;
@@ -120,11 +120,11 @@ public:
 
     // Another accumulator's state (a partial result, a shuffled partner, a shared-memory slot).
     void combine(Reg value, Reg index = {}) {
-        if (op_ == ReduceKind::sum) {
+        if (op_ == Op::sum) {
             k_.add(value_, value_, value);
             return;
         }
-        if (!is_arg(op_)) {
+        if (!is_arg_reduction(op_)) {
             extreme_nan(k_, is_max(), value_, value_, value);
             return;
         }
@@ -144,7 +144,7 @@ public:
     void warp_reduce() {
         for (int mask = 16; mask >= 1; mask /= 2) {
             Reg v = shuffle_xor(k_, value_, mask);
-            Reg i = is_arg(op_) ? shuffle_xor(k_, index_, mask) : Reg{};
+            Reg i = is_arg_reduction(op_) ? shuffle_xor(k_, index_, mask) : Reg{};
             combine(v, i);
         }
     }
@@ -156,21 +156,21 @@ public:
         Reg lane = k_.and_(tid, 31);
         Reg warp = k_.shr(tid, 5);
         Reg warps = k_.shr(k_.special(Special::ntid_x), 5);
-        unsigned const value_bytes = op_ == ReduceKind::sum ? 8 : 4;
-        Type const value_type = op_ == ReduceKind::sum ? Type::f64 : Type::f32;
+        unsigned const value_bytes = op_ == Op::sum ? 8 : 4;
+        Type const value_type = op_ == Op::sum ? Type::f64 : Type::f32;
         Reg value_base = k_.shared_address(values);
-        Reg index_base = is_arg(op_) ? k_.shared_address(indices) : Reg{};
+        Reg index_base = is_arg_reduction(op_) ? k_.shared_address(indices) : Reg{};
         k_.bar_sync();
         k_.if_then(k_.setp(Cmp::eq, lane, 0), [&] {
             k_.st(Space::shared, value_type, k_.fma(warp, value_bytes, value_base), value_);
-            if (is_arg(op_)) k_.st(Space::shared, Type::u64, k_.fma(warp, 8, index_base), index_);
+            if (is_arg_reduction(op_)) k_.st(Space::shared, Type::u64, k_.fma(warp, 8, index_base), index_);
         });
         k_.bar_sync();
         k_.if_then(k_.setp(Cmp::eq, warp, 0), [&] {
             reset();
             k_.if_then(k_.setp(Cmp::lt, lane, warps), [&] {
                 k_.ld(value_, Space::shared, value_type, k_.fma(lane, value_bytes, value_base));
-                if (is_arg(op_)) k_.ld(index_, Space::shared, Type::u64, k_.fma(lane, 8, index_base));
+                if (is_arg_reduction(op_)) k_.ld(index_, Space::shared, Type::u64, k_.fma(lane, 8, index_base));
             });
             warp_reduce();
         });
@@ -178,26 +178,26 @@ public:
 
 private:
     Kernel& k_;
-    ReduceKind op_;
+    Op op_;
     Reg value_;
     Reg index_;
 };
 
 // Writes an accumulator's result: the final value of output `output`, or partial result `slot`.
-void store_result(Kernel& k, ReduceKind op, bool mean, ReduceStage stage, Accumulator const& acc, Reg out,
+void store_result(Kernel& k, Op op, bool mean, ReduceStage stage, Accumulator const& acc, Reg out,
                   Reg out_index, Reg slot, Reg count) {
     if (stage == ReduceStage::partial) {
-        if (op == ReduceKind::sum) {
+        if (op == Op::sum) {
             k.st(Space::global, Type::f64, address(k, out, slot, 3), acc.value());
         } else {
             k.st(Space::global, Type::f32, address(k, out, slot, 2), acc.value());
-            if (is_arg(op)) k.st(Space::global, Type::u64, address(k, out_index, slot, 3), acc.index());
+            if (is_arg_reduction(op)) k.st(Space::global, Type::u64, address(k, out_index, slot, 3), acc.index());
         }
         return;
     }
-    if (is_arg(op)) {
+    if (is_arg_reduction(op)) {
         k.st(Space::global, Type::u64, address(k, out, slot, 3), acc.index());
-    } else if (op == ReduceKind::sum) {
+    } else if (op == Op::sum) {
         // Divide in f64 and round once, as the CPU does.
         Reg total = mean ? k.div(acc.value(), k.cvt(Type::f64, count)) : acc.value();
         k.st(Space::global, Type::f32, address(k, out, slot, 2), k.cvt(Type::f32, total));
@@ -206,20 +206,23 @@ void store_result(Kernel& k, ReduceKind op, bool mean, ReduceStage stage, Accumu
     }
 }
 
-void check_common(std::string const& name, ReduceKind op, bool mean, unsigned unroll, unsigned block_threads) {
+void check_common(std::string const& name, Op op, bool mean, unsigned unroll, unsigned block_threads) {
     if (unroll != 1 && unroll != 2 && unroll != 4)
         throw BuildError("ptx kernel '" + name + "': unroll must be 1, 2 or 4, not " + std::to_string(unroll));
     if (block_threads == 0 || block_threads > 1024 || block_threads % 32 != 0)
         throw BuildError("ptx kernel '" + name + "': block_threads must be a multiple of 32 in [32, 1024], not " +
                          std::to_string(block_threads));
-    if (mean && op != ReduceKind::sum)
+    if (op != Op::sum && op != Op::max && op != Op::min && op != Op::argmax && op != Op::argmin)
+        throw BuildError("ptx kernel '" + name + "': " + std::string(to_string(op)) +
+                         " is not sum, max, min, argmax or argmin (a mean is a sum with `mean` set)");
+    if (mean && op != Op::sum)
         throw BuildError("ptx kernel '" + name + "': mean is a sum divided by the count");
 }
 
 }  // namespace
 
 Kernel reduce_rows(ReduceRowsConfig const& config) {
-    ReduceKind const op = config.op;
+    Op const op = config.op;
     // A thread per row reads its row with scalar loads: the vector head and tail take a lane each.
     bool const vectorized =
         config.vectorized && config.source != ReduceSource::partials && config.group != ReduceGroup::thread;
@@ -228,7 +231,7 @@ Kernel reduce_rows(ReduceRowsConfig const& config) {
                              std::string(to_string(config.group)) + (vectorized ? "_v4" : "_scalar") + "_u" +
                              std::to_string(config.unroll);
     check_common(name, op, config.mean, config.unroll, config.block_threads);
-    if (config.source == ReduceSource::products && op != ReduceKind::sum)
+    if (config.source == ReduceSource::products && op != Op::sum)
         throw BuildError("ptx kernel '" + name + "': products (dot) are summed, not " + std::string(to_string(op)));
 
     Kernel k(name);
@@ -270,8 +273,8 @@ Kernel reduce_rows(ReduceRowsConfig const& config) {
     Symbol shared_values, shared_indices;
     if (config.group == ReduceGroup::block) {
         std::size_t const warps = config.block_threads / 32;
-        shared_values = k.shared_array("reduce_values", op == ReduceKind::sum ? Type::f64 : Type::f32, warps, 8);
-        if (is_arg(op)) shared_indices = k.shared_array("reduce_indices", Type::u64, warps, 8);
+        shared_values = k.shared_array("reduce_values", op == Op::sum ? Type::f64 : Type::f32, warps, 8);
+        if (is_arg_reduction(op)) shared_indices = k.shared_array("reduce_indices", Type::u64, warps, 8);
     }
 
     bool const partial = config.stage == ReduceStage::partial;
@@ -296,12 +299,12 @@ Kernel reduce_rows(ReduceRowsConfig const& config) {
         Reg length = k.sub(end, begin);
         Reg first = k.add(k.mul(row, extent), begin);  // element offset of the range in the arrays
         acc.reset();
-        bool const arg = is_arg(op);
+        bool const arg = is_arg_reduction(op);
         auto element_index = [&](Reg offset) { return arg ? k.add(begin, offset) : Reg{}; };
 
         if (config.source == ReduceSource::partials) {
-            unsigned const value_shift = op == ReduceKind::sum ? 3 : 2;
-            Type const value_type = op == ReduceKind::sum ? Type::f64 : Type::f32;
+            unsigned const value_shift = op == Op::sum ? 3 : 2;
+            Type const value_type = op == Op::sum ? Type::f64 : Type::f32;
             strided_loop(k, lane, length, lanes, config.unroll, [&](std::vector<Reg> const& offsets) {
                 std::vector<Reg> values, indices;
                 for (Reg offset : offsets) {
@@ -389,7 +392,7 @@ Kernel reduce_rows(ReduceRowsConfig const& config) {
 }
 
 Kernel reduce_columns(ReduceColumnsConfig const& config) {
-    ReduceKind const op = config.op;
+    Op const op = config.op;
     std::string const name = "rayo_reduce_columns_" + std::string(to_string(op)) + (config.mean ? "_mean" : "") + "_" +
                              std::string(to_string(config.stage)) + "_u" + std::to_string(config.unroll);
     check_common(name, op, config.mean, config.unroll, config.block_threads);
@@ -414,7 +417,7 @@ Kernel reduce_columns(ReduceColumnsConfig const& config) {
     std::vector<Reg> byte_steps{byte_step};  // byte_steps[u - 1] = u * byte_step, u = 1 .. unroll
     for (unsigned u = 2; u <= config.unroll; ++u) byte_steps.push_back(k.add(byte_steps.back(), byte_step));
     bool const partial = config.stage == ReduceStage::partial;
-    bool const arg = is_arg(op);
+    bool const arg = is_arg_reduction(op);
     Reg slabs = partial ? k.mul(outer, parts) : outer;
     Accumulator acc(k, op);
 

@@ -41,11 +41,11 @@ void softmax_registers(Kernel& k, SoftmaxConfig const& config, RowFrame const& f
         for (Reg& x : v) {
             Reg const e = exp_difference(k, x, max, neg_max);
             exps.push_back(e);
-            if (!config.log) x = e;  // softmax needs the exponentials; log_softmax keeps x
+            if (config.op != Op::log_softmax) x = e;  // softmax needs the exponentials; log_softmax keeps x
         }
     Reg const sum = reduce_row(k, c, f, {tree_sum(k, exps)}, {0.0f}, sum_combine(k), "row_sum")[0];
     std::vector<std::vector<Reg>> y(h.x.size());
-    if (config.log) {
+    if (config.op == Op::log_softmax) {
         LogShift const shift = log_shift(k, max, sum);
         for (std::size_t i = 0; i < h.x.size(); ++i)
             for (Reg x : h.x[i]) y[i].push_back(log_output(k, x, shift));
@@ -115,7 +115,7 @@ void softmax_loop(Kernel& k, SoftmaxConfig const& config, RowFrame const& f, Reg
 
     LogShift shift;
     Reg inverse, neg_max;
-    if (config.log) {
+    if (config.op == Op::log_softmax) {
         shift = log_shift(k, max, sum);
     } else {
         inverse = k.rcp(sum);
@@ -128,7 +128,7 @@ void softmax_loop(Kernel& k, SoftmaxConfig const& config, RowFrame const& f, Reg
         std::vector<std::vector<Reg>> y(x.size());
         for (std::size_t i = 0; i < x.size(); ++i)
             for (Reg v : x[i])
-                y[i].push_back(config.log ? log_output(k, v, shift)
+                y[i].push_back(config.op == Op::log_softmax ? log_output(k, v, shift)
                                           : k.mul(exp_difference(k, v, max, neg_max), inverse));
         store_vectors(k, at_out, stride, y, ok);
     });
@@ -137,10 +137,12 @@ void softmax_loop(Kernel& k, SoftmaxConfig const& config, RowFrame const& f, Reg
 }  // namespace
 
 std::string softmax_name(SoftmaxConfig const& config) {
-    return std::string(config.log ? "log_softmax_" : "softmax_") + to_string(config.row);
+    return std::string(to_string(config.op)) + "_" + to_string(config.row);
 }
 
 Kernel softmax(SoftmaxConfig const& config) {
+    if (config.op != Op::softmax && config.op != Op::log_softmax)
+        throw BuildError("ptx: softmax generates softmax and log_softmax, not " + std::string(to_string(config.op)));
     std::string const name = softmax_name(config);
     validate(config.row, name);
     Kernel k(name);

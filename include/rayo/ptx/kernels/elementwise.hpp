@@ -1,7 +1,7 @@
 // Element-wise kernels: every unary op of rayo (relu ... gelu, exp, log, sqrt) and the binary
 // ops (tensor-tensor and tensor-scalar add/sub/mul/div) over f32 arrays, as PTX.
 //
-//   Kernel k = rayo::ptx::kernels::unary({.op = UnaryKind::gelu_erf});
+//   Kernel k = rayo::ptx::kernels::unary({.op = rayo::Op::gelu});
 //   std::string text = k.emit(Target::sm_90);
 //
 // Memory: a 1-D grid-stride loop over 16-byte vectors (ld.global.v4.f32 / st.global.v4.f32)
@@ -17,7 +17,7 @@
 // algorithms (rayo/cpu/vector_math.hpp, the FMA path) with the same operations in the same order,
 // so they give the CPU's bits on FMA machines and its bounds: exp 1.02, log 0.85, tanh 3.04,
 // sigmoid 3.17, silu 2.40, elu 0.98 (alpha = 1; 1.94 for other alphas), gelu_tanh 2.33.
-// gelu_erf is an f32 algorithm of its own (the CPU's works in double, which would make the kernel
+// gelu (erf) is an f32 algorithm of its own (the CPU's works in double, which would make the kernel
 // compute-bound): max 2.7 ulp measured on the host over every 37th float in |x| < 20.
 // Special values follow the CPU: NaN in, NaN out; exp(-inf) = 0, log(±0) = -inf, log(x<0) = NaN,
 // tanh(±inf) = ±1, gelu/silu(-inf) = -0, gelu(-0) = -0, elu(-inf) = -alpha.
@@ -26,30 +26,16 @@
 #include <cstdint>
 #include <string_view>
 
+#include "rayo/op_table.hpp"
 #include "rayo/ptx/kernel.hpp"
 
 namespace rayo::ptx::kernels {
 
-// The element-wise ops. gelu_tanh is 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))); gelu_erf is
-// x·Φ(x). leaky_relu and elu take alpha as parameter `a`; clip takes lo = `a`, hi = `b`
-// (min(max(x, lo), hi), so lo > hi gives hi).
-enum class UnaryKind : std::uint8_t {
-    relu, leaky_relu, elu, sigmoid, tanh, silu, gelu_tanh, gelu_erf, clip, exp, log, sqrt, abs, neg
-};
-enum class BinaryKind : std::uint8_t { add, sub, mul, div };
-
-constexpr std::string_view to_string(UnaryKind op) noexcept {
-    constexpr std::string_view names[] = {"relu", "leaky_relu", "elu",      "sigmoid", "tanh", "silu", "gelu_tanh",
-                                          "gelu_erf", "clip",   "exp",      "log",     "sqrt", "abs",  "neg"};
-    return names[static_cast<int>(op)];
-}
-constexpr std::string_view to_string(BinaryKind op) noexcept {
-    constexpr std::string_view names[] = {"add", "sub", "mul", "div"};
-    return names[static_cast<int>(op)];
-}
-
+// The ops are rayo::op_table's unary and binary families. gelu_tanh is
+// 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))); gelu is x·Φ(x). leaky_relu and elu take alpha as
+// parameter `a`; clip takes lo = `a`, hi = `b` (min(max(x, lo), hi), so lo > hi gives hi).
 struct UnaryKernelConfig {
-    UnaryKind op = UnaryKind::relu;
+    Op op = Op::relu;  // a unary op (BuildError otherwise)
     // 16-byte vector body; needs `in` and `out` at the same address modulo 16.
     bool vectorized = true;
     // Accesses per operand in flight per thread and loop iteration: 1, 2 or 4.
@@ -64,7 +50,7 @@ struct UnaryKernelConfig {
 [[nodiscard]] Kernel unary(UnaryKernelConfig const& config);
 
 struct BinaryKernelConfig {
-    BinaryKind op = BinaryKind::add;
+    Op op = Op::add;  // a binary op (BuildError otherwise)
     // out = a op s with the .f32 parameter s, instead of a op b.
     bool scalar_operand = false;
     // 16-byte vector body; needs every array operand at the same address modulo 16.
@@ -85,6 +71,6 @@ struct BinaryKernelConfig {
 // op's parameters (alpha; lo and hi), needed only by leaky_relu, elu and clip. Straight-line code
 // except for exp-heavy tails (silu, gelu_tanh), which branch around a slow path; call it outside
 // predicated() blocks.
-[[nodiscard]] Reg emit_unary(Kernel& k, UnaryKind op, Reg x, Reg a = {}, Reg b = {});
+[[nodiscard]] Reg emit_unary(Kernel& k, Op op, Reg x, Reg a = {}, Reg b = {});
 
 }  // namespace rayo::ptx::kernels

@@ -2,7 +2,7 @@
 // optionally scaled by gamma and shifted by beta (one value per column).
 //
 //   using namespace rayo::ptx;
-//   kernels::NormConfig config{.norm = kernels::Norm::layer_norm, .row = kernels::choose_row_config(cols, 4)};
+//   kernels::NormConfig config{.op = rayo::Op::layer_norm, .row = kernels::choose_row_config(cols, 4)};
 //   Kernel k = kernels::normalization(config);
 //   // launch: kernels::row_grid(config.row, rows) blocks of config.row.block threads
 //
@@ -28,15 +28,14 @@
 #include <cstdint>
 #include <string>
 
+#include "rayo/op_table.hpp"
 #include "rayo/ptx/kernel.hpp"
 #include "rayo/ptx/kernels/row_layout.hpp"
 
 namespace rayo::ptx::kernels {
 
-enum class Norm : std::uint8_t { layer_norm, rms_norm };
-
 struct NormConfig {
-    Norm norm = Norm::layer_norm;
+    Op op = Op::layer_norm;  // layer_norm or rms_norm
     RowConfig row;  // how a row is spread over threads (choose_row_config)
 };
 

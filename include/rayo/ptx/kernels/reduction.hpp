@@ -20,16 +20,10 @@
 #include <cstdint>
 #include <string_view>
 
+#include "rayo/op_table.hpp"
 #include "rayo/ptx/kernel.hpp"
 
 namespace rayo::ptx::kernels {
-
-enum class ReduceKind : std::uint8_t { sum, max, min, argmax, argmin };
-constexpr bool is_arg(ReduceKind op) noexcept { return op == ReduceKind::argmax || op == ReduceKind::argmin; }
-constexpr std::string_view to_string(ReduceKind op) noexcept {
-    constexpr std::string_view names[] = {"sum", "max", "min", "argmax", "argmin"};
-    return names[static_cast<int>(op)];
-}
 
 // Who reduces one row of reduce_rows: a thread (short rows), a warp, or a whole block.
 enum class ReduceGroup : std::uint8_t { thread, warp, block };
@@ -55,8 +49,9 @@ constexpr std::string_view to_string(ReduceStage s) noexcept {
     return names[static_cast<int>(s)];
 }
 
+// The ops: rayo::Op's sum, max, min, argmax and argmin (a mean is a sum with `mean` set).
 struct ReduceRowsConfig {
-    ReduceKind op = ReduceKind::sum;
+    Op op = Op::sum;
     bool mean = false;  // final sums are divided by `count`
     ReduceSource source = ReduceSource::values;
     ReduceStage stage = ReduceStage::final;
@@ -80,7 +75,7 @@ struct ReduceRowsConfig {
 [[nodiscard]] Kernel reduce_rows(ReduceRowsConfig const& config);
 
 struct ReduceColumnsConfig {
-    ReduceKind op = ReduceKind::sum;
+    Op op = Op::sum;
     bool mean = false;
     ReduceStage stage = ReduceStage::final;
     unsigned unroll = 4;           // loads along the axis in flight per thread: 1, 2 or 4

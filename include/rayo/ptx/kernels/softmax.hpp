@@ -1,7 +1,7 @@
 // The softmax and log_softmax kernel generator: every row of an f32 matrix, normalised.
 //
 //   using namespace rayo::ptx;
-//   kernels::SoftmaxConfig config{.log = false, .row = kernels::choose_row_config(cols, 4)};
+//   kernels::SoftmaxConfig config{.op = rayo::Op::softmax, .row = kernels::choose_row_config(cols, 4)};
 //   Kernel k = kernels::softmax(config);
 //   std::string ptx = k.emit(Target::sm_90);
 //   // launch: kernels::row_grid(config.row, rows) blocks of config.row.block threads
@@ -24,13 +24,14 @@
 
 #include <string>
 
+#include "rayo/op_table.hpp"
 #include "rayo/ptx/kernel.hpp"
 #include "rayo/ptx/kernels/row_layout.hpp"
 
 namespace rayo::ptx::kernels {
 
 struct SoftmaxConfig {
-    bool log = false;  // log_softmax
+    Op op = Op::softmax;  // softmax or log_softmax
     RowConfig row;     // how a row is spread over threads (choose_row_config)
 };
 

@@ -1,0 +1,144 @@
+// The table of rayo's operations: one row per op with its name, its family, its scalar parameters
+// and the element types it takes. Everything else that names an op derives from this table: the
+// names in errors, logs and rayo::stats(), the op codes of the CUDA kernel generators
+// (rayo::ptx::kernels take a rayo::Op) and those of the GLSL shaders (the build generates
+// `op_codes.glsl` from it), the cross-backend test harness's list of what to test, and the support
+// matrix in docs/ops.md.
+//
+//   for (rayo::OpInfo const& row : rayo::op_table)
+//       std::cout << row.name << " (" << to_string(row.family) << ")\n";
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
+
+#include "rayo/dtype.hpp"
+
+namespace rayo {
+
+// Ops of one family share their operands' layout, their backend entry point and their source
+// file in each backend (src/<backend>/ops/<family>.cpp; unary and binary share elementwise.cpp).
+enum class OpFamily : std::uint8_t { unary, binary, reduction, softmax, normalization, matmul, quantization };
+
+constexpr std::string_view to_string(OpFamily f) noexcept {
+    constexpr std::string_view names[] = {"unary", "binary", "reduction", "softmax", "normalization", "matmul",
+                                          "quantization"};
+    return names[static_cast<std::size_t>(f)];
+}
+
+// Every op, in the order of op_table's rows.
+enum class Op : std::uint8_t {
+    // unary: y = f(x), element by element
+    relu, leaky_relu, elu, sigmoid, tanh, silu, gelu, gelu_tanh, clip, exp, log, sqrt, abs, neg,
+    // binary: element by element, a tensor or a scalar on the right
+    add, sub, mul, div,
+    // reductions over everything or one axis; dot: the sum of a·b
+    sum, mean, max, min, argmax, argmin, dot,
+    // along the last axis
+    softmax, log_softmax,
+    layer_norm, rms_norm,
+    // matrices
+    matmul, linear,
+    // the K-quant block types
+    quantize, dequantize,
+};
+
+// A set of element types.
+class DTypeSet {
+public:
+    constexpr DTypeSet() noexcept = default;
+    constexpr DTypeSet(std::initializer_list<DType> types) noexcept {
+        for (DType t : types) bits_ |= bit(t);
+    }
+    [[nodiscard]] constexpr bool contains(DType t) const noexcept { return (bits_ & bit(t)) != 0; }
+    [[nodiscard]] constexpr bool empty() const noexcept { return bits_ == 0; }
+    friend constexpr bool operator==(DTypeSet, DTypeSet) noexcept = default;
+
+private:
+    static constexpr std::uint32_t bit(DType t) noexcept { return std::uint32_t{1} << static_cast<unsigned>(t); }
+    std::uint32_t bits_ = 0;
+};
+
+struct OpInfo {
+    Op op;
+    std::string_view name;  // as users see it: the function's name, and in errors, logs and stats()
+    OpFamily family;
+    // The op's scalar parameters, in the order the op takes them ("" past the last).
+    std::array<std::string_view, 2> params;
+    // The element types of the op's main operand: x for the unary, binary, reduction, softmax and
+    // normalization ops; the operands of matmul; linear's weights; the block type quantize writes
+    // and dequantize reads.
+    DTypeSet dtypes;
+
+    [[nodiscard]] constexpr std::size_t param_count() const noexcept {
+        return params[0].empty() ? 0 : params[1].empty() ? 1 : 2;
+    }
+};
+
+namespace detail {
+inline constexpr DTypeSet f32_only{DType::f32};
+inline constexpr DTypeSet floating{DType::f32, DType::f16, DType::bf16};
+inline constexpr DTypeSet kquant_blocks{DType::q4_k, DType::q6_k, DType::q8_k};
+}  // namespace detail
+
+inline constexpr std::array op_table{
+    OpInfo{Op::relu, "relu", OpFamily::unary, {}, detail::f32_only},
+    OpInfo{Op::leaky_relu, "leaky_relu", OpFamily::unary, {"alpha"}, detail::f32_only},
+    OpInfo{Op::elu, "elu", OpFamily::unary, {"alpha"}, detail::f32_only},
+    OpInfo{Op::sigmoid, "sigmoid", OpFamily::unary, {}, detail::f32_only},
+    OpInfo{Op::tanh, "tanh", OpFamily::unary, {}, detail::f32_only},
+    OpInfo{Op::silu, "silu", OpFamily::unary, {}, detail::f32_only},
+    OpInfo{Op::gelu, "gelu", OpFamily::unary, {}, detail::f32_only},
+    OpInfo{Op::gelu_tanh, "gelu_tanh", OpFamily::unary, {}, detail::f32_only},
+    OpInfo{Op::clip, "clip", OpFamily::unary, {"lo", "hi"}, detail::f32_only},
+    OpInfo{Op::exp, "exp", OpFamily::unary, {}, detail::f32_only},
+    OpInfo{Op::log, "log", OpFamily::unary, {}, detail::f32_only},
+    OpInfo{Op::sqrt, "sqrt", OpFamily::unary, {}, detail::f32_only},
+    OpInfo{Op::abs, "abs", OpFamily::unary, {}, detail::f32_only},
+    OpInfo{Op::neg, "neg", OpFamily::unary, {}, detail::f32_only},
+    OpInfo{Op::add, "add", OpFamily::binary, {}, detail::f32_only},
+    OpInfo{Op::sub, "sub", OpFamily::binary, {}, detail::f32_only},
+    OpInfo{Op::mul, "mul", OpFamily::binary, {}, detail::f32_only},
+    OpInfo{Op::div, "div", OpFamily::binary, {}, detail::f32_only},
+    OpInfo{Op::sum, "sum", OpFamily::reduction, {"axis"}, detail::f32_only},
+    OpInfo{Op::mean, "mean", OpFamily::reduction, {"axis"}, detail::f32_only},
+    OpInfo{Op::max, "max", OpFamily::reduction, {"axis"}, detail::f32_only},
+    OpInfo{Op::min, "min", OpFamily::reduction, {"axis"}, detail::f32_only},
+    OpInfo{Op::argmax, "argmax", OpFamily::reduction, {"axis"}, detail::f32_only},
+    OpInfo{Op::argmin, "argmin", OpFamily::reduction, {"axis"}, detail::f32_only},
+    OpInfo{Op::dot, "dot", OpFamily::reduction, {}, detail::f32_only},
+    OpInfo{Op::softmax, "softmax", OpFamily::softmax, {"axis"}, detail::f32_only},
+    OpInfo{Op::log_softmax, "log_softmax", OpFamily::softmax, {"axis"}, detail::f32_only},
+    OpInfo{Op::layer_norm, "layer_norm", OpFamily::normalization, {"eps"}, detail::f32_only},
+    OpInfo{Op::rms_norm, "rms_norm", OpFamily::normalization, {"eps"}, detail::f32_only},
+    OpInfo{Op::matmul, "matmul", OpFamily::matmul, {}, detail::floating},
+    OpInfo{Op::linear, "linear", OpFamily::matmul, {}, {DType::f32, DType::f16, DType::bf16, DType::q4_k, DType::q6_k}},
+    OpInfo{Op::quantize, "quantize", OpFamily::quantization, {}, detail::kquant_blocks},
+    OpInfo{Op::dequantize, "dequantize", OpFamily::quantization, {}, detail::kquant_blocks},
+};
+
+// The rows are in the enum's order, one per op: an op's code is its row's index.
+static_assert(op_table.size() == static_cast<std::size_t>(Op::dequantize) + 1, "one row per Op");
+static_assert([] {
+    for (std::size_t i = 0; i < op_table.size(); ++i)
+        if (static_cast<std::size_t>(op_table[i].op) != i) return false;
+    return true;
+}(), "op_table's rows follow the order of enum class Op");
+
+[[nodiscard]] constexpr OpInfo const& info(Op op) noexcept { return op_table[static_cast<std::size_t>(op)]; }
+[[nodiscard]] constexpr std::string_view to_string(Op op) noexcept { return info(op).name; }
+[[nodiscard]] constexpr OpFamily family(Op op) noexcept { return info(op).family; }
+[[nodiscard]] constexpr bool is_arg_reduction(Op op) noexcept { return op == Op::argmax || op == Op::argmin; }
+
+// How many ops a family has. A switch over one family's ops states the count it handles in a
+// static_assert, so that a new row fails to compile until every backend has its case.
+[[nodiscard]] constexpr std::size_t op_count(OpFamily f) noexcept {
+    std::size_t n = 0;
+    for (OpInfo const& row : op_table) n += row.family == f ? 1 : 0;
+    return n;
+}
+
+}  // namespace rayo

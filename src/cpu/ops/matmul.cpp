@@ -1,0 +1,67 @@
+// The matmul family on the CPU: the packed GEMM (gemm_driver.cpp) for f32, f16 and bf16 operands,
+// transposed weights as strides; K-quant weights go to linear_kquant (quantization.cpp).
+#include <string>
+
+#include "cpu/gemm_driver.hpp"
+#include "cpu/ops/ops.hpp"
+#include "dispatch/operand_checks.hpp"
+#include "rayo/quant.hpp"
+
+namespace rayo::cpu::ops {
+
+namespace {
+
+bool is_kquant(DType t) { return t == DType::q4_k || t == DType::q6_k; }
+bool is_floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
+GemmType gemm_type(DType t) {
+    switch (t) {
+        case DType::f16: return GemmType::f16;
+        case DType::bf16: return GemmType::bf16;
+        default: return GemmType::f32;
+    }
+}
+
+}  // namespace
+
+Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
+    DType const a = v.in[0].dtype, b = v.in[1].dtype;
+    if (v.out[0].dtype != DType::f32 || !is_floating(a) || !(is_floating(b) || is_kquant(b)))
+        return Support::no("cpu matmul: " + std::string(to_string(a)) + " x " + std::string(to_string(b)) + " -> " +
+                           std::string(to_string(v.out[0].dtype)) + " has no kernel");
+    if (is_kquant(b) && (a != DType::f32 || !d.shape.b_transposed || d.shape.k % quant_block_values != 0))
+        return Support::no("cpu: K-quant weights are taken by linear(x, w) with f32 x and rows of whole blocks");
+    if (!detail::all_contiguous(v)) return Support::no("cpu matmul takes contiguous operands");
+    return Support::yes();
+}
+
+void run(KernelRunner& r, op::Matmul const& d, OpViews const& v) {
+    auto const& shape = d.shape;
+    TensorView const &a = v.in[0], &b = v.in[1];
+    if (is_kquant(b.dtype)) {
+        linear_kquant(r, shape, a, b, v.out[0]);
+        return;
+    }
+    GemmArgs args;
+    args.m = shape.m;
+    args.n = shape.n;
+    args.k = shape.k;
+    args.a = data<void const>(a);
+    args.a_type = gemm_type(a.dtype);
+    args.a_row = shape.k;
+    args.a_col = 1;
+    args.b = data<void const>(b);
+    args.b_type = gemm_type(b.dtype);
+    if (shape.b_transposed) {  // b is [n, k]: B(p, j) = b[j*k + p]
+        args.b_row = 1;
+        args.b_col = shape.k;
+    } else {
+        args.b_row = shape.n;
+        args.b_col = 1;
+    }
+    args.c = data<float>(v.out[0]);
+    args.ldc = shape.n;
+    gemm(args, r.kernels);
+}
+
+}  // namespace rayo::cpu::ops

@@ -1,0 +1,129 @@
+// The quantization family on the CPU, and linear with K-quant weights. quantize / dequantize:
+// blocks are independent, so the work is split over the thread pool by blocks. q8_k quantization
+// and every dequantization run the vectorised kernels of the instruction set in use; q4_k / q6_k
+// quantization runs the scalar reference (its search is sequential in the reference's f32 order,
+// and the reference's bytes are the contract).
+//
+// linear with q4_k / q6_k weights: a few rows of x (decoding) take the integer dot products
+// against the weights as stored, which read each weight byte once; more rows take the f32 GEMM
+// with the weights decoded panel by panel inside its packing, each decoded panel then serving
+// every row of x.
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "cpu/gemm_driver.hpp"
+#include "cpu/ops/ops.hpp"
+#include "dispatch/operand_checks.hpp"
+#include "quant/reference_quantizer.hpp"
+#include "rayo/quant.hpp"
+#include "rayo/settings.hpp"
+
+namespace rayo::cpu::ops {
+
+namespace {
+
+// Blocks per task: enough work to pay for a thread (the q4_k / q6_k search costs some
+// microseconds a block; the vector kernels well under one).
+constexpr std::size_t search_grain = 4;
+constexpr std::size_t vector_grain = 128;
+// Up to this many rows of x the integer dot products win: the GEMM pays its decoding and packing
+// up front and overtakes at ~24-32 rows (docs/backends/cpu.md).
+constexpr std::size_t gemv_max_rows = 16;
+// Weight rows per tile of the dot-product path.
+constexpr std::size_t gemv_row_grain = 16;
+
+bool is_block_type(DType t) { return t == DType::q4_k || t == DType::q6_k || t == DType::q8_k; }
+
+template <QuantBlock B>
+void quantize_reference(ThreadPool& pool, float const* x, B* out, std::size_t blocks) {
+    pool.parallel_for(blocks, search_grain, [&](std::size_t b, std::size_t e) {
+        quant::reference::quantize<B>(x + b * quant_block_values, out + b, e - b);
+    });
+}
+
+}  // namespace
+
+Support supports(KernelRunner const&, op::Quantize const&, OpViews const& v) {
+    if (v.in[0].dtype != DType::f32 || !is_block_type(v.out[0].dtype))
+        return Support::no("cpu: quantize takes f32 values to q4_k, q6_k or q8_k blocks");
+    if (!detail::all_contiguous(v)) return Support::no("cpu: quantize takes contiguous tensors");
+    return Support::yes();
+}
+
+void run(KernelRunner& r, op::Quantize const&, OpViews const& v) {
+    std::size_t const blocks = v.in[0].numel() / quant_block_values;
+    float const* x = data<float const>(v.in[0]);
+    TensorView const& out = v.out[0];
+    switch (out.dtype) {
+        case DType::q4_k: quantize_reference(r.pool, x, data<q4_k>(out), blocks); return;
+        case DType::q6_k: quantize_reference(r.pool, x, data<q6_k>(out), blocks); return;
+        default: {
+            q8_k* q = data<q8_k>(out);
+            r.pool.parallel_for(blocks, vector_grain, [&](std::size_t b, std::size_t e) {
+                r.kernels.quantize_q8_k(x + b * quant_block_values, q + b, e - b);
+            });
+        }
+    }
+}
+
+Support supports(KernelRunner const&, op::Dequantize const&, OpViews const& v) {
+    if (!is_block_type(v.in[0].dtype) || v.out[0].dtype != DType::f32)
+        return Support::no("cpu: dequantize takes q4_k, q6_k or q8_k blocks to f32");
+    if (!detail::all_contiguous(v)) return Support::no("cpu: dequantize takes contiguous tensors");
+    return Support::yes();
+}
+
+void run(KernelRunner& r, op::Dequantize const&, OpViews const& v) {
+    TensorView const& in = v.in[0];
+    std::size_t const blocks = in.numel() / quant_block_values;
+    std::size_t const block_bytes = size_of(in.dtype);
+    auto const* q = data<unsigned char const>(in);
+    float* y = data<float>(v.out[0]);
+    r.pool.parallel_for(blocks, vector_grain, [&](std::size_t b, std::size_t e) {
+        r.kernels.dequantize(in.dtype, q + b * block_bytes, y + b * quant_block_values, e - b);
+    });
+}
+
+void linear_kquant(KernelRunner& r, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out) {
+    std::size_t const row_bytes = bytes_for(w.dtype, shape.k);
+    if (shape.m > gemv_max_rows) {
+        GemmArgs args;
+        args.m = shape.m;
+        args.n = shape.n;
+        args.k = shape.k;
+        args.a = data<float const>(x);
+        args.a_row = shape.k;
+        args.a_col = 1;
+        args.b = data<unsigned char const>(w);
+        args.b_type = w.dtype == DType::q4_k ? GemmType::q4_k : GemmType::q6_k;
+        args.b_col = row_bytes;
+        args.c = data<float>(out);
+        args.ldc = shape.n;
+        gemm(args, r.kernels);
+        return;
+    }
+    auto const& k = r.kernels;
+    std::size_t const blocks = shape.k / quant_block_values;
+    std::vector<QuantActivation> activations(shape.m * blocks);
+    bool const residual = kquant_activations() == KQuantActivations::q8_k_residual;
+    float const* xs = data<float const>(x);
+    r.pool.parallel_for(shape.m * blocks, vector_grain / 4, [&](std::size_t b, std::size_t e) {
+        k.quantize_activations(xs + b * quant_block_values, activations.data() + b, e - b, residual);
+    });
+    auto const* weights = data<unsigned char const>(w);
+    float* y = data<float>(out);
+    DType const type = w.dtype;
+    r.pool.parallel_for(shape.n, gemv_row_grain, [&](std::size_t b, std::size_t e) {
+        // A tile of weight rows stays in L2 while every row of x passes over it.
+        for (std::size_t t = b; t < e; t += gemv_row_grain) {
+            std::size_t const rows = std::min(gemv_row_grain, e - t);
+            for (std::size_t row = 0; row < shape.m; ++row)
+                k.quant_gemv(type, weights + t * row_bytes, row_bytes, rows, activations.data() + row * blocks, blocks,
+                             y + row * shape.n + t, residual);
+        }
+    });
+}
+
+}  // namespace rayo::cpu::ops

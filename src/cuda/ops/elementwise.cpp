@@ -1,0 +1,70 @@
+// The unary and binary families on CUDA: pick the kernel variant and launch shape for the views at
+// hand and queue the generated kernel (rayo/ptx/kernels/elementwise.hpp) on the runner.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "cuda/ops/elementwise_launch.hpp"
+#include "cuda/ops/ops.hpp"
+#include "dispatch/operand_checks.hpp"
+#include "rayo/ptx/kernels/elementwise.hpp"
+
+namespace rayo::cuda::ops {
+
+namespace {
+
+// The vector body needs all operands at one address modulo 16 (the head aligns them together).
+bool same_alignment(std::initializer_list<std::uint64_t> addresses) {
+    std::uint64_t const first = *addresses.begin() % 16;
+    return std::all_of(addresses.begin(), addresses.end(), [&](std::uint64_t a) { return a % 16 == first; });
+}
+
+void append_key_suffix(KernelKey& key, bool vectorized, KernelRunner const& runner) {
+    key << "/f32/" << (vectorized ? "v4" : "scalar") << "/u" << elementwise_unroll << "/b" << elementwise_block_threads
+        << "/" << ptx::to_string(runner.target());
+}
+
+}  // namespace
+
+Support supports(KernelRunner const&, op::Unary const& d, OpViews const& v) { return detail::contiguous_f32("cuda", d.op, v); }
+
+void run(KernelRunner& runner, op::Unary const& d, OpViews const& v) {
+    std::size_t const n = v.out[0].numel();
+    if (n == 0) return;
+    std::uint64_t const in_address = runner.address(v.in[0]);
+    std::uint64_t const out_address = runner.address(v.out[0]);
+    bool const vectorized = same_alignment({out_address, in_address});
+    ptx::kernels::UnaryKernelConfig const config{
+        .op = d.op, .vectorized = vectorized, .unroll = elementwise_unroll, .block_threads = elementwise_block_threads};
+    KernelKey key;
+    key << "unary/" << to_string(config.op);
+    append_key_suffix(key, vectorized, runner);
+    runner.run(
+        key.view(), [config] { return ptx::kernels::unary(config); }, elementwise_launch(n, vectorized), out_address,
+        in_address, std::uint64_t{n}, d.a, d.b);
+}
+
+Support supports(KernelRunner const&, op::Binary const& d, OpViews const& v) { return detail::contiguous_f32("cuda", d.op, v); }
+
+void run(KernelRunner& runner, op::Binary const& d, OpViews const& v) {
+    std::size_t const n = v.out[0].numel();
+    if (n == 0) return;
+    std::uint64_t const a_address = runner.address(v.in[0]);
+    std::uint64_t const b_address = d.scalar_rhs ? 0 : runner.address(v.in[1]);
+    std::uint64_t const out_address = runner.address(v.out[0]);
+    bool const vectorized = d.scalar_rhs ? same_alignment({out_address, a_address})
+                                         : same_alignment({out_address, a_address, b_address});
+    ptx::kernels::BinaryKernelConfig const config{.op = d.op,
+                                                  .scalar_operand = d.scalar_rhs,
+                                                  .vectorized = vectorized,
+                                                  .unroll = elementwise_unroll,
+                                                  .block_threads = elementwise_block_threads};
+    KernelKey key;
+    key << "binary/" << to_string(config.op) << (config.scalar_operand ? "/scalar_operand" : "/tensor_operand");
+    append_key_suffix(key, vectorized, runner);
+    runner.run(
+        key.view(), [config] { return ptx::kernels::binary(config); }, elementwise_launch(n, vectorized), out_address,
+        a_address, b_address, std::uint64_t{n}, d.scalar);
+}
+
+}  // namespace rayo::cuda::ops

@@ -1,0 +1,78 @@
+// The matmul family on CUDA: f32 x f32 runs on the CUDA cores (f32 FMA, exact products); a 16-bit b
+// on the tensor cores with f32 accumulation, an f32 a rounded to b's type on the way
+// (rayo::ptx::kernels::gemm says how accurate that is); the GEMM variant comes from
+// rayo::ptx::kernels::choose_gemm_config. K-quant weights go to linear_kquant (quantization.cpp).
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "cuda/ops/ops.hpp"
+#include "dispatch/operand_checks.hpp"
+#include "rayo/ptx/kernels/gemm.hpp"
+#include "rayo/quant.hpp"
+
+namespace rayo::cuda::ops {
+
+namespace {
+
+bool is_kquant(DType t) { return t == DType::q4_k || t == DType::q6_k; }
+bool is_floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
+ptx::Type element_type(DType t) {
+    switch (t) {
+        case DType::f16: return ptx::Type::f16;
+        case DType::bf16: return ptx::Type::bf16;
+        default: return ptx::Type::f32;
+    }
+}
+
+std::uint64_t element_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
+
+}  // namespace
+
+Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
+    auto const& shape = d.shape;
+    DType const a = v.in[0].dtype, b = v.in[1].dtype;
+    if (v.out[0].dtype != DType::f32 || !is_floating(a) || !(is_floating(b) || is_kquant(b)) ||
+        (a != b && a != DType::f32))
+        return Support::no("cuda matmul: " + std::string(to_string(a)) + " x " + std::string(to_string(b)) + " -> " +
+                           std::string(to_string(v.out[0].dtype)) + " is not a GEMM rayo runs");
+    if (is_kquant(b) && (!shape.b_transposed || shape.k % quant_block_values != 0 || shape.k == 0))
+        return Support::no("cuda: K-quant weights are taken by linear(x, w) with f32 x and rows of whole blocks (k > 0)");
+    constexpr std::size_t size_limit = std::numeric_limits<std::uint32_t>::max();
+    if (shape.m > size_limit || shape.n > size_limit || shape.k > size_limit)
+        return Support::no("cuda matmul: " + std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" +
+                           std::to_string(shape.k) + " has a size of 2^32 or more");
+    if (!detail::all_contiguous(v)) return Support::no("cuda matmul takes contiguous operands");
+    return Support::yes();
+}
+
+void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
+    auto const& shape = d.shape;
+    TensorView const &a = v.in[0], &b = v.in[1], &out = v.out[0];
+    if (is_kquant(b.dtype)) {
+        linear_kquant(runner, shape, a, b, out);
+        return;
+    }
+    if (shape.m == 0 || shape.n == 0) return;
+    ptx::Type const a_type = element_type(a.dtype), b_type = element_type(b.dtype);
+
+    std::uint64_t const a_address = runner.address(a), b_address = runner.address(b), out_address = runner.address(out);
+    // 16-byte accesses need 16-byte aligned tensors whose rows are whole 16-byte multiples.
+    std::uint64_t const b_row = shape.b_transposed ? shape.k : shape.n;
+    bool const aligned = (a_address | b_address | out_address) % 16 == 0 &&
+                         shape.k * element_bytes(a.dtype) % 16 == 0 && b_row * element_bytes(b.dtype) % 16 == 0 &&
+                         shape.n * 4 % 16 == 0;
+    ptx::kernels::GemmConfig const config =
+        ptx::kernels::choose_gemm_config(shape.m, shape.n, shape.k, a_type, b_type, shape.b_transposed, aligned,
+                                         runner.multiprocessor_count(), runner.target());
+    auto const m = static_cast<std::uint32_t>(shape.m), n = static_cast<std::uint32_t>(shape.n),
+               k = static_cast<std::uint32_t>(shape.k);
+    ptx::kernels::GemmLaunch const launch = ptx::kernels::gemm_launch(config, m, n);
+    LaunchDims const dims{.grid = {launch.grid, 1, 1}, .block = {launch.threads, 1, 1}, .shared_bytes = launch.shared_bytes};
+    // The kernel's name spells every generator parameter; the target completes the key.
+    std::string const key = "matmul/" + ptx::kernels::gemm_name(config) + "/" + std::string(ptx::to_string(runner.target()));
+    runner.run(key, [config] { return ptx::kernels::gemm(config); }, dims, a_address, b_address, out_address, m, n, k);
+}
+
+}  // namespace rayo::cuda::ops

@@ -1,0 +1,48 @@
+// The CUDA backend's op families, one source file each (elementwise.cpp holds the unary and binary
+// families). For each descriptor: supports() says whether the generated kernels take these views
+// on this device; run() picks the kernel configuration and launch shape for them and queues the
+// kernels on the runner (the device's stream, or the tests' PTX simulator).
+#pragma once
+
+#include "cuda/kernel_runner.hpp"
+#include "dispatch/backend.hpp"
+
+namespace rayo::cuda::ops {
+
+using detail::OpViews;
+using detail::TensorView;
+using detail::Support;
+namespace op = detail::op;
+
+Support supports(KernelRunner const&, op::Unary const&, OpViews const&);
+void run(KernelRunner&, op::Unary const&, OpViews const&);
+Support supports(KernelRunner const&, op::Binary const&, OpViews const&);
+void run(KernelRunner&, op::Binary const&, OpViews const&);
+
+Support supports(KernelRunner const&, op::Reduce const&, OpViews const&);
+void run(KernelRunner&, op::Reduce const&, OpViews const&);
+Support supports(KernelRunner const&, op::Dot const&, OpViews const&);
+void run(KernelRunner&, op::Dot const&, OpViews const&);
+
+Support supports(KernelRunner const&, op::Softmax const&, OpViews const&);
+void run(KernelRunner&, op::Softmax const&, OpViews const&);
+
+Support supports(KernelRunner const&, op::Norm const&, OpViews const&);
+void run(KernelRunner&, op::Norm const&, OpViews const&);
+
+Support supports(KernelRunner const&, op::Matmul const&, OpViews const&);
+void run(KernelRunner&, op::Matmul const&, OpViews const&);
+
+Support supports(KernelRunner const&, op::Quantize const&, OpViews const&);
+void run(KernelRunner&, op::Quantize const&, OpViews const&);
+Support supports(KernelRunner const&, op::Dequantize const&, OpViews const&);
+void run(KernelRunner&, op::Dequantize const&, OpViews const&);
+
+// out[m, n] = x[m, k] · w[n, k]ᵀ for f32 x and q4_k / q6_k w (quantization.cpp, for matmul.cpp). Up
+// to 8 rows of x take the integer GEMV (x quantized on the device to int8 main + residual, or main
+// only when rayo::kquant_activations() is q8_k); one row of x with q4_k weights and k <= 32768
+// takes, in the residual mode, the spanning GEMV (x as int16 in registers); more rows take the
+// tensor-core GEMM on f16-decoded tiles.
+void linear_kquant(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out);
+
+}  // namespace rayo::cuda::ops

@@ -1,0 +1,36 @@
+// Checks the backends' `supports` share: the element types and layouts their kernels take.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "dispatch/backend.hpp"
+
+namespace rayo::detail {
+
+// Every operand present is contiguous.
+[[nodiscard]] inline bool all_contiguous(OpViews const& v) noexcept {
+    for (auto const* list : {&v.in, &v.out})
+        for (TensorView const& t : *list)
+            if (t.present && !t.is_contiguous()) return false;
+    return true;
+}
+
+// Every operand present holds `type`.
+[[nodiscard]] inline bool all_of_type(OpViews const& v, DType type) noexcept {
+    for (auto const* list : {&v.in, &v.out})
+        for (TensorView const& t : *list)
+            if (t.present && t.dtype != type) return false;
+    return true;
+}
+
+// yes when every operand present is contiguous f32; otherwise no, saying what the kernels take.
+[[nodiscard]] inline Support contiguous_f32(std::string_view backend, Op op, OpViews const& v) {
+    if (!all_of_type(v, DType::f32))
+        return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) + " kernels take f32 tensors");
+    if (!all_contiguous(v))
+        return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) + " kernels take contiguous tensors");
+    return Support::yes();
+}
+
+}  // namespace rayo::detail

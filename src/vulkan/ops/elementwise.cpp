@@ -1,0 +1,70 @@
+// The unary and binary families on Vulkan: shaders/unary.comp and binary.comp, the op a
+// specialization constant, vec4 accesses where every operand's offset allows.
+#include <algorithm>
+
+#include "dispatch/operand_checks.hpp"
+#include "vulkan/ops/ops.hpp"
+
+namespace rayo::vulkan::ops {
+
+namespace {
+
+// Push constants of the element-wise shaders (shaders/elementwise_layout.glsl).
+struct ElementwisePush {
+    std::uint32_t n = 0;
+    std::uint32_t a_offset = 0, b_offset = 0, out_offset = 0;  // in elements
+    float a = 0.0f, b = 0.0f;
+};
+
+Support elementwise_supports(Op op, OpViews const& v) {
+    Support s = detail::contiguous_f32("vulkan", op, v);
+    if (s.native && v.out[0].numel() > 0xffffffffu) return Support::no("vulkan: element-wise ops over 2^32 elements or more");
+    return s;
+}
+
+// One dispatch of `shader` over out's elements: the binary shader reads `rhs` (or, scalar, a again,
+// bound but not read).
+void record(ShaderRunner& r, Shader shader, Op op, bool scalar_rhs, TensorView const& a, TensorView const* rhs,
+            TensorView const& out, float pa, float pb) {
+    std::size_t const n = out.numel();
+    if (n == 0) return;
+    std::size_t const bytes = n * sizeof(float);
+    std::uint32_t const workgroup = r.workgroup_size();
+    Binding const in = r.bind(a, bytes, Access::read, "element-wise input");
+    Binding const result = r.bind(out, bytes, Access::write, "element-wise output");
+    Binding const second = rhs ? r.bind(*rhs, bytes, Access::read, "element-wise input") : in.untouched();
+    ElementwisePush push;
+    push.n = static_cast<std::uint32_t>(n);
+    push.a_offset = in.element_offset(sizeof(float));
+    push.b_offset = second.element_offset(sizeof(float));
+    push.out_offset = result.element_offset(sizeof(float));
+    push.a = pa;
+    push.b = pb;
+    // vec4 accesses where every operand starts on a 16-byte boundary (allocations are aligned to
+    // 256 bytes at least, so an offset that is a multiple of 4 elements is); views elsewhere read floats.
+    bool const vec4 = push.a_offset % 4 == 0 && push.out_offset % 4 == 0 && (!rhs || push.b_offset % 4 == 0);
+    SpecConstants const constants{static_cast<std::uint32_t>(op), workgroup, scalar_rhs ? 1u : 0u, vec4 ? 1u : 0u};
+    // One invocation per vec4 (or float), as many groups as that takes up to the device's limit;
+    // the shaders loop with a grid stride over the rest.
+    std::size_t const items = vec4 ? (n + 3) / 4 : n;
+    auto const groups =
+        static_cast<std::uint32_t>(std::min<std::size_t>((items + workgroup - 1) / workgroup, r.max_groups()));
+    if (shader == Shader::unary) r.dispatch(shader, constants, {in, result}, push, {groups});
+    else r.dispatch(shader, constants, {in, result, second}, push, {groups});
+}
+
+}  // namespace
+
+Support supports(ShaderRunner const&, op::Unary const& d, OpViews const& v) { return elementwise_supports(d.op, v); }
+
+void run(ShaderRunner& r, op::Unary const& d, OpViews const& v) {
+    record(r, Shader::unary, d.op, false, v.in[0], nullptr, v.out[0], d.a, d.b);
+}
+
+Support supports(ShaderRunner const&, op::Binary const& d, OpViews const& v) { return elementwise_supports(d.op, v); }
+
+void run(ShaderRunner& r, op::Binary const& d, OpViews const& v) {
+    record(r, Shader::binary, d.op, d.scalar_rhs, v.in[0], d.scalar_rhs ? nullptr : &v.in[1], v.out[0], d.scalar, 0.0f);
+}
+
+}  // namespace rayo::vulkan::ops

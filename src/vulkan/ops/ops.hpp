@@ -1,0 +1,47 @@
+// The Vulkan backend's op families, one source file each (elementwise.cpp holds the unary and
+// binary families). For each descriptor: supports() says whether the shaders take these views on
+// this device, run() records the dispatches (the device mutex held, see shader_runner.hpp).
+#pragma once
+
+#include "vulkan/shader_runner.hpp"
+#include "dispatch/backend.hpp"
+
+namespace rayo::vulkan::ops {
+
+using detail::OpViews;
+using detail::TensorView;
+using detail::Support;
+namespace op = detail::op;
+
+Support supports(ShaderRunner const&, op::Unary const&, OpViews const&);
+void run(ShaderRunner&, op::Unary const&, OpViews const&);
+Support supports(ShaderRunner const&, op::Binary const&, OpViews const&);
+void run(ShaderRunner&, op::Binary const&, OpViews const&);
+
+Support supports(ShaderRunner const&, op::Reduce const&, OpViews const&);
+void run(ShaderRunner&, op::Reduce const&, OpViews const&);
+Support supports(ShaderRunner const&, op::Dot const&, OpViews const&);
+void run(ShaderRunner&, op::Dot const&, OpViews const&);
+
+Support supports(ShaderRunner const&, op::Softmax const&, OpViews const&);
+void run(ShaderRunner&, op::Softmax const&, OpViews const&);
+
+Support supports(ShaderRunner const&, op::Norm const&, OpViews const&);
+void run(ShaderRunner&, op::Norm const&, OpViews const&);
+
+Support supports(ShaderRunner const&, op::Matmul const&, OpViews const&);
+void run(ShaderRunner&, op::Matmul const&, OpViews const&);
+
+Support supports(ShaderRunner const&, op::Quantize const&, OpViews const&);
+void run(ShaderRunner&, op::Quantize const&, OpViews const&);
+Support supports(ShaderRunner const&, op::Dequantize const&, OpViews const&);
+void run(ShaderRunner&, op::Dequantize const&, OpViews const&);
+
+// linear(x, w) with q4_k / q6_k weights and at most kquant_gemv_max_rows rows of x (quantization.cpp):
+// the f32 K-quant GEMV, for matmul.cpp.
+inline constexpr std::size_t kquant_gemv_max_rows = 16;
+void linear_kquant_gemv(ShaderRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out);
+// Records decoding `count` values of q4_k / q6_k / q8_k blocks at `in` into f32 at `out` (quantization.cpp).
+void record_dequantize(ShaderRunner&, Binding const& in, DType type, std::size_t count, Binding const& out);
+
+}  // namespace rayo::vulkan::ops

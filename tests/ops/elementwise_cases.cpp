@@ -1,0 +1,140 @@
+// The unary and binary families: every op on every shape of elementwise_shapes(), on views whose
+// offsets take each backend's vector and scalar paths, with special values mixed in; the
+// returning form and in place; and, for the transcendentals, a dense sweep of their documented
+// range.
+#include "ops/harness.hpp"
+#include "ops/references.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace rayo::test::ops {
+namespace {
+
+constexpr float fmax = std::numeric_limits<float>::max();
+
+// Where an input and an output view start (elements into their allocations): inputs start at
+// `in`, outputs guard_elements + `out` (67 + out) elements in, so {0, 1} puts both on 16-byte
+// boundaries (the vector paths), {1, 2} both 4 bytes past one, {1, 3} at different alignments.
+struct Layout {
+    std::size_t in, out;
+};
+constexpr Layout layouts[] = {{0, 1}, {1, 2}, {1, 3}};
+
+struct UnaryOp {
+    Op op;
+    float a, b;                  // the op's parameters
+    double (*reference)(double x, float a, float b);
+    Range range;                 // of the random inputs
+    std::optional<Range> sweep;  // the documented range of a transcendental, swept densely
+};
+
+std::vector<UnaryOp> unary_ops() {
+    constexpr float max = fmax;
+    return {
+        {Op::relu, 0, 0, [](double x, float, float) { return x < 0 ? 0.0 : x; }, {-4, 4}, {}},
+        {Op::leaky_relu, 0.1f, 0, [](double x, float a, float) { return x < 0 ? x * double(a) : x; }, {-4, 4}, {}},
+        {Op::elu, 0.7f, 0, [](double x, float a, float) { return x > 0 ? x : double(a) * std::expm1(x); }, {-8, 4}, Range{-max, max}},
+        {Op::sigmoid, 0, 0, [](double x, float, float) { return sigmoid_ref(x); }, {-20, 20}, Range{-max, max}},
+        {Op::tanh, 0, 0, [](double x, float, float) { return std::tanh(x); }, {-10, 10}, Range{-max, max}},
+        {Op::silu, 0, 0, [](double x, float, float) { return silu_ref(x); }, {-20, 20}, Range{-80, max}},
+        {Op::gelu, 0, 0, [](double x, float, float) { return gelu_ref(x); }, {-16, 16}, Range{-10, max}},
+        {Op::gelu_tanh, 0, 0, [](double x, float, float) { return gelu_tanh_ref(x); }, {-9, 9}, Range{-10, max}},
+        {Op::clip, -1.5f, 2.5f, [](double x, float lo, float hi) { return std::min(std::max(x, double(lo)), double(hi)); }, {-4, 4}, {}},
+        {Op::exp, 0, 0, [](double x, float, float) { return std::exp(x); }, {-80, 80}, Range{-max, max}},
+        {Op::log, 0, 0, [](double x, float, float) { return std::log(x); }, {1e-3f, 1e3f}, Range{0, max}},
+        {Op::sqrt, 0, 0, [](double x, float, float) { return std::sqrt(x); }, {0, 100}, {}},
+        {Op::abs, 0, 0, [](double x, float, float) { return std::abs(x); }, {-4, 4}, {}},
+        {Op::neg, 0, 0, [](double x, float, float) { return -x; }, {-4, 4}, {}},
+    };
+}
+
+void check_unary(CaseContext& ctx, UnaryOp const& u) {
+    auto run = [&](std::vector<float> const& in, Shape const& shape, Layout layout) {
+        Guarded<float> out = ctx.output<float>(shape, layout.out);
+        unary(u.op, ctx.input(in, shape, layout.in), u.a, u.b, out.tensor());
+        ctx.expect_close(out, {.want = [&](std::size_t i) { return u.reference(in[i], u.a, u.b); },
+                               .describe = [&](std::size_t i) { return std::string(to_string(u.op)) + "(" + show(in[i]) + ")"; },
+                               .want_flushed = [&](std::size_t i) { return u.reference(flush(in[i]), u.a, u.b); }});
+    };
+    std::vector<Shape> const shapes = ctx.shapes(elementwise_shapes());
+    for (std::size_t s = 0; s < shapes.size(); ++s) {
+        SCOPED_TRACE("shape " + shapes[s].to_string());
+        run(ctx.values(shapes[s].numel(), u.range), shapes[s], layouts[s % std::size(layouts)]);
+    }
+    if (u.sweep) {
+        SCOPED_TRACE("sweep");
+        std::vector<float> const in = ctx.sweep(u.sweep->lo, u.sweep->hi, std::size_t{1} << 22);
+        run(in, Shape{in.size()}, layouts[0]);
+    }
+    // The returning form, and in place.
+    std::vector<float> const in = ctx.values(1001, u.range);
+    Tensor<float> x = ctx.input(in, Shape{7, 143});
+    std::vector<float> const returned = unary(u.op, x, u.a, u.b).to_vector();
+    unary(u.op, x, u.a, u.b, x);
+    std::vector<float> const in_place = x.to_vector();
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        EXPECT_TRUE(std::bit_cast<std::uint32_t>(returned[i]) == std::bit_cast<std::uint32_t>(in_place[i]) ||
+                    (std::isnan(returned[i]) && std::isnan(in_place[i])))
+            << "in place and returned differ at " << show(in[i]);
+    }
+}
+
+struct BinaryOp {
+    Op op;
+    double (*reference)(double a, double b);
+    Range range;
+};
+
+std::vector<BinaryOp> binary_ops() {
+    return {{Op::add, [](double a, double b) { return a + b; }, {-4, 4}},
+            {Op::sub, [](double a, double b) { return a - b; }, {-4, 4}},
+            {Op::mul, [](double a, double b) { return a * b; }, {-4, 4}},
+            {Op::div, [](double a, double b) { return a / b; }, {0.5f, 4}}};
+}
+
+void check_binary(CaseContext& ctx, BinaryOp const& b, bool scalar) {
+    float const s = 0.7f;
+    std::vector<Shape> const shapes = ctx.shapes(elementwise_shapes());
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+        Shape const& shape = shapes[i];
+        SCOPED_TRACE("shape " + shape.to_string());
+        Layout const layout = layouts[i % std::size(layouts)];
+        std::vector<float> const av = ctx.values(shape.numel(), b.range), bv = ctx.values(shape.numel(), b.range);
+        Guarded<float> out = ctx.output<float>(shape, layout.out);
+        Tensor<float> const a = ctx.input(av, shape, layout.in);
+        if (scalar) binary(b.op, a, s, out.tensor());
+        else binary(b.op, a, ctx.input(bv, shape, layout.in), out.tensor());
+        auto rhs = [&](std::size_t e) { return scalar ? s : bv[e]; };
+        ctx.expect_close(
+            out, {.want = [&](std::size_t e) { return b.reference(av[e], rhs(e)); },
+                  .describe = [&](std::size_t e) { return show(av[e]) + " " + std::string(to_string(b.op)) + " " + show(rhs(e)); },
+                  .want_flushed = [&](std::size_t e) { return b.reference(flush(av[e]), flush(rhs(e))); }});
+    }
+    // In place: a op= b.
+    std::vector<float> const av = ctx.values(999, b.range), bv = ctx.values(999, b.range);
+    Tensor<float> a = ctx.input(av, Shape{999}), rhs = ctx.input(bv, Shape{999});
+    std::vector<float> const want = (scalar ? binary(b.op, a, s) : binary(b.op, a, rhs)).to_vector();
+    if (scalar) binary(b.op, a, s, a);
+    else binary(b.op, a, rhs, a);
+    std::vector<float> const got = a.to_vector();
+    for (std::size_t e = 0; e < got.size(); ++e)
+        EXPECT_TRUE(got[e] == want[e] || (std::isnan(got[e]) && std::isnan(want[e]))) << "in place differs at " << e;
+}
+
+std::vector<OpCase> cases() {
+    std::vector<OpCase> c;
+    for (UnaryOp const& u : unary_ops())
+        c.push_back({std::string(to_string(u.op)), u.op, DType::f32, [u](CaseContext& ctx) { check_unary(ctx, u); }});
+    for (BinaryOp const& b : binary_ops()) {
+        c.push_back({std::string(to_string(b.op)), b.op, DType::f32, [b](CaseContext& ctx) { check_binary(ctx, b, false); }});
+        c.push_back({std::string(to_string(b.op)) + "_scalar", b.op, DType::f32,
+                     [b](CaseContext& ctx) { check_binary(ctx, b, true); }});
+    }
+    return c;
+}
+
+CaseRegistration const registration(cases());
+
+}  // namespace
+}  // namespace rayo::test::ops

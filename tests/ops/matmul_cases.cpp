@@ -1,0 +1,182 @@
+// The matmul family: matmul of f32, f16 and bf16 operands, and linear x · wᵀ with f32 x and f32,
+// f16, bf16, q4_k and q6_k weights. Shapes: tiny, prime and odd sizes, both sides of the CPU's
+// micro-tiles and cache blocks and of the GPUs' tiles, one row and one column, k = 0, and one
+// product large enough for the GPUs' large tiles; views at offsets (the GPUs' vector and scalar
+// loads); linear over leading batch axes. K-quant weights: the GEMV forms of every backend (one row
+// of x, a few, more than the GEMV takes; rows of whole and partial ring slots; weights that are a
+// slice of a larger tensor), against the product with the dequantized weights, in both of
+// rayo::kquant_activations' modes.
+#include "ops/harness.hpp"
+#include "ops/references.hpp"
+
+#include <cmath>
+
+#include "support/test_support.hpp"
+
+namespace rayo::test::ops {
+namespace {
+
+struct Dims {
+    std::size_t m, n, k;
+};
+
+std::vector<Dims> product_dims() {
+    return {{1, 1, 1},      {1, 7, 64},      {7, 1, 13},     {5, 3, 0},      {13, 17, 19},    {6, 16, 5},
+            {14, 32, 3},    {64, 64, 64},    {65, 63, 67},   {95, 97, 96},   {1, 1000, 257},  {255, 257, 256},
+            {257, 255, 129}, {31, 97, 1031}, {149, 40, 511}, {3, 4097, 37},  {1000, 1, 512},  {1030, 1100, 20}};
+}
+
+template <class T>
+std::vector<T> as(std::vector<float> const& v) {
+    return std::vector<T>(v.begin(), v.end());
+}
+template <class T>
+std::vector<double> exact(std::vector<T> const& v) {
+    std::vector<double> d;
+    d.reserve(v.size());
+    for (T x : v) d.push_back(static_cast<float>(x));
+    return d;
+}
+
+// Checks a product against the float64 one of the values as stored.
+void expect_product(CaseContext& ctx, Guarded<float> const& out, ProductReference const& want, std::size_t k) {
+    double const root_k = std::sqrt(static_cast<double>(std::max<std::size_t>(k, 1)));
+    std::size_t const n = out.tensor().rank() ? static_cast<std::size_t>(out.tensor().shape()[out.tensor().rank() - 1]) : 1;
+    ctx.expect_close(out, {.want = [&](std::size_t i) { return want.value[i]; },
+                           .describe = [&](std::size_t i) { return "out(" + std::to_string(i / n) + ", " + std::to_string(i % n) + ")"; },
+                           .scale = [&](std::size_t i) { return root_k * want.magnitude[i]; },
+                           .magnitude = [&](std::size_t i) { return want.magnitude[i]; }});
+}
+
+// Whether the target runs a product of this size in its budget (the simulator's is small).
+bool fits(CaseContext const& ctx, Dims d) { return d.m * d.n * d.k <= 64 * ctx.target().max_elements; }
+
+template <class T>
+void check_matmul(CaseContext& ctx) {
+    std::size_t index = 0;
+    for (Dims d : product_dims()) {
+        if (!fits(ctx, d)) continue;
+        SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k));
+        std::vector<T> const av = as<T>(ctx.values(d.m * d.k, {-1, 1}, Specials::none));
+        std::vector<T> const bv = as<T>(ctx.values(d.k * d.n, {-1, 1}, Specials::none));
+        std::size_t const offset = index++ % 2;  // every other product on views 1 element in
+        ctx.attempt([&] {
+            Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, offset);
+            matmul(ctx.input(av, Shape{d.m, d.k}, offset), ctx.input(bv, Shape{d.k, d.n}, 2 * offset), out.tensor());
+            expect_product(ctx, out, product_ref(exact(av), exact(bv), d.m, d.n, d.k, false), d.k);
+        });
+    }
+    // The returning form.
+    ctx.attempt([&] {
+        std::vector<T> const av = as<T>(ctx.values(9 * 40, {-1, 1}, Specials::none));
+        std::vector<T> const bv = as<T>(ctx.values(40 * 11, {-1, 1}, Specials::none));
+        Tensor<float> const y = matmul(ctx.input(av, Shape{9, 40}), ctx.input(bv, Shape{40, 11}));
+        EXPECT_EQ(y.shape(), (Shape{9, 11}));
+        ProductReference const want = product_ref(exact(av), exact(bv), 9, 11, 40, false);
+        std::vector<float> const got = y.to_vector();
+        for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want.value[i], 1e-3 * want.magnitude[i]) << i;
+    });
+}
+
+template <class W>
+void check_linear(CaseContext& ctx) {
+    std::size_t index = 0;
+    for (Dims d : product_dims()) {
+        if (!fits(ctx, d)) continue;
+        SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k));
+        std::vector<float> const xv = ctx.values(d.m * d.k, {-1, 1}, Specials::none);
+        std::vector<W> const wv = as<W>(ctx.values(d.n * d.k, {-1, 1}, Specials::none));
+        std::size_t const offset = index++ % 2;
+        ctx.attempt([&] {
+            Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, offset);
+            linear(ctx.input(xv, Shape{d.m, d.k}, 2 * offset), ctx.input(wv, Shape{d.n, d.k}, offset), out.tensor());
+            expect_product(ctx, out, product_ref(exact(xv), exact(wv), d.m, d.n, d.k, true), d.k);
+        });
+    }
+    // Leading axes of x are batch axes.
+    ctx.attempt([&] {
+        std::vector<float> const xv = ctx.values(2 * 3 * 40, {-1, 1}, Specials::none);
+        std::vector<W> const wv = as<W>(ctx.values(5 * 40, {-1, 1}, Specials::none));
+        Guarded<float> out = ctx.output<float>(Shape{2, 3, 5});
+        linear(ctx.input(xv, Shape{2, 3, 40}), ctx.input(wv, Shape{5, 40}), out.tensor());
+        expect_product(ctx, out, product_ref(exact(xv), exact(wv), 6, 5, 40, true), 40);
+    });
+}
+
+using KQuantActivationScope = SettingScope<KQuantActivations, &kquant_activations, &set_kquant_activations>;
+
+// K-quant weights: ‖y − ref‖ / ‖ref‖ against float64 on the dequantized weights and the
+// unquantized x, x like real activations (normal, one channel 40x larger, an all-zero block).
+template <QuantBlock W>
+void check_kquant_linear(CaseContext& ctx) {
+    struct Shape3 {
+        std::size_t m, n, k, first_row;  // first_row: the weights are rows [first_row, first_row + n) of a tensor
+    };
+    std::vector<Shape3> const shapes{{1, 7, 256, 0},    {1, 70, 2048, 0}, {1, 37, 2304, 0}, {1, 33, 256, 3},
+                                     {2, 70, 2048, 0},  {2, 37, 2304, 5}, {3, 50, 1024, 0}, {4, 16, 512, 0},
+                                     {5, 33, 512, 0},   {8, 9, 2048, 0},  {9, 40, 768, 0},  {16, 33, 768, 0},
+                                     {17, 20, 512, 0},  {64, 300, 768, 0}, {3, 8200, 256, 0}, {1, 3, 32768, 0},
+                                     {2, 1000, 256, 1}};
+    // The activations' mode applies to the CPU's and CUDA's integer dot products; Vulkan's GEMV
+    // reads x as f32 (docs/ops.md).
+    std::vector<KQuantActivations> modes{KQuantActivations::q8_k_residual};
+    if (ctx.target().kind != DeviceKind::vulkan) modes.push_back(KQuantActivations::q8_k);
+    for (auto mode : modes) {
+        KQuantActivationScope activations(mode);
+        // ggml's single q8_k activations err 2.5-5.2% on this data (the large channel sets its
+        // block's scale): a hundredth of the default's accuracy.
+        double const bound = ctx.tolerance().rel * (mode == KQuantActivations::q8_k ? 100 : 1);
+        for (Shape3 s : shapes) {
+            if (!fits(ctx, {s.m, s.n, s.k})) continue;
+            SCOPED_TRACE(std::string(to_string(mode)) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+                         std::to_string(s.k) + (s.first_row ? ", rows from " + std::to_string(s.first_row) : ""));
+            std::size_t const rows = s.first_row + s.n;
+            // Quantized on the CPU (where the GPU backends quantize to q4_k / q6_k anyway), then moved.
+            Tensor<W> const host = quantize<W>(Tensor<float>::from(ctx.values(rows * s.k, {-1, 1}, Specials::none), {rows, s.k}));
+            auto const first = static_cast<std::int64_t>(s.first_row), end = static_cast<std::int64_t>(rows);
+            Tensor<W> const w = host.to(ctx.device()).slice(first, end);
+            std::vector<float> const wv = dequantize(host.slice(first, end)).to_vector();
+            std::vector<float> const xv = activation_like(s.m, s.k, ctx.seed() + static_cast<std::uint32_t>(s.n));
+            // x and out 16-byte aligned: the K-quant kernels of the GPUs read and write vectors.
+            Guarded<float> out = ctx.output<float>(Shape{s.m, s.n}, 1);
+            bool ran = false;
+            ctx.attempt([&] {
+                linear(ctx.input(xv, Shape{s.m, s.k}, 0), w, out.tensor());
+                ran = true;
+            });
+            if (!ran) continue;
+            ProductReference const want =
+                product_ref(std::vector<double>(xv.begin(), xv.end()), std::vector<double>(wv.begin(), wv.end()), s.m, s.n, s.k, true);
+            // The norm of ref at its typical size at least: a single output may cancel to almost 0.
+            double typical = 0;
+            for (double m : want.magnitude) typical += m * m / static_cast<double>(s.k);
+            std::vector<float> const got = out.values();
+            double num = 0, den = 0;
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                num += (got[i] - want.value[i]) * (got[i] - want.value[i]);
+                den += want.value[i] * want.value[i];
+            }
+            double const error = std::sqrt(num / std::max(den, typical));
+            EXPECT_LE(error, bound) << "‖y − ref‖ / ‖ref‖ on " << ctx.target().id << " (seed " << ctx.seed() << ")";
+            ctx.expect_guards(out);
+        }
+    }
+}
+
+std::vector<OpCase> cases() {
+    return {
+        {"matmul_f32", Op::matmul, DType::f32, check_matmul<float>},
+        {"matmul_f16", Op::matmul, DType::f16, check_matmul<half>},
+        {"matmul_bf16", Op::matmul, DType::bf16, check_matmul<bfloat16>},
+        {"linear_f32", Op::linear, DType::f32, check_linear<float>},
+        {"linear_f16", Op::linear, DType::f16, check_linear<half>},
+        {"linear_bf16", Op::linear, DType::bf16, check_linear<bfloat16>},
+        {"linear_q4_k", Op::linear, DType::q4_k, check_kquant_linear<q4_k>},
+        {"linear_q6_k", Op::linear, DType::q6_k, check_kquant_linear<q6_k>},
+    };
+}
+
+CaseRegistration const registration(cases());
+
+}  // namespace
+}  // namespace rayo::test::ops

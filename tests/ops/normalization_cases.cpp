@@ -1,0 +1,65 @@
+// The normalization family over the last axis: layer_norm and rms_norm, plain and with gamma (and
+// beta), on every form of the row shapes; x, gamma, beta and out as views at offsets (vector and
+// scalar paths); rows offset by 1000 (the mean's cancellation); special values; and in place.
+#include "ops/harness.hpp"
+#include "ops/references.hpp"
+#include "ops/row_shapes.hpp"
+
+#include <cmath>
+
+namespace rayo::test::ops {
+namespace {
+
+constexpr float layer_norm_eps = 1e-5f, rms_norm_eps = 1e-6f;
+
+void check(CaseContext& ctx, Op op, bool affine) {
+    bool const layer = op == Op::layer_norm;
+    float const eps = layer ? layer_norm_eps : rms_norm_eps;
+    auto run = [&](std::vector<float> const& v, Shape const& shape, std::size_t offset) {
+        SCOPED_TRACE("shape " + shape.to_string() + ", offset " + std::to_string(offset));
+        std::size_t const cols = static_cast<std::size_t>(shape[shape.rank() - 1]);
+        std::vector<float> const gv = ctx.values(cols, {-2, 2}, Specials::none), bv = ctx.values(cols, {-1, 1}, Specials::none);
+        Guarded<float> out = ctx.output<float>(shape, offset + 1);
+        Tensor<float> const x = ctx.input(v, shape, offset);
+        Tensor<float> const g = ctx.input(gv, Shape{cols}, offset + 2), b = ctx.input(bv, Shape{cols}, 3 * offset);
+        if (layer) affine ? layer_norm(x, g, b, eps, out.tensor()) : layer_norm(x, eps, out.tensor());
+        else affine ? rms_norm(x, g, eps, out.tensor()) : rms_norm(x, eps, out.tensor());
+        std::vector<double> const n = normalised_ref(v, cols, layer, eps);
+        auto gamma = [&](std::size_t i) { return affine ? double(gv[i % cols]) : 1.0; };
+        auto beta = [&](std::size_t i) { return affine && layer ? double(bv[i % cols]) : 0.0; };
+        ctx.expect_close(
+            out, {.want = [&](std::size_t i) { return n[i] * gamma(i) + beta(i); },
+                  .describe = [&](std::size_t i) { return "row " + std::to_string(i / cols) + ", column " + std::to_string(i % cols); },
+                  .scale = [&](std::size_t i) { return std::abs(n[i] * gamma(i)) + std::abs(beta(i)); }});
+    };
+    std::vector<Shape> const shapes = ctx.shapes(row_shapes());
+    for (std::size_t s = 0; s < shapes.size(); ++s) {
+        if (shapes[s].rank() && shapes[s][shapes[s].rank() - 1] == 0) continue;  // no row to normalise over
+        run(ctx.values(shapes[s].numel(), {-6, 9}, Specials::none), shapes[s], s % 3);
+    }
+    std::vector<float> offset_rows = ctx.values(5 * 777, {-1, 1}, Specials::none);
+    for (float& f : offset_rows) f += 1000.0f;
+    run(offset_rows, Shape{5, 777}, 1);
+    run(ctx.values(6 * 50, {-6, 9}, Specials::ieee), Shape{6, 50}, 0);
+    // In place.
+    std::vector<float> const v = ctx.values(9 * 300, {-6, 9}, Specials::none);
+    Tensor<float> x = ctx.input(v, Shape{9, 300});
+    std::vector<float> const want = (layer ? layer_norm(x, eps) : rms_norm(x, eps)).to_vector();
+    if (layer) layer_norm(x, eps, x);
+    else rms_norm(x, eps, x);
+    EXPECT_EQ(x.to_vector(), want) << "in place differs from the returning form";
+}
+
+std::vector<OpCase> cases() {
+    std::vector<OpCase> c;
+    for (Op op : {Op::layer_norm, Op::rms_norm})
+        for (bool affine : {false, true})
+            c.push_back({std::string(to_string(op)) + (affine ? "_affine" : ""), op, DType::f32,
+                         [op, affine](CaseContext& ctx) { check(ctx, op, affine); }});
+    return c;
+}
+
+CaseRegistration const registration(cases());
+
+}  // namespace
+}  // namespace rayo::test::ops

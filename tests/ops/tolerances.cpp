@@ -1,0 +1,98 @@
+// The tolerance of every (op, element type) the harness checks, and where a backend documents a
+// different accuracy, its own column. docs/ops.md states the same figures to users.
+#include "ops/tolerances.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace rayo::test::ops {
+
+namespace {
+
+constexpr Tolerance exact{.ulp = 0};
+constexpr Tolerance correctly_rounded{.ulp = 0.5};
+constexpr Tolerance ulps(double u) { return {.ulp = u}; }
+constexpr Tolerance relative(double rel, double abs = 0) { return {.rel = rel, .abs = abs}; }
+// Products: rel of √k·Σ|a·b|, and an operand rounded on the way.
+constexpr Tolerance product(double rel, double rounding = 0) { return {.rel = rel, .rounding = rounding}; }
+
+struct Row {
+    Op op;
+    DType dtype;
+    Tolerance cpu, vulkan, cuda;
+};
+
+constexpr Row same(Op op, DType dtype, Tolerance t) { return {op, dtype, t, t, t}; }
+
+// The rows. Element-wise transcendentals: within 4 ulp over their documented ranges (the CPU's
+// polynomials, which the shaders and the PTX generators repeat). Vulkan's sqrt and division refine
+// the device's approximations by one Newton step (1 ulp). Sums accumulate in double (CPU, CUDA) or
+// double-float pairs (Vulkan): 1e-6 of Σ|x|. Row ops: a few ulp of each term, stated relative to the
+// result (softmax), to |result| + 1 (log_softmax), or to the normalised value (norms). Products:
+// 1e-5·√k of Σ|a·b| in f32; 16-bit operands on tensor cores add f32 accumulation of exact products
+// in another order (5e-5·√k), and an f32 x rounded to the weights' type on the way (2^-11 of Σ|a·b|
+// for f16, 2^-8 for bf16) where the GPU does so. K-quant linear: 1e-3 of ‖ref‖ in ‖y − ref‖, against
+// the product with the dequantized weights (the activations' q8_k pair errs ~1e-4); 1e-5 on Vulkan,
+// whose GEMV reads x as f32.
+constexpr Row rows[] = {
+    same(Op::relu, DType::f32, exact),
+    same(Op::leaky_relu, DType::f32, correctly_rounded),
+    same(Op::elu, DType::f32, ulps(4)),
+    same(Op::sigmoid, DType::f32, ulps(4)),
+    same(Op::tanh, DType::f32, ulps(4)),
+    same(Op::silu, DType::f32, ulps(4)),
+    same(Op::gelu, DType::f32, ulps(4)),
+    same(Op::gelu_tanh, DType::f32, ulps(4)),
+    same(Op::clip, DType::f32, exact),
+    same(Op::exp, DType::f32, ulps(4)),
+    same(Op::log, DType::f32, ulps(4)),
+    {Op::sqrt, DType::f32, correctly_rounded, ulps(1), correctly_rounded},
+    same(Op::abs, DType::f32, exact),
+    same(Op::neg, DType::f32, exact),
+    same(Op::add, DType::f32, correctly_rounded),
+    same(Op::sub, DType::f32, correctly_rounded),
+    same(Op::mul, DType::f32, correctly_rounded),
+    {Op::div, DType::f32, correctly_rounded, ulps(1), correctly_rounded},
+    same(Op::sum, DType::f32, relative(1e-6)),
+    same(Op::mean, DType::f32, relative(1e-6)),
+    same(Op::max, DType::f32, exact),
+    same(Op::min, DType::f32, exact),
+    same(Op::argmax, DType::f32, exact),
+    same(Op::argmin, DType::f32, exact),
+    same(Op::dot, DType::f32, relative(1e-6)),
+    same(Op::softmax, DType::f32, relative(4e-6, 1e-37)),
+    same(Op::log_softmax, DType::f32, relative(2e-6, 4e-6)),
+    same(Op::layer_norm, DType::f32, relative(4e-6, 1e-6)),
+    same(Op::rms_norm, DType::f32, relative(4e-6, 1e-6)),
+    same(Op::matmul, DType::f32, product(1e-5)),
+    {Op::matmul, DType::f16, product(1e-5), product(5e-5), product(5e-5)},
+    {Op::matmul, DType::bf16, product(1e-5), product(5e-5), product(5e-5)},
+    same(Op::linear, DType::f32, product(1e-5)),
+    {Op::linear, DType::f16, product(1e-5), product(5e-5, 0x1p-11), product(5e-5, 0x1p-11)},
+    {Op::linear, DType::bf16, product(1e-5), product(5e-5), product(5e-5, 0x1p-8)},
+    {Op::linear, DType::q4_k, relative(1e-3), relative(1e-5), relative(1e-3)},
+    {Op::linear, DType::q6_k, relative(1e-3), relative(1e-5), relative(1e-3)},
+    same(Op::quantize, DType::q4_k, exact),
+    same(Op::quantize, DType::q6_k, exact),
+    same(Op::quantize, DType::q8_k, exact),
+    same(Op::dequantize, DType::q4_k, exact),
+    same(Op::dequantize, DType::q6_k, exact),
+    same(Op::dequantize, DType::q8_k, exact),
+};
+
+}  // namespace
+
+Tolerance tolerance(Op op, DType dtype, DeviceKind backend) {
+    for (Row const& r : rows) {
+        if (r.op != op || r.dtype != dtype) continue;
+        switch (backend) {
+            case DeviceKind::cpu: return r.cpu;
+            case DeviceKind::vulkan: return r.vulkan;
+            case DeviceKind::cuda: return r.cuda;
+        }
+    }
+    throw std::logic_error("tests/ops/tolerances.cpp has no row for " + std::string(to_string(op)) + " on " +
+                           std::string(to_string(dtype)));
+}
+
+}  // namespace rayo::test::ops
