@@ -152,6 +152,9 @@ float rayo_log(float x) {
 // tanh x = 2u/(1 + u²), u = tanh(x/2) as a rational; see the CPU kernel for the derivation.
 float rayo_tanh(float x) {
     if (isnan(x)) return x;
+    // Below 2^-12, x itself is tanh(x) rounded (x³/3 is under half an ulp of x); the rational's
+    // intermediates would be subnormal near FLT_MIN, where a device may flush them.
+    if (abs(x) < 2.44140625e-4) return x;
     precise float a = clamp(x, -9.125, 9.125);
     precise float z = a * a;
     precise float p = fma(1.061415605e-04, z, 2.774574235e-02);
@@ -247,9 +250,10 @@ float rayo_sqrt(float x) {
     return result;
 }
 
-// a / b refined by one Newton step. A numerator past 2^125 is divided a quarter at a time (exact),
-// or the residual a − q·b would overflow. A device that flushes subnormals divides by one as by
-// zero, with IEEE's signs (some compute a/b as a·(1/b), which gives NaN there).
+// a / b refined by one Newton step. An operand past 2^125 is scaled by 1/4 (exactly) first: a
+// numerator's residual a − q·b would overflow, and a device that divides as a·(1/b) would get a
+// subnormal 1/b, which it may flush. A device that flushes subnormals divides by one as by zero,
+// with IEEE's signs (a·(1/b) gives NaN there).
 float rayo_div(float a, float b) {
 #ifndef RAYO_DENORM_PRESERVE
     uint bb = floatBitsToUint(b);
@@ -259,12 +263,15 @@ float rayo_div(float a, float b) {
         return undefined ? RAYO_NAN : uintBitsToFloat(((aa ^ bb) & 0x80000000u) | 0x7f800000u);
     }
 #endif
-    precise float scale = abs(a) > 4.2535296e37 ? 4.0 : 1.0;  // 2^125
-    precise float as = a / scale;
-    precise float q = as / b;
+    precise float sa = abs(a) > 4.2535296e37 ? 0.25 : 1.0;  // 2^125
+    precise float sb = abs(b) > 4.2535296e37 ? 0.25 : 1.0;
+    precise float as = a * sa;
+    precise float bs = b * sb;
+    precise float scale = sb / sa;  // a / b = (as / bs) · scale
+    precise float q = as / bs;
     if (isinf(q) || isnan(q) || q == 0.0 || isinf(b)) return q * scale;
-    precise float r = fma(-q, b, as);
-    precise float result = fma(r, 1.0 / b, q) * scale;
+    precise float r = fma(-q, bs, as);
+    precise float result = fma(r, 1.0 / bs, q) * scale;
     return result;
 }
 

@@ -79,6 +79,12 @@ int q8_quantize(float x, uint i, out float d) {
         precise float v = iscale * x;
         precise float t = v + 12582912.0;  // 1.5·2^23: the low mantissa bits are nearest_int(v)
         int n = (floatBitsToInt(t) & 0x007FFFFF) - 0x00400000;
+        // NaNs, as the reference's x86 arithmetic makes them (a device may give its own NaN bits):
+        // a NaN x keeps its payload, quieted; ±inf·0 (a block whose maximum is infinite) is the
+        // default NaN, payload 0.
+        uint xb = floatBitsToUint(x);
+        if ((xb & 0x7FFFFFFFu) > 0x7F800000u) n = int((xb | 0x00400000u) & 0x007FFFFFu) - 0x00400000;
+        else if ((floatBitsToUint(v) & 0x7FFFFFFFu) > 0x7F800000u) n = 0;
         n = min(n, 127);
         code = (n << 24) >> 24;
         d = divide_rounded(1.0, iscale);

@@ -135,12 +135,13 @@ std::vector<float> CaseContext::values(std::size_t n, Range range, Specials spec
     float const inf = std::numeric_limits<float>::infinity();
     float const den = std::numeric_limits<float>::denorm_min();
     float const fmin = std::numeric_limits<float>::min(), fmax = std::numeric_limits<float>::max();
-    // The ieee ones first.
-    static float const special[] = {0.0f,   -0.0f,   inf,     -inf,   std::numeric_limits<float>::quiet_NaN(),
-                                    den,    -den,    3 * den, fmin,   -fmin,
-                                    fmax,   -fmax,   1e-30f,  -1e-30f, 88.72f,
-                                    -87.0f, -104.0f, 1e4f,    -1e4f,   20.0f};
-    std::size_t const count = specials == Specials::all ? std::size(special) : 10;
+    // The ieee ones first (a NaN with a payload among them: its bits matter to q8_k quantization).
+    static float const special[] = {0.0f,   -0.0f,  inf,     -inf,    std::numeric_limits<float>::quiet_NaN(),
+                                    std::bit_cast<float>(0xffc12345u),
+                                    den,    -den,   3 * den, fmin,    -fmin,
+                                    fmax,   -fmax,  1e-30f,  -1e-30f, 88.72f,
+                                    -87.0f, -104.0f, 1e4f,   -1e4f,   20.0f};
+    std::size_t const count = specials == Specials::all ? std::size(special) : 11;
     std::mt19937 rng(seed_++);
     std::uniform_real_distribution<float> dist(range.lo, range.hi);
     std::uniform_int_distribution<std::size_t> pick(0, count - 1);
