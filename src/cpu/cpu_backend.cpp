@@ -64,12 +64,12 @@ void CpuBackend::fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes,
 }
 
 detail::Support CpuBackend::supports(detail::OpDescriptor const& op, detail::OpViews const& views) const {
-    KernelRunner const runner{kernels(), thread_pool()};
+    KernelRunner const runner;
     return std::visit([&](auto const& d) { return ops::supports(runner, d, views); }, op);
 }
 
 void CpuBackend::run(detail::OpDescriptor const& op, detail::OpViews const& views) {
-    KernelRunner runner{kernels(), thread_pool()};
+    KernelRunner runner;
     std::visit([&](auto const& d) { ops::run(runner, d, views); }, op);
 }
 

@@ -10,9 +10,12 @@
 
 namespace rayo::cpu {
 
-struct KernelRunner {
-    KernelTable const& kernels;
-    ThreadPool& pool;
+class KernelRunner {
+public:
+    // The instruction set in use and the pool are looked up when an op runs (not when the
+    // dispatcher asks whether it runs), once per op.
+    [[nodiscard]] KernelTable const& kernels() const { return cpu::kernels(); }
+    [[nodiscard]] ThreadPool& pool() const { return thread_pool(); }
 };
 
 // Below these sizes (elements a task) a second thread costs more than it saves.

@@ -49,8 +49,8 @@ public:
     [[nodiscard]] OpViews const& views() const noexcept { return views_; }
 
 private:
-    std::array<TensorView, max_inputs> in_{};
-    std::array<TensorView, max_outputs> out_{};
+    std::array<TensorView, max_inputs> in_;
+    std::array<TensorView, max_outputs> out_;
     OpViews views_;
 };
 

@@ -22,8 +22,10 @@ struct TensorView {
     DType dtype = DType::f32;
     bool present = false;       // false: an optional operand that was not given
     std::uint8_t rank = 0;
-    std::array<std::int64_t, max_view_rank> shape{};
-    std::array<std::int64_t, max_view_rank> strides{};
+    // Axes past `rank` are not read. (No default initialiser: the dispatcher makes views on every
+    // op, and zeroing what it then overwrites is measurable on small ops; TensorView{} zeroes.)
+    std::array<std::int64_t, max_view_rank> shape;
+    std::array<std::int64_t, max_view_rank> strides;
 
     [[nodiscard]] std::span<std::int64_t const> dims() const noexcept { return {shape.data(), rank}; }
     [[nodiscard]] std::size_t numel() const noexcept {
@@ -60,11 +62,15 @@ struct TensorView {
     v.dtype = dtype;
     v.present = true;
     v.rank = static_cast<std::uint8_t>(dims.size());
+    // Every axis written, the unused ones as 1-long, in a loop of fixed length (plain stores).
     std::int64_t stride = 1;
-    for (std::size_t i = dims.size(); i-- > 0;) {
-        v.shape[i] = dims[i];
-        v.strides[i] = stride;
-        stride *= dims[i];
+    for (std::size_t j = 0; j < max_view_rank; ++j) {
+        std::size_t const i = max_view_rank - 1 - j;
+        bool const used = i < dims.size();
+        std::int64_t const d = used ? dims[i] : 1;
+        v.shape[i] = d;
+        v.strides[i] = used ? stride : 0;
+        stride *= d;
     }
     return v;
 }

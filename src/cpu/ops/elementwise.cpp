@@ -18,30 +18,34 @@ bool stream_output(std::size_t numel) noexcept { return numel * sizeof(float) >=
 Support supports(KernelRunner const&, op::Unary const& d, OpViews const& v) { return detail::contiguous_f32("cpu", d.op, v); }
 
 void run(KernelRunner& r, op::Unary const& d, OpViews const& v) {
+    auto const& k = r.kernels();
+    ThreadPool& pool = r.pool();
     std::size_t const n = v.out[0].numel();
     bool const stream = stream_output(n);
     float const* x = data<float const>(v.in[0]);
     float* y = data<float>(v.out[0]);
-    r.pool.parallel_for(n, elementwise_grain,
-                        [&](std::size_t b, std::size_t e) { r.kernels.unary(d.op, d.a, d.b, x + b, y + b, e - b, stream); });
+    pool.parallel_for(n, elementwise_grain,
+                        [&](std::size_t b, std::size_t e) { k.unary(d.op, d.a, d.b, x + b, y + b, e - b, stream); });
 }
 
 Support supports(KernelRunner const&, op::Binary const& d, OpViews const& v) { return detail::contiguous_f32("cpu", d.op, v); }
 
 void run(KernelRunner& r, op::Binary const& d, OpViews const& v) {
+    auto const& k = r.kernels();
+    ThreadPool& pool = r.pool();
     std::size_t const n = v.out[0].numel();
     bool const stream = stream_output(n);
     float const* a = data<float const>(v.in[0]);
     float* y = data<float>(v.out[0]);
     if (d.scalar_rhs) {
-        r.pool.parallel_for(n, elementwise_grain, [&](std::size_t s, std::size_t e) {
-            r.kernels.binary_scalar(d.op, a + s, d.scalar, y + s, e - s, stream);
+        pool.parallel_for(n, elementwise_grain, [&](std::size_t s, std::size_t e) {
+            k.binary_scalar(d.op, a + s, d.scalar, y + s, e - s, stream);
         });
         return;
     }
     float const* b = data<float const>(v.in[1]);
-    r.pool.parallel_for(n, elementwise_grain,
-                        [&](std::size_t s, std::size_t e) { r.kernels.binary(d.op, a + s, b + s, y + s, e - s, stream); });
+    pool.parallel_for(n, elementwise_grain,
+                        [&](std::size_t s, std::size_t e) { k.binary(d.op, a + s, b + s, y + s, e - s, stream); });
 }
 
 }  // namespace rayo::cpu::ops

@@ -36,6 +36,7 @@ Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
 }
 
 void run(KernelRunner& r, op::Matmul const& d, OpViews const& v) {
+    auto const& k = r.kernels();
     auto const& shape = d.shape;
     TensorView const &a = v.in[0], &b = v.in[1];
     if (is_kquant(b.dtype)) {
@@ -61,7 +62,7 @@ void run(KernelRunner& r, op::Matmul const& d, OpViews const& v) {
     }
     args.c = data<float>(v.out[0]);
     args.ldc = shape.n;
-    gemm(args, r.kernels);
+    gemm(args, k);
 }
 
 }  // namespace rayo::cpu::ops

@@ -53,16 +53,18 @@ Support supports(KernelRunner const&, op::Quantize const&, OpViews const& v) {
 }
 
 void run(KernelRunner& r, op::Quantize const&, OpViews const& v) {
+    auto const& k = r.kernels();
+    ThreadPool& pool = r.pool();
     std::size_t const blocks = v.in[0].numel() / quant_block_values;
     float const* x = data<float const>(v.in[0]);
     TensorView const& out = v.out[0];
     switch (out.dtype) {
-        case DType::q4_k: quantize_reference(r.pool, x, data<q4_k>(out), blocks); return;
-        case DType::q6_k: quantize_reference(r.pool, x, data<q6_k>(out), blocks); return;
+        case DType::q4_k: quantize_reference(pool, x, data<q4_k>(out), blocks); return;
+        case DType::q6_k: quantize_reference(pool, x, data<q6_k>(out), blocks); return;
         default: {
             q8_k* q = data<q8_k>(out);
-            r.pool.parallel_for(blocks, vector_grain, [&](std::size_t b, std::size_t e) {
-                r.kernels.quantize_q8_k(x + b * quant_block_values, q + b, e - b);
+            pool.parallel_for(blocks, vector_grain, [&](std::size_t b, std::size_t e) {
+                k.quantize_q8_k(x + b * quant_block_values, q + b, e - b);
             });
         }
     }
@@ -76,17 +78,21 @@ Support supports(KernelRunner const&, op::Dequantize const&, OpViews const& v) {
 }
 
 void run(KernelRunner& r, op::Dequantize const&, OpViews const& v) {
+    auto const& k = r.kernels();
+    ThreadPool& pool = r.pool();
     TensorView const& in = v.in[0];
     std::size_t const blocks = in.numel() / quant_block_values;
     std::size_t const block_bytes = size_of(in.dtype);
     auto const* q = data<unsigned char const>(in);
     float* y = data<float>(v.out[0]);
-    r.pool.parallel_for(blocks, vector_grain, [&](std::size_t b, std::size_t e) {
-        r.kernels.dequantize(in.dtype, q + b * block_bytes, y + b * quant_block_values, e - b);
+    pool.parallel_for(blocks, vector_grain, [&](std::size_t b, std::size_t e) {
+        k.dequantize(in.dtype, q + b * block_bytes, y + b * quant_block_values, e - b);
     });
 }
 
 void linear_kquant(KernelRunner& r, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out) {
+    auto const& k = r.kernels();
+    ThreadPool& pool = r.pool();
     std::size_t const row_bytes = bytes_for(w.dtype, shape.k);
     if (shape.m > gemv_max_rows) {
         GemmArgs args;
@@ -101,21 +107,20 @@ void linear_kquant(KernelRunner& r, op::MatmulShape shape, TensorView const& x, 
         args.b_col = row_bytes;
         args.c = data<float>(out);
         args.ldc = shape.n;
-        gemm(args, r.kernels);
+        gemm(args, k);
         return;
     }
-    auto const& k = r.kernels;
     std::size_t const blocks = shape.k / quant_block_values;
     std::vector<QuantActivation> activations(shape.m * blocks);
     bool const residual = kquant_activations() == KQuantActivations::q8_k_residual;
     float const* xs = data<float const>(x);
-    r.pool.parallel_for(shape.m * blocks, vector_grain / 4, [&](std::size_t b, std::size_t e) {
+    pool.parallel_for(shape.m * blocks, vector_grain / 4, [&](std::size_t b, std::size_t e) {
         k.quantize_activations(xs + b * quant_block_values, activations.data() + b, e - b, residual);
     });
     auto const* weights = data<unsigned char const>(w);
     float* y = data<float>(out);
     DType const type = w.dtype;
-    r.pool.parallel_for(shape.n, gemv_row_grain, [&](std::size_t b, std::size_t e) {
+    pool.parallel_for(shape.n, gemv_row_grain, [&](std::size_t b, std::size_t e) {
         // A tile of weight rows stays in L2 while every row of x passes over it.
         for (std::size_t t = b; t < e; t += gemv_row_grain) {
             std::size_t const rows = std::min(gemv_row_grain, e - t);

@@ -39,7 +39,8 @@ Support supports(KernelRunner const&, op::Reduce const& d, OpViews const& v) {
 }
 
 void run(KernelRunner& r, op::Reduce const& d, OpViews const& v) {
-    auto const& k = r.kernels;
+    auto const& k = r.kernels();
+    ThreadPool& pool = r.pool();
     auto const shape = d.shape;
     Op const op = d.op == Op::mean ? Op::sum : d.op;
     float const* x = data<float const>(v.in[0]);
@@ -53,9 +54,9 @@ void run(KernelRunner& r, op::Reduce const& d, OpViews const& v) {
     if (shape.outer * shape.inner == 0) return;
     if (shape.outer == 1 && shape.inner == 1) {
         // One long run: each thread reduces a contiguous chunk, then the partials are combined in order.
-        std::size_t const parts = std::clamp<std::size_t>(shape.extent / reduce_grain, 1, r.pool.size());
+        std::size_t const parts = std::clamp<std::size_t>(shape.extent / reduce_grain, 1, pool.size());
         std::vector<ReduceResult> partial(parts);
-        r.pool.run_parts(parts, [&](std::size_t p, std::size_t n) {
+        pool.run_parts(parts, [&](std::size_t p, std::size_t n) {
             std::size_t const b = shape.extent * p / n, e = shape.extent * (p + 1) / n;
             partial[p] = k.reduce(op, x + b, e - b);
             partial[p].index += static_cast<std::int64_t>(b);
@@ -67,7 +68,7 @@ void run(KernelRunner& r, op::Reduce const& d, OpViews const& v) {
     }
     if (shape.inner == 1) {
         std::size_t const grain = std::max<std::size_t>(1, reduce_grain / std::max<std::size_t>(shape.extent, 1));
-        r.pool.parallel_for(shape.outer, grain, [&](std::size_t b, std::size_t e) {
+        pool.parallel_for(shape.outer, grain, [&](std::size_t b, std::size_t e) {
             for (std::size_t o = b; o < e; ++o) store(o, k.reduce(op, x + o * shape.extent, shape.extent));
         });
         return;
@@ -77,7 +78,7 @@ void run(KernelRunner& r, op::Reduce const& d, OpViews const& v) {
     constexpr std::size_t column_chunk = 256;
     std::size_t const chunks = (shape.inner + column_chunk - 1) / column_chunk;
     std::size_t const grain = std::max<std::size_t>(1, reduce_grain / std::max<std::size_t>(shape.extent * column_chunk, 1));
-    r.pool.parallel_for(shape.outer * chunks, grain, [&](std::size_t b, std::size_t e) {
+    pool.parallel_for(shape.outer * chunks, grain, [&](std::size_t b, std::size_t e) {
         double value[column_chunk];
         std::int64_t index[column_chunk];
         for (std::size_t t = b; t < e; ++t) {
@@ -93,14 +94,16 @@ void run(KernelRunner& r, op::Reduce const& d, OpViews const& v) {
 Support supports(KernelRunner const&, op::Dot const& d, OpViews const& v) { return detail::contiguous_f32("cpu", d.op, v); }
 
 void run(KernelRunner& r, op::Dot const&, OpViews const& v) {
+    auto const& k = r.kernels();
+    ThreadPool& pool = r.pool();
     std::size_t const n = v.in[0].numel();
-    std::size_t const parts = std::clamp<std::size_t>(n / reduce_grain, 1, r.pool.size());
+    std::size_t const parts = std::clamp<std::size_t>(n / reduce_grain, 1, pool.size());
     std::vector<double> partial(parts);
     float const* a = data<float const>(v.in[0]);
     float const* b = data<float const>(v.in[1]);
-    r.pool.run_parts(parts, [&](std::size_t p, std::size_t count) {
+    pool.run_parts(parts, [&](std::size_t p, std::size_t count) {
         std::size_t const s = n * p / count, e = n * (p + 1) / count;
-        partial[p] = r.kernels.dot(a + s, b + s, e - s);
+        partial[p] = k.dot(a + s, b + s, e - s);
     });
     double total = 0;
     for (double x : partial) total += x;

@@ -9,13 +9,15 @@ namespace rayo::cpu::ops {
 Support supports(KernelRunner const&, op::Softmax const& d, OpViews const& v) { return detail::contiguous_f32("cpu", d.op, v); }
 
 void run(KernelRunner& r, op::Softmax const& d, OpViews const& v) {
+    auto const& k = r.kernels();
+    ThreadPool& pool = r.pool();
     std::size_t const rows = v.in[0].rows(), cols = v.in[0].cols();
     bool const log = d.op == Op::log_softmax;
     float const* x = data<float const>(v.in[0]);
     float* y = data<float>(v.out[0]);
     std::size_t const grain = std::max<std::size_t>(1, elementwise_grain / std::max<std::size_t>(cols, 1));
-    r.pool.parallel_for(rows, grain, [&](std::size_t b, std::size_t e) {
-        r.kernels.softmax_rows(x + b * cols, y + b * cols, e - b, cols, log);
+    pool.parallel_for(rows, grain, [&](std::size_t b, std::size_t e) {
+        k.softmax_rows(x + b * cols, y + b * cols, e - b, cols, log);
     });
 }
 
