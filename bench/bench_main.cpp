@@ -3,10 +3,17 @@
 // families register in a fixed order.
 #include "bench_support.hpp"
 
+#include <iostream>
+
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-    rayo_bench::add_context(rayo_bench::bench_device());
+    try {
+        rayo_bench::add_context(rayo_bench::bench_device());
+    } catch (rayo::Error const& e) {  // RAYO_DEVICE names a device this machine does not have
+        std::cerr << "rayo-bench: " << e.what() << '\n';
+        return 2;
+    }
     rayo_bench::register_elementwise();
     rayo_bench::register_reductions();
     rayo_bench::register_softmax_norm();
