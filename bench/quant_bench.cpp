@@ -65,7 +65,7 @@ void run_streaming_read(benchmark::State& state) {
     report(state, {.bytes = static_cast<double>(data.bytes())});
 }
 
-// q8_k quantization of 16M activations on one thread (the per-thread figure).
+// q8_k quantization of 16M activations on one thread, so the figure is a per-thread rate.
 void run_quantize_q8_k(benchmark::State& state) {
     rayo::Device const device = bench_device();
     FTensor const x = random_tensor(rayo::Shape{4096, 4096}, device);

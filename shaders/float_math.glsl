@@ -66,7 +66,7 @@ float rayo_exp_reduce(float x, out float t) {
     precise float tt = fma(x, RAYO_LOG2E, RAYO_ROUND_MAGIC);
     precise float n = tt - RAYO_ROUND_MAGIC;
     // Separate products and differences, not fma: n·ln2_hi is exact anyway, and some compilers
-    // (lavapipe's) lowered the fma pair here to something that lost the low part of ln2.
+    // (lavapipe's) lower the fma pair here to something that loses the low part of ln2.
     precise float p_hi = n * RAYO_LN2_HI;
     precise float r = x - p_hi;
     precise float p_lo = n * RAYO_LN2_LO;

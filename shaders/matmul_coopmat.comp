@@ -19,21 +19,16 @@
 // banks. Fragments inside out are stored straight to it; those across its edge go through a
 // per-subgroup scratch so that only their valid part is written.
 //
-// Measured on an H200 (NVIDIA's driver), TFLOP/s at n = 4096 / 8192: through the KHR extension
-// 292 / 301 (246 / 260 before interior workgroups skipped their bounds checks). Through the NV one
-// 176 / 182 (16x16 b fragments: 171 / 178): its matrix types do not say which operand they are,
-// and the driver's code transposed each b fragment again before every product (two MOVM per HMMA).
-// With 16x16 b fragments: eight subgroups of 64x32 143 / 147; 256x128 tiles of eight 64x64
-// subgroups with steps of 16 157 / 161; loads two steps ahead 165 / 168; the fragment width as a
-// specialization constant (loops left rolled) 124 / 125; the old 64x64 shader with halves loaded
-// one by one 29.
+// The tile, the split into subgroups and the step depth are the fastest on NVIDIA's driver, and
+// the KHR rewrite is taken wherever it can be, because with the NV types that driver transposes
+// every b fragment again before each product (figures: docs/backends/vulkan.md).
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require  // glslang emits the Vulkan memory model for it anyway
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 
-// Every loop bound is a compile-time constant: NVIDIA's compiler left loops over specialization-
+// Every loop bound is a compile-time constant: NVIDIA's compiler leaves loops over specialization-
 // constant bounds rolled, with the accumulators in local memory.
 const uint TILE_M = 128u, TILE_N = 128u, TILE_K = 32u;
 const uint WARP_COLS = 64u;  // each subgroup: 64 rows, WARP_COLS columns of out
@@ -99,7 +94,7 @@ uvec4 load8(bool is_a, uint offset, uint row, uint col, uint rows, uint cols) {
 
 // A run of 8 elements of a as loaded: halves in lo, or (A_F32) the bits of 8 floats in lo and hi,
 // rounded to f16 only as they are stored to shared memory (a_halves), so that the loads' latency
-// stays hidden behind the step's products (rounded at once, the f32 x f16 GEMM ran 3x slower).
+// stays hidden behind the step's products (rounding right after the load makes them wait for it).
 struct RunA {
     uvec4 lo, hi;
 };
@@ -134,8 +129,8 @@ uvec4 a_halves(RunA r) {
 
 // A workgroup whose tiles lie wholly inside a and b (and k a multiple of TILE_K), with f16 a, b as
 // stored and 16-byte loads, skips the bounds checks: each invocation's runs are then its first
-// run's uvec4 index plus constants and k0's. On an H200 that cut the step's address arithmetic from
-// ~100 instructions to ~30 and took the GEMM from 248 / 261 to 292 / 301 TFLOP/s (n = 4096 / 8192).
+// run's uvec4 index plus constants and k0's. That removes most of the address arithmetic that
+// otherwise stands before the step's first product (docs/backends/vulkan.md).
 struct InteriorLoads {
     bool on;
     uint a_index, b_index;  // uvec4 indices of this invocation's first runs at k0 = 0

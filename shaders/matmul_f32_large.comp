@@ -52,7 +52,7 @@ layout(std430, set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Out1 { float y1[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Out4 { vec4 y4[]; };
 
-// As matmul_tiled.glsl's (the host's MatmulParams); b_row_bytes unused.
+// As matmul_tiled.glsl's (MatmulPush in src/vulkan/ops/matmul.cpp); b_row_bytes unused.
 layout(push_constant) uniform Params {
     uint m, n, k;
     uint a_offset, b_offset, out_offset;  // elements
@@ -152,7 +152,7 @@ void main() {
 
     // acc0[i] / acc1[i]: row i's columns of group 0 / 1 (THREAD_M rows; acc1 only for GROUPS_N 2).
     // Written out per group rather than as loops over spec-constant bounds, which NVIDIA's compiler
-    // left rolled, with the accumulators in local memory (128-column tiles ran 25x slower).
+    // leaves rolled, with the accumulators in local memory (docs/backends/vulkan.md).
     vec4 acc0[8], acc1[8];
     [[unroll]] for (uint i = 0u; i < 8u; ++i) {
         acc0[i] = vec4(0.0);

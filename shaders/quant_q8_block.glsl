@@ -29,7 +29,7 @@ float division_residual(float a, float b, float q) {
     return abs(r);
 }
 
-// a / b correctly rounded (GLSL's division may be off by 2.5 ulp, and NVIDIA's was off by 2): the
+// a / b correctly rounded (GLSL's division may be off by 2.5 ulp, and drivers use that room): the
 // candidate of the seven floats within 3 ulps of the device's quotient that leaves the smallest
 // exact residual.
 float divide_rounded(float a, float b) {

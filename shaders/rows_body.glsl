@@ -14,7 +14,8 @@ layout(constant_id = 2) const bool HAS_GAMMA = false;
 layout(constant_id = 3) const bool HAS_BETA = false;
 layout(constant_id = 4) const bool PER_THREAD = false;  // short rows: one invocation per row, no barriers
 // > 0: each invocation holds CHUNKS groups of 4 elements of the row (cols <= 4·CHUNKS·workgroup size),
-// at most MAX_CHUNKS (vulkan_rows.cpp's max_chunks); the unrolled loops leave the rest unused.
+// at most MAX_CHUNKS (max_chunks in src/vulkan/ops/row_shader.cpp); the unrolled loops leave
+// the rest unused.
 layout(constant_id = 5) const uint CHUNKS = 0;
 const uint MAX_CHUNKS = 8;
 // With CHUNKS: cols and the x, y, gamma and beta offsets are multiples of 4, so chunks are vec4s.
@@ -123,7 +124,7 @@ void process_row(uint row, uint t, uint step) {
 // interleaved by the workgroup size (each access coalesced too). Component k of the result is the
 // element's index in the row; the first is the smallest, so a chunk with none in the row has ok.x
 // false. Chunks are processed component by component in straight-line code: glslc's optimizer
-// (spirv-opt 2022.4) miscompiled an unrolled loop over the components around rayo_exp.
+// (spirv-opt 2022.4) miscompiles an unrolled loop over the components around rayo_exp.
 uvec4 chunk_elements(uint c, uint t) {
     uvec4 k = uvec4(0, 1, 2, 3);
     return VEC4 ? (c * gl_WorkGroupSize.x + t) * 4 + k : (c * 4 + k) * gl_WorkGroupSize.x + t;
@@ -227,8 +228,8 @@ void process_row_in_registers(uint row, uint t) {
     }
     if (IS_SOFTMAX) {
         // The row maximum (NaN if any): the value only, which softmax needs, unlike the multi-pass
-        // form's wg_best with its index. (NVIDIA's driver gave NaN rows with wg_best here once a
-        // workgroup had two subgroups or more.)
+        // form's wg_best with its index. (With wg_best here NVIDIA's driver gives NaN rows once a
+        // workgroup has two subgroups or more.)
         float m = -RAYO_INF;
         [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
             uvec4 i = chunk_elements(c, t);

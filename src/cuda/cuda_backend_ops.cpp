@@ -45,9 +45,9 @@ public:
     }
     void launch(std::string_view key, KernelFactory make, LaunchDims dims, std::span<void*> arguments) override {
         // On sm_90 every kernel waits for the previous grid first thing and is launched to start
-        // early (programmatic stream serialization): the launch then costs the host ~0.5 us less
-        // (H100, 2.4-3.1 against 2.8-4.1 us a launch in one program), and a kernel that triggers
-        // its dependents early (the spanning GEMV) has the next one start while it runs.
+        // early (programmatic stream serialization): the driver queues such a launch in less host
+        // time than a plain one (docs/backends/cuda.md, "Tuning decisions"), and a kernel that
+        // triggers its dependents early (the spanning GEMV) has the next one start while it runs.
         ptx::Target const t = target();
         bool const early = ptx::compute_capability(t) >= 90;
         // The hot path of every op: one map lookup once the kernel is loaded.

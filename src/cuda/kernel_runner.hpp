@@ -34,8 +34,8 @@ struct LaunchDims {
 };
 
 // A kernel's cache key, written into a buffer on the stack: every launch names its kernel, and a
-// heap-built string per launch was half of what rayo added to the driver's launch cost (one tiny
-// op on a 2-core VM, profiled against a driver that does nothing).
+// string built on the heap per launch would be a large share of what rayo adds to the driver's
+// launch cost (docs/backends/cuda.md, "Tuning decisions").
 class KernelKey {
 public:
     KernelKey& operator<<(std::string_view text) {

@@ -212,8 +212,9 @@ std::uint64_t CommandStream::completed_serial() {
 void CommandStream::wait(std::uint64_t serial) {
     if (serial >= next_serial_) submit();
     auto const& fn = device_.fn();
-    // A fence wait may sleep in the driver, and waking costs tens of µs: a GPU's short batches are
-    // polled first. Not on a CPU implementation, whose own threads would lose the core to the poll.
+    // A fence wait may sleep in the driver, and waking takes longer than a short batch runs: a
+    // GPU's fence is polled first (docs/backends/vulkan.md). Not on a CPU implementation, whose own
+    // threads would lose the core to the poll.
     if (!device_.physical().is_software()) {
         auto const until = std::chrono::steady_clock::now() + fence_poll_time;
         while (completed_serial() < serial && !in_flight_.empty() && std::chrono::steady_clock::now() < until) {

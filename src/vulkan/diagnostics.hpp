@@ -53,10 +53,10 @@ void use_decoded_kquant_gemm(Device device, bool decode_first);
 // has the feature (accelerated or not, so tests cover it on any such device), false the f32 one,
 // nullopt the default (the integer build where the device accelerates 4x8-bit products).
 void use_integer_dot_product(Device device, std::optional<bool> enabled);
-// The f32 GEMM's tile, process-wide (vulkan_matmul.cpp). use_gemm_tile: every f32 x f32 matmul
-// runs this RAYO_VULKAN_GEMM_TILE value ("" restores the default); throws rayo::Error on anything
-// else. gemm_tile_names: the values it takes. last_gemm_tile: what the last f32 x f32 matmul ran,
-// e.g. "128x128x8 a:vec4 b:scalar out:vec4" or "tiled".
+// The f32 GEMM's tile, process-wide (src/vulkan/ops/matmul.cpp). use_gemm_tile: every f32 x f32
+// matmul runs this RAYO_VULKAN_GEMM_TILE value ("" restores the default); throws rayo::Error on
+// anything else. gemm_tile_names: the values it takes. last_gemm_tile: what the last f32 x f32
+// matmul ran, e.g. "128x128x8 a:vec4 b:scalar out:vec4" or "tiled".
 void use_gemm_tile(std::string_view tile);
 [[nodiscard]] std::vector<std::string> gemm_tile_names();
 [[nodiscard]] std::string last_gemm_tile();

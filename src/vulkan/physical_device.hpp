@@ -60,7 +60,8 @@ struct PhysicalDevice {
     }
     // The largest device-local heap.
     [[nodiscard]] VkDeviceSize device_local_bytes() const noexcept;
-    // "NVIDIA H100 80GB HBM3 (discrete GPU, 79.6 GiB)".
+    // The name, then the device type, the largest device-local heap and the optional paths found
+    // (rayo-info lists it; docs/backends/vulkan.md has an example).
     [[nodiscard]] std::string description() const;
 };
 

@@ -2,8 +2,8 @@
 // only the NV extension: Debian's glslc compiles GL_NV_cooperative_matrix only, so
 // shaders/matmul_coopmat.comp is written for it and its SPIR-V is rewritten for the KHR extension
 // when the pipeline is made. The KHR types say which operand a matrix is (A, B or accumulator); with
-// the NV types, which do not, NVIDIA's compiler transposed every B fragment again before each
-// product (two MOVM per HMMA on an H200: 182 TFLOP/s at n = 8192 against 260 with the KHR types).
+// the NV types, which do not, NVIDIA's compiler transposes every B fragment again before each
+// product (the figures: docs/backends/vulkan.md).
 // Free of Vulkan headers: pure SPIR-V, tested on the host.
 #pragma once
 

@@ -15,9 +15,10 @@ namespace rayo::cpu {
 // ~1e-5. The sums of each 16 and each 32 values (from both blocks' bsums, in f32) give the
 // weights' min / offset terms without touching the values.
 //
-// Both blocks' quants start on a 64-byte boundary: 32-byte loads that cross one cost AVX2 kernels
-// two load slots (measured on Zen 4: half the multiply-adds a cycle with x from memory), and the
-// dot products load each 32 values of x once per weight row.
+// Both blocks' quants start on a 64-byte boundary: on some cores (Zen 4 among them) a 32-byte
+// load that crosses a 32-byte boundary takes two load slots, which halves the AVX2 kernels'
+// multiply-adds a cycle (docs/backends/cpu.md), and the dot products load each 32 values of x
+// once per weight row.
 struct alignas(64) QuantActivation {
     std::array<std::uint8_t, 64 - offsetof(q8_k, qs)> lead;
     q8_k main;

@@ -198,10 +198,9 @@ template <class A> [[gnu::always_inline]] inline float total(FloatAcc<A> acc) no
 // ---- weight streaming ---------------------------------------------------------------------------
 
 // A GEMV reads each weight byte once, so each block asks for the lines of the block 16 ahead into
-// L1, and of the block 128 ahead into L2 (past a row's end, the next rows' lines). Prefetches
-// never fault, so running past the last row is harmless. On the 2-core Zen 4 VM (4096x14336, old
-// and new builds in turn) the L1 requests made the hot q4_k GEMV 10-25% faster, and the L2 ones
-// on top q6_k's 13-29% and q4_k's 1-23% (docs/performance.md, fourteenth session).
+// L1, and of the block 128 ahead into L2 (past a row's end, the next rows' lines): the hardware
+// prefetchers alone leave the streamed GEMV waiting on memory (docs/backends/cpu.md). Prefetches
+// never fault, so running past the last row is harmless.
 template <class Block> [[gnu::always_inline]] inline void prefetch_ahead(Block const* blk) noexcept {
     constexpr std::size_t l1_distance = 16 * sizeof(Block), l2_distance = 128 * sizeof(Block), line = 64;
     char const* const near = reinterpret_cast<char const*>(blk) + l1_distance;
@@ -215,9 +214,9 @@ template <class Block> [[gnu::always_inline]] inline void prefetch_ahead(Block c
 // ---- q4_k ---------------------------------------------------------------------------------------
 
 // The block's first 16 bytes (d, dmin, the 12 packed bytes) -> 16 bytes [sc0..sc7, m0..m7], the
-// 6-bit scales and mins of the eight sub-blocks, in vector registers (instead of ~30 scalar
-// instructions and a trip through the stack: single q8_k 8.7 -> 7.7-8.3 ns a block with the
-// weights in L2 on the Zen 4 VM, the residual form ~3%). With p = the packed bytes:
+// 6-bit scales and mins of the eight sub-blocks, in vector registers: ~30 scalar instructions and
+// a trip through the stack would be a visible share of a block's cost (docs/backends/cpu.md).
+// With p = the packed bytes:
 //   sc0..3 = p0..3 & 63,  sc4..7 = (p8..11 & 15) | (p0..3 >> 6) << 4,
 //   m0..3  = p4..7 & 63,  m4..7  = (p8..11 >> 4) | (p4..7 >> 6) << 4.
 template <class A> [[gnu::always_inline]] inline __m128i q4_k_scales_and_mins(__m128i head) noexcept {

@@ -6,24 +6,24 @@
 //
 // Accuracy: max error against a float64 reference, in ulps of the float nearest the reference (an
 // ulp is 2^-149 in the subnormal range). Each bound holds over ALL floats, subnormal results and
-// the far tails included (measured on sse4_2 and fma3<avx2> over every 7th bit pattern, every
-// float in [-20, 20] and every float of the tails; the figure measured is in each function's
-// comment):
+// the far tails included, on every instruction set (docs/backends/cpu.md says how the bounds are
+// measured); each function's comment repeats its own:
 //   exp 1.02, log 0.85, tanh 3.41 (3.04 with FMA), sigmoid 3.27 (3.17 with FMA), silu 2.40, elu 0.98
-//   (alpha = 1; 1.94 for alpha = 1.67 or 0.1), gelu_tanh 2.33, gelu_erf 0.5002. avx512bw, run on an
-//   AVX-512 Xeon, gives the same. tanh and sigmoid (measured over every float) spend more of the
-//   4-ulp budget for speed: per thread they must at least match Eigen 3.4's tanh and logistic.
+//   (alpha = 1; 1.94 for alpha = 1.67 or 0.1), gelu_tanh 2.33, gelu_erf 0.5002. tanh and sigmoid
+//   spend more of the 4-ulp budget for speed: per thread they must at least match Eigen 3.4's tanh
+//   and logistic.
 // Special values: NaN -> NaN for all; exp(-inf) = 0, exp(inf) = inf; log(±0) = -inf, log(x<0) = NaN,
 // log(inf) = inf; tanh(±inf) = ±1, tanh(-0) = -0; sigmoid(±inf) = 1 / 0; silu, gelu(inf) = inf,
 // silu, gelu(-inf) = -0, gelu(-0) = -0, elu(±0) = ±0, elu(-inf) = -alpha.
 //
 // Speed: these kernels are latency-bound (long dependency chains, a limited out-of-order window),
-// so most polynomials are in Estrin form (tanh and sigmoid: Horner, which measured faster there on
-// Zen 3) and the common case is one straight block. Lanes in a far tail (exp: |x| > 87; silu:
-// x < -87; gelu_tanh: x < -9.98) or NaN send the batch through a slower path that scales by 2^n
-// in two steps, so subnormal results are rounded once; every lane gets the same result either
-// way (sigmoid has no such path). gelu_erf works in double. The functions are always_inline, but
-// GCC may still keep a lambda wrapping one out of line: mark the calling loop [[gnu::flatten]].
+// so most polynomials are in Estrin form (tanh and sigmoid: Horner, which runs those two faster;
+// docs/backends/cpu.md) and the common case is one straight block. Lanes in a far tail (exp:
+// |x| > 87; silu: x < -87; gelu_tanh: x < -9.98) or NaN send the batch through a slower path that
+// scales by 2^n in two steps, so subnormal results are rounded once; every lane gets the same
+// result either way (sigmoid has no such path). gelu_erf works in double. The functions are
+// always_inline, but GCC may still keep a lambda wrapping one out of line: mark the calling loop
+// [[gnu::flatten]].
 #pragma once
 
 #include <immintrin.h>
@@ -93,8 +93,9 @@ template <class A, class T>
 
 // Returns v, hidden from the optimiser. The error-free transformations below need their products
 // rounded, but GCC contracts a*b + c into an FMA by default in C++ (-ffp-contract=fast, even with
-// -std=c++20) when every use of a*b is an add; with xsimd's AVX-512 negation (0 - x) that happened
-// to two_sum's input and broke gelu_tanh's argument. The empty asm costs no instruction.
+// -std=c++20) when every use of a*b is an add, and code including this header need not pass
+// -ffp-contract=off as the kernel TUs do; with xsimd's AVX-512 negation (0 - x) a contraction
+// reaches two_sum's input and breaks gelu_tanh's argument. The empty asm costs no instruction.
 template <class A> [[gnu::always_inline]] inline fbatch<A> rounded(fbatch<A> const& v) noexcept {
     typename fbatch<A>::register_type reg = v;
     asm("" : "+v"(reg));
@@ -420,8 +421,8 @@ template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> tanh(xsi
     // The fit weights u's relative error by sech x, the factor that reaches tanh x, so the rational
     // is only (2,3) (error 0.15 ulp). P(0) = 0x1.dd70a4p-1 ~ 0.93 and Q(0) = 2·P(0) rather than 1
     // and 2: for small x that puts the mantissas of P, Q and Q² at 1.87, 1.87 and 1.74 instead of
-    // 1.0, and a rounding there then costs about half as much relative to the result's ulp (the
-    // scale was chosen by sweeps: with 2 the error is about 4.4 ulp with FMA and 4.8 without).
+    // 1.0, and a rounding there then costs about half as much relative to the result's ulp, which
+    // keeps the bound under 4 ulp (docs/backends/cpu.md).
     // The clamp keeps NaN (minps/maxps return the second operand when one is NaN) and keeps -0;
     // at x = ±9.125 the evaluation gives exactly ±1 on FMA and non-FMA archs alike (checked).
     B const a = xsimd::max(B(-0x1.24p+3f), xsimd::min(B(0x1.24p+3f), x));

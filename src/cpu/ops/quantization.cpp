@@ -29,7 +29,7 @@ namespace {
 constexpr std::size_t search_grain = 4;
 constexpr std::size_t vector_grain = 128;
 // Up to this many rows of x the integer dot products win: the GEMM pays its decoding and packing
-// up front and overtakes at ~24-32 rows (docs/backends/cpu.md).
+// up front, which only more rows of x pay back (docs/backends/cpu.md has the costs per row).
 constexpr std::size_t gemv_max_rows = 16;
 // Weight rows per tile of the dot-product path.
 constexpr std::size_t gemv_row_grain = 16;

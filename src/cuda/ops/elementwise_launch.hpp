@@ -1,7 +1,8 @@
 // The launch shape of the element-wise kernels: 256-thread blocks, each thread `unroll` 16-byte
 // accesses per operand at a time (64 registers at most: ptxas reports 60). The grid covers the
 // whole tensor rather than striding over it with only the resident blocks: blocks that finish
-// make room for new ones whose loads overlap the old ones' arithmetic (docs/backends/cuda.md).
+// make room for new ones whose loads overlap the old ones' arithmetic (docs/backends/cuda.md,
+// "Tuning decisions").
 #pragma once
 
 #include <algorithm>

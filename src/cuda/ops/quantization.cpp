@@ -98,10 +98,9 @@ constexpr unsigned gemv_fused_warps = 32;
 constexpr unsigned gemv_fused_unroll = 2;
 
 // The streamed form of the fused GEMV (cp.async rings, quant.hpp) when the device's shared memory
-// holds x's records and the rings: 16 warps with 3 slots each, else 2. Measured on an H100 against
-// 32 warps and 2-4 slots, 8 warps and 6-8 slots, and the unstreamed kernel: the fastest or within 5%
-// at every shape of the benchmark (4096/14336 rows × 4096/14336), cold and hot, up to 1.3× faster
-// than the unstreamed kernel (q6_k, 14336 × 4096). Needs 16-byte aligned weight rows.
+// holds x's records and the rings: 16 warps with 3 slots each, else 2. A ring keeps more of a warp's
+// weight bytes in flight than registers can, and this warp and slot count is the best of those
+// measured (docs/backends/cuda.md, "Tuning decisions"). Needs 16-byte aligned weight rows.
 std::optional<kernels::QuantGemvConfig> streamed_gemv(KernelRunner const& runner, kernels::QuantGemvConfig config,
                                                       std::size_t blocks_per_row, std::uint64_t w_at) {
     bool const rows_aligned = config.weight == DType::q4_k || blocks_per_row % kernels::quant_gemv_slot_blocks == 0;
@@ -122,46 +121,21 @@ std::optional<kernels::QuantGemvConfig> streamed_gemv(KernelRunner const& runner
 // once per block into shared memory; q6_k takes a block per group (up to 128 threads). A block of
 // one group has each thread quantize its own share of x from global memory. The grid is persistent.
 //
-// Measured on an H200 (4096/14336 rows x 4096/14336, cold and hot): against rings of 2-16 stages,
-// 1-4 rows a step, 128-1024 threads a block and 1-8 blocks a multiprocessor, q4_k with registers was
-// the fastest at every shape (rings 3-15% slower: deeper rings did not help), q6_k with two stages
-// within 5% of the best and 1.16-1.19x faster than the streamed fused GEMV. Each thread quantizing
-// its own x: 4096x14336 cold q4_k 14.4 -> 13.5 us, q6_k 22.4 -> 20.5 us; at k = 4096 one 128-thread
-// group a block, four a multiprocessor, against four groups sharing x: q6_k 0.84x / 0.96x the time
-// at 4096 / 14336 rows, q4_k 0.96x / 1.10x (so q4_k keeps sharing).
-//
-// On sm_90 the GEMV starts early (programmatic dependent launch): it prefetches its first steps'
-// rows into L2 and waits for the kernel before it, whose tail and launch it then overlaps. Back to
-// back, cold (4096x4096 / 14336x4096 / 4096x14336): q4_k 7.13 / 12.8 / 13.6 -> 5.6 / 11.2 / 11.5
-// us with two steps prefetched (one: 6.2 / 11.7 / 11.6, four: 5.6 / 12.4 / 12.6, all: slower than
-// none without the early start). The next step's rows then come in while this one's are
-// multiplied only where ptxas may use the registers (.maxnreg 128; it otherwise holds the kernel
-// to 64 and issues the loads after the products): with four rows a step and one 512-thread block
-// a multiprocessor, 5.3 / 10.5 / 11.1 us; at 4096 rows, a 128-thread block a group and two steps
-// prefetched, 4.9 us (14336 rows: 11.0). q6_k: 7.96 / 17.5 / 20.5 -> 6.3 / 16.4 / 16.9 us with
-// two steps prefetched, five 128-thread blocks a multiprocessor (four: 7.2 / 18.8 / 19.1; eight,
-// of which five resident: 6.6 / 16.8 / 19.0) and at k = 14336 one 448-thread block of four rows a
-// step (two blocks, which 96 registers a thread do not let stay resident together: 19.0). With
-// q6_k's quarters added in int32 (80 and 123 registers) and no spare places (run_spanning_gemv):
-// 6.3 / 16.1 / 16.1 us cold, hot 5.4 / 14.5 / 15.0 (were 5.8 / 15.4 / 16.3); then at k = 14336
-// two rows a step instead of four: cold 16.1 -> 15.7, hot 14.7 -> 15.3. Rolling prefetches (each
-// step prefetching the rows two or four steps ahead) were 3-20% slower for both types, q6_k rings
-// of 3 or 4 stages 0-9% slower but for 4096x4096 cold with 4 (6.0 us). q6_k blocks of one
-// 128-thread group take the bulk form (whole steps through a 4-slot ring of cp.async.bulk copies,
-// quant.hpp): 4096x4096 / 14336x4096 cold 6.2 / 16.0 -> 5.7 / 15.0 us, hot 5.4 / 14.6 -> 5.1 /
-// 13.1 (H200); it was slower for the 448-thread k = 14336 block (15.7 -> 16.0-16.3) and for q4_k
-// (cold 4.9 / 10.6 / 11.0 -> 4.9 / 11.8 / 11.1). On an H100, 3-6 slots, 512-768 threads a
-// multiprocessor, 1-4 rows a step and 1-4 steps prefetched: the pick the fastest at 4096x4096 cold
-// and within 3% of the best at 14336x4096 (3 slots: 19.5 against 20.0 us).
+// q4_k weights in registers beat the rings at every depth measured, and a block of one group has no
+// barrier before its first product. On sm_90 the GEMV starts early (programmatic dependent launch),
+// prefetching its first steps' rows into L2 while the kernel before it finishes; wide q4_k blocks
+// get .maxnreg 128, without which ptxas holds them to 64 registers and issues the next step's loads
+// after this step's products. The figures: docs/backends/cuda.md, "Tuning decisions".
 constexpr unsigned spanning_batch = 2;
 constexpr unsigned spanning_q4_k_block_threads = 512;
 constexpr unsigned spanning_q6_k_block_threads = 128;
 constexpr unsigned spanning_threads_per_multiprocessor = 512;
-// Five 128-thread blocks (six, which q6_k's 80 registers let in, took 1.16x / 1.02x the time cold
-// at 4096 / 14336 rows).
+// Five 128-thread q6_k blocks a multiprocessor: a sixth, which its 80 registers would let in, slows
+// the GEMV down (docs/backends/cuda.md, "Tuning decisions").
 constexpr unsigned spanning_q6_k_threads_per_multiprocessor = 640;
 constexpr unsigned spanning_q6_k_stages = 2;
-// q6_k blocks of one 128-thread group on sm_90: whole steps through four bulk-copy slots (above).
+// q6_k blocks of at most 128 threads (k <= 4096) on sm_90: whole steps through four bulk-copy slots
+// (quant.hpp, bulk): one thread's copy a step keeps three steps in flight with no registers held.
 constexpr unsigned spanning_q6_k_bulk_stages = 4;
 // q4_k blocks of at most this many threads take four rows a step with up to 128 registers a thread.
 constexpr unsigned spanning_wide_block_threads = 512;
@@ -179,11 +153,8 @@ struct SpanningPlan {
 
 // How many steps' weights a GEMV that starts early requests before its wait, when no running kernel
 // writes them: the registers' or the cp.async ring's first step, and a bulk ring's first stages − 1
-// steps where a block takes at least two rings' worth. Measured on an H100 (cold, 14336x4096 /
-// 4096x4096 / 4096x14336): q4_k's first step 13.6 -> 13.0 / 5.49 -> 5.45 / 14.0 -> 13.4 us, q6_k's
-// 4096-row cp.async ring 20.0 -> 19.3 us; the q6_k bulk ring's 1 / 2 / 3 steps: 14336 rows (11 steps
-// a block) 20.1 -> 18.6 / 17.9 / 17.7 us, but 4096 rows (3 steps a block) 6.18 -> 6.25 / 6.83 / 7.41:
-// blocks that request nearly all their rows at once compete with the tail of the kernel before.
+// steps where a block takes at least two rings' worth. Blocks that request nearly all their rows at
+// once compete with the tail of the kernel before (docs/backends/cuda.md, "Tuning decisions").
 unsigned weight_steps_before_wait(kernels::QuantGemvSpanningConfig const& config, std::size_t row_steps,
                                   std::size_t ctas) {
     if (!config.bulk) return 1;
@@ -233,11 +204,9 @@ std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsi
     }
     plan.weights_settled = early && weights_settled;
     // An x that no running kernel writes is read before the wait too where a block shares it: the
-    // block's fill of shared memory and its barrier then overlap the kernel before's tail. Measured
-    // on an H100 (cold, back to back): q4_k 14336x4096 13.0 -> 12.5 us. Threads that load their own
-    // x (requested before the wait, quantized after it) gained nothing at 4096x4096 (q4_k 5.06 ->
-    // 5.07 us) and lost with q6_k's bulk ring (6.14 -> 6.20 us): their x reads hit L2 while the
-    // kernel before finishes.
+    // block's fill of shared memory and its barrier then overlap the kernel before's tail. Threads
+    // that quantize their own x read it after the wait: reading it earlier gains them nothing, since
+    // their reads hit L2 while the kernel before finishes (docs/backends/cuda.md, "Tuning decisions").
     plan.config.x_before_wait = early && x_settled && plan.config.share_x;
     return plan;
 }
@@ -263,8 +232,8 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
             // blocks for (shared memory is padded to keep the rest out): the next GEMV's blocks
             // would take a spare place on every multiprocessor while this one runs and then
             // every place of those it leaves first, so that its blocks, each given as many rows,
-            // would crowd there. With q6_k's 80 registers a sixth 128-thread block fits beside
-            // the five planned: back to back, 7-17% slower without the padding (H200).
+            // would crowd there. With q6_k's 80 registers, for one, a sixth 128-thread block fits
+            // beside the five planned (docs/backends/cuda.md, "Tuning decisions").
             std::size_t shared_bytes = shared();
             if (config.early_start) {
                 std::size_t const limiting =

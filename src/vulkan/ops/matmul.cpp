@@ -45,7 +45,7 @@ struct GemmTile {
 // The tiles of matmul_f32_large.comp, in the order the default choice tries them: the first
 // whose grid has at least min_large_workgroups workgroups (and whose double-buffered tiles fit
 // the device's shared memory) wins. The shader takes m, n in {64, 128} and k in {8, 16}. The order
-// follows a sweep with RAYO_VULKAN_GEMM_TILE on an H200 (docs/backends/vulkan.md).
+// is fastest first where the grid is large enough (figures and command: docs/backends/vulkan.md).
 constexpr std::array gemm_tiles{
     GemmTile{64, 128, 8, true},    GemmTile{128, 128, 8, true},  GemmTile{128, 64, 16, true},
     GemmTile{64, 64, 8, true},     GemmTile{128, 64, 8, false},  GemmTile{128, 128, 16, false},
@@ -65,8 +65,8 @@ struct ForcedGemm {
     bool tiled = false;
     GemmTile tile{};
 };
-// About one workgroup per SM of an H100 / H200 (132): with fewer 128-wide tiles than that, the
-// tiled shader's 64x64 tiles keep more of the GPU busy.
+// About one workgroup per multiprocessor of a large GPU: with fewer 128-wide tiles than that, the
+// tiled shader's 64x64 tiles keep more of the GPU busy (docs/backends/vulkan.md).
 constexpr std::size_t min_large_workgroups = 128;
 
 std::string to_string(GemmTile t) {

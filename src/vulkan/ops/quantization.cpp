@@ -31,9 +31,10 @@ struct GemvParams {  // quant_gemv_body.glsl
 
 // The spanning GEMV (quant_gemv_spanning.comp): one row of x, q4_k rows of at most this many blocks
 // (a workgroup of 8 invocations a block), workgroups of consecutive rows sized so that the dispatch
-// has about spanning_invocations invocations, in steps of spanning_batch rows: 2^17 came within 7%
-// of the best of 2^16 .. 2^20 at every shape measured; the integer-dot-product build runs 2^16 for
-// rows of up to 16 blocks (docs/backends/vulkan.md has the sweep).
+// has about spanning_invocations invocations, in steps of spanning_batch rows. Fewer invocations
+// leave memory idle; more give each workgroup fewer rows to spread the loading of x over. On rows
+// of up to 16 blocks the integer-dot-product build runs half as many, so that its workgroups fit
+// in one wave of a large GPU (the sweep: docs/backends/vulkan.md).
 constexpr std::size_t spanning_max_blocks = 128;
 constexpr std::size_t spanning_invocations = std::size_t{1} << 17;
 constexpr std::size_t spanning_integer_short_rows_invocations = std::size_t{1} << 16;
