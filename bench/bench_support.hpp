@@ -122,6 +122,13 @@ inline void add_context(rayo::Device device) {
     benchmark::AddCustomContext("device", device.id() + " (" + device.name() + ")");
     benchmark::AddCustomContext("cpu_arch", std::string(rayo::to_string(rayo::cpu_arch())));
     benchmark::AddCustomContext("rayo_threads", std::to_string(rayo::num_threads()));
+    // Google Benchmark's "Library was built as DEBUG" speaks of the benchmark library itself
+    // (Debian's package is built without NDEBUG); this says how rayo-bench and rayo were built.
+#ifdef NDEBUG
+    benchmark::AddCustomContext("rayo_build", "optimized (NDEBUG)");
+#else
+    benchmark::AddCustomContext("rayo_build", "debug: assertions on, figures not representative");
+#endif
 }
 
 // One registration function per op family, called by main in this order.

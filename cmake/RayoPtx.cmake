@@ -5,12 +5,12 @@ file(GLOB _rayo_ptx_sources CONFIGURE_DEPENDS
     ${PROJECT_SOURCE_DIR}/src/ptx/kernels/*.cpp)
 add_library(rayo-ptx OBJECT ${_rayo_ptx_sources})
 target_compile_features(rayo-ptx PUBLIC cxx_std_20)
-set_target_properties(rayo-ptx PROPERTIES CXX_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON)
+set_target_properties(rayo-ptx PROPERTIES CXX_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON
+    CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 target_include_directories(rayo-ptx PUBLIC ${PROJECT_SOURCE_DIR}/include PRIVATE ${PROJECT_SOURCE_DIR}/src)
-if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-    # Instructions are designated initialisers that name only the fields they set.
-    target_compile_options(rayo-ptx PRIVATE -Wall -Wextra -Wpedantic -Wno-missing-field-initializers)
-endif()
+rayo_target_warnings(rayo-ptx)
+# Instructions are designated initialisers that name only the fields they set.
+target_compile_options(rayo-ptx PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-Wno-missing-field-initializers>)
 
 # ptxas from an installed CUDA toolkit assembles every generated kernel in the tests; without
 # one those tests skip with a message.

@@ -47,7 +47,9 @@ TEST(CudaDiscovery, WithoutTheDriverThereAreNoCudaDevicesAndNothingElseChanges) 
         EXPECT_NE(std::string(e.what()).find("libcuda.so.1"), std::string::npos) << e.what();
     }
     EXPECT_EQ(cuda::Driver::loaded(), nullptr);
-    if (!std::getenv("RAYO_DEVICE")) EXPECT_NE(Device::best().kind(), DeviceKind::cuda);
+    if (!std::getenv("RAYO_DEVICE")) {
+        EXPECT_NE(Device::best().kind(), DeviceKind::cuda);
+    }
     auto const v = random_floats(33, fresh_seed());
     EXPECT_EQ(add(Tensor<float>::from(v, {v.size()}), 0.0f).to_vector(), v);
 }
@@ -213,7 +215,9 @@ TEST_F(CudaDevice, ReusesMemoryForTenThousandTensors) {
     auto const before = backend->memory_stats();
     for (int i = 0; i < 10'000; ++i) {
         auto t = Tensor<float>::from(v, {v.size()}, device);  // allocated, uploaded and freed in stream order
-        if (i % 1000 == 0) EXPECT_EQ(t.to_vector(), v);
+        if (i % 1000 == 0) {
+            EXPECT_EQ(t.to_vector(), v);
+        }
     }
     device.synchronize();
     auto const after = backend->memory_stats();
@@ -334,7 +338,9 @@ TEST_F(CudaDevice, KernelsStartingEarlyStillSeeTheWorkQueuedBeforeThem) {
             std::vector<float> y_plus_one(y.size());
             std::transform(y.begin(), y.end(), y_plus_one.begin(), [](float v) { return v + 1.0f; });
             EXPECT_EQ(z, y_plus_one) << shape.out << "x" << shape.k << ", step " << i;
-            if (i % 2 == 0) EXPECT_EQ(y, first) << shape.out << "x" << shape.k << ", step " << i;  // x as at first
+            if (i % 2 == 0) {
+                EXPECT_EQ(y, first) << shape.out << "x" << shape.k << ", step " << i;  // x as at first
+            }
             EXPECT_TRUE(std::none_of(y.begin(), y.end(), [](float v) { return v == poison || !std::isfinite(v); }));
         }
     }

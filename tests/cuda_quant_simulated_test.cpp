@@ -74,7 +74,9 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
     }
 
     for (auto const& l : runner.launches()) {
-        if (!direct && l.key.find("gemv") != std::string::npos) EXPECT_EQ(form_of(l.key), c.form) << "the glue picked another GEMV form: " << l.key;
+        if (!direct && l.key.find("gemv") != std::string::npos) {
+            EXPECT_EQ(form_of(l.key), c.form) << "the glue picked another GEMV form: " << l.key;
+        }
         // A GEMV that starts early, with more row steps than blocks (so as many blocks a
         // multiprocessor as it plans), leaves no place free there for the next kernel's blocks
         // (quant_ops.cpp). Its key names its groups and rows a step.
@@ -83,10 +85,11 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
         std::size_t const row_steps = spanning ? (c.n + std::stoul(step[1]) * std::stoul(step[2]) - 1) / (std::stoul(step[1]) * std::stoul(step[2])) : 0;
         unsigned const per_multiprocessor = l.dims.grid[0] / runner.multiprocessor_count();
         // On sm_90 q6_k blocks of one 128-thread group (k <= 4096) take whole steps through bulk copies.
-        if (!direct && spanning)
+        if (!direct && spanning) {
             EXPECT_EQ(l.key.find(".bulk.") != std::string::npos,
                       c.type == DType::q6_k && target == ptx::Target::sm_90 && c.k <= 4096)
                 << l.key;
+        }
         if (!direct && l.dims.starts_early && row_steps > l.dims.grid[0]) {
             EXPECT_EQ(l.dims.grid[0] % runner.multiprocessor_count(), 0u) << l.key;
             unsigned const taken = l.dims.shared_bytes + hopper_multiprocessor.reserved_per_block;

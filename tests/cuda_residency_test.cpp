@@ -30,7 +30,9 @@ TEST(CudaResidency, LimitsOneToThirtyTwoBlocksOnHopper) {
         EXPECT_EQ(shared % 128, 0u);
         EXPECT_TRUE(limits_to(blocks, shared, hopper));
         // The least such size: 128 bytes less lets one more block in.
-        if (shared >= 128) EXPECT_FALSE(limits_to(blocks, shared - 128, hopper));
+        if (shared >= 128) {
+            EXPECT_FALSE(limits_to(blocks, shared - 128, hopper));
+        }
     }
 }
 

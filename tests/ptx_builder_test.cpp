@@ -230,7 +230,9 @@ TEST(PtxBuilder, BitcastSplitAndJoinMoveBitsBetweenTypes) {
     EXPECT_THROW((void)k.bitcast(Type::f64, f), BuildError);
     EXPECT_THROW((void)k.split(f, Type::b32), BuildError);
     EXPECT_THROW((void)k.join(Type::u64, halves[0], halves[1]), BuildError);
-    if (!ptxas_path().empty()) EXPECT_EQ(ptxas_failure("reinterpret", text, Target::sm_80), "");
+    if (!ptxas_path().empty()) {
+        EXPECT_EQ(ptxas_failure("reinterpret", text, Target::sm_80), "");
+    }
 }
 
 TEST(PtxBuilder, BadNamesAndShapesAreRejectedAtTheCall) {

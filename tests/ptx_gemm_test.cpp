@@ -284,7 +284,9 @@ TEST(PtxGemm, MainVariantsDoNotSpill) {
             int const allowed = c.algorithm == GemmAlgorithm::simt && c.tile.k == 16 ? 64 : 0;
             EXPECT_LE(usage.spill_stores, allowed) << usage.log;
             EXPECT_LE(usage.spill_loads, allowed) << usage.log;
-            if (c.algorithm == GemmAlgorithm::simt && c.warps == 8) EXPECT_LE(usage.registers, 128) << usage.log;
+            if (c.algorithm == GemmAlgorithm::simt && c.warps == 8) {
+                EXPECT_LE(usage.registers, 128) << usage.log;
+            }
         }
 }
 

@@ -55,7 +55,9 @@ TEST(PtxRowLayout, ChoosesByRowLengthAndAlignment) {
     for (RowConfig const& c : chosen_row_configs()) {
         SCOPED_TRACE(to_string(c));
         EXPECT_NO_THROW(validate(c, "test"));
-        if (c.layout != RowLayout::block_loop) EXPECT_LE(c.items * c.vector, 32u);
+        if (c.layout != RowLayout::block_loop) {
+            EXPECT_LE(c.items * c.vector, 32u);
+        }
     }
 }
 

@@ -183,7 +183,9 @@ void quantize_vectors_byte_for_byte(CpuArch arch) {
     // it must be exact everywhere. q4_k / q6_k follow ggml's f32 order (exact with this build's
     // -ffp-contract=off); a compiler that evaluated differently may change a few blocks, which
     // check_blocks lists and holds to the reference's reconstruction error within 0.1%.
-    if constexpr (std::same_as<B, q8_k>) EXPECT_EQ(differ, 0u);
+    if constexpr (std::same_as<B, q8_k>) {
+        EXPECT_EQ(differ, 0u);
+    }
     ::testing::Test::RecordProperty(std::string(type_name<B>()) + "_blocks_differing_" + arch_id(arch),
                                     static_cast<int>(differ));
     std::vector<B> scalar(v.blocks.size());
@@ -386,6 +388,36 @@ TEST(QuantApi, EmptyAndThreeDimensionalTensors) {
     EXPECT_EQ(q.shape(), x.shape());
     EXPECT_EQ(q.to_vector().size(), 12u);
     EXPECT_EQ(dequantize(q).shape(), x.shape());
+}
+
+// With a progress callback the work goes in row chunks: the same blocks, on every device, and
+// reports from 0 to the value count that never decrease; a throwing callback stops it.
+TEST(QuantApi, QuantizeWithProgressReportsAndGivesTheSameBlocks) {
+    std::uint32_t const seed = fresh_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    auto const host = random_floats(300 * 512, seed);
+    for (Device device : Device::all()) {
+        SCOPED_TRACE(device.id());
+        auto const x = Tensor<float>::from(std::span<float const>(host), Shape{3, 100, 512}, device);
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> reports;
+        auto const q = quantize<q8_k>(x, [&](std::uint64_t done, std::uint64_t total) { reports.emplace_back(done, total); });
+        auto const whole = quantize<q8_k>(x).to_vector(), chunked = q.to_vector();
+        ASSERT_EQ(whole.size(), chunked.size());
+        for (std::size_t b = 0; b < whole.size(); ++b) ASSERT_TRUE(same_bytes(whole[b], chunked[b])) << "block " << b;
+        ASSERT_GE(reports.size(), 3u);
+        EXPECT_EQ(reports.front(), std::make_pair(std::uint64_t{0}, std::uint64_t{host.size()}));
+        EXPECT_EQ(reports.back(), std::make_pair(std::uint64_t{host.size()}, std::uint64_t{host.size()}));
+        EXPECT_TRUE(std::is_sorted(reports.begin(), reports.end()));
+    }
+    auto const x = Tensor<float>::from(std::span<float const>(host), Shape{300, 512});
+    int calls = 0;
+    EXPECT_THROW(quantize<q4_k>(x, [&](std::uint64_t done, std::uint64_t) {
+        if (done > 0 && ++calls == 2) throw std::runtime_error("stop");
+    }), std::runtime_error);
+    EXPECT_EQ(calls, 2);
+    std::vector<std::uint64_t> empty_reports;
+    (void)quantize<q6_k>(Tensor<float>::zeros(Shape{0, 256}), [&](std::uint64_t done, std::uint64_t) { empty_reports.push_back(done); });
+    EXPECT_EQ(empty_reports, std::vector<std::uint64_t>{0});
 }
 
 // 512 x 4096: the block split over the pool changes nothing.

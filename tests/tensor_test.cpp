@@ -50,7 +50,9 @@ TEST(DType, HalfRoundTripsEveryValueAndMatchesRoundToNearestEven) {
             if ((nb & 0x7fff) > 0x7bff || ((nb ^ h.bits) & 0x8000)) continue;
             double const other = float(half::from_bits(nb));
             ASSERT_LE(std::abs(got - want), std::abs(other - want)) << f;
-            if (std::abs(got - want) == std::abs(other - want)) ASSERT_EQ(h.bits & 1, 0) << f;
+            if (std::abs(got - want) == std::abs(other - want)) {
+                ASSERT_EQ(h.bits & 1, 0) << f;
+            }
         }
     }
 }
@@ -177,8 +179,12 @@ TEST(Settings, ArchAndThreads) {
         ArchScope scope(a);
         EXPECT_EQ(cpu_arch(), a);
     }
-    if (archs.back() < CpuArch::avx512) EXPECT_THROW(set_cpu_arch(CpuArch::avx512), Unsupported);
-    if (archs.back() < CpuArch::avx512_vnni) EXPECT_THROW(set_cpu_arch(CpuArch::avx512_vnni), Unsupported);
+    if (archs.back() < CpuArch::avx512) {
+        EXPECT_THROW(set_cpu_arch(CpuArch::avx512), Unsupported);
+    }
+    if (archs.back() < CpuArch::avx512_vnni) {
+        EXPECT_THROW(set_cpu_arch(CpuArch::avx512_vnni), Unsupported);
+    }
     KQuantActivations const activations = kquant_activations();
     EXPECT_EQ(activations, KQuantActivations::q8_k_residual);  // the default (CI sets no RAYO_KQUANT_ACTIVATIONS)
     set_kquant_activations(KQuantActivations::q8_k);

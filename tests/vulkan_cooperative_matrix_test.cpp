@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -104,10 +105,10 @@ TEST(VulkanCooperativeMatrixKhr, RewritesEveryNvInstructionOfTheGemm) {
         ASSERT_EQ(t.size(), 7u);
         EXPECT_EQ(Instruction(t.begin() + 1, t.begin() + 6), Instruction(nv_types[i].begin() + 1, nv_types[i].end()));
         ASSERT_TRUE(khr_c.uint_value.count(t[6])) << "the use is not a uint constant";
-        std::string const shape = "f" + std::to_string(khr_c.float_width.at(t[2])) + " " +
-                                  std::to_string(khr_c.uint_value.at(t[4])) + "x" + std::to_string(khr_c.uint_value.at(t[5])) +
-                                  " use " + std::to_string(khr_c.uint_value.at(t[6]));
-        seen.insert(shape);
+        std::ostringstream shape;
+        shape << 'f' << khr_c.float_width.at(t[2]) << ' ' << khr_c.uint_value.at(t[4]) << 'x'
+              << khr_c.uint_value.at(t[5]) << " use " << khr_c.uint_value.at(t[6]);
+        seen.insert(shape.str());
     }
     EXPECT_EQ(seen, (std::set<std::string>{"f16 16x16 use 0", "f16 16x8 use 1", "f32 16x8 use 2"}));
 

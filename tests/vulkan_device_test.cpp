@@ -27,9 +27,13 @@ TEST_F(VulkanDevice, EnumeratesEveryDeviceWithNameTypeAndMemory) {
 TEST_F(VulkanDevice, BestNeverPicksASoftwareDevice) {
     if (std::getenv("RAYO_DEVICE")) GTEST_SKIP() << "RAYO_DEVICE overrides best()";
     Device const best = Device::best();
-    if (best.kind() == DeviceKind::vulkan) EXPECT_EQ(best.name().find("software"), std::string::npos) << best.name();
+    if (best.kind() == DeviceKind::vulkan) {
+        EXPECT_EQ(best.name().find("software"), std::string::npos) << best.name();
+    }
     for (Device d : Device::all())
-        if (d.name().find("software") != std::string::npos) EXPECT_NE(best, d) << d.name();
+        if (d.name().find("software") != std::string::npos) {
+            EXPECT_NE(best, d) << d.name();
+        }
 }
 
 TEST_F(VulkanDevice, RoundTripsBytesThroughDeviceMemory) {
@@ -73,7 +77,9 @@ TEST_F(VulkanDevice, ReusesMemoryForTenThousandTensors) {
     auto const before = vulkan::memory_stats(device);
     for (int i = 0; i < 10'000; ++i) {
         auto t = Tensor<float>::from(v, {v.size()}, device);  // an upload: its free is deferred
-        if (i % 1000 == 0) EXPECT_EQ(t.to_vector(), v);
+        if (i % 1000 == 0) {
+            EXPECT_EQ(t.to_vector(), v);
+        }
     }
     device.synchronize();
     auto const after = vulkan::memory_stats(device);

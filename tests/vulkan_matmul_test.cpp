@@ -27,8 +27,6 @@ struct Dims {
     std::size_t m, n, k;
 };
 
-std::vector<Dims> dims() { return {{1, 1, 1}, {7, 5, 3}, {33, 65, 17}, {128, 128, 128}, {257, 129, 300}, {1, 1000, 512}}; }
-
 template <class T>
 std::vector<T> convert(std::vector<float> const& v) {
     return std::vector<T>(v.begin(), v.end());
@@ -179,7 +177,9 @@ protected:
         std::vector<float> const c(got.begin() + offset, got.begin() + offset + d.m * d.n);
         EXPECT_EQ(gemm_failures(c, a_ref, b_ref, d, b_t), 0u) << ran;
         for (std::size_t i = 0; i < got.size(); ++i)
-            if (i < offset || i >= offset + d.m * d.n) EXPECT_EQ(got[i], poison) << "stray store at " << i << " (" << ran << ")";
+            if (i < offset || i >= offset + d.m * d.n) {
+                EXPECT_EQ(got[i], poison) << "stray store at " << i << " (" << ran << ")";
+            }
         return ran;
     }
 };

@@ -84,8 +84,9 @@ TEST_F(VulkanSubnormals, SubnormalResultsSurvive) {
     auto check = [&](std::string const& what, Tensor<float> const& result, double want, double max_ulp, double flushed_want) {
         float const got = result.to_vector().at(0);
         EXPECT_TRUE(subnormals.accepts(got, want, max_ulp, flushed_want)) << what << ": got " << got << ", want " << want;
-        if (subnormals.preserving() && is_subnormal(want))
+        if (subnormals.preserving() && is_subnormal(want)) {
             EXPECT_EQ(std::fpclassify(got), FP_SUBNORMAL) << what << ": got " << got << ", want " << want;
+        }
     };
     double const sqrt_2_over_pi = std::sqrt(2.0 / M_PI);
     float const tiny = 1e-40f, small = 1e-20f;  // tiny is subnormal, small·small is

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rayo/export.hpp"
+
 namespace rayo {
 
 enum class DeviceKind : std::uint8_t { cpu, vulkan, cuda };
@@ -20,7 +22,7 @@ constexpr std::string_view to_string(DeviceKind k) noexcept {
 }
 
 // A device is a small value (kind and index); the backend behind it lives for the whole process.
-class Device {
+class RAYO_API Device {
 public:
     // The host CPU; always present.
     static Device cpu();

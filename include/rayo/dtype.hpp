@@ -6,6 +6,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "rayo/export.hpp"
+
 namespace rayo {
 
 namespace detail {
@@ -69,7 +71,7 @@ constexpr float bfloat16_bits_to_float(std::uint16_t b) noexcept {
 }  // namespace detail
 
 // IEEE 754 binary16. Arithmetic happens in float; storage is 16 bits.
-struct half {
+struct RAYO_API half {
     std::uint16_t bits = 0;
 
     constexpr half() noexcept = default;
@@ -84,7 +86,7 @@ struct half {
 };
 
 // bfloat16: the top 16 bits of a float.
-struct bfloat16 {
+struct RAYO_API bfloat16 {
     std::uint16_t bits = 0;
 
     constexpr bfloat16() noexcept = default;

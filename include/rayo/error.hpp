@@ -4,27 +4,29 @@
 #include <stdexcept>
 #include <string>
 
+#include "rayo/export.hpp"
+
 namespace rayo {
 
-class Error : public std::runtime_error {
+class RAYO_API Error : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
 
 // Shapes that do not fit the operation (both shapes are named in the message).
-class ShapeError : public Error {
+class RAYO_API ShapeError : public Error {
 public:
     using Error::Error;
 };
 
 // An element type the operation does not take.
-class DTypeError : public Error {
+class RAYO_API DTypeError : public Error {
 public:
     using Error::Error;
 };
 
 // A backend or driver failure; carries the backend's own error code and its name.
-class DeviceError : public Error {
+class RAYO_API DeviceError : public Error {
 public:
     DeviceError(std::string const& message, long long code = 0, std::string code_name = {})
         : Error(message), code_(code), code_name_(std::move(code_name)) {}
@@ -37,19 +39,19 @@ private:
 };
 
 // A device ran out of memory; the message gives the size requested and what was available.
-class OutOfMemory : public Error {
+class RAYO_API OutOfMemory : public Error {
 public:
     using Error::Error;
 };
 
 // The operation is not available for this input on this backend.
-class Unsupported : public Error {
+class RAYO_API Unsupported : public Error {
 public:
     using Error::Error;
 };
 
 // A malformed file or serialized object.
-class FormatError : public Error {
+class RAYO_API FormatError : public Error {
 public:
     using Error::Error;
 };

@@ -29,6 +29,8 @@
 #include "rayo/device.hpp"
 #include "rayo/dtype.hpp"
 #include "rayo/error.hpp"
+#include "rayo/export.hpp"
+#include "rayo/progress.hpp"
 #include "rayo/quant.hpp"
 #include "rayo/shape.hpp"
 #include "rayo/tensor.hpp"
@@ -46,11 +48,11 @@ inline constexpr std::string_view alignment_key = "general.alignment";
 
 // GGUF metadata value types; the numbers are the on-disk type ids.
 enum class ValueType : std::uint32_t { u8, i8, u16, i16, u32, i32, f32, boolean, string, array, u64, i64, f64 };
-std::string_view to_string(ValueType t) noexcept;
+RAYO_API std::string_view to_string(ValueType t) noexcept;
 
 // An array value: its element type and elements. Arrays of arrays may mix element types.
 // `items` holds the vector whose index is the element type's id (vector<Array> for nested arrays).
-struct Array {
+struct RAYO_API Array {
     using Items = std::variant<std::vector<std::uint8_t>, std::vector<std::int8_t>, std::vector<std::uint16_t>,
                                std::vector<std::int16_t>, std::vector<std::uint32_t>, std::vector<std::int32_t>,
                                std::vector<float>, std::vector<bool>, std::vector<std::string>, std::vector<Array>,
@@ -106,16 +108,16 @@ inline constexpr ValueType array_type_of =
 
 // Text from a file made safe to print: valid UTF-8 is kept; control characters, invalid bytes,
 // quotes and backslashes are escaped (\x0a, \"); beyond max_chars bytes the text is cut with "...".
-[[nodiscard]] std::string printable(std::string_view text, std::size_t max_chars = 80);
+[[nodiscard]] RAYO_API std::string printable(std::string_view text, std::size_t max_chars = 80);
 
 // Human-readable text: strings quoted, arrays as "[u32 × 3: 1, 2, 3]" with at most max_items shown.
-[[nodiscard]] std::string to_string(Value const& v, std::size_t max_items = 8);
-[[nodiscard]] std::string to_string(Array const& a, std::size_t max_items = 8);
+[[nodiscard]] RAYO_API std::string to_string(Value const& v, std::size_t max_items = 8);
+[[nodiscard]] RAYO_API std::string to_string(Array const& a, std::size_t max_items = 8);
 
 namespace detail {
-[[noreturn]] void throw_missing_key(std::string_view key);
+[[noreturn]] RAYO_API void throw_missing_key(std::string_view key);
 // `key` empty for an array not reached through a key.
-[[noreturn]] void throw_value_type(std::string_view key, ValueType held, ValueType wanted, bool array_elements);
+[[noreturn]] RAYO_API void throw_value_type(std::string_view key, ValueType held, ValueType wanted, bool array_elements);
 }  // namespace detail
 
 template <class T>
@@ -125,7 +127,7 @@ std::vector<T> const& Array::get() const {
 }
 
 // Key/value metadata in file order. Lookups are by exact key.
-class Metadata {
+class RAYO_API Metadata {
 public:
     struct Entry {
         std::string key;
@@ -187,7 +189,7 @@ private:
 // ---- tensor types ----------------------------------------------------------------------------------
 
 // A ggml tensor type: `block_values` values stored in `block_bytes` bytes.
-struct TypeInfo {
+struct RAYO_API TypeInfo {
     std::uint32_t id;
     std::string_view name;  // "F32", "Q4_K", ...
     std::uint32_t block_values;
@@ -195,15 +197,15 @@ struct TypeInfo {
     std::optional<DType> dtype;  // the rayo element type, when rayo loads this type
 };
 // nullptr for ids ggml does not define (or no longer stores in GGUF files).
-[[nodiscard]] TypeInfo const* type_info(std::uint32_t ggml_type) noexcept;
+[[nodiscard]] RAYO_API TypeInfo const* type_info(std::uint32_t ggml_type) noexcept;
 // The ggml type id rayo writes for a dtype.
-[[nodiscard]] std::uint32_t type_id(DType t) noexcept;
+[[nodiscard]] RAYO_API std::uint32_t type_id(DType t) noexcept;
 // Every type known, in id order.
-[[nodiscard]] std::span<TypeInfo const> known_types() noexcept;
+[[nodiscard]] RAYO_API std::span<TypeInfo const> known_types() noexcept;
 
 // ---- reading -----------------------------------------------------------------------------------------
 
-struct TensorInfo {
+struct RAYO_API TensorInfo {
     std::string name;
     Shape shape;                 // rayo order: GGUF's dims reversed
     std::uint32_t type = 0;      // ggml type id
@@ -213,7 +215,7 @@ struct TensorInfo {
     std::uint64_t bytes = 0;
 };
 
-class File {
+class RAYO_API File {
 public:
     // Maps the file read-only and validates it. rayo::Error when it cannot be opened or mapped.
     // The file must not be truncated by others while it is mapped (that raises SIGBUS, as with any mapping).
@@ -254,6 +256,9 @@ public:
     // naming both types when T is not the stored type.
     template <Element T>
     [[nodiscard]] Tensor<T> load(std::string_view name, Device device = Device::cpu()) const;
+    // The same, reporting progress in bytes copied (rayo/progress.hpp).
+    template <Element T>
+    [[nodiscard]] Tensor<T> load(std::string_view name, Device device, ProgressCallback const& progress) const;
 
 private:
     File();
@@ -274,7 +279,7 @@ private:
 // ---- writing -----------------------------------------------------------------------------------------
 
 // A tensor to write: a rayo Tensor (read when write() runs), or raw bytes of any known ggml type.
-class TensorToWrite {
+class RAYO_API TensorToWrite {
 public:
     template <Element T>
     TensorToWrite(std::string name, Tensor<T> const& tensor);
@@ -303,9 +308,9 @@ private:
 // general.alignment (a u32 power of two up to max_alignment; 32 when absent) and padded to it.
 // FormatError for invalid input (duplicate tensor names, a bad general.alignment, more than 4 dims);
 // rayo::Error when the file cannot be written.
-void write(std::filesystem::path const& path, Metadata const& metadata, std::span<TensorToWrite const> tensors);
-void write(std::filesystem::path const& path, Metadata const& metadata, std::initializer_list<TensorToWrite> tensors);
+RAYO_API void write(std::filesystem::path const& path, Metadata const& metadata, std::span<TensorToWrite const> tensors);
+RAYO_API void write(std::filesystem::path const& path, Metadata const& metadata, std::initializer_list<TensorToWrite> tensors);
 // The same bytes, in memory.
-[[nodiscard]] std::vector<std::byte> write_to_memory(Metadata const& metadata, std::span<TensorToWrite const> tensors);
+[[nodiscard]] RAYO_API std::vector<std::byte> write_to_memory(Metadata const& metadata, std::span<TensorToWrite const> tensors);
 
 }  // namespace rayo::gguf

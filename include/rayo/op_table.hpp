@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "rayo/dtype.hpp"
+#include "rayo/export.hpp"
 
 namespace rayo {
 
@@ -47,7 +48,7 @@ enum class Op : std::uint8_t {
 };
 
 // A set of element types.
-class DTypeSet {
+class RAYO_API DTypeSet {
 public:
     constexpr DTypeSet() noexcept = default;
     constexpr DTypeSet(std::initializer_list<DType> types) noexcept {
@@ -62,7 +63,7 @@ private:
     std::uint32_t bits_ = 0;
 };
 
-struct OpInfo {
+struct RAYO_API OpInfo {
     Op op;
     std::string_view name;  // as users see it: the function's name, and in errors, logs and stats()
     OpFamily family;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "rayo/export.hpp"
 #include "rayo/op_table.hpp"
 #include "rayo/quant.hpp"
 #include "rayo/tensor.hpp"
@@ -18,8 +19,8 @@ using FTensor = Tensor<float>;
 // Any unary op of rayo::op_table by its code, with the parameters the table names for it (alpha;
 // lo and hi). The named functions below are this with the op filled in. A code of another family
 // is a rayo::Error.
-FTensor unary(Op op, FTensor const& x, float a = 0.0f, float b = 0.0f);
-void unary(Op op, FTensor const& x, float a, float b, FTensor const& out);
+RAYO_API FTensor unary(Op op, FTensor const& x, float a = 0.0f, float b = 0.0f);
+RAYO_API void unary(Op op, FTensor const& x, float a, float b, FTensor const& out);
 
 inline FTensor relu(FTensor const& x) { return unary(Op::relu, x); }
 inline void relu(FTensor const& x, FTensor const& out) { unary(Op::relu, x, 0.0f, 0.0f, out); }
@@ -62,10 +63,10 @@ inline void neg(FTensor const& x, FTensor const& out) { unary(Op::neg, x, 0.0f, 
 
 // ---- binary (same shape, or a scalar) ----------------------------------------------------------
 // Any binary op of rayo::op_table by its code; the named functions below call these.
-FTensor binary(Op op, FTensor const& a, FTensor const& b);
-void binary(Op op, FTensor const& a, FTensor const& b, FTensor const& out);
-FTensor binary(Op op, FTensor const& a, float s);
-void binary(Op op, FTensor const& a, float s, FTensor const& out);
+RAYO_API FTensor binary(Op op, FTensor const& a, FTensor const& b);
+RAYO_API void binary(Op op, FTensor const& a, FTensor const& b, FTensor const& out);
+RAYO_API FTensor binary(Op op, FTensor const& a, float s);
+RAYO_API void binary(Op op, FTensor const& a, float s, FTensor const& out);
 
 inline FTensor add(FTensor const& a, FTensor const& b) { return binary(Op::add, a, b); }
 inline void add(FTensor const& a, FTensor const& b, FTensor const& out) { binary(Op::add, a, b, out); }
@@ -86,49 +87,49 @@ inline void div(FTensor const& a, float s, FTensor const& out) { binary(Op::div,
 inline FTensor scale(FTensor const& x, float s) { return binary(Op::mul, x, s); }
 inline void scale(FTensor const& x, float s, FTensor const& out) { binary(Op::mul, x, s, out); }
 // Sum of a·b over all elements (same shape); a rank-0 tensor.
-FTensor dot(FTensor const& a, FTensor const& b);
-void dot(FTensor const& a, FTensor const& b, FTensor const& out);
+RAYO_API FTensor dot(FTensor const& a, FTensor const& b);
+RAYO_API void dot(FTensor const& a, FTensor const& b, FTensor const& out);
 
 // ---- softmax along the last axis (axis must name it: -1 or rank-1) ---------------------------
-FTensor softmax(FTensor const& x, int axis = -1);
-void softmax(FTensor const& x, int axis, FTensor const& out);
-FTensor log_softmax(FTensor const& x, int axis = -1);
-void log_softmax(FTensor const& x, int axis, FTensor const& out);
+RAYO_API FTensor softmax(FTensor const& x, int axis = -1);
+RAYO_API void softmax(FTensor const& x, int axis, FTensor const& out);
+RAYO_API FTensor log_softmax(FTensor const& x, int axis = -1);
+RAYO_API void log_softmax(FTensor const& x, int axis, FTensor const& out);
 
 // ---- reductions: over everything (rank-0 result) or along one axis -------------------------------
 // Sums accumulate in double per block, so large tensors keep float accuracy. max/min propagate NaN;
 // argmax/argmin give the first index of the extreme value (a NaN counts as the extreme).
-FTensor sum(FTensor const& x);
-void sum(FTensor const& x, FTensor const& out);
-FTensor sum(FTensor const& x, int axis, bool keepdim = false);
-void sum(FTensor const& x, int axis, bool keepdim, FTensor const& out);
-FTensor mean(FTensor const& x);
-void mean(FTensor const& x, FTensor const& out);
-FTensor mean(FTensor const& x, int axis, bool keepdim = false);
-void mean(FTensor const& x, int axis, bool keepdim, FTensor const& out);
-FTensor max(FTensor const& x);
-void max(FTensor const& x, FTensor const& out);
-FTensor max(FTensor const& x, int axis, bool keepdim = false);
-void max(FTensor const& x, int axis, bool keepdim, FTensor const& out);
-FTensor min(FTensor const& x);
-void min(FTensor const& x, FTensor const& out);
-FTensor min(FTensor const& x, int axis, bool keepdim = false);
-void min(FTensor const& x, int axis, bool keepdim, FTensor const& out);
-Tensor<std::int64_t> argmax(FTensor const& x);
-void argmax(FTensor const& x, Tensor<std::int64_t> const& out);
-Tensor<std::int64_t> argmax(FTensor const& x, int axis, bool keepdim = false);
-void argmax(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
-Tensor<std::int64_t> argmin(FTensor const& x);
-void argmin(FTensor const& x, Tensor<std::int64_t> const& out);
-Tensor<std::int64_t> argmin(FTensor const& x, int axis, bool keepdim = false);
-void argmin(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
+RAYO_API FTensor sum(FTensor const& x);
+RAYO_API void sum(FTensor const& x, FTensor const& out);
+RAYO_API FTensor sum(FTensor const& x, int axis, bool keepdim = false);
+RAYO_API void sum(FTensor const& x, int axis, bool keepdim, FTensor const& out);
+RAYO_API FTensor mean(FTensor const& x);
+RAYO_API void mean(FTensor const& x, FTensor const& out);
+RAYO_API FTensor mean(FTensor const& x, int axis, bool keepdim = false);
+RAYO_API void mean(FTensor const& x, int axis, bool keepdim, FTensor const& out);
+RAYO_API FTensor max(FTensor const& x);
+RAYO_API void max(FTensor const& x, FTensor const& out);
+RAYO_API FTensor max(FTensor const& x, int axis, bool keepdim = false);
+RAYO_API void max(FTensor const& x, int axis, bool keepdim, FTensor const& out);
+RAYO_API FTensor min(FTensor const& x);
+RAYO_API void min(FTensor const& x, FTensor const& out);
+RAYO_API FTensor min(FTensor const& x, int axis, bool keepdim = false);
+RAYO_API void min(FTensor const& x, int axis, bool keepdim, FTensor const& out);
+RAYO_API Tensor<std::int64_t> argmax(FTensor const& x);
+RAYO_API void argmax(FTensor const& x, Tensor<std::int64_t> const& out);
+RAYO_API Tensor<std::int64_t> argmax(FTensor const& x, int axis, bool keepdim = false);
+RAYO_API void argmax(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
+RAYO_API Tensor<std::int64_t> argmin(FTensor const& x);
+RAYO_API void argmin(FTensor const& x, Tensor<std::int64_t> const& out);
+RAYO_API Tensor<std::int64_t> argmin(FTensor const& x, int axis, bool keepdim = false);
+RAYO_API void argmin(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
 
 // ---- matrices ------------------------------------------------------------------------------------
 // a[m, k] · b[k, n] -> f32 [m, n]. f16 and bf16 inputs are accumulated in f32.
 template <FloatingElement T>
-FTensor matmul(Tensor<T> const& a, Tensor<T> const& b);
+RAYO_API FTensor matmul(Tensor<T> const& a, Tensor<T> const& b);
 template <FloatingElement T>
-void matmul(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out);
+RAYO_API void matmul(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out);
 // Weight types of linear: f32, f16, bf16, and the GGUF K-quants q4_k and q6_k.
 template <class W>
 concept LinearWeight = FloatingElement<W> || std::same_as<W, q4_k> || std::same_as<W, q6_k>;
@@ -136,20 +137,20 @@ concept LinearWeight = FloatingElement<W> || std::same_as<W, q4_k> || std::same_
 // x[..., in] · w[out, in]ᵀ -> f32 [..., out]: the leading axes of x are batch axes. K-quant
 // weights are decoded exactly (as dequantize does) panel by panel and multiplied in f32.
 template <LinearWeight W>
-FTensor linear(FTensor const& x, Tensor<W> const& w);
+RAYO_API FTensor linear(FTensor const& x, Tensor<W> const& w);
 template <LinearWeight W>
-void linear(FTensor const& x, Tensor<W> const& w, FTensor const& out);
+RAYO_API void linear(FTensor const& x, Tensor<W> const& w, FTensor const& out);
 
 // ---- normalisation over the last axis ------------------------------------------------------------
 // layer_norm: (x - mean) / sqrt(var + eps) · gamma + beta, with the biased variance.
-FTensor layer_norm(FTensor const& x, float eps = 1e-5f);
-void layer_norm(FTensor const& x, float eps, FTensor const& out);
-FTensor layer_norm(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps = 1e-5f);
-void layer_norm(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps, FTensor const& out);
+RAYO_API FTensor layer_norm(FTensor const& x, float eps = 1e-5f);
+RAYO_API void layer_norm(FTensor const& x, float eps, FTensor const& out);
+RAYO_API FTensor layer_norm(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps = 1e-5f);
+RAYO_API void layer_norm(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps, FTensor const& out);
 // rms_norm: x / sqrt(mean(x²) + eps) · gamma.
-FTensor rms_norm(FTensor const& x, float eps = 1e-6f);
-void rms_norm(FTensor const& x, float eps, FTensor const& out);
-FTensor rms_norm(FTensor const& x, FTensor const& gamma, float eps = 1e-6f);
-void rms_norm(FTensor const& x, FTensor const& gamma, float eps, FTensor const& out);
+RAYO_API FTensor rms_norm(FTensor const& x, float eps = 1e-6f);
+RAYO_API void rms_norm(FTensor const& x, float eps, FTensor const& out);
+RAYO_API FTensor rms_norm(FTensor const& x, FTensor const& gamma, float eps = 1e-6f);
+RAYO_API void rms_norm(FTensor const& x, FTensor const& gamma, float eps, FTensor const& out);
 
 }  // namespace rayo

@@ -9,6 +9,8 @@
 #include <type_traits>
 
 #include "rayo/dtype.hpp"
+#include "rayo/export.hpp"
+#include "rayo/progress.hpp"
 
 namespace rayo {
 
@@ -21,7 +23,7 @@ inline constexpr std::size_t quant_block_values = 256;
 
 // 4.5 bits per value: eight sub-blocks of 32 with 6-bit scales and mins.
 // value = f32(d)·sc[j]·q − f32(dmin)·m[j], q in 0..15.
-struct q4_k {
+struct RAYO_API q4_k {
     half d;
     half dmin;
     std::array<std::uint8_t, 12> scales;  // packed 6-bit scales and mins
@@ -30,7 +32,7 @@ struct q4_k {
 
 // 6.5625 bits per value: sixteen sub-blocks of 16 with int8 scales.
 // value = f32(d)·scales[s]·(q − 32), q in 0..63.
-struct q6_k {
+struct RAYO_API q6_k {
     std::array<std::uint8_t, 128> ql;  // low 4 bits
     std::array<std::uint8_t, 64> qh;   // high 2 bits
     std::array<std::int8_t, 16> scales;
@@ -38,7 +40,7 @@ struct q6_k {
 };
 
 // Activations: 8-bit quants with one f32 scale, and sums of each 16 quants.
-struct q8_k {
+struct RAYO_API q8_k {
     float d;
     std::array<std::int8_t, 256> qs;
     std::array<std::int16_t, 16> bsums;
@@ -65,15 +67,21 @@ concept QuantBlock = std::same_as<T, q4_k> || std::same_as<T, q6_k> || std::same
 // last dimension must be a multiple of 256 (ShapeError otherwise). The result stays on x's device.
 // q4_k / q6_k are for weights; q8_k is the activation format of the quantized dot products.
 template <QuantBlock B>
-Tensor<B> quantize(Tensor<float> const& x);
+RAYO_API Tensor<B> quantize(Tensor<float> const& x);
 // `out` must have x's shape and sit on x's device.
 template <QuantBlock B>
-void quantize(Tensor<float> const& x, Tensor<B> const& out);
+RAYO_API void quantize(Tensor<float> const& x, Tensor<B> const& out);
+// The same, reporting progress in values quantized (rayo/progress.hpp); the work then goes in
+// row chunks, a few dozen of them.
+template <QuantBlock B>
+RAYO_API Tensor<B> quantize(Tensor<float> const& x, ProgressCallback const& progress);
+template <QuantBlock B>
+RAYO_API void quantize(Tensor<float> const& x, Tensor<B> const& out, ProgressCallback const& progress);
 
 // Blocks back to f32 values (same shape).
 template <QuantBlock B>
-Tensor<float> dequantize(Tensor<B> const& q);
+RAYO_API Tensor<float> dequantize(Tensor<B> const& q);
 template <QuantBlock B>
-void dequantize(Tensor<B> const& q, Tensor<float> const& out);
+RAYO_API void dequantize(Tensor<B> const& q, Tensor<float> const& out);
 
 }  // namespace rayo

@@ -6,22 +6,24 @@
 #include <string_view>
 #include <vector>
 
+#include "rayo/export.hpp"
+
 namespace rayo {
 
 // Size of the CPU thread pool (the caller counts as one thread). 0 = hardware threads.
-void set_num_threads(std::size_t threads);
-[[nodiscard]] std::size_t num_threads();
+RAYO_API void set_num_threads(std::size_t threads);
+[[nodiscard]] RAYO_API std::size_t num_threads();
 
 // Instruction sets the CPU kernels are built for, in increasing order. avx512_vnni is avx512 plus
 // the int8 dot-product instructions (used by the K-quant kernels).
 enum class CpuArch { sse4_2, avx2, avx512, avx512_vnni };
-[[nodiscard]] std::string_view to_string(CpuArch arch) noexcept;
+[[nodiscard]] RAYO_API std::string_view to_string(CpuArch arch) noexcept;
 // Those this machine runs (and the build contains), in increasing order.
-[[nodiscard]] std::vector<CpuArch> available_cpu_archs();
+[[nodiscard]] RAYO_API std::vector<CpuArch> available_cpu_archs();
 // The arch in use: RAYO_CPU_ARCH (sse4.2 | avx2 | avx512 | avx512-vnni) when set, else the best available.
-[[nodiscard]] CpuArch cpu_arch();
+[[nodiscard]] RAYO_API CpuArch cpu_arch();
 // Forces an arch; throws rayo::Unsupported when this machine cannot run it.
-void set_cpu_arch(CpuArch arch);
+RAYO_API void set_cpu_arch(CpuArch arch);
 
 // How linear with q4_k / q6_k weights quantizes its activations on the CPU and CUDA backends when
 // they take the integer dot products (a few rows of x; larger batches do not quantize x and are not
@@ -33,13 +35,13 @@ void set_cpu_arch(CpuArch arch);
 // accurate.
 // Default: q8_k_residual, or RAYO_KQUANT_ACTIVATIONS=q8_k|q8_k_residual.
 enum class KQuantActivations { q8_k, q8_k_residual };
-[[nodiscard]] std::string_view to_string(KQuantActivations mode) noexcept;
-void set_kquant_activations(KQuantActivations mode);
-[[nodiscard]] KQuantActivations kquant_activations();
+[[nodiscard]] RAYO_API std::string_view to_string(KQuantActivations mode) noexcept;
+RAYO_API void set_kquant_activations(KQuantActivations mode);
+[[nodiscard]] RAYO_API KQuantActivations kquant_activations();
 
 enum class LogLevel { debug, info, warn, error, off };
 // Messages at or above this level go to stderr. Default: warn, or RAYO_LOG.
-void set_log_level(LogLevel level);
-[[nodiscard]] LogLevel log_level();
+RAYO_API void set_log_level(LogLevel level);
+[[nodiscard]] RAYO_API LogLevel log_level();
 
 }  // namespace rayo

@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "rayo/error.hpp"
+#include "rayo/export.hpp"
 
 namespace rayo {
 
 // One dimension; converts from any integer type so `{m, k}` works with int and size_t alike.
 // Values that do not fit in int64 are kept as an out-of-range marker and rejected by Shape.
-class Dim {
+class RAYO_API Dim {
 public:
     template <std::integral I>
     constexpr Dim(I value) noexcept  // NOLINT: implicit by design
@@ -35,7 +36,7 @@ private:
     std::int64_t value_;
 };
 
-class Shape {
+class RAYO_API Shape {
 public:
     Shape() = default;  // a scalar: rank 0, one element
     Shape(std::initializer_list<Dim> dims) { assign(dims.begin(), dims.end()); }

@@ -12,6 +12,7 @@
 #include "rayo/device.hpp"
 #include "rayo/dtype.hpp"
 #include "rayo/error.hpp"
+#include "rayo/export.hpp"
 #include "rayo/shape.hpp"
 
 namespace rayo {
@@ -28,7 +29,7 @@ struct TensorAccess;
 // For the block types (q4_k, ...) the shape counts values, one stored element holds
 // `values_per_element` (256) of them along the last axis, and that axis must be a multiple of it.
 template <Element T>
-class Tensor {
+class RAYO_API Tensor {
 public:
     using value_type = T;
     static constexpr std::size_t values_per_element = block_elements(dtype_of<T>);
@@ -181,7 +182,7 @@ private:
 
 namespace detail {
 // How the op layer reaches a tensor's storage without making it public API.
-struct TensorAccess {
+struct RAYO_API TensorAccess {
     template <class T>
     static Storage& storage(Tensor<T> const& t) noexcept { return *t.storage_; }
     template <class T>

@@ -54,17 +54,13 @@ Device Device::parse(std::string_view text) {
         if (index > 0) unknown_device(text, "there is one cpu device");
         return cpu();
     }
-    bool any_of_kind = false;
-    for (auto* b : detail::Registry::instance().backends()) {
-        if (b->kind() != kind) continue;
+    auto const of_kind = detail::Registry::instance().backends(kind);
+    for (auto* b : of_kind) {
         if (index == b->index()) return Device(kind, index);
         // A bare kind names its first non-software device, else its first device.
         if (index < 0 && !b->is_software()) return Device(kind, b->index());
-        any_of_kind = true;
     }
-    if (index < 0 && any_of_kind)
-        for (auto* b : detail::Registry::instance().backends())
-            if (b->kind() == kind) return Device(kind, b->index());
+    if (index < 0 && !of_kind.empty()) return Device(kind, of_kind.front()->index());
     unknown_device(text, "no such device in this process");
 }
 

@@ -7,7 +7,7 @@ namespace rayo::detail {
 Storage::Storage(Device device, std::size_t bytes)
     : device_(device), bytes_(bytes), handle_(Registry::instance().backend(device).allocate(bytes)) {}
 
-Storage::~Storage() { Registry::instance().backend(device_).release(handle_); }
+Storage::~Storage() { Registry::instance().release(device_, handle_); }
 
 void Storage::upload(std::size_t offset, void const* src, std::size_t bytes) {
     Registry::instance().backend(device_).upload(handle_, offset, src, bytes);

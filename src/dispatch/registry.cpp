@@ -1,6 +1,7 @@
 #include "dispatch/registry.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "cpu/cpu_backend.hpp"
@@ -22,17 +23,46 @@ Device make_device(DeviceKind kind, int index) { return DeviceRegistryAccess::ma
 
 Registry::Registry() {
     backends_.push_back(std::make_unique<cpu::CpuBackend>());
-    // CUDA before Vulkan: Device::all() lists the preferred GPUs first.
-    for (auto& b : cuda::discover_backends()) backends_.push_back(std::move(b));
-    for (auto& b : vulkan::discover_backends()) backends_.push_back(std::move(b));
+    cpu_ = backends_.front().get();
 }
 
+void Registry::discover(DeviceKind kind) const {
+    auto const k = static_cast<std::size_t>(kind);
+    std::call_once(discovery_[k], [&] {
+        // The driver is loaded and its devices opened outside the lock: other kinds stay usable.
+        std::vector<std::unique_ptr<Backend>> found;
+        if (kind == DeviceKind::cuda) found = cuda::discover_backends();
+        else if (kind == DeviceKind::vulkan) found = vulkan::discover_backends();
+        // Registered after the driver's own handlers, so it runs before them at exit.
+        if (!found.empty()) std::atexit([] { exiting_.store(true, std::memory_order_release); });
+        std::lock_guard lock(mutex_);
+        for (auto& b : found) backends_.push_back(std::move(b));
+        discovered_[k] = true;
+    });
+}
+
+bool Registry::discovered(DeviceKind kind) const {
+    std::lock_guard lock(mutex_);
+    return discovered_[static_cast<std::size_t>(kind)];
+}
+
+std::atomic<bool> Registry::exiting_{false};
+
+// Never destroyed: GPU drivers loaded after it is made would be torn down before its destructor
+// ran, and tensors kept until static destruction may outlive any destruction order.
 Registry& Registry::instance() {
-    static Registry registry;
-    return registry;
+    static Registry* registry = new Registry;
+    return *registry;
+}
+
+void Registry::release(Device device, std::uintptr_t handle) const {
+    if (device.kind() != DeviceKind::cpu && exiting_.load(std::memory_order_acquire)) return;
+    backend(device).release(handle);
 }
 
 Backend& Registry::backend(Device device) const {
+    if (device.kind() == DeviceKind::cpu) return *cpu_;
+    discover(device.kind());
     std::lock_guard lock(mutex_);
     for (auto const& b : backends_)
         if (b->kind() == device.kind() && b->index() == device.index()) return *b;
@@ -40,9 +70,20 @@ Backend& Registry::backend(Device device) const {
 }
 
 std::vector<Backend*> Registry::backends() const {
+    std::vector<Backend*> out;
+    for (DeviceKind kind : {DeviceKind::cpu, DeviceKind::cuda, DeviceKind::vulkan}) {
+        auto of_kind = backends(kind);
+        out.insert(out.end(), of_kind.begin(), of_kind.end());
+    }
+    return out;
+}
+
+std::vector<Backend*> Registry::backends(DeviceKind kind) const {
+    if (kind != DeviceKind::cpu) discover(kind);
     std::lock_guard lock(mutex_);
     std::vector<Backend*> out;
-    for (auto const& b : backends_) out.push_back(b.get());
+    for (auto const& b : backends_)
+        if (b->kind() == kind) out.push_back(b.get());
     return out;
 }
 

@@ -1,8 +1,10 @@
 // GGUF reader: maps the file, validates every field against the file's size, then serves
 // metadata, tensor descriptions and tensors loaded straight from the mapped bytes.
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -371,6 +373,11 @@ std::span<std::byte const> File::data(TensorInfo const& info) const {
 
 template <Element T>
 Tensor<T> File::load(std::string_view name, Device device) const {
+    return load<T>(name, device, ProgressCallback{});
+}
+
+template <Element T>
+Tensor<T> File::load(std::string_view name, Device device, ProgressCallback const& progress) const {
     TensorInfo const& t = tensor(name);
     if (!t.dtype) {
         std::string loadable;
@@ -386,10 +393,17 @@ Tensor<T> File::load(std::string_view name, Device device) const {
                          std::string(to_string(dtype_of<T>)) + ": load it as Tensor<" +
                          std::string(to_string(*t.dtype)) + ">");
     Tensor<T> tensor = Tensor<T>::empty(t.shape, device);
-    if (t.bytes) {
-        std::byte const* src = bytes_.data() + data_offset_ + t.offset;
-        rayo::detail::TensorAccess::storage(tensor).upload(rayo::detail::TensorAccess::offset(tensor), src,
-                                                           static_cast<std::size_t>(t.bytes));
+    if (progress) progress(0, t.bytes);
+    // In 32 pieces of at least 1 MiB when someone is watching; at once otherwise.
+    std::uint64_t const piece = progress ? std::max<std::uint64_t>(std::uint64_t{1} << 20, (t.bytes + 31) / 32) : t.bytes;
+    std::byte const* src = bytes_.data() + data_offset_ + t.offset;
+    auto& storage = rayo::detail::TensorAccess::storage(tensor);
+    std::size_t const offset = rayo::detail::TensorAccess::offset(tensor);
+    for (std::uint64_t done = 0; done < t.bytes;) {
+        std::uint64_t const n = std::min(piece, t.bytes - done);
+        storage.upload(offset + static_cast<std::size_t>(done), src + done, static_cast<std::size_t>(n));
+        done += n;
+        if (progress) progress(done, t.bytes);
     }
     return tensor;
 }
@@ -402,5 +416,13 @@ template Tensor<std::int64_t> File::load<std::int64_t>(std::string_view, Device)
 template Tensor<q4_k> File::load<q4_k>(std::string_view, Device) const;
 template Tensor<q6_k> File::load<q6_k>(std::string_view, Device) const;
 template Tensor<q8_k> File::load<q8_k>(std::string_view, Device) const;
+template Tensor<float> File::load<float>(std::string_view, Device, ProgressCallback const&) const;
+template Tensor<half> File::load<half>(std::string_view, Device, ProgressCallback const&) const;
+template Tensor<bfloat16> File::load<bfloat16>(std::string_view, Device, ProgressCallback const&) const;
+template Tensor<std::int32_t> File::load<std::int32_t>(std::string_view, Device, ProgressCallback const&) const;
+template Tensor<std::int64_t> File::load<std::int64_t>(std::string_view, Device, ProgressCallback const&) const;
+template Tensor<q4_k> File::load<q4_k>(std::string_view, Device, ProgressCallback const&) const;
+template Tensor<q6_k> File::load<q6_k>(std::string_view, Device, ProgressCallback const&) const;
+template Tensor<q8_k> File::load<q8_k>(std::string_view, Device, ProgressCallback const&) const;
 
 }  // namespace rayo::gguf

@@ -111,7 +111,9 @@ std::string shortest(F value) {
 }
 
 std::string quoted(std::string const& s) {
-    std::string out = "\"" + printable(s, max_string_chars) + "\"";
+    std::string out(1, '"');
+    out += printable(s, max_string_chars);
+    out += '"';
     if (out.size() > max_string_chars + 2) out += " (" + std::to_string(s.size()) + " bytes)";
     return out;
 }

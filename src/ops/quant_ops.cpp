@@ -1,4 +1,6 @@
 // quantize / dequantize between f32 values and the K-quant block types.
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "dispatch/dispatch.hpp"
@@ -37,6 +39,36 @@ Tensor<B> quantize(Tensor<float> const& x) {
     return out;
 }
 
+// Rows of x (its last axis) in chunks of about a thirty-second of the tensor each, quantized in
+// turn with a report after each: every backend runs each chunk as it runs the whole.
+template <QuantBlock B>
+void quantize(Tensor<float> const& x, Tensor<B> const& out, ProgressCallback const& progress) {
+    check_block_axis("quantize", dtype_of<B>, x.shape());
+    detail::check_out("quantize", out, x.shape(), x, false);
+    std::uint64_t const total = x.numel();
+    if (progress) progress(0, total);
+    if (total == 0) return;
+    auto const cols = x.shape()[x.rank() - 1];
+    auto const rows = static_cast<std::int64_t>(total / static_cast<std::uint64_t>(cols));
+    Tensor<float> const x_rows = x.reshape({rows, cols});
+    Tensor<B> const out_rows = out.reshape({rows, cols});
+    std::int64_t const chunk = std::max<std::int64_t>(1, (rows + 31) / 32);
+    for (std::int64_t r = 0; r < rows; r += chunk) {
+        std::int64_t const end = std::min(rows, r + chunk);
+        Tensor<B> const part = out_rows.slice(r, end);
+        detail::dispatch(x.device(), detail::op::Quantize{}, {detail::arg(x_rows.slice(r, end))}, {detail::arg(part)});
+        if (progress) progress(static_cast<std::uint64_t>(end) * static_cast<std::uint64_t>(cols), total);
+    }
+}
+
+template <QuantBlock B>
+Tensor<B> quantize(Tensor<float> const& x, ProgressCallback const& progress) {
+    check_block_axis("quantize", dtype_of<B>, x.shape());
+    Tensor<B> out = Tensor<B>::empty(x.shape(), x.device());
+    quantize(x, out, progress);
+    return out;
+}
+
 template <QuantBlock B>
 void dequantize(Tensor<B> const& q, Tensor<float> const& out) {
     detail::check_out("dequantize", out, q.shape(), q, false);
@@ -54,6 +86,8 @@ Tensor<float> dequantize(Tensor<B> const& q) {
 #define RAYO_INSTANTIATE_QUANT(B)                                                  \
     template Tensor<B> quantize<B>(Tensor<float> const& x);                        \
     template void quantize<B>(Tensor<float> const& x, Tensor<B> const& out);       \
+    template Tensor<B> quantize<B>(Tensor<float> const& x, ProgressCallback const&); \
+    template void quantize<B>(Tensor<float> const& x, Tensor<B> const& out, ProgressCallback const&); \
     template Tensor<float> dequantize<B>(Tensor<B> const& q);                      \
     template void dequantize<B>(Tensor<B> const& q, Tensor<float> const& out);
 

@@ -121,8 +121,9 @@ std::string Kernel::emit_entry(Target target) const {
              std::to_string(sh.count * static_cast<std::size_t>(bytes_of(sh.element))) + "];\n";
     s += "\n";
     for (auto const& in : body_) {
-        if (in.kind == Instruction::Kind::label) s += describe(in) + "\n";
-        else s += "\t" + describe(in) + "\n";
+        if (in.kind != Instruction::Kind::label) s += '\t';
+        s += describe(in);
+        s += '\n';
     }
     // Falling off the end is not allowed in PTX: close with ret unless the body already does.
     if (body_.empty() || body_.back().kind != Instruction::Kind::operation || body_.back().opcode != "ret" ||

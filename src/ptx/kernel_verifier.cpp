@@ -10,7 +10,11 @@ namespace rayo::ptx {
 
 namespace {
 
-std::string type_name(Type t) { return "." + std::string(name_of(t)); }
+std::string type_name(Type t) {
+    std::string s(1, '.');
+    s += name_of(t);
+    return s;
+}
 
 // Why a register of `actual` cannot stand for an operand of `expected` (empty when it can).
 std::string misfit(Type expected, Type actual, Fit fit) {

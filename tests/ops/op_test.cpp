@@ -42,8 +42,9 @@ std::string param_name(::testing::TestParamInfo<Param> const& info) {
 // cases), and what it has reported so far.
 std::uint64_t validation_message_count() {
 #if RAYO_TEST_VULKAN
-    if (char const* v = std::getenv("RAYO_VULKAN_VALIDATION"); v && std::string_view(v) == "1")
+    if (char const* v = std::getenv("RAYO_VULKAN_VALIDATION"); v && std::string_view(v) == "1") {
         EXPECT_TRUE(vulkan::validation_enabled()) << "RAYO_VULKAN_VALIDATION=1 but the validation layer is not active";
+    }
     return vulkan::validation_message_count();
 #else
     return 0;
@@ -109,9 +110,10 @@ TEST(OpSupport, EveryOpOfTheTableHasCasesAtEveryElementType) {
     }
     for (OpInfo const& row : op_table)
         for (unsigned t = 0; t <= static_cast<unsigned>(DType::q8_k); ++t)
-            if (row.dtypes.contains(static_cast<DType>(t)))
+            if (row.dtypes.contains(static_cast<DType>(t))) {
                 EXPECT_TRUE(covered.contains({row.op, static_cast<DType>(t)}))
                     << row.name << " on " << to_string(static_cast<DType>(t)) << " has no case in tests/ops/";
+            }
     std::set<std::string> names;
     for (OpCase const& c : op_cases()) EXPECT_TRUE(names.insert(c.name).second) << "two cases named " << c.name;
 }

@@ -5,6 +5,8 @@
 #include "ops/harness.hpp"
 #include "ops/references.hpp"
 
+#include <array>
+#include <bit>
 #include <cstring>
 #include <random>
 
@@ -27,9 +29,9 @@ std::pair<std::size_t, std::size_t> rows_and_blocks(Shape const& shape) {
 
 template <class B>
 B poison_block() {
-    B b;
-    std::memset(&b, 0xA5, sizeof b);
-    return b;
+    std::array<unsigned char, sizeof(B)> bytes;
+    bytes.fill(0xA5);
+    return std::bit_cast<B>(bytes);
 }
 
 template <QuantBlock B>

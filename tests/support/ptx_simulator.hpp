@@ -590,7 +590,7 @@ private:
                 if (at % 8 != 0) fail(index, "misaligned mbarrier");
                 (void)shared(index, at, 8);
                 auto const arrivals = static_cast<unsigned>(src(1, Type::u32));
-                mbarriers_[at] = Mbarrier{.expected = arrivals, .pending = arrivals};
+                mbarriers_[at] = Mbarrier{.expected = arrivals, .pending = arrivals, .tx = 0, .completed = 0, .copies = {}};
                 break;
             }
             case Op::mbarrier_arrive: {

@@ -23,8 +23,9 @@ protected:
         auto d = first_vulkan_device();
         if (!d) GTEST_SKIP() << "no Vulkan device on this machine (install mesa-vulkan-drivers for lavapipe)";
         device = *d;
-        if (char const* v = std::getenv("RAYO_VULKAN_VALIDATION"); v && std::string_view(v) == "1")
+        if (char const* v = std::getenv("RAYO_VULKAN_VALIDATION"); v && std::string_view(v) == "1") {
             ASSERT_TRUE(vulkan::validation_enabled()) << "RAYO_VULKAN_VALIDATION=1 but the validation layer is not active";
+        }
         messages_before = vulkan::validation_message_count();
     }
     void TearDown() override {

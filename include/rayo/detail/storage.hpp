@@ -6,10 +6,11 @@
 #include <memory>
 
 #include "rayo/device.hpp"
+#include "rayo/export.hpp"
 
 namespace rayo::detail {
 
-class Storage {
+class RAYO_API Storage {
 public:
     // Allocates `bytes` on `device` (contents undefined).
     Storage(Device device, std::size_t bytes);

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "rayo/export.hpp"
 #include "rayo/ptx/operand.hpp"
 #include "rayo/ptx/target.hpp"
 #include "rayo/ptx/type.hpp"
@@ -18,42 +19,42 @@ enum class Access : std::uint8_t { read, write, read_write };
 // exact: register_fits; widening: register_fits_widening (ld/st/cvt of narrow integers).
 enum class Fit : std::uint8_t { exact, widening };
 
-struct RegUse {
+struct RAYO_API RegUse {
     Reg reg;
     Type expected;
     Access access = Access::read;
     Fit fit = Fit::exact;
 };
-struct ImmUse {
+struct RAYO_API ImmUse {
     Imm value;
     Type type;  // how the immediate is spelled: decimal for integers, hex bits for floats
 };
-struct AddressUse {
+struct RAYO_API AddressUse {
     Address address;
 };
-struct VectorUse {  // {%f1, %f2, %f3, %f4}
+struct RAYO_API VectorUse {  // {%f1, %f2, %f3, %f4}
     std::vector<RegUse> elements;
 };
-struct LabelUse {
+struct RAYO_API LabelUse {
     Label label;
 };
-struct TextUse {  // emitted verbatim: special registers, symbols, modifiers such as a barrier id
+struct RAYO_API TextUse {  // emitted verbatim: special registers, symbols, modifiers such as a barrier id
     std::string text;
 };
 using OperandUse = std::variant<RegUse, ImmUse, AddressUse, VectorUse, LabelUse, TextUse>;
 
 // What an instruction needs of the target (PTX ISA, "Target ISA notes").
-struct Requirement {
+struct RAYO_API Requirement {
     int compute_capability = 0;       // e.g. 80 for cp.async
     bool architecture_specific = false;  // sm_90a-only (wgmma)
 };
 
-struct Guard {
+struct RAYO_API Guard {
     Reg predicate;
     bool when = true;  // @p (true) or @!p (false)
 };
 
-struct Instruction {
+struct RAYO_API Instruction {
     enum class Kind : std::uint8_t { operation, label, comment };
     Kind kind = Kind::operation;
     std::string opcode;  // "add.f32", "ld.global.v4.f32"; the comment text for comments

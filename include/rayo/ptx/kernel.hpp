@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "rayo/error.hpp"
+#include "rayo/export.hpp"
 #include "rayo/ptx/instruction.hpp"
 #include "rayo/ptx/operand.hpp"
 #include "rayo/ptx/target.hpp"
@@ -35,7 +36,7 @@ namespace rayo::ptx {
 
 // A kernel that cannot be emitted as written: the message names the kernel, the instruction and
 // the operand.
-class BuildError : public Error {
+class RAYO_API BuildError : public Error {
 public:
     using Error::Error;
 };
@@ -56,7 +57,7 @@ enum class AtomicOp : std::uint8_t { add, min, max, exch, and_, or_, xor_, inc, 
 // Whole-warp mask for the .sync instructions.
 inline constexpr std::uint32_t full_warp = 0xffffffffu;
 
-class Kernel {
+class RAYO_API Kernel {
 public:
     explicit Kernel(std::string name);
     Kernel(Kernel&&) noexcept = default;

@@ -5,12 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "rayo/export.hpp"
 #include "rayo/ptx/kernel.hpp"
 #include "rayo/ptx/target.hpp"
 
 namespace rayo::ptx {
 
-class Module {
+class RAYO_API Module {
 public:
     // Throws BuildError when `isa` is older than the target needs (sm_90a needs PTX 8.0).
     explicit Module(Target target, std::optional<IsaVersion> isa = std::nullopt);

@@ -7,12 +7,13 @@
 #include <string>
 #include <variant>
 
+#include "rayo/export.hpp"
 #include "rayo/ptx/type.hpp"
 
 namespace rayo::ptx {
 
 // A typed virtual register of one kernel. Made only by Kernel; emitted as e.g. %f12.
-class Reg {
+class RAYO_API Reg {
 public:
     Reg() = default;
     [[nodiscard]] Type type() const noexcept { return type_; }
@@ -31,7 +32,7 @@ private:
 
 // An immediate. Integers print in decimal; floats print as the exact bits of the instruction's
 // float type (0f3F800000, 0d3FF0000000000000), so no value is rounded by a decimal round trip.
-class Imm {
+class RAYO_API Imm {
 public:
     template <std::integral I>
     constexpr Imm(I v) noexcept : value_(static_cast<std::int64_t>(v)) {}  // NOLINT: implicit by design
@@ -53,10 +54,10 @@ private:
 };
 
 // The hex spelling PTX uses for float immediates of a type (f32 or f64, or f16/bf16 as their bits).
-std::string float_immediate(double value, Type type);
+RAYO_API std::string float_immediate(double value, Type type);
 
 // A branch target. Made by Kernel::label(), placed once with Kernel::place().
-class Label {
+class RAYO_API Label {
 public:
     Label() = default;
     [[nodiscard]] std::uint32_t id() const noexcept { return id_; }
@@ -70,13 +71,13 @@ private:
 };
 
 // A named variable of the kernel (a shared array, a parameter): used as an address base.
-struct Symbol {
+struct RAYO_API Symbol {
     std::string name;
 };
 
 // [base + offset]: base is a 32- or 64-bit integer register (shared and generic/global addresses)
 // or a symbol.
-struct Address {
+struct RAYO_API Address {
     Address(Reg r, std::int64_t byte_offset = 0) : base(r), offset(byte_offset) {}  // NOLINT
     Address(Symbol s, std::int64_t byte_offset = 0) : base(std::move(s)), offset(byte_offset) {}  // NOLINT
     std::variant<Reg, Symbol> base;
@@ -84,7 +85,7 @@ struct Address {
 };
 
 // A source operand: a register or an immediate.
-class Operand {
+class RAYO_API Operand {
 public:
     Operand(Reg r) : value_(r) {}  // NOLINT: implicit by design
     template <class T>

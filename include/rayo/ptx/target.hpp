@@ -5,13 +5,15 @@
 #include <string>
 #include <string_view>
 
+#include "rayo/export.hpp"
+
 namespace rayo::ptx {
 
 // sm_90a enables the architecture-specific instructions of Hopper (wgmma, setmaxnreg); code built
 // for it runs only on sm_90 devices.
 enum class Target : std::uint8_t { sm_80, sm_86, sm_89, sm_90, sm_90a };
 
-struct IsaVersion {
+struct RAYO_API IsaVersion {
     int major = 8;
     int minor = 0;
     friend constexpr auto operator<=>(IsaVersion, IsaVersion) = default;

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "rayo/export.hpp"
 #include "rayo/op_table.hpp"
 #include "rayo/ptx/kernel.hpp"
 
@@ -34,7 +35,7 @@ namespace rayo::ptx::kernels {
 // The ops are rayo::op_table's unary and binary families. gelu_tanh is
 // 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))); gelu is x·Φ(x). leaky_relu and elu take alpha as
 // parameter `a`; clip takes lo = `a`, hi = `b` (min(max(x, lo), hi), so lo > hi gives hi).
-struct UnaryKernelConfig {
+struct RAYO_API UnaryKernelConfig {
     Op op = Op::relu;  // a unary op (BuildError otherwise)
     // 16-byte vector body; needs `in` and `out` at the same address modulo 16.
     bool vectorized = true;
@@ -47,9 +48,9 @@ struct UnaryKernelConfig {
 // out[i] = op(in[i]) for i < n. Parameters, in order:
 //   out (.u64 address), in (.u64 address), n (.u64 element count), a (.f32), b (.f32)
 // `out` may be `in` (in place). Named rayo_unary_<op>_<v4|scalar>_u<unroll>.
-[[nodiscard]] Kernel unary(UnaryKernelConfig const& config);
+[[nodiscard]] RAYO_API Kernel unary(UnaryKernelConfig const& config);
 
-struct BinaryKernelConfig {
+struct RAYO_API BinaryKernelConfig {
     Op op = Op::add;  // a binary op (BuildError otherwise)
     // out = a op s with the .f32 parameter s, instead of a op b.
     bool scalar_operand = false;
@@ -64,13 +65,13 @@ struct BinaryKernelConfig {
 //   out (.u64), a (.u64), b (.u64, not read with scalar_operand), n (.u64), s (.f32, read only
 //   with scalar_operand)
 // `out` may be `a` or `b`. Named rayo_binary_<op>[_scalar]_<v4|scalar>_u<unroll>.
-[[nodiscard]] Kernel binary(BinaryKernelConfig const& config);
+[[nodiscard]] RAYO_API Kernel binary(BinaryKernelConfig const& config);
 
 // The op on one .f32 register, for other generators (softmax's exp, say): appends the
 // instructions to `k` and returns the result register. `a` and `b` are .f32 registers holding the
 // op's parameters (alpha; lo and hi), needed only by leaky_relu, elu and clip. Straight-line code
 // except for exp-heavy tails (silu, gelu_tanh), which branch around a slow path; call it outside
 // predicated() blocks.
-[[nodiscard]] Reg emit_unary(Kernel& k, Op op, Reg x, Reg a = {}, Reg b = {});
+[[nodiscard]] RAYO_API Reg emit_unary(Kernel& k, Op op, Reg x, Reg a = {}, Reg b = {});
 
 }  // namespace rayo::ptx::kernels

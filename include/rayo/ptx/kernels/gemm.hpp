@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "rayo/export.hpp"
 #include "rayo/ptx/kernel.hpp"
 #include "rayo/ptx/type.hpp"
 
@@ -47,11 +48,11 @@ enum class GemmAlgorithm : std::uint8_t {
 
 // A block's tile of the output (m × n) and the depth of one k step of the main loop. A zero field
 // takes the algorithm's default: 128 × 128 × 8 (simt), 128 × 128 × 32 (tensor_core).
-struct GemmTile {
+struct RAYO_API GemmTile {
     unsigned m = 0, n = 0, k = 0;
 };
 
-struct GemmConfig {
+struct RAYO_API GemmConfig {
     // Problem sizes baked into the kernel as constants; 0 leaves the size to the kernel's m/n/k
     // parameter (which must then be passed; a baked size ignores its parameter). A baked size that
     // is a multiple of its tile dimension also drops that dimension's edge checks.
@@ -78,7 +79,7 @@ struct GemmConfig {
 };
 
 // The launch shape of a gemm kernel for an m × n output.
-struct GemmLaunch {
+struct RAYO_API GemmLaunch {
     std::uint32_t grid = 0;          // blocks, along x (0 when m or n is 0: nothing to launch)
     std::uint32_t threads = 0;       // per block, along x
     std::uint32_t shared_bytes = 0;  // dynamic shared memory per block
@@ -86,17 +87,17 @@ struct GemmLaunch {
 
 // The configuration with every default filled in and checked: throws BuildError for a type pair,
 // tile, warp count or stage count the generators do not support.
-[[nodiscard]] GemmConfig gemm_resolved(GemmConfig const& config);
+[[nodiscard]] RAYO_API GemmConfig gemm_resolved(GemmConfig const& config);
 
 // The kernel. Its name spells every generator parameter (e.g.
 // gemm_tc_bf16_bf16_nt_128x128x32_w4_s4_v_g8), so equal names mean equal kernels.
-[[nodiscard]] Kernel gemm(GemmConfig const& config);
+[[nodiscard]] RAYO_API Kernel gemm(GemmConfig const& config);
 
 // The kernel's name (see gemm()), without building it.
-[[nodiscard]] std::string gemm_name(GemmConfig const& config);
+[[nodiscard]] RAYO_API std::string gemm_name(GemmConfig const& config);
 
 // How to launch gemm(config) for an m × n output (m and n as passed, or as baked).
-[[nodiscard]] GemmLaunch gemm_launch(GemmConfig const& config, std::uint32_t m, std::uint32_t n);
+[[nodiscard]] RAYO_API GemmLaunch gemm_launch(GemmConfig const& config, std::uint32_t m, std::uint32_t n);
 
 // The variant rayo's CUDA matmul runs for out[m, n] = a[m, k] · op(b), with `aligned` as
 // GemmConfig::aligned requires (the caller checks addresses and row lengths), on a GPU with
@@ -104,16 +105,16 @@ struct GemmLaunch {
 // tensor cores. Large outputs take 128x128 tiles (f32 on sm_90: k steps of 16 in two stages, else
 // 8 in three); outputs with fewer such tiles than SMs take 64x64; a few rows (m ≤ 32) take 32x64.
 // The sizes stay kernel parameters (none is baked).
-[[nodiscard]] GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t k, Type a, Type b,
+[[nodiscard]] RAYO_API GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t k, Type a, Type b,
                                             bool b_transposed, bool aligned, int multiprocessors, Target target);
 
 // Every configuration choose_gemm_config returns for `target`, for any problem.
-[[nodiscard]] std::vector<GemmConfig> chosen_gemm_configs(Target target);
+[[nodiscard]] RAYO_API std::vector<GemmConfig> chosen_gemm_configs(Target target);
 
 namespace detail {
 
 // Pieces the two generator files share; not part of the API.
-struct GemmFrame {
+struct RAYO_API GemmFrame {
     Reg a, b, out;          // global addresses
     Reg m, n, k;            // sizes (.u32): parameters or baked constants
     Reg row0, col0;         // the block tile's first output row and column
@@ -122,22 +123,22 @@ struct GemmFrame {
     bool check_k = true;    // whether the last k step can be partial
 };
 // Declares the parameters and finds the block's tile (grouped rasterisation).
-GemmFrame gemm_frame(Kernel& kernel, GemmConfig const& resolved);
+RAYO_API GemmFrame gemm_frame(Kernel& kernel, GemmConfig const& resolved);
 // How a block's warps tile its output: m warps down, n warps across.
-struct WarpGrid {
+struct RAYO_API WarpGrid {
     unsigned m = 1, n = 1;
 };
-WarpGrid gemm_warp_grid(GemmConfig const& resolved);
+RAYO_API WarpGrid gemm_warp_grid(GemmConfig const& resolved);
 // The k loop both algorithms run: `stages` shared-memory slots, stages − 1 k steps in flight, one
 // barrier per step; unrolled `stages` times so every slot offset is an immediate.
-struct GemmPipeline {
+struct RAYO_API GemmPipeline {
     std::function<void(unsigned slot, Reg k_left)> issue;  // start loading the next k step (k_left > 0)
     std::function<void(unsigned slot)> store_staged;       // register-staged loads → slot (may be empty)
     std::function<void(unsigned slot)> multiply;           // the MMAs / FMAs of one k step
     std::function<void()> advance;                         // global addresses to the next k step
     bool cp_async = true;  // whether issue() starts cp.async copies (else no groups to commit and wait for)
 };
-void gemm_pipeline(Kernel& kernel, GemmFrame const& frame, unsigned tile_k, unsigned stages, GemmPipeline const& steps);
+RAYO_API void gemm_pipeline(Kernel& kernel, GemmFrame const& frame, unsigned tile_k, unsigned stages, GemmPipeline const& steps);
 Kernel gemm_simt(GemmConfig const& resolved);         // gemm.cpp
 Kernel gemm_tensor_core(GemmConfig const& resolved);  // gemm_tensor_core.cpp
 

@@ -28,22 +28,23 @@
 #include <cstdint>
 #include <string>
 
+#include "rayo/export.hpp"
 #include "rayo/op_table.hpp"
 #include "rayo/ptx/kernel.hpp"
 #include "rayo/ptx/kernels/row_layout.hpp"
 
 namespace rayo::ptx::kernels {
 
-struct NormConfig {
+struct RAYO_API NormConfig {
     Op op = Op::layer_norm;  // layer_norm or rms_norm
     RowConfig row;  // how a row is spread over threads (choose_row_config)
 };
 
 // The kernel's name spells every generator parameter (e.g. layer_norm_block_v4_g1_t256_i4,
 // rms_norm_group_v1_g4_t128_i2), so equal names mean equal kernels.
-[[nodiscard]] std::string normalization_name(NormConfig const& config);
+[[nodiscard]] RAYO_API std::string normalization_name(NormConfig const& config);
 
 // The kernel. Throws BuildError for a row config the generator does not take (see validate()).
-[[nodiscard]] Kernel normalization(NormConfig const& config);
+[[nodiscard]] RAYO_API Kernel normalization(NormConfig const& config);
 
 }  // namespace rayo::ptx::kernels

@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "rayo/dtype.hpp"
+#include "rayo/export.hpp"
 #include "rayo/ptx/kernel.hpp"
 
 namespace rayo::ptx::kernels {
@@ -37,11 +38,11 @@ namespace rayo::ptx::kernels {
 // Parameters: (u64 blocks, u64 out, u32 count): `count` blocks of `type` -> count·256 f32 values.
 // One warp decodes one block (each lane 8 values); launch ceil(count / (threads/32)) blocks of
 // `threads` threads. `out` must be 16-byte aligned; q4_k blocks 16-byte, q8_k 4-byte, q6_k 2-byte.
-struct DequantizeConfig {
+struct RAYO_API DequantizeConfig {
     DType type = DType::q4_k;  // q4_k, q6_k or q8_k
     unsigned threads = 256;    // a multiple of 32, at most 1024
 };
-[[nodiscard]] Kernel dequantize(DequantizeConfig const& config);
+[[nodiscard]] RAYO_API Kernel dequantize(DequantizeConfig const& config);
 
 // ---- q8_k quantization --------------------------------------------------------------------------
 
@@ -50,10 +51,10 @@ struct DequantizeConfig {
 // −127/max, q = min(127, round-half-even(iscale·x)) through the 1.5·2²³ trick, d = 1/iscale, bsums.
 // Non-finite inputs give the x86 reference's bytes too (its NaN results are emulated). One warp per
 // block; launch as dequantize.
-struct QuantizeQ8Config {
+struct RAYO_API QuantizeQ8Config {
     unsigned threads = 256;  // a multiple of 32, at most 1024
 };
-[[nodiscard]] Kernel quantize_q8(QuantizeQ8Config const& config = {});
+[[nodiscard]] RAYO_API Kernel quantize_q8(QuantizeQ8Config const& config = {});
 
 // ---- the GEMV path ------------------------------------------------------------------------------
 
@@ -78,12 +79,12 @@ constexpr std::size_t activation_record_bytes(DType weight) noexcept { return we
 
 // Parameters: (u64 x, u64 records, u32 count): count·256 f32 values (16-byte aligned) -> `count`
 // records (16-byte aligned). One warp per record; launch as dequantize.
-struct QuantActivationsConfig {
+struct RAYO_API QuantActivationsConfig {
     DType weight = DType::q4_k;  // the layout: q4_k or q6_k
     bool residual = true;        // false: main only (ggml's single q8_k, ~0.5-5% error on linear)
     unsigned threads = 256;
 };
-[[nodiscard]] Kernel quantize_activations(QuantActivationsConfig const& config);
+[[nodiscard]] RAYO_API Kernel quantize_activations(QuantActivationsConfig const& config);
 
 // Parameters: (u64 w, u64 records, u64 out, u32 n, u32 blocks_per_row):
 // out[a, r] = Σ_k x[a, k]·w[r, k] for a < rows, r < n, with w [n rows of blocks_per_row blocks of
@@ -108,7 +109,7 @@ struct QuantActivationsConfig {
 // the first slots are requested before that). A warp's slots run on across its rows. The ring
 // follows x's records in dynamic shared memory (quant_gemv_shared_bytes). Needs 16-byte aligned
 // weight rows: q4_k always (144-byte blocks), q6_k when blocks_per_row is a multiple of 8.
-struct QuantGemvConfig {
+struct RAYO_API QuantGemvConfig {
     DType weight = DType::q4_k;  // q4_k or q6_k
     unsigned rows = 1;           // rows of x, 1..8: each lane keeps one accumulator per row
     bool residual = true;        // must match the records
@@ -117,7 +118,7 @@ struct QuantGemvConfig {
     bool fused = false;          // quantize x into shared memory in the GEMV itself (above)
     unsigned stages = 0;         // fused only: 0 loads weights into registers, 2..8 streams them (above)
 };
-[[nodiscard]] Kernel quant_gemv(QuantGemvConfig const& config);
+[[nodiscard]] RAYO_API Kernel quant_gemv(QuantGemvConfig const& config);
 constexpr std::size_t quant_gemv_fused_shared_bytes(DType weight, unsigned rows, std::size_t blocks_per_row) noexcept {
     return rows * blocks_per_row * activation_record_bytes(weight);
 }
@@ -159,7 +160,7 @@ constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std
 constexpr unsigned quant_gemv_spanning_max_blocks = 128;  // a group of at most 1024 threads
 constexpr unsigned quant_gemv_spanning_max_stages = 16;
 constexpr unsigned quant_gemv_spanning_max_prefetch_steps = 16;
-struct QuantGemvSpanningConfig {
+struct RAYO_API QuantGemvSpanningConfig {
     DType weight = DType::q4_k;   // q4_k or q6_k
     unsigned blocks_per_row = 1;  // 1..quant_gemv_spanning_max_blocks, baked into the kernel
     unsigned groups = 1;          // row groups per block
@@ -187,7 +188,7 @@ struct QuantGemvSpanningConfig {
     // which may still be running writes.
     bool x_before_wait = false;
 };
-[[nodiscard]] Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config);
+[[nodiscard]] RAYO_API Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config);
 constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) noexcept {
     return (8 * blocks_per_row + 31) / 32 * 32;
 }
@@ -214,10 +215,10 @@ constexpr std::size_t quant_gemv_spanning_shared_bytes(QuantGemvSpanningConfig c
 // Parameters: (u64 x, u64 out, u32 count): count f32 values (16-byte aligned, count a multiple of 8)
 // -> f16 (round to nearest even). Each thread converts 8 values; launch ceil(count / (8·threads))
 // blocks.
-struct GemmActivationsConfig {
+struct RAYO_API GemmActivationsConfig {
     unsigned threads = 256;
 };
-[[nodiscard]] Kernel gemm_activations(GemmActivationsConfig const& config = {});
+[[nodiscard]] RAYO_API Kernel gemm_activations(GemmActivationsConfig const& config = {});
 
 // Parameters: (u64 x_f16, u64 w, u64 out, u32 m, u32 n, u32 k): out[m, n] = x[m, k] · w[n, k]ᵀ with
 // x f16 (from gemm_activations), w rows of k/256 blocks of `weight`, out f32.
@@ -229,12 +230,12 @@ struct GemmActivationsConfig {
 // quant_gemm_shared_bytes(config) (opted in above 48 KiB). Accuracy: x and the decoded weights are
 // rounded to f16 (relative 2^-11 each): ~3e-4 relative error on linear, against 1e-3 promised;
 // |x|, |w| must stay below 65504 (f16's range).
-struct QuantGemmConfig {
+struct RAYO_API QuantGemmConfig {
     DType weight = DType::q4_k;  // q4_k or q6_k
     unsigned block_m = 128;      // rows of x per block: 64 or 128
     unsigned block_n = 128;      // weight rows per block: 64 or 128
 };
-[[nodiscard]] Kernel quant_gemm(QuantGemmConfig const& config);
+[[nodiscard]] RAYO_API Kernel quant_gemm(QuantGemmConfig const& config);
 constexpr unsigned quant_gemm_k_step = 64;
 constexpr unsigned quant_gemm_threads = 256;
 constexpr unsigned quant_gemm_shared_bytes(QuantGemmConfig const& config) noexcept {

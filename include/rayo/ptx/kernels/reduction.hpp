@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "rayo/export.hpp"
 #include "rayo/op_table.hpp"
 #include "rayo/ptx/kernel.hpp"
 
@@ -50,7 +51,7 @@ constexpr std::string_view to_string(ReduceStage s) noexcept {
 }
 
 // The ops: rayo::Op's sum, max, min, argmax and argmin (a mean is a sum with `mean` set).
-struct ReduceRowsConfig {
+struct RAYO_API ReduceRowsConfig {
     Op op = Op::sum;
     bool mean = false;  // final sums are divided by `count`
     ReduceSource source = ReduceSource::values;
@@ -72,9 +73,9 @@ struct ReduceRowsConfig {
 // divisor of a mean (the length of the original axis). Work items are spread over the launch with
 // grid-stride loops (over threads, warps or blocks as the group says): any 1-D launch works.
 // Named rayo_reduce_rows_<op>[_mean]_<source>_<stage>_<group>_<v4|scalar>_u<unroll>.
-[[nodiscard]] Kernel reduce_rows(ReduceRowsConfig const& config);
+[[nodiscard]] RAYO_API Kernel reduce_rows(ReduceRowsConfig const& config);
 
-struct ReduceColumnsConfig {
+struct RAYO_API ReduceColumnsConfig {
     Op op = Op::sum;
     bool mean = false;
     ReduceStage stage = ReduceStage::final;
@@ -88,6 +89,6 @@ struct ReduceColumnsConfig {
 // Output (o, j) = o * inner + j. A 2-D launch: x covers j (threads of consecutive j read
 // consecutive addresses), y covers the (o, part) slabs; both grid-stride, so any grid works.
 // Named rayo_reduce_columns_<op>[_mean]_<stage>_u<unroll>.
-[[nodiscard]] Kernel reduce_columns(ReduceColumnsConfig const& config);
+[[nodiscard]] RAYO_API Kernel reduce_columns(ReduceColumnsConfig const& config);
 
 }  // namespace rayo::ptx::kernels

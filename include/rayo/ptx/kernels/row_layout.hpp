@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rayo/export.hpp"
 #include "rayo/ptx/kernel.hpp"
 
 namespace rayo::ptx::kernels {
@@ -42,7 +43,7 @@ constexpr std::string_view to_string(RowLayout layout) noexcept {
     return "?";
 }
 
-struct RowConfig {
+struct RAYO_API RowConfig {
     RowLayout layout = RowLayout::group;
     unsigned vector = 4;   // floats per access: 1, 2 or 4
     unsigned group = 32;   // lanes per row in the group layout (1, 2, 4, 8, 16, 32); 1 in the others

@@ -24,22 +24,23 @@
 
 #include <string>
 
+#include "rayo/export.hpp"
 #include "rayo/op_table.hpp"
 #include "rayo/ptx/kernel.hpp"
 #include "rayo/ptx/kernels/row_layout.hpp"
 
 namespace rayo::ptx::kernels {
 
-struct SoftmaxConfig {
+struct RAYO_API SoftmaxConfig {
     Op op = Op::softmax;  // softmax or log_softmax
     RowConfig row;     // how a row is spread over threads (choose_row_config)
 };
 
 // The kernel's name spells every generator parameter (e.g. softmax_block_v4_g1_t256_i4,
 // log_softmax_group_v1_g8_t128_i2), so equal names mean equal kernels.
-[[nodiscard]] std::string softmax_name(SoftmaxConfig const& config);
+[[nodiscard]] RAYO_API std::string softmax_name(SoftmaxConfig const& config);
 
 // The kernel. Throws BuildError for a row config the generator does not take (see validate()).
-[[nodiscard]] Kernel softmax(SoftmaxConfig const& config);
+[[nodiscard]] RAYO_API Kernel softmax(SoftmaxConfig const& config);
 
 }  // namespace rayo::ptx::kernels

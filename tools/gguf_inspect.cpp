@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "progress_line.hpp"
+
 namespace gguf = rayo::gguf;
 
 namespace {
@@ -80,7 +82,8 @@ int time_linear(gguf::File const& file, gguf::TensorInfo const& info, rayo::Devi
     } else {
         using clock = std::chrono::steady_clock;
         auto const t0 = clock::now();
-        rayo::Tensor<W> const w = file.load<W>(info.name, device);
+        rayo::Tensor<W> const w =
+            file.load<W>(info.name, device, rayo_examples::progress_line("loading " + info.name + " onto " + device.id()));
         device.synchronize();
         double const load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 

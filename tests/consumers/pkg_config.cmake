@@ -1,0 +1,27 @@
+# A build without CMake: compile and run tests/consumers/consumer.cpp with the flags pkg-config
+# gives for the installed rayo.pc.
+#   cmake -DPREFIX=... -DCXX=... -DSOURCE=... -DBINARY=... -P pkg_config.cmake
+find_program(PKG_CONFIG pkg-config REQUIRED)
+file(GLOB_RECURSE pc_files "${PREFIX}/*/rayo.pc")
+list(LENGTH pc_files count)
+if(NOT count EQUAL 1)
+    message(FATAL_ERROR "expected one rayo.pc under ${PREFIX}, found: ${pc_files}")
+endif()
+get_filename_component(pc_dir "${pc_files}" DIRECTORY)
+set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
+execute_process(COMMAND ${PKG_CONFIG} --cflags --libs rayo OUTPUT_VARIABLE flags RESULT_VARIABLE rc
+                OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "pkg-config --cflags --libs rayo failed")
+endif()
+separate_arguments(flags UNIX_COMMAND "${flags}")
+file(MAKE_DIRECTORY "${BINARY}")
+execute_process(COMMAND ${CXX} -std=c++20 "${SOURCE}" -o "${BINARY}/consumer" ${flags} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "compiling with `pkg-config --cflags --libs rayo` (${flags}) failed")
+endif()
+execute_process(COMMAND "${BINARY}/consumer" RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "the pkg-config consumer failed")
+endif()
+message(STATUS "pkg-config consumer: ${flags}")
