@@ -6,9 +6,10 @@
 #include <rayo/ptx/kernels/gemm.hpp>
 #include <rayo/ptx/ptx.hpp>
 
+#include <exception>
 #include <iostream>
 
-int main() {
+int main() try {
     using namespace rayo::ptx;
     // bf16 x bf16ᵀ -> f32 on the tensor cores: 128x128 block tiles, 32 of k per step, 4 warps,
     // a 4-stage cp.async pipeline. The sizes are baked in, so whole tiles need no edge checks.
@@ -21,4 +22,7 @@ int main() {
     std::cerr << kernel.name() << ": " << launch.grid << " blocks of " << launch.threads << " threads, "
               << launch.shared_bytes << " bytes of dynamic shared memory; parameters a, b, out, m, n, k\n";
     return 0;
+} catch (std::exception const& e) {
+    std::cerr << "rayo-ptx-quickstart: " << e.what() << '\n';
+    return 2;
 }

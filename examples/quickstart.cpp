@@ -4,10 +4,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <vector>
 
-int main() {
+namespace {
+
+int run() {
     rayo::Device dev = rayo::Device::best();  // RAYO_DEVICE=cpu|vulkan|cuda|vulkan:1 overrides
     for (rayo::Device d : rayo::Device::all()) std::cout << d.id() << ": " << d.name() << '\n';
 
@@ -34,4 +37,15 @@ int main() {
     std::printf("sum(p)           = %.4f  (expect 2: two rows of 1)\n", total);
     bool const ok = cv == std::vector<float>{1, 2, 4, 3, 4, 10} && std::abs(total - 2.0f) < 1e-5f;
     return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main() {
+    try {
+        return run();
+    } catch (std::exception const& e) {  // rayo::Error: e.g. RAYO_DEVICE names a device that is not here
+        std::fprintf(stderr, "rayo-quickstart: %s\n", e.what());
+        return 2;
+    }
 }

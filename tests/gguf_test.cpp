@@ -13,6 +13,8 @@
 #include <new>
 #include <random>
 
+#include <sys/stat.h>
+
 // ---- allocation tracking: proves a lying length is refused before anything that size is allocated --
 namespace {
 std::atomic<std::size_t> largest_allocation{0};
@@ -590,6 +592,50 @@ TEST(GgufMalformed, TensorDataPastTheEnd) {
     std::size_t const empty_at = empty.size();
     empty.u64(0);  // 80 bytes: the data section would start at 96
     expect_format_error(empty.data, "tensor \"t\".offset", empty_at, "past the end");
+}
+
+// Tensor data follows the declaration order, each tensor at the padded end of the one before:
+// tensors that share bytes (one 4 MiB file declaring 2,500 views of the same bytes), come out of
+// order or leave gaps are refused, naming the tensor, the offset expected and the tensor before.
+TEST(GgufMalformed, TensorDataThatOverlapsIsOutOfOrderOrLeavesGaps) {
+    Bytes shared;
+    shared.header(3, 0).tensor("a", {8}, 0, 0);
+    std::size_t const shared_at = shared.size() + 8 + 1 + 4 + 8 + 4;  // b's offset field
+    shared.tensor("b", {8}, 0, 0).tensor("c", {8}, 0, 32).zeros(128);
+    expect_format_error(shared.data, "tensor \"b\".offset", shared_at,
+                        "not where the tensors before it end (32, after \"a\")");
+    expect_format_error(shared.data, "tensor \"b\".offset", shared_at, "overlaps an earlier tensor");
+
+    Bytes swapped;
+    swapped.header(2, 0);
+    std::size_t const swapped_at = swapped.size() + 8 + 1 + 4 + 8 + 4;
+    swapped.tensor("a", {8}, 0, 32).tensor("b", {8}, 0, 0).zeros(128);
+    expect_format_error(swapped.data, "tensor \"a\".offset", swapped_at, "is not where the tensors before it end (0)");
+
+    Bytes gap;
+    gap.header(2, 0).tensor("a", {8}, 0, 0);
+    std::size_t const gap_at = gap.size() + 8 + 1 + 4 + 8 + 4;
+    gap.tensor("b", {8}, 0, 64).zeros(160);
+    expect_format_error(gap.data, "tensor \"b\".offset", gap_at, "(32, after \"a\")");
+}
+
+// Anything but a regular file is refused at once: a FIFO without a writer must not block open().
+TEST(Gguf, OpenRefusesFifosAndDevices) {
+    TempDir const dir;
+    std::filesystem::path const fifo = dir / "model.gguf";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    try {
+        (void)File::open(fifo);
+        ADD_FAILURE() << "a FIFO opened as a GGUF file";
+    } catch (Error const& e) {
+        EXPECT_NE(std::string(e.what()).find("not a regular file (a FIFO)"), std::string::npos) << e.what();
+    }
+    try {
+        (void)File::open("/dev/null");
+        ADD_FAILURE() << "/dev/null opened as a GGUF file";
+    } catch (Error const& e) {
+        EXPECT_NE(std::string(e.what()).find("not a regular file (a device)"), std::string::npos) << e.what();
+    }
 }
 
 TEST(GgufMalformed, DuplicateTensorNames) {

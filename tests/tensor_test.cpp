@@ -2,6 +2,9 @@
 #include "support/test_support.hpp"
 
 #include <cstdlib>
+#include <limits>
+#include <string>
+#include <string_view>
 
 #include <rayo/quant.hpp>
 
@@ -150,6 +153,34 @@ TEST(Device, CpuIsAlwaysPresentAndParses) {
     EXPECT_FALSE(Device::cpu().name().empty());
     EXPECT_EQ(to_string(DeviceKind::vulkan), "vulkan");
     Device::cpu().synchronize();
+}
+
+// The text of a bad device name comes back escaped and cut short: an embedded NUL does not cut
+// the message, and a megabyte of input does not make a megabyte of message.
+TEST(Device, ParseEscapesWhatItEchoes) {
+    try {
+        (void)Device::parse(std::string_view("cu\0da:1", 7));
+        ADD_FAILURE() << "no error";
+    } catch (Error const& e) {
+        std::string const what = e.what();
+        EXPECT_NE(what.find("'cu\\x00da:1'"), std::string::npos) << what;
+        EXPECT_NE(what.find("present here: cpu"), std::string::npos) << what;
+    }
+    try {
+        (void)Device::parse(std::string(1 << 20, 'x'));
+        ADD_FAILURE() << "no error";
+    } catch (Error const& e) {
+        EXPECT_LT(std::string_view(e.what()).size(), 400u) << std::string_view(e.what()).substr(0, 200);
+    }
+}
+
+TEST(Tensor, IndexOutOfRangeIsAShapeErrorAtEveryExtreme) {
+    auto const t = Tensor<float>::zeros(Shape{3, 2});
+    for (std::int64_t i : {std::int64_t{3}, std::int64_t{-1}, std::numeric_limits<std::int64_t>::max(),
+                           std::numeric_limits<std::int64_t>::min()})
+        EXPECT_THROW((void)t[i], ShapeError) << i;
+    EXPECT_THROW((void)Tensor<float>::zeros(Shape{})[0], ShapeError);
+    EXPECT_EQ(t[2].shape(), (Shape{2}));
 }
 
 TEST(Device, RayoDeviceEnvironmentIsHonoured) {

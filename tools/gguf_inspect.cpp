@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <iomanip>
 #include <iostream>
 #include <random>
@@ -132,6 +133,12 @@ int matmul(gguf::File const& file, std::string const& name, int runs) {
         std::cerr << "--matmul " << name << ": rayo cannot load " << info.type_name << " tensors\n";
         return 1;
     }
+    // x gets one row of `in` values: only a weight with rows has its columns backed by the file's
+    // bytes, so a crafted [0, 2^40] shape cannot make the tool allocate terabytes.
+    if (info.shape[0] == 0 || info.shape[1] == 0) {
+        std::cerr << "--matmul " << name << ": the weight " << info.shape.to_string() << " is empty: nothing to multiply\n";
+        return 1;
+    }
     rayo::Device const device = rayo::Device::best();
     switch (*info.dtype) {
         case rayo::DType::f32: return time_linear<float>(file, info, device, runs);
@@ -176,7 +183,8 @@ int main(int argc, char** argv) {
         print_metadata(file);
         print_tensors(file);
         if (!matmul_name.empty()) return matmul(file, matmul_name, runs);
-    } catch (rayo::Error const& e) {
+    } catch (std::exception const& e) {  // rayo::Error, and std::bad_alloc when a weight does not fit
+        std::cout.flush();
         std::cerr << "error: " << e.what() << "\n";
         return 1;
     }

@@ -152,6 +152,9 @@ public:
     }
     // Row i of the first axis, with that axis removed.
     [[nodiscard]] Tensor operator[](std::int64_t i) const {
+        if (rank() == 0) throw ShapeError("index of a rank-0 tensor");
+        if (i < 0 || i >= shape_[0])
+            throw ShapeError("index " + std::to_string(i) + " is out of range for shape " + shape_.to_string());
         Tensor row = slice(i, i + 1);
         std::vector<std::int64_t> dims(shape_.dims().begin() + 1, shape_.dims().end());
         return Tensor(row.storage_, row.offset_, Shape(std::move(dims)));

@@ -6,6 +6,7 @@
 
 #include "dispatch/registry.hpp"
 #include "rayo/error.hpp"
+#include "rayo/gguf.hpp"
 
 namespace rayo {
 
@@ -21,7 +22,7 @@ std::string present_devices() {
 }
 
 [[noreturn]] void unknown_device(std::string_view text, std::string_view why) {
-    throw Error("unknown device '" + std::string(text) + "' (" + std::string(why) +
+    throw Error("unknown device '" + gguf::printable(text, 64) + "' (" + std::string(why) +
                 "); valid: cpu, vulkan, cuda, vulkan:N, cuda:N; present here: " + present_devices());
 }
 

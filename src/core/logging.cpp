@@ -7,7 +7,13 @@ namespace rayo {
 
 namespace detail {
 
-bool log_enabled(LogLevel level) noexcept { return level >= log_level() && level != LogLevel::off; }
+bool log_enabled(LogLevel level) noexcept {
+    try {
+        return level >= log_level() && level != LogLevel::off;
+    } catch (...) {  // a bad RAYO_LOG: the registry reports it at the first use of rayo
+        return level >= LogLevel::warn;
+    }
+}
 
 void log(LogLevel level, std::string_view message) {
     if (!log_enabled(level)) return;

@@ -9,12 +9,14 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "core/logging.hpp"
 #include "cpu/cpu_features.hpp"
 #include "cpu/kernel_table.hpp"
 #include "cpu/thread_pool.hpp"
 #include "rayo/error.hpp"
+#include "rayo/gguf.hpp"
 
 namespace rayo {
 
@@ -25,8 +27,9 @@ std::size_t default_threads() {
         std::size_t n = 0;
         std::string_view s(env);
         auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-        if (ec != std::errc{} || end != s.data() + s.size() || n == 0)
-            throw Error("RAYO_NUM_THREADS='" + std::string(s) + "' is not a positive integer");
+        if (ec != std::errc{} || end != s.data() + s.size() || n == 0 || n > cpu::max_threads)
+            throw Error("RAYO_NUM_THREADS='" + gguf::printable(s, 64) + "' is not a thread count from 1 to " +
+                        std::to_string(cpu::max_threads));
         return n;
     }
     return std::max(1u, std::thread::hardware_concurrency());
@@ -34,11 +37,12 @@ std::size_t default_threads() {
 
 struct PoolHolder {
     std::mutex mutex;
-    std::unique_ptr<cpu::ThreadPool> pool;
+    std::shared_ptr<cpu::ThreadPool> pool;
 };
+// Never destroyed: tensors and ops may outlive static destruction's order.
 PoolHolder& pool_holder() {
-    static PoolHolder holder;
-    return holder;
+    static PoolHolder* holder = new PoolHolder;
+    return *holder;
 }
 
 constexpr CpuArch all_archs[] = {CpuArch::sse4_2, CpuArch::avx2, CpuArch::avx512, CpuArch::avx512_vnni};
@@ -81,7 +85,7 @@ CpuArch initial_arch() {
                                   arch_list());
             return a;
         }
-        throw Error("RAYO_CPU_ARCH='" + std::string(want) + "' is not one of sse4.2, avx2, avx512, avx512-vnni");
+        throw Error("RAYO_CPU_ARCH='" + gguf::printable(want, 64) + "' is not one of sse4.2, avx2, avx512, avx512-vnni");
     }
     return archs.back();
 }
@@ -97,7 +101,7 @@ KQuantActivations initial_kquant_activations() {
     std::string_view const s(env);
     if (s == "q8_k") return KQuantActivations::q8_k;
     if (s == "q8_k_residual") return KQuantActivations::q8_k_residual;
-    throw Error("RAYO_KQUANT_ACTIVATIONS='" + std::string(s) + "' is not one of q8_k, q8_k_residual");
+    throw Error("RAYO_KQUANT_ACTIVATIONS='" + gguf::printable(s, 64) + "' is not one of q8_k, q8_k_residual");
 }
 
 std::atomic<KQuantActivations>& kquant_activations_state() {
@@ -113,7 +117,8 @@ LogLevel initial_log_level() {
     if (s == "info") return LogLevel::info;
     if (s == "error") return LogLevel::error;
     if (s == "off") return LogLevel::off;
-    return LogLevel::warn;
+    if (s == "warn" || s.empty()) return LogLevel::warn;
+    throw Error("RAYO_LOG='" + gguf::printable(s, 64) + "' is not one of debug, info, warn, error, off");
 }
 
 std::atomic<LogLevel>& log_state() {
@@ -124,12 +129,18 @@ std::atomic<LogLevel>& log_state() {
 }  // namespace
 
 void set_num_threads(std::size_t threads) {
+    // The new pool starts before it replaces the old one, outside the lock: ops running now keep
+    // the pool they hold, and a pool the system cannot start leaves the old one in place.
+    auto pool = std::make_shared<cpu::ThreadPool>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()));
     auto& h = pool_holder();
-    std::lock_guard lock(h.mutex);
-    h.pool = std::make_unique<cpu::ThreadPool>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()));
+    std::shared_ptr<cpu::ThreadPool> old;
+    {
+        std::lock_guard lock(h.mutex);
+        old = std::exchange(h.pool, std::move(pool));
+    }
 }
 
-std::size_t num_threads() { return cpu::thread_pool().size(); }
+std::size_t num_threads() { return cpu::thread_pool()->size(); }
 
 std::string_view to_string(CpuArch arch) noexcept {
     switch (arch) {
@@ -176,11 +187,11 @@ LogLevel log_level() { return log_state().load(); }
 
 namespace cpu {
 
-ThreadPool& thread_pool() {
+std::shared_ptr<ThreadPool> thread_pool() {
     auto& h = pool_holder();
     std::lock_guard lock(h.mutex);
-    if (!h.pool) h.pool = std::make_unique<ThreadPool>(default_threads());
-    return *h.pool;
+    if (!h.pool) h.pool = std::make_shared<ThreadPool>(default_threads());
+    return h.pool;
 }
 
 KernelTable const& kernels() {

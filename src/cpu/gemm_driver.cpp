@@ -227,7 +227,8 @@ void gemm(GemmArgs const& args, KernelTable const& kt) {
                           (volume <= static_cast<double>(direct_max_volume) || args.n <= 2 * nr);
 
     std::size_t const m_tiles = ceil_div(args.m, mr), n_tiles = ceil_div(args.n, nr);
-    ThreadPool& pool = thread_pool();
+    std::shared_ptr<ThreadPool> const pool_lease = thread_pool();  // held until the product is done
+    ThreadPool& pool = *pool_lease;
     std::size_t const wanted = static_cast<std::size_t>(std::max(1.0, 2.0 * volume / flops_per_thread));
     std::size_t const threads = std::min({pool.size(), wanted, m_tiles * n_tiles});
     Split const split = split_work(m_tiles, n_tiles, mr, nr, threads);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include "cpu/kernel_table.hpp"
 #include "cpu/thread_pool.hpp"
@@ -13,9 +14,15 @@ namespace rayo::cpu {
 class KernelRunner {
 public:
     // The instruction set in use and the pool are looked up when an op runs (not when the
-    // dispatcher asks whether it runs), once per op.
+    // dispatcher asks whether it runs), once per op; the runner holds the pool until the op ends.
     [[nodiscard]] KernelTable const& kernels() const { return cpu::kernels(); }
-    [[nodiscard]] ThreadPool& pool() const { return thread_pool(); }
+    [[nodiscard]] ThreadPool& pool() const {
+        if (!pool_) pool_ = thread_pool();
+        return *pool_;
+    }
+
+private:
+    mutable std::shared_ptr<ThreadPool> pool_;
 };
 
 // Below these sizes (elements a task) a second thread costs more than it saves.

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <string>
+#include <system_error>
+
+#include "rayo/error.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -25,18 +29,30 @@ inline void cpu_relax() noexcept {
 }  // namespace
 
 ThreadPool::ThreadPool(std::size_t threads) {
-    std::size_t const workers = std::clamp<std::size_t>(threads, 1, 0xffff) - 1;
-    workers_.reserve(workers);
-    for (std::size_t i = 0; i < workers; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
+    if (threads < 1 || threads > max_threads)
+        throw Error("rayo: a CPU thread pool of " + std::to_string(threads) + " threads: it takes 1 to " +
+                    std::to_string(max_threads));
+    workers_.reserve(threads - 1);
+    try {
+        for (std::size_t i = 0; i + 1 < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
+    } catch (std::system_error const& e) {
+        std::size_t const started = workers_.size();
+        stop_workers();
+        throw Error("rayo: the system refused thread " + std::to_string(started + 2) + " of a CPU thread pool of " +
+                    std::to_string(threads) + " (" + e.what() + "); rayo keeps the pool it had");
+    }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() noexcept {
     {
         std::lock_guard lock(sleep_mutex_);
         stop_ = true;
     }
     wake_.notify_all();
     for (auto& t : workers_) t.join();
+    workers_.clear();
 }
 
 template <class Done>

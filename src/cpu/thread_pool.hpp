@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -19,6 +20,8 @@ public:
     using RangeFn = std::function<void(std::size_t begin, std::size_t end)>;
     using PartFn = std::function<void(std::size_t part, std::size_t parts)>;
 
+    // Starts threads - 1 workers (1 <= threads <= max_threads). rayo::Error when the system
+    // refuses a thread; the workers started by then are stopped again.
     explicit ThreadPool(std::size_t threads);
     ~ThreadPool();
     ThreadPool(ThreadPool const&) = delete;
@@ -36,6 +39,7 @@ public:
 
 private:
     void worker_loop(std::size_t index);
+    void stop_workers() noexcept;
     // Spins briefly (a wake-up through the kernel costs tens of microseconds on some machines,
     // more than a medium-sized op), then sleeps until `done` holds.
     template <class Done>
@@ -57,7 +61,13 @@ private:
     std::condition_variable done_;
 };
 
+// The most threads a pool takes (set_num_threads, RAYO_NUM_THREADS): more than any machine's
+// hardware threads by far, and few enough that asking for them is clearly a mistake past it.
+inline constexpr std::size_t max_threads = 1024;
+
 // The process-wide pool, sized by set_num_threads / RAYO_NUM_THREADS (default: hardware threads).
-ThreadPool& thread_pool();
+// An op holds on to the pool it started with: set_num_threads may replace the pool at any time,
+// and the old one goes when the last op using it ends.
+std::shared_ptr<ThreadPool> thread_pool();
 
 }  // namespace rayo::cpu

@@ -7,6 +7,7 @@
 #include "cpu/cpu_backend.hpp"
 #include "cuda/discovery.hpp"
 #include "rayo/error.hpp"
+#include "rayo/settings.hpp"
 #include "vulkan/discovery.hpp"
 
 namespace rayo {
@@ -22,6 +23,8 @@ namespace rayo::detail {
 Device make_device(DeviceKind kind, int index) { return DeviceRegistryAccess::make(kind, index); }
 
 Registry::Registry() {
+    // A bad RAYO_LOG is an error at the first use of rayo, not at the first message.
+    (void)log_level();
     backends_.push_back(std::make_unique<cpu::CpuBackend>());
     cpu_ = backends_.front().get();
 }
@@ -33,8 +36,8 @@ void Registry::discover(DeviceKind kind) const {
         std::vector<std::unique_ptr<Backend>> found;
         if (kind == DeviceKind::cuda) found = cuda::discover_backends();
         else if (kind == DeviceKind::vulkan) found = vulkan::discover_backends();
-        // Registered after the driver's own handlers, so it runs before them at exit.
-        if (!found.empty()) std::atexit([] { exiting_.store(true, std::memory_order_release); });
+        // Registered after the driver's own exit handlers, so it runs before them.
+        if (!found.empty()) std::atexit([] { instance().close_gpu_backends(); });
         std::lock_guard lock(mutex_);
         for (auto& b : found) backends_.push_back(std::move(b));
         discovered_[k] = true;
@@ -53,6 +56,18 @@ std::atomic<bool> Registry::exiting_{false};
 Registry& Registry::instance() {
     static Registry* registry = new Registry;
     return *registry;
+}
+
+void Registry::close_gpu_backends() noexcept {
+    exiting_.store(true, std::memory_order_release);
+    std::vector<std::unique_ptr<Backend>> closing;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& b : backends_)
+            if (b->kind() != DeviceKind::cpu) closing.push_back(std::move(b));
+        std::erase(backends_, nullptr);
+    }
+    closing.clear();  // waits for each device, then frees everything it holds
 }
 
 void Registry::release(Device device, std::uintptr_t handle) const {

@@ -34,14 +34,17 @@ public:
     // Removes a backend added by add() (tests only); its tensors must be gone.
     void remove(Backend const* backend);
 
-    // Frees a tensor's memory. Once the process has begun to exit, GPU memory is left to the
-    // driver and the OS: the drivers' own exit handlers may already have run (tensors in
-    // namespace-scope containers are destroyed after them).
+    // Frees a tensor's memory. Once the process has begun to exit, the GPU backends are closed
+    // (close_gpu_backends) and a GPU tensor destroyed later (one in a namespace-scope container)
+    // frees nothing: its device already let go of all its memory.
     void release(Device device, std::uintptr_t handle) const;
 
 private:
     Registry();
     void discover(DeviceKind kind) const;
+    // At exit, before the GPU drivers' own exit handlers: waits for every GPU device and frees
+    // everything it holds, while its driver still works. The CPU backend stays.
+    void close_gpu_backends() noexcept;
 
     Backend* cpu_ = nullptr;
     mutable std::mutex mutex_;

@@ -178,11 +178,15 @@ File::~File() = default;
 
 File File::open(std::filesystem::path const& path) {
     FileDescriptor fd;
-    fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO or a device must not wait for a writer before the check below
+    // refuses it (a regular file ignores the flag).
+    fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd.fd < 0) io_error(path, "cannot open", errno);
     struct stat st{};
     if (::fstat(fd.fd, &st) != 0) io_error(path, "cannot stat", errno);
-    if (!S_ISREG(st.st_mode)) throw Error("GGUF " + path.string() + ": not a regular file");
+    if (!S_ISREG(st.st_mode))
+        throw Error("GGUF " + path.string() + ": not a regular file (" +
+                    (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : S_ISSOCK(st.st_mode) ? "a socket" : "not a file") + ")");
 
     File file;
     file.source_ = path.string();
@@ -343,6 +347,9 @@ void File::parse() {
     data_offset_ = (end_of_infos + alignment_ - 1) / alignment_ * alignment_;
     bool const section_in_file = data_offset_ <= bytes_.size();
     std::uint64_t const data_size = section_in_file ? bytes_.size() - data_offset_ : 0;
+    // Tensors lie one after another in the order they are declared, each at the running size of
+    // the ones before it padded to the alignment, as ggml's loader requires: no two share bytes.
+    std::uint64_t expected = 0;
     for (std::size_t i = 0; i < tensors_.size(); ++i) {
         TensorInfo const& t = tensors_[i];
         if (!section_in_file || t.offset > data_size || t.bytes > data_size - t.offset)
@@ -351,6 +358,13 @@ void File::parse() {
                           " (file offset " + std::to_string(data_offset_ + t.offset) + ") run past the end of the file (" +
                           std::to_string(bytes_.size()) + " bytes; the data section holds " + std::to_string(data_size) +
                           ")");
+        if (t.offset != expected)
+            c.fail_at(offset_at[i], "tensor \"" + printable(t.name) + "\".offset", Cursor::no_index,
+                      "data offset " + std::to_string(t.offset) + " is not where the tensors before it end (" +
+                          std::to_string(expected) + (i ? ", after \"" + printable(tensors_[i - 1].name) + "\"" : std::string()) +
+                          "): tensor data must follow the declaration order without gaps or overlaps" +
+                          (t.offset < expected ? " (it overlaps an earlier tensor)" : ""));
+        expected += (t.bytes + alignment_ - 1) / alignment_ * alignment_;
     }
 }
 
