@@ -41,12 +41,58 @@ layout(push_constant) uniform Params {
     float eps;
 } params;
 
+// Rows whose float sums or squares overflow (any |x| past ~2^64) take their statistics in units of
+// x·2^-96 (exact: a power of two), whose squares and sums cannot overflow; the normalised values
+// are the same. The branch to it is uniform over the workgroup (it follows a workgroup sum).
+const float HUGE_SCALE = 1.2621774483536189e-29;  // 2^-96
+// Below it neither a centred square nor the sum of them has overflowed.
+const float HUGE_SQUARES = 4.2535295865117308e37;  // 2^125
+
+bool finite(float v) { return !isnan(v) && !isinf(v); }
+
+// The mean of a row from its double-float sum: c (the float mean) and c_lo (the rest).
+void mean_of(vec2 s, float nf, out float c, out float c_lo) {
+    c = rayo_div(s.x, nf);
+    float p, e;
+    rayo_two_prod(c, nf, p, e);
+    precise float lo = (((s.x - p) - e) + s.y) / nf;
+    c_lo = lo;
+}
+
 // ((x - c)·s + t)·gamma + beta for element i of the row, as the CPU's affine_row.
 float affine(float v, float c, float s, float t, uint i) {
     precise float r = (v - c) * s + t;
     if (HAS_GAMMA) r = r * gamma[params.gamma_offset + i];
     if (HAS_BETA && OP == RAYO_OP_LAYER_NORM) r = r + beta[params.beta_offset + i];
     return r;
+}
+
+// The row's Σx·k, Σ(x·k - c)² and Σ(x·k)² as double-float pairs, over the workgroup (k a power
+// of two: x·k is exact).
+vec2 row_sum(uint xb, uint n, uint t, uint step, float k) {
+    vec2 s = vec2(0.0);
+    for (uint i = t; i < n; i += step) s = df_add1(s, x[xb + i] * k);
+    return PER_THREAD ? s : wg_sum(s);
+}
+
+vec2 row_centred_squares(uint xb, uint n, uint t, uint step, float k, float c) {
+    vec2 s = vec2(0.0);
+    for (uint i = t; i < n; i += step) {
+        precise float d = x[xb + i] * k - c;
+        precise float dd = d * d;
+        s = df_add1(s, dd);
+    }
+    return PER_THREAD ? s : wg_sum(s);
+}
+
+vec2 row_squares(uint xb, uint n, uint t, uint step, float k) {
+    vec2 s = vec2(0.0);
+    for (uint i = t; i < n; i += step) {
+        precise float v = x[xb + i] * k;
+        precise float sq = v * v;
+        s = df_add1(s, sq);
+    }
+    return PER_THREAD ? s : wg_sum(s);
 }
 
 // Row `row`, whose elements t, t + step, ... this invocation handles (all of them per thread).
@@ -87,34 +133,34 @@ void process_row(uint row, uint t, uint step) {
             }
         }
     } else if (OP == RAYO_OP_LAYER_NORM) {
-        vec2 s = vec2(0.0);
-        for (uint i = t; i < n; i += step) s = df_add1(s, x[xb + i]);
-        if (!PER_THREAD) s = wg_sum(s);
-        // mean = (hi + lo)/n as c + c_lo: c is the float mean the CPU centres on.
-        float c = rayo_div(s.x, nf);
-        float p, e;
-        rayo_two_prod(c, nf, p, e);
-        precise float c_lo = (((s.x - p) - e) + s.y) / nf;
-        vec2 v = vec2(0.0);
-        for (uint i = t; i < n; i += step) {
-            precise float d = x[xb + i] - c;
-            precise float dd = d * d;
-            v = df_add1(v, dd);
+        // mean = (hi + lo)/n as c + c_lo: c is the float mean the CPU centres on. In units of x·k.
+        float k = 1.0, c, c_lo;
+        vec2 s = row_sum(xb, n, t, step, k);
+        if (!finite(s.x)) {
+            k = HUGE_SCALE;
+            s = row_sum(xb, n, t, step, k);
         }
-        if (!PER_THREAD) v = wg_sum(v);
+        mean_of(s, nf, c, c_lo);
+        vec2 v = row_centred_squares(xb, n, t, step, k, c);
+        if (k == 1.0 && !(v.x < HUGE_SQUARES)) {
+            k = HUGE_SCALE;
+            mean_of(row_sum(xb, n, t, step, k), nf, c, c_lo);
+            v = row_centred_squares(xb, n, t, step, k, c);
+        }
         precise float var = df_value(v) / nf;
-        float rstd = rayo_div(1.0, rayo_sqrt(var + params.eps));
+        float rstd = rayo_div(1.0, rayo_sqrt(var + params.eps * k * k));
         precise float shift = -c_lo * rstd;  // (c - mean)·rstd
-        for (uint i = t; i < n; i += step) y[yb + i] = affine(x[xb + i], c, rstd, shift, i);
+        for (uint i = t; i < n; i += step) y[yb + i] = affine(x[xb + i] * k, c, rstd, shift, i);
     } else {
-        vec2 s = vec2(0.0);
-        for (uint i = t; i < n; i += step) {
-            precise float sq = x[xb + i] * x[xb + i];
-            s = df_add1(s, sq);
+        float k = 1.0;
+        vec2 s = row_squares(xb, n, t, step, k);
+        if (!finite(s.x)) {
+            k = HUGE_SCALE;
+            s = row_squares(xb, n, t, step, k);
         }
-        if (!PER_THREAD) s = wg_sum(s);
         precise float ms = df_value(s) / nf;
-        float rs = rayo_div(1.0, rayo_sqrt(ms + params.eps));
+        // x·k/sqrt(E[(x·k)²] + eps·k²) = x/sqrt(E[x²] + eps)
+        float rs = rayo_div(1.0, rayo_sqrt(ms + params.eps * k * k)) * k;
         for (uint i = t; i < n; i += step) y[yb + i] = affine(x[xb + i], 0.0, rs, 0.0, i);
     }
 }
@@ -215,6 +261,38 @@ vec4 affine_chunk(vec4 v, float c, float s, float t, uvec4 i, bvec4 ok) {
     return v;
 }
 
+// row_sum, row_centred_squares and row_squares of the chunks held in registers.
+vec2 chunks_sum(vec4 v[MAX_CHUNKS], uint t, uint n, float k) {
+    vec2 s = vec2(0.0);
+    [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+        uvec4 i = chunk_elements(c, t);
+        s = df_add4(s, v[c] * k, lessThan(i, uvec4(n)));
+    }
+    return wg_sum(s);
+}
+
+vec2 chunks_centred_squares(vec4 v[MAX_CHUNKS], uint t, uint n, float k, float mean) {
+    vec2 s = vec2(0.0);
+    [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+        uvec4 i = chunk_elements(c, t);
+        precise vec4 d = v[c] * k - mean;
+        precise vec4 dd = d * d;
+        s = df_add4(s, dd, lessThan(i, uvec4(n)));
+    }
+    return wg_sum(s);
+}
+
+vec2 chunks_squares(vec4 v[MAX_CHUNKS], uint t, uint n, float k) {
+    vec2 s = vec2(0.0);
+    [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
+        uvec4 i = chunk_elements(c, t);
+        precise vec4 w = v[c] * k;
+        precise vec4 sq = w * w;
+        s = df_add4(s, sq, lessThan(i, uvec4(n)));
+    }
+    return wg_sum(s);
+}
+
 // process_row() with the row's share of this invocation held in v: the same steps and sums, x read
 // once; what a later pass needs (x - max, e^(x - max)) is kept rather than recomputed.
 void process_row_in_registers(uint row, uint t) {
@@ -263,41 +341,36 @@ void process_row_in_registers(uint row, uint t) {
             }
         }
     } else if (OP == RAYO_OP_LAYER_NORM) {
-        vec2 s = vec2(0.0);
-        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
-            uvec4 i = chunk_elements(c, t);
-            s = df_add4(s, v[c], lessThan(i, uvec4(n)));
+        // As process_row: in units of x·k, k = 1 or, for rows of huge values, 2^-96.
+        float k = 1.0, mean, mean_lo;
+        vec2 s = chunks_sum(v, t, n, k);
+        if (!finite(s.x)) {
+            k = HUGE_SCALE;
+            s = chunks_sum(v, t, n, k);
         }
-        s = wg_sum(s);
-        float mean = rayo_div(s.x, nf);
-        float p, e;
-        rayo_two_prod(mean, nf, p, e);
-        precise float mean_lo = (((s.x - p) - e) + s.y) / nf;
-        vec2 sd = vec2(0.0);
-        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
-            uvec4 i = chunk_elements(c, t);
-            precise vec4 d = v[c] - mean;
-            precise vec4 dd = d * d;
-            sd = df_add4(sd, dd, lessThan(i, uvec4(n)));
+        mean_of(s, nf, mean, mean_lo);
+        vec2 sd = chunks_centred_squares(v, t, n, k, mean);
+        if (k == 1.0 && !(sd.x < HUGE_SQUARES)) {
+            k = HUGE_SCALE;
+            mean_of(chunks_sum(v, t, n, k), nf, mean, mean_lo);
+            sd = chunks_centred_squares(v, t, n, k, mean);
         }
-        sd = wg_sum(sd);
         precise float var = df_value(sd) / nf;
-        float rstd = rayo_div(1.0, rayo_sqrt(var + params.eps));
+        float rstd = rayo_div(1.0, rayo_sqrt(var + params.eps * k * k));
         precise float shift = -mean_lo * rstd;
         [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
             uvec4 i = chunk_elements(c, t);
-            v[c] = affine_chunk(v[c], mean, rstd, shift, i, lessThan(i, uvec4(n)));
+            v[c] = affine_chunk(v[c] * k, mean, rstd, shift, i, lessThan(i, uvec4(n)));
         }
     } else {
-        vec2 s = vec2(0.0);
-        [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
-            uvec4 i = chunk_elements(c, t);
-            precise vec4 sq = v[c] * v[c];
-            s = df_add4(s, sq, lessThan(i, uvec4(n)));
+        float k = 1.0;
+        vec2 s = chunks_squares(v, t, n, k);
+        if (!finite(s.x)) {
+            k = HUGE_SCALE;
+            s = chunks_squares(v, t, n, k);
         }
-        s = wg_sum(s);
         precise float ms = df_value(s) / nf;
-        float rs = rayo_div(1.0, rayo_sqrt(ms + params.eps));
+        float rs = rayo_div(1.0, rayo_sqrt(ms + params.eps * k * k)) * k;
         [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
             uvec4 i = chunk_elements(c, t);
             v[c] = affine_chunk(v[c], 0.0, rs, 0.0, i, lessThan(i, uvec4(n)));

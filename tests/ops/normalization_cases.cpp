@@ -41,6 +41,14 @@ void check(CaseContext& ctx, Op op, bool affine) {
     for (float& f : offset_rows) f += 1000.0f;
     run(offset_rows, Shape{5, 777}, 1);
     run(ctx.values(6 * 50, {-6, 9}, Specials::ieee), Shape{6, 50}, 0);
+    // Huge finite values, whose squares (past ~1.8e19) and sums (past ~1.7e38) overflow a float:
+    // every finite row still normalises, [3e19, 1, 2, 3] to about [1.73, -0.58, -0.58, -0.58].
+    run({3e19f, 1.0f, 2.0f, 3.0f, -3e38f, 3e38f, 3e38f, 1.0f}, Shape{2, 4}, 0);
+    for (Shape const& shape : {Shape{3, 50}, Shape{2, 3000}, Shape{1, 70000}}) {
+        std::vector<float> v = ctx.values(shape.numel(), {-1, 1}, Specials::none);
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::ldexp(v[i], 60 + static_cast<int>(i * 37 % 67));
+        run(v, shape, 1);
+    }
     // In place.
     std::vector<float> const v = ctx.values(9 * 300, {-6, 9}, Specials::none);
     Tensor<float> x = ctx.input(v, Shape{9, 300});

@@ -1,6 +1,7 @@
 // layer_norm and rms_norm over rows (see rayo/ptx/kernels/normalization.hpp).
 #include "rayo/ptx/kernels/normalization.hpp"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -19,12 +20,21 @@ struct Params {
     Reg inverse_count;  // 1/cols, correctly rounded: means are sums times this (no div.rn per row)
 };
 
-// Per-row statistics, the same in every thread of the row: y = fma(x - center, scale, shift).
+// Per-row statistics, the same in every thread of the row: y = fma(fma(x, k, -center), scale,
+// shift). k is 1, or 2^-96 for a row whose plain sums or squares overflow (any |x| past ~2^64):
+// then every statistic is of x·2^-96, whose squares and sums cannot overflow (|x·2^-96| < 2^32),
+// and the normalised values are the same. fma(x, 1, -c) is x - c, so ordinary rows are unchanged.
 struct RowScale {
-    Reg center;  // layer_norm: the f32 mean (x - center is exact for most x); rms_norm: unused
-    Reg scale;   // 1/sqrt(var + eps)
-    Reg shift;   // layer_norm: -t·scale, t the mean of x - center; rms_norm: unused
+    Reg k;       // 1 or 2^-96 (rms_norm: folded into scale)
+    Reg center;  // layer_norm: the f32 mean of x·k (x·k - center is exact for most x); rms_norm: unused
+    Reg scale;   // 1/sqrt(var + eps) in the units of x·k
+    Reg shift;   // layer_norm: -t·scale, t the mean of x·k - center; rms_norm: unused
 };
+
+constexpr float huge_scale = 0x1p-96f;
+
+// Whether v is finite (NaN fails).
+Reg is_finite(Kernel& k, Reg v) { return k.setp(Cmp::lt, k.abs(v), std::numeric_limits<float>::infinity()); }
 
 // Σ v² over one vector (a short fma chain).
 Reg sum_of_squares(Kernel& k, std::vector<Reg> const& v) {
@@ -36,18 +46,56 @@ Reg sum_of_squares(Kernel& k, std::vector<Reg> const& v) {
 // 1/sqrt(mean + eps), each step correctly rounded.
 Reg inverse_root(Kernel& k, Reg mean, Reg eps) { return k.rcp(k.sqrt(k.add(mean, eps))); }
 
-// The second layer_norm statistics from Σ(x - center) and Σ(x - center)².
-RowScale layer_scale(Kernel& k, Params const& p, Reg center, Reg sum, Reg sum_squares) {
-    Reg const t = k.mul(sum, p.inverse_count);
-    // var = E[(x - c)²] - t², t tiny next to the spread; clamped as rounding could make it < 0.
-    Reg const var = k.max(k.fma(k.neg(t), t, k.mul(sum_squares, p.inverse_count)), 0.0f);
-    Reg const scale = inverse_root(k, var, p.eps);
-    return {center, scale, k.neg(k.mul(t, scale))};
+// The first layer_norm statistic from Σx, Σx·2^-96 and Σx²: the mean of x·k, and k. Plain units
+// while Σx² < 2^125: then no centred square, (x - c)² <= 4·max x², nor their sum can overflow.
+struct Center {
+    Reg k, center;
+};
+Center layer_center(Kernel& k, Params const& p, Reg sum, Reg sum_scaled, Reg squares) {
+    Reg const plain = k.setp(Cmp::lt, squares, 0x1p125f);
+    return {k.selp(1.0f, huge_scale, plain, Type::f32),
+            k.selp(k.mul(sum, p.inverse_count), k.mul(sum_scaled, p.inverse_count), plain, Type::f32)};
 }
+
+// The second layer_norm statistics from Σd and Σd², d = x·k - center.
+RowScale layer_scale(Kernel& k, Params const& p, Center c, Reg sum, Reg sum_squares) {
+    Reg const t = k.mul(sum, p.inverse_count);
+    // var = E[d²] - t², t tiny next to the spread; clamped as rounding could make it < 0.
+    Reg const var = k.max(k.fma(k.neg(t), t, k.mul(sum_squares, p.inverse_count)), 0.0f);
+    Reg const scale = inverse_root(k, var, k.mul(k.mul(p.eps, c.k), c.k));  // eps in units of (x·k)²
+    return {c.k, c.center, scale, k.neg(k.mul(t, scale))};
+}
+
+// rms_norm from Σx² and Σ(x·2^-96)²: 1/sqrt(E[x²] + eps), through the scaled squares when the plain
+// ones overflowed (x/sqrt(E[x²] + eps) = x·2^-96/sqrt(E[(x·2^-96)²] + eps·2^-192)).
+RowScale rms_scale(Kernel& k, Params const& p, Reg squares, Reg squares_scaled) {
+    Reg const plain = is_finite(k, squares);
+    Reg const scaled = k.mul(inverse_root(k, k.mul(squares_scaled, p.inverse_count), k.mul(k.mul(p.eps, huge_scale), huge_scale)), huge_scale);
+    RowScale s;
+    s.scale = k.selp(inverse_root(k, k.mul(squares, p.inverse_count), p.eps), scaled, plain, Type::f32);
+    return s;
+}
+
+// x·k - center as one rounding, for the statistics and the output.
+Reg centred(Kernel& k, Center const& c, Reg x) { return k.fma(x, c.k, k.neg(c.center)); }
 
 Reg normalized(Kernel& k, NormConfig const& config, RowScale const& s, Reg x) {
     if (config.op == Op::rms_norm) return k.mul(x, s.scale);
-    return k.fma(k.sub(x, s.center), s.scale, s.shift);
+    return k.fma(k.fma(x, s.k, k.neg(s.center)), s.scale, s.shift);
+}
+
+// Σ(x·2^-96)² over one vector.
+Reg sum_of_scaled_squares(Kernel& k, std::vector<Reg> const& v) {
+    std::vector<Reg> scaled;
+    for (Reg x : v) scaled.push_back(k.mul(x, huge_scale));
+    return sum_of_squares(k, scaled);
+}
+
+// Σx·2^-96 over a list (exact scaling of each term).
+Reg scaled_sum(Kernel& k, std::vector<Reg> const& v) {
+    std::vector<Reg> scaled;
+    for (Reg x : v) scaled.push_back(k.mul(x, huge_scale));
+    return tree_sum(k, scaled);
 }
 
 // Writes the outputs of the vectors x, held at out_at + i·stride, with gamma and beta (1 and 0
@@ -82,19 +130,26 @@ void norm_registers(Kernel& k, NormConfig const& config, RowFrame const& f, Para
     Held h = load_held(k, c, f, thread_address(k, f, p.in), 0.0f);  // 0: adds nothing to the sums
     RowScale s;
     if (config.op == Op::rms_norm) {
-        std::vector<Reg> squares;
-        for (auto const& v : h.x) squares.push_back(sum_of_squares(k, v));
-        Reg const total = reduce_row(k, c, f, {tree_sum(k, squares)}, {0.0f}, sum_combine(k), "row_squares")[0];
-        s.scale = inverse_root(k, k.mul(total, p.inverse_count), p.eps);
+        std::vector<Reg> squares, scaled;
+        for (auto const& v : h.x) {
+            squares.push_back(sum_of_squares(k, v));
+            scaled.push_back(sum_of_scaled_squares(k, v));
+        }
+        auto const totals = reduce_row(k, c, f, {tree_sum(k, squares), tree_sum(k, scaled)}, {0.0f, 0.0f},
+                                       sum_combine(k), "row_squares");
+        s = rms_scale(k, p, totals[0], totals[1]);
     } else {
         std::vector<Reg> all;
         for (auto const& v : h.x) all.insert(all.end(), v.begin(), v.end());
-        Reg const total = reduce_row(k, c, f, {tree_sum(k, all)}, {0.0f}, sum_combine(k), "row_sum")[0];
-        Reg const center = k.mul(total, p.inverse_count);
+        std::vector<Reg> plain_squares;
+        for (auto const& v : h.x) plain_squares.push_back(sum_of_squares(k, v));
+        auto const totals = reduce_row(k, c, f, {tree_sum(k, all), scaled_sum(k, all), tree_sum(k, plain_squares)},
+                                       {0.0f, 0.0f, 0.0f}, sum_combine(k), "row_sum");
+        Center const center = layer_center(k, p, totals[0], totals[1], totals[2]);
         std::vector<Reg> sums, squares;
         for (std::size_t i = 0; i < h.x.size(); ++i) {
             std::vector<Reg> d;
-            for (Reg x : h.x[i]) d.push_back(k.sub(x, center));
+            for (Reg x : h.x[i]) d.push_back(centred(k, center, x));
             // Slots past the row end would add -center.
             sums.push_back(k.selp(tree_sum(k, d), 0.0f, h.ok[i], Type::f32));
             squares.push_back(k.selp(sum_of_squares(k, d), 0.0f, h.ok[i], Type::f32));
@@ -123,30 +178,41 @@ void norm_loop(Kernel& k, NormConfig const& config, RowFrame const& f, Params co
 
     RowScale s;
     if (config.op == Op::rms_norm) {
-        Reg const acc = k.mov(Type::f32, 0.0f);
+        Reg const acc = k.mov(Type::f32, 0.0f), acc_scaled = k.mov(Type::f32, 0.0f);
         loop_row(k, c, f, vectors, [&](Reg j, std::vector<Reg> const& ok) {
-            std::vector<Reg> squares;
-            for (auto const& v : load(j, ok)) squares.push_back(sum_of_squares(k, v));
+            std::vector<Reg> squares, scaled;
+            for (auto const& v : load(j, ok)) {
+                squares.push_back(sum_of_squares(k, v));
+                scaled.push_back(sum_of_scaled_squares(k, v));
+            }
             k.add(acc, acc, tree_sum(k, squares));
+            k.add(acc_scaled, acc_scaled, tree_sum(k, scaled));
         });
-        Reg const total = reduce_row(k, c, f, {acc}, {0.0f}, sum_combine(k), "row_squares")[0];
-        s.scale = inverse_root(k, k.mul(total, p.inverse_count), p.eps);
+        auto const totals = reduce_row(k, c, f, {acc, acc_scaled}, {0.0f, 0.0f}, sum_combine(k), "row_squares");
+        s = rms_scale(k, p, totals[0], totals[1]);
     } else {
-        Reg const acc = k.mov(Type::f32, 0.0f);
+        Reg const acc = k.mov(Type::f32, 0.0f), acc_scaled = k.mov(Type::f32, 0.0f),
+                  acc_plain_squares = k.mov(Type::f32, 0.0f);
         loop_row(k, c, f, vectors, [&](Reg j, std::vector<Reg> const& ok) {
-            std::vector<Reg> all;
-            for (auto const& v : load(j, ok)) all.insert(all.end(), v.begin(), v.end());
+            std::vector<Reg> all, squares;
+            for (auto const& v : load(j, ok)) {
+                all.insert(all.end(), v.begin(), v.end());
+                squares.push_back(sum_of_squares(k, v));
+            }
             k.add(acc, acc, tree_sum(k, all));
+            k.add(acc_scaled, acc_scaled, scaled_sum(k, all));
+            k.add(acc_plain_squares, acc_plain_squares, tree_sum(k, squares));
         });
-        Reg const total = reduce_row(k, c, f, {acc}, {0.0f}, sum_combine(k), "row_sum")[0];
-        Reg const center = k.mul(total, p.inverse_count);
+        auto const totals =
+            reduce_row(k, c, f, {acc, acc_scaled, acc_plain_squares}, {0.0f, 0.0f, 0.0f}, sum_combine(k), "row_sum");
+        Center const center = layer_center(k, p, totals[0], totals[1], totals[2]);
         Reg const acc_sum = k.mov(Type::f32, 0.0f), acc_squares = k.mov(Type::f32, 0.0f);
         loop_row(k, c, f, vectors, [&](Reg j, std::vector<Reg> const& ok) {
             auto const x = load(j, ok);
             std::vector<Reg> sums, squares;
             for (std::size_t i = 0; i < x.size(); ++i) {
                 std::vector<Reg> d;
-                for (Reg v : x[i]) d.push_back(k.sub(v, center));
+                for (Reg v : x[i]) d.push_back(centred(k, center, v));
                 Reg sum = tree_sum(k, d), square = sum_of_squares(k, d);
                 if (ok[i].valid()) {  // vectors past the row end would add -center
                     sum = k.selp(sum, 0.0f, ok[i], Type::f32);
