@@ -174,6 +174,13 @@ std::optional<PhysicalDevice> describe(VkPhysicalDevice handle) {
     constexpr std::uint32_t nvidia_vendor_id = 0x10de;
     d.fused_fma = d.properties.vendorID == nvidia_vendor_id;
     auto const extensions = device_extensions(handle);
+    if (has_extension(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) {
+        VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+        VkPhysicalDeviceProperties2 with_driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+        with_driver.pNext = &driver;
+        vkGetPhysicalDeviceProperties2(handle, &with_driver);
+        if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) d.loop_iteration_limit = 65535;
+    }
     describe_matmul_features(d, extensions);
     describe_float_controls(d, extensions);
     describe_integer_dot_product(d, extensions);

@@ -44,6 +44,10 @@ struct PhysicalDevice {
     // only for the vendor whose driver the tests run on; elsewhere (lavapipe splits fma into a
     // multiply and an add) the shaders take exact products the long way (float_math.glsl).
     bool fused_fma = false;
+    // Loop iterations one shader invocation may run in all, summed over every loop it enters:
+    // lavapipe (llvmpipe) ends every loop once an invocation has run 65535 iterations and goes on
+    // with wrong results, so ops plan within it (ShaderRunner::loop_budget); no limit elsewhere.
+    std::uint64_t loop_iteration_limit = std::uint64_t(-1);
 
     [[nodiscard]] std::string name() const { return properties.deviceName; }
     // CPU implementations (lavapipe, SwiftShader): used only when named, never by Device::best().

@@ -27,6 +27,14 @@ std::uint32_t ShaderRunner::max_groups() const noexcept {
     return std::min<std::uint32_t>(65535, limits().maxComputeWorkGroupCount[0]);
 }
 
+void ShaderRunner::check_loop_budget(std::uint64_t iterations, std::string const& what) const {
+    std::uint64_t const limit = physical().loop_iteration_limit;
+    if (iterations > limit)
+        throw Unsupported("vulkan: " + what + " needs about " + std::to_string(iterations) +
+                          " loop iterations in one shader invocation, past the " + std::to_string(limit) + " that " +
+                          physical().name() + " runs before it cuts loops short");
+}
+
 Binding ShaderRunner::bind(detail::TensorView const& view, std::size_t bytes, Access access, char const* what) {
     VulkanBackend::Buffer& b = backend_.buffer(view.buffer);
     backend_.check_range(b, view.offset, bytes, what);

@@ -36,6 +36,7 @@
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <string>
 #include <type_traits>
 
 #include "dispatch/tensor_view.hpp"
@@ -118,6 +119,10 @@ public:
     [[nodiscard]] std::uint32_t workgroup_size() const noexcept;
     // The largest group count of one dimension a dispatch may use.
     [[nodiscard]] std::uint32_t max_groups() const noexcept;
+    // Whether one invocation may run `iterations` loop iterations in all (PhysicalDevice::
+    // loop_iteration_limit); an op that would need more throws Unsupported naming `what`, and
+    // runs on the CPU, before anything is recorded.
+    void check_loop_budget(std::uint64_t iterations, std::string const& what) const;
     // Subgroup arithmetic in compute shaders, and not turned off by the tests.
     [[nodiscard]] bool subgroups() const noexcept { return switches().subgroups && physical().subgroup_arithmetic; }
 

@@ -203,11 +203,14 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
     TensorView const &a = v.in[0], &b = v.in[1], &out = v.out[0];
     if (shape.m == 0 || shape.n == 0) return;
     bool const quantized = is_kquant(b.dtype);
+    std::string const what = std::string(to_string(d.op)) + " with k = " + std::to_string(shape.k);
     if (quantized && shape.m <= kquant_gemv_max_rows) {
+        r.check_loop_budget(shape.k / quant_block_values + 64, what);  // a block a step at most
         linear_kquant_gemv(r, shape, a, b, out);
         return;
     }
     MatmulPlan const plan = plan_matmul(r, shape, a.dtype, b.dtype);
+    r.check_loop_budget((shape.k + plan.tile.k - 1) / plan.tile.k + 64, what);  // a tile's depth a step
     std::size_t const groups_x = (shape.n + plan.tile.n - 1) / plan.tile.n, groups_y = (shape.m + plan.tile.m - 1) / plan.tile.m;
     Binding const ba = r.bind(a, bytes_for(a.dtype, shape.m * shape.k), Access::read, "matmul a");
     Binding bb = r.bind(b, bytes_for(b.dtype, shape.k * shape.n), Access::read, "matmul b");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <string>
 
 #include "dispatch/operand_checks.hpp"
 
@@ -94,6 +95,14 @@ void record_rows(ShaderRunner& r, Op op, float eps, TensorView const& in, Tensor
     Shader const shader = r.subgroups() ? Shader::rows_subgroup : Shader::rows;
     std::size_t const wanted = plan.per_thread ? (rows + plan.workgroup - 1) / plan.workgroup : rows;
     auto const groups = static_cast<std::uint32_t>(std::min<std::size_t>(wanted, r.max_groups()));
+    // The loop iterations of one invocation: its rows, each with its passes over its share of the
+    // row (counted with one to spare: softmax 3, rms_norm 2 or 3, layer_norm 3 or 5 for huge
+    // values) and a few workgroup reductions.
+    std::uint64_t const passes = op == Op::layer_norm ? 6 : 4;
+    std::uint64_t const threads = plan.per_thread ? std::uint64_t{groups} * plan.workgroup : groups;
+    std::uint64_t const row_loop = plan.per_thread ? cols : plan.chunks ? 0 : (cols + plan.workgroup - 1) / plan.workgroup;
+    r.check_loop_budget((rows + threads - 1) / threads * (passes * row_loop + 64),
+                        std::string(to_string(op)) + " over rows of " + std::to_string(cols));
     r.dispatch(shader,
                {static_cast<std::uint32_t>(op), plan.workgroup, gamma ? 1u : 0u, beta ? 1u : 0u,
                 plan.per_thread ? 1u : 0u, plan.chunks, plan.vec4 ? 1u : 0u},
