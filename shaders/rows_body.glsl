@@ -159,9 +159,10 @@ void process_row(uint row, uint t, uint step) {
             s = row_squares(xb, n, t, step, k);
         }
         precise float ms = df_value(s) / nf;
-        // x·k/sqrt(E[(x·k)²] + eps·k²) = x/sqrt(E[x²] + eps)
-        float rs = rayo_div(1.0, rayo_sqrt(ms + params.eps * k * k)) * k;
-        for (uint i = t; i < n; i += step) y[yb + i] = affine(x[xb + i], 0.0, rs, 0.0, i);
+        // x·k/sqrt(E[(x·k)²] + eps·k²) = x/sqrt(E[x²] + eps); the scale stays in units of x·k, as
+        // 1/sqrt(E[x²]) of a huge row is subnormal (flushed on devices without denormals).
+        float rs = rayo_div(1.0, rayo_sqrt(ms + params.eps * k * k));
+        for (uint i = t; i < n; i += step) y[yb + i] = affine(x[xb + i] * k, 0.0, rs, 0.0, i);
     }
 }
 
@@ -370,10 +371,10 @@ void process_row_in_registers(uint row, uint t) {
             s = chunks_squares(v, t, n, k);
         }
         precise float ms = df_value(s) / nf;
-        float rs = rayo_div(1.0, rayo_sqrt(ms + params.eps * k * k)) * k;
+        float rs = rayo_div(1.0, rayo_sqrt(ms + params.eps * k * k));
         [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {
             uvec4 i = chunk_elements(c, t);
-            v[c] = affine_chunk(v[c], 0.0, rs, 0.0, i, lessThan(i, uvec4(n)));
+            v[c] = affine_chunk(v[c] * k, 0.0, rs, 0.0, i, lessThan(i, uvec4(n)));
         }
     }
     [[unroll]] for (uint c = 0; c < CHUNKS; ++c) {

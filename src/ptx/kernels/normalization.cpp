@@ -25,7 +25,7 @@ struct Params {
 // then every statistic is of x·2^-96, whose squares and sums cannot overflow (|x·2^-96| < 2^32),
 // and the normalised values are the same. fma(x, 1, -c) is x - c, so ordinary rows are unchanged.
 struct RowScale {
-    Reg k;       // 1 or 2^-96 (rms_norm: folded into scale)
+    Reg k;       // 1 or 2^-96
     Reg center;  // layer_norm: the f32 mean of x·k (x·k - center is exact for most x); rms_norm: unused
     Reg scale;   // 1/sqrt(var + eps) in the units of x·k
     Reg shift;   // layer_norm: -t·scale, t the mean of x·k - center; rms_norm: unused
@@ -66,12 +66,14 @@ RowScale layer_scale(Kernel& k, Params const& p, Center c, Reg sum, Reg sum_squa
     return {c.k, c.center, scale, k.neg(k.mul(t, scale))};
 }
 
-// rms_norm from Σx² and Σ(x·2^-96)²: 1/sqrt(E[x²] + eps), through the scaled squares when the plain
-// ones overflowed (x/sqrt(E[x²] + eps) = x·2^-96/sqrt(E[(x·2^-96)²] + eps·2^-192)).
+// rms_norm from Σx² and Σ(x·2^-96)²: 1/sqrt(E[x²] + eps), in the units of x·2^-96 when the plain
+// squares overflowed (x/sqrt(E[x²] + eps) = x·2^-96/sqrt(E[(x·2^-96)²] + eps·2^-192)); the scale
+// stays in those units, as 1/sqrt(E[x²]) of such a row is subnormal and would lose its precision.
 RowScale rms_scale(Kernel& k, Params const& p, Reg squares, Reg squares_scaled) {
     Reg const plain = is_finite(k, squares);
-    Reg const scaled = k.mul(inverse_root(k, k.mul(squares_scaled, p.inverse_count), k.mul(k.mul(p.eps, huge_scale), huge_scale)), huge_scale);
+    Reg const scaled = inverse_root(k, k.mul(squares_scaled, p.inverse_count), k.mul(k.mul(p.eps, huge_scale), huge_scale));
     RowScale s;
+    s.k = k.selp(1.0f, huge_scale, plain, Type::f32);
     s.scale = k.selp(inverse_root(k, k.mul(squares, p.inverse_count), p.eps), scaled, plain, Type::f32);
     return s;
 }
@@ -80,7 +82,7 @@ RowScale rms_scale(Kernel& k, Params const& p, Reg squares, Reg squares_scaled) 
 Reg centred(Kernel& k, Center const& c, Reg x) { return k.fma(x, c.k, k.neg(c.center)); }
 
 Reg normalized(Kernel& k, NormConfig const& config, RowScale const& s, Reg x) {
-    if (config.op == Op::rms_norm) return k.mul(x, s.scale);
+    if (config.op == Op::rms_norm) return k.mul(k.mul(x, s.k), s.scale);
     return k.fma(k.fma(x, s.k, k.neg(s.center)), s.scale, s.shift);
 }
 
