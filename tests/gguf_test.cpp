@@ -69,42 +69,7 @@ private:
     std::filesystem::path path_;
 };
 
-// Little-endian byte builder for hand-made (and deliberately broken) files.
-class Bytes {
-public:
-    Bytes& u8(std::uint8_t v) { return put(v, 1); }
-    Bytes& u16(std::uint16_t v) { return put(v, 2); }
-    Bytes& u32(std::uint32_t v) { return put(v, 4); }
-    Bytes& u64(std::uint64_t v) { return put(v, 8); }
-    Bytes& str(std::string_view s) {
-        u64(s.size());
-        for (char c : s) data.push_back(static_cast<std::byte>(c));
-        return *this;
-    }
-    Bytes& zeros(std::size_t n) {
-        data.resize(data.size() + n);
-        return *this;
-    }
-    Bytes& header(std::uint64_t tensors, std::uint64_t kvs, std::uint32_t version = 3) {
-        return u32(gguf::magic).u32(version).u64(tensors).u64(kvs);
-    }
-    // A metadata entry of type u32.
-    Bytes& kv_u32(std::string_view key, std::uint32_t v) { return str(key).u32(4).u32(v); }
-    // A tensor description.
-    Bytes& tensor(std::string_view name, std::vector<std::uint64_t> ne, std::uint32_t type, std::uint64_t offset) {
-        str(name).u32(static_cast<std::uint32_t>(ne.size()));
-        for (auto d : ne) u64(d);
-        return u32(type).u64(offset);
-    }
-    [[nodiscard]] std::size_t size() const { return data.size(); }
-    std::vector<std::byte> data;
-
-private:
-    Bytes& put(std::uint64_t v, int n) {
-        for (int i = 0; i < n; ++i) data.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
-        return *this;
-    }
-};
+using samples::Bytes;
 
 File parse(std::vector<std::byte> const& bytes) { return File::from_memory(bytes, "test.gguf"); }
 
@@ -343,6 +308,18 @@ TEST(Gguf, KnownButUnloadableTypesAreListedAndRaiseUnsupported) {
         EXPECT_NE(std::string(e.what()).find("Q4_0"), std::string::npos) << e.what();
     }
     EXPECT_THROW((void)f.load<float>("f64"), Unsupported);
+}
+
+// The fuzzer's seed corpus: every file parses except the crafted ones the reader must refuse.
+TEST(Gguf, SeedCorpusFilesParseOrAreRefusedAsCrafted) {
+    for (auto const& [name, bytes] : samples::corpus()) {
+        bool const crafted = name == "shared_tensor_data.gguf" || name == "tensors_out_of_order.gguf";
+        SCOPED_TRACE(name);
+        if (crafted)
+            EXPECT_THROW((void)parse(bytes), FormatError);
+        else
+            EXPECT_NO_THROW((void)parse(bytes));
+    }
 }
 
 // ---- malformed files: header -------------------------------------------------------------------------

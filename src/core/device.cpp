@@ -1,9 +1,9 @@
 #include "rayo/device.hpp"
 
 #include <charconv>
-#include <cstdlib>
 #include <string>
 
+#include "core/environment.hpp"
 #include "dispatch/registry.hpp"
 #include "rayo/error.hpp"
 #include "rayo/gguf.hpp"
@@ -66,7 +66,7 @@ Device Device::parse(std::string_view text) {
 }
 
 Device Device::best() {
-    if (char const* env = std::getenv("RAYO_DEVICE"); env && *env) return parse(env);
+    if (auto const env = detail::environment("RAYO_DEVICE")) return parse(*env);
     // CUDA, then a discrete Vulkan GPU, then any other hardware Vulkan device, then the CPU.
     // Software Vulkan devices (lavapipe) only run when named.
     Device best = cpu();

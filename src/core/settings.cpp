@@ -3,35 +3,25 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 
+#include "core/environment.hpp"
 #include "core/logging.hpp"
 #include "cpu/cpu_features.hpp"
 #include "cpu/kernel_table.hpp"
 #include "cpu/thread_pool.hpp"
 #include "rayo/error.hpp"
-#include "rayo/gguf.hpp"
 
 namespace rayo {
 
 namespace {
 
 std::size_t default_threads() {
-    if (char const* env = std::getenv("RAYO_NUM_THREADS"); env && *env) {
-        std::size_t n = 0;
-        std::string_view s(env);
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-        if (ec != std::errc{} || end != s.data() + s.size() || n == 0 || n > cpu::max_threads)
-            throw Error("RAYO_NUM_THREADS='" + gguf::printable(s, 64) + "' is not a thread count from 1 to " +
-                        std::to_string(cpu::max_threads));
-        return n;
-    }
+    if (auto const env = detail::environment("RAYO_NUM_THREADS")) return detail::parse_num_threads(*env);
     return std::max(1u, std::thread::hardware_concurrency());
 }
 
@@ -76,16 +66,12 @@ std::string arch_list() {
 CpuArch initial_arch() {
     auto const archs = available_cpu_archs();
     if (archs.empty()) throw Unsupported("this CPU runs none of the instruction sets rayo was built for (SSE4.2 at least)");
-    if (char const* env = std::getenv("RAYO_CPU_ARCH"); env && *env) {
-        std::string_view const want(env);
-        for (auto a : all_archs) {
-            if (want != to_string(a)) continue;
-            if (std::find(archs.begin(), archs.end(), a) == archs.end())
-                throw Unsupported("RAYO_CPU_ARCH=" + std::string(want) + " is not available on this machine; available: " +
-                                  arch_list());
-            return a;
-        }
-        throw Error("RAYO_CPU_ARCH='" + gguf::printable(want, 64) + "' is not one of sse4.2, avx2, avx512, avx512-vnni");
+    if (auto const env = detail::environment("RAYO_CPU_ARCH")) {
+        CpuArch const want = detail::parse_cpu_arch(*env);
+        if (std::find(archs.begin(), archs.end(), want) == archs.end())
+            throw Unsupported("RAYO_CPU_ARCH=" + std::string(to_string(want)) + " is not available on this machine; available: " +
+                              arch_list());
+        return want;
     }
     return archs.back();
 }
@@ -96,12 +82,8 @@ std::atomic<int>& arch_state() {
 }
 
 KQuantActivations initial_kquant_activations() {
-    char const* env = std::getenv("RAYO_KQUANT_ACTIVATIONS");
-    if (!env || !*env) return KQuantActivations::q8_k_residual;
-    std::string_view const s(env);
-    if (s == "q8_k") return KQuantActivations::q8_k;
-    if (s == "q8_k_residual") return KQuantActivations::q8_k_residual;
-    throw Error("RAYO_KQUANT_ACTIVATIONS='" + gguf::printable(s, 64) + "' is not one of q8_k, q8_k_residual");
+    auto const env = detail::environment("RAYO_KQUANT_ACTIVATIONS");
+    return env ? detail::parse_kquant_activations(*env) : KQuantActivations::q8_k_residual;
 }
 
 std::atomic<KQuantActivations>& kquant_activations_state() {
@@ -110,15 +92,8 @@ std::atomic<KQuantActivations>& kquant_activations_state() {
 }
 
 LogLevel initial_log_level() {
-    char const* env = std::getenv("RAYO_LOG");
-    if (!env) return LogLevel::warn;
-    std::string_view const s(env);
-    if (s == "debug") return LogLevel::debug;
-    if (s == "info") return LogLevel::info;
-    if (s == "error") return LogLevel::error;
-    if (s == "off") return LogLevel::off;
-    if (s == "warn" || s.empty()) return LogLevel::warn;
-    throw Error("RAYO_LOG='" + gguf::printable(s, 64) + "' is not one of debug, info, warn, error, off");
+    auto const env = detail::environment("RAYO_LOG");
+    return env ? detail::parse_log_level(*env) : LogLevel::warn;
 }
 
 std::atomic<LogLevel>& log_state() {

@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -126,6 +127,43 @@ inline std::vector<std::byte> small_file() {
     return gguf::write_to_memory(md, t);
 }
 
+// Little-endian byte builder for hand-made (and deliberately broken) files.
+class Bytes {
+public:
+    Bytes& u8(std::uint8_t v) { return put(v, 1); }
+    Bytes& u16(std::uint16_t v) { return put(v, 2); }
+    Bytes& u32(std::uint32_t v) { return put(v, 4); }
+    Bytes& u64(std::uint64_t v) { return put(v, 8); }
+    Bytes& str(std::string_view s) {
+        u64(s.size());
+        for (char c : s) data.push_back(static_cast<std::byte>(c));
+        return *this;
+    }
+    Bytes& zeros(std::size_t n) {
+        data.resize(data.size() + n);
+        return *this;
+    }
+    Bytes& header(std::uint64_t tensors, std::uint64_t kvs, std::uint32_t version = 3) {
+        return u32(gguf::magic).u32(version).u64(tensors).u64(kvs);
+    }
+    // A metadata entry of type u32.
+    Bytes& kv_u32(std::string_view key, std::uint32_t v) { return str(key).u32(4).u32(v); }
+    // A tensor description.
+    Bytes& tensor(std::string_view name, std::vector<std::uint64_t> ne, std::uint32_t type, std::uint64_t offset) {
+        str(name).u32(static_cast<std::uint32_t>(ne.size()));
+        for (auto d : ne) u64(d);
+        return u32(type).u64(offset);
+    }
+    [[nodiscard]] std::size_t size() const { return data.size(); }
+    std::vector<std::byte> data;
+
+private:
+    Bytes& put(std::uint64_t v, int n) {
+        for (int i = 0; i < n; ++i) data.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
+        return *this;
+    }
+};
+
 // Seed files for the fuzzer: name and contents.
 inline std::vector<std::pair<std::string, std::vector<std::byte>>> corpus() {
     std::vector<std::pair<std::string, std::vector<std::byte>>> files;
@@ -154,6 +192,20 @@ inline std::vector<std::pair<std::string, std::vector<std::byte>>> corpus() {
     gguf::Metadata md;
     md.set("general.alignment", std::uint32_t{16});
     files.emplace_back("unsupported_types.gguf", gguf::write_to_memory(md, raw));
+
+    // Files the reader refuses: tensors sharing their bytes, out of order, and empty tensors of
+    // 2^40 and 2^62 columns (which rayo-gguf-inspect --matmul must not try to allocate for).
+    Bytes shared;
+    shared.header(3, 0).tensor("a", {8}, 0, 0).tensor("b", {8}, 0, 0).tensor("c", {8}, 0, 0).zeros(64);
+    files.emplace_back("shared_tensor_data.gguf", std::move(shared.data));
+    Bytes swapped;
+    swapped.header(2, 0).tensor("a", {8}, 0, 32).tensor("b", {8}, 0, 0).zeros(128);
+    files.emplace_back("tensors_out_of_order.gguf", std::move(swapped.data));
+    for (int log2 : {40, 62}) {
+        Bytes empty;
+        empty.header(1, 0).tensor("w", {std::uint64_t{1} << log2, 0}, 0, 0).zeros(32);
+        files.emplace_back("empty_weight_2pow" + std::to_string(log2) + "_columns.gguf", std::move(empty.data));
+    }
     return files;
 }
 

@@ -8,15 +8,16 @@
 // where that copy would not fit one binding, into the tiled GEMM's tiles.
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/environment.hpp"
 #include "dispatch/operand_checks.hpp"
 #include "rayo/error.hpp"
+#include "rayo/gguf.hpp"
 #include "rayo/quant.hpp"
 #include "vulkan/diagnostics.hpp"
 #include "vulkan/embedded_shaders.hpp"
@@ -82,7 +83,7 @@ ForcedGemm parse_gemm_tile(std::string_view s, std::string_view source) {
         if (s == to_string(t)) return {false, t};
     std::string valid;
     for (GemmTile t : gemm_tiles) valid += to_string(t) + ", ";
-    throw Error(std::string(source) + "='" + std::string(s) + "' is not a GEMM tile of the Vulkan backend; expected one of " +
+    throw Error(std::string(source) + "='" + gguf::printable(s, 64) + "' is not a GEMM tile of the Vulkan backend; expected one of " +
                 valid + "or " + std::string(tiled_name) + " (the 64x64x16 tiled shader)");
 }
 
@@ -92,9 +93,9 @@ ForcedGemm parse_gemm_tile(std::string_view s, std::string_view source) {
 // rebuild. An invalid value makes every f32 x f32 matmul throw, naming the valid ones.
 std::optional<ForcedGemm> const& env_gemm_tile() {
     static std::optional<ForcedGemm> const tile = []() -> std::optional<ForcedGemm> {
-        char const* env = std::getenv("RAYO_VULKAN_GEMM_TILE");
-        if (!env || !*env) return std::nullopt;
-        return parse_gemm_tile(env, "RAYO_VULKAN_GEMM_TILE");
+        auto const env = detail::environment("RAYO_VULKAN_GEMM_TILE");
+        if (!env) return std::nullopt;
+        return parse_gemm_tile(*env, "RAYO_VULKAN_GEMM_TILE");
     }();
     return tile;
 }
