@@ -47,10 +47,10 @@ struct UnaryCase {
 };
 
 constexpr UnaryCase unary_cases[] = {
-    {"tanh", [](Vector const& x, Vector& out) { out = x.tanh(); }, [](In x, In out) { rayo::tanh(x, out); }},
-    {"exp", [](Vector const& x, Vector& out) { out = x.exp(); }, [](In x, In out) { rayo::exp(x, out); }},
-    {"sigmoid", [](Vector const& x, Vector& out) { out = x.logistic(); }, [](In x, In out) { rayo::sigmoid(x, out); }},
-    {"relu", [](Vector const& x, Vector& out) { out = x.max(0.0f); }, [](In x, In out) { rayo::relu(x, out); }},
+    {"tanh", [](Vector const& x, Vector& out) { out = x.tanh(); }, [](In x, In out) { rayo::tanh_into(x, out); }},
+    {"exp", [](Vector const& x, Vector& out) { out = x.exp(); }, [](In x, In out) { rayo::exp_into(x, out); }},
+    {"sigmoid", [](Vector const& x, Vector& out) { out = x.logistic(); }, [](In x, In out) { rayo::sigmoid_into(x, out); }},
+    {"relu", [](Vector const& x, Vector& out) { out = x.max(0.0f); }, [](In x, In out) { rayo::relu_into(x, out); }},
 };
 
 // The Eigen side of every comparison: run `op` over the preallocated output, which is then
@@ -105,7 +105,7 @@ void register_comparisons() {
             },
             [n, cpu](benchmark::State& state, std::size_t threads) {
                 time_rayo(state, threads, random_tensor(rayo::Shape{n}, cpu), output_tensor(rayo::Shape{}, cpu),
-                          [](In x, In out) { rayo::sum(x, out); });
+                          [](In x, In out) { rayo::sum_into(x, out); });
             });
 
     for (Rows s : softmax_shapes)
@@ -119,7 +119,7 @@ void register_comparisons() {
             [s, cpu](benchmark::State& state, std::size_t threads) {
                 rayo::Shape const shape{s.rows, s.cols};
                 time_rayo(state, threads, random_tensor(shape, cpu), output_tensor(shape, cpu),
-                          [](In x, In out) { rayo::softmax(x, -1, out); });
+                          [](In x, In out) { rayo::softmax_into(x, -1, out); });
             });
 }
 

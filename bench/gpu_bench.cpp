@@ -52,7 +52,7 @@ void run_sum_cold(benchmark::State& state, std::int64_t bytes) {
     FTensor const out = output_tensor(rayo::Shape{}, device);
     std::size_t next = 0;
     time_op(state, device, [&] {
-        rayo::sum(copies[next], out);
+        rayo::sum_into(copies[next], out);
         next = (next + 1) % copies.size();
     });
     report(state, {.bytes = static_cast<double>(bytes)});
@@ -64,7 +64,7 @@ void run_matmul(benchmark::State& state, std::int64_t n) {
     auto const a = random_tensor<T>(rayo::Shape{n, n}, device, {-1.0f, 1.0f}, 1);
     auto const b = random_tensor<T>(rayo::Shape{n, n}, device, {-1.0f, 1.0f}, 2);
     FTensor const out = output_tensor(rayo::Shape{n, n}, device);
-    time_op(state, device, [&] { rayo::matmul(a, b, out); });
+    time_op(state, device, [&] { rayo::matmul_into(a, b, out); });
     report(state, {.flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n)});
 }
 
@@ -78,11 +78,11 @@ void run_f16_prefill(benchmark::State& state, bool as_linear) {
     if (as_linear) {
         FTensor const x = random_tensor(rayo::Shape{tokens, in_features}, device, {-1.0f, 1.0f}, 1);
         auto const w = random_tensor<rayo::half>(rayo::Shape{out_features, in_features}, device, {-1.0f, 1.0f}, 2);
-        time_op(state, device, [&] { rayo::linear(x, w, out); });
+        time_op(state, device, [&] { rayo::linear_into(x, w, out); });
     } else {
         auto const a = random_tensor<rayo::half>(rayo::Shape{tokens, in_features}, device, {-1.0f, 1.0f}, 1);
         auto const b = random_tensor<rayo::half>(rayo::Shape{in_features, out_features}, device, {-1.0f, 1.0f}, 2);
-        time_op(state, device, [&] { rayo::matmul(a, b, out); });
+        time_op(state, device, [&] { rayo::matmul_into(a, b, out); });
     }
     report(state, {.flops = 2.0 * static_cast<double>(tokens * out_features) * static_cast<double>(in_features)});
 }
@@ -91,7 +91,7 @@ void run_softmax(benchmark::State& state, std::int64_t rows, std::int64_t cols) 
     rayo::Device const device = bench_device();
     FTensor const x = random_tensor(rayo::Shape{rows, cols}, device);
     FTensor const out = output_tensor(rayo::Shape{rows, cols}, device);
-    time_op(state, device, [&] { rayo::softmax(x, -1, out); });
+    time_op(state, device, [&] { rayo::softmax_into(x, -1, out); });
     report(state, {.bytes = 2.0 * static_cast<double>(x.bytes())});
 }
 
@@ -99,7 +99,7 @@ void run_sum(benchmark::State& state) {
     rayo::Device const device = bench_device();
     FTensor const x = random_tensor(rayo::Shape{big}, device);
     FTensor const out = output_tensor(rayo::Shape{}, device);
-    time_op(state, device, [&] { rayo::sum(x, out); });
+    time_op(state, device, [&] { rayo::sum_into(x, out); });
     report(state, {.bytes = static_cast<double>(x.bytes())});
 }
 
@@ -107,7 +107,7 @@ void run_gelu(benchmark::State& state) {
     rayo::Device const device = bench_device();
     FTensor const x = random_tensor(rayo::Shape{big}, device);
     FTensor const out = output_tensor(rayo::Shape{big}, device);
-    time_op(state, device, [&] { rayo::gelu(x, rayo::Gelu::exact, out); });
+    time_op(state, device, [&] { rayo::gelu_into(x, rayo::Gelu::exact, out); });
     report(state, {.bytes = 2.0 * static_cast<double>(x.bytes())});
 }
 
@@ -131,7 +131,7 @@ void run_quant_linear(benchmark::State& state, std::int64_t batch, std::int64_t 
         ys.push_back(output_tensor(rayo::Shape{batch, out_features}, device));
     std::size_t next = 0;
     time_op(state, device, [&] {
-        rayo::linear(x, copies[next], ys[independent ? next : 0]);
+        rayo::linear_into(x, copies[next], ys[independent ? next : 0]);
         next = (next + 1) % copies.size();
     });
     report(state, {.bytes = static_cast<double>(w.bytes()),
@@ -142,7 +142,7 @@ void run_quant_linear(benchmark::State& state, std::int64_t batch, std::int64_t 
 void run_tiny_op(benchmark::State& state) {
     rayo::Device const device = bench_device();
     FTensor const x = random_tensor(rayo::Shape{16}, device);
-    time_op(state, device, [&] { rayo::add(x, 1.0f, x); });
+    time_op(state, device, [&] { rayo::add_into(x, 1.0f, x); });
 }
 
 // One tiny op and a host read of its result: the round trip a synchronous caller pays.
@@ -150,7 +150,7 @@ void run_tiny_op_with_read(benchmark::State& state) {
     rayo::Device const device = bench_device();
     FTensor const x = random_tensor(rayo::Shape{16}, device);
     time_op(state, device, [&] {
-        rayo::add(x, 1.0f, x);
+        rayo::add_into(x, 1.0f, x);
         benchmark::DoNotOptimize(x.to_vector());
     });
 }

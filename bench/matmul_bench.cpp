@@ -30,7 +30,7 @@ void run_matmul(benchmark::State& state, std::int64_t n) {
     auto const a = random_tensor<T>(rayo::Shape{n, n}, device, unit, 1);
     auto const b = random_tensor<T>(rayo::Shape{n, n}, device, unit, 2);
     FTensor const out = output_tensor(rayo::Shape{n, n}, device);
-    time_op(state, device, [&] { rayo::matmul(a, b, out); });
+    time_op(state, device, [&] { rayo::matmul_into(a, b, out); });
     auto const nd = static_cast<double>(n);
     report(state, {.flops = 2 * nd * nd * nd});
 }
@@ -41,7 +41,7 @@ void run_linear(benchmark::State& state, LinearShape s) {
     FTensor const x = random_tensor(rayo::Shape{s.batch, s.in}, device, unit, 1);
     auto const w = random_tensor<W>(rayo::Shape{s.out, s.in}, device, unit, 2);
     FTensor const out = output_tensor(rayo::Shape{s.batch, s.out}, device);
-    time_op(state, device, [&] { rayo::linear(x, w, out); });
+    time_op(state, device, [&] { rayo::linear_into(x, w, out); });
     double const weights = static_cast<double>(s.out * s.in);
     double const activations = static_cast<double>(s.batch * (s.in + s.out));
     report(state, {.bytes = weights * sizeof(W) + activations * sizeof(float),

@@ -47,8 +47,8 @@ void register_all() {
             auto a = random_tensor({c.m, c.k}, cpu, {-1, 1}, 1);
             auto b = c.b_transposed ? random_tensor({c.n, c.k}, cpu, {-1, 1}, 2) : random_tensor({c.k, c.n}, cpu, {-1, 1}, 2);
             auto out = rayo::Tensor<float>::zeros({c.m, c.n}, cpu);
-            if (c.b_transposed) time_op(state, cpu, [&] { rayo::linear(a, b, out); });
-            else time_op(state, cpu, [&] { rayo::matmul(a, b, out); });
+            if (c.b_transposed) time_op(state, cpu, [&] { rayo::linear_into(a, b, out); });
+            else time_op(state, cpu, [&] { rayo::matmul_into(a, b, out); });
             report(state, work);
         });
         add_benchmark(c.name + "/openblas", [c, work](benchmark::State& state) {

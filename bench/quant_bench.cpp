@@ -48,7 +48,7 @@ void run_quantized_linear(benchmark::State& state, std::int64_t batch, bool cold
     FTensor const out = output_tensor(rayo::Shape{batch, ffn_out}, device);
     std::size_t next = 0;
     time_op(state, device, [&] {
-        rayo::linear(x, copies[next], out);
+        rayo::linear_into(x, copies[next], out);
         next = (next + 1) % copies.size();
     });
     rayo::set_kquant_activations(saved);
@@ -61,7 +61,7 @@ void run_streaming_read(benchmark::State& state) {
     rayo::Device const device = bench_device();
     FTensor const data = random_tensor(rayo::Shape{std::int64_t{1} << 28}, device);
     FTensor const out = output_tensor(rayo::Shape{}, device);
-    time_op(state, device, [&] { rayo::sum(data, out); });
+    time_op(state, device, [&] { rayo::sum_into(data, out); });
     report(state, {.bytes = static_cast<double>(data.bytes())});
 }
 
@@ -72,7 +72,7 @@ void run_quantize_q8_k(benchmark::State& state) {
     auto const q = rayo::Tensor<rayo::q8_k>::empty(rayo::Shape{4096, 4096}, device);
     std::size_t const saved = rayo::num_threads();
     rayo::set_num_threads(1);
-    time_op(state, device, [&] { rayo::quantize(x, q); });
+    time_op(state, device, [&] { rayo::quantize_into(x, q); });
     rayo::set_num_threads(saved);
     report(state, {.elements = static_cast<double>(x.numel())});
 }

@@ -26,12 +26,12 @@ struct ReductionCase {
 };
 
 constexpr ReductionCase cases[] = {
-    {"sum", false, [](In x, Out o) { rayo::sum(x, o.values); }, [](In x, int a, Out o) { rayo::sum(x, a, false, o.values); }},
-    {"mean", false, [](In x, Out o) { rayo::mean(x, o.values); }, [](In x, int a, Out o) { rayo::mean(x, a, false, o.values); }},
-    {"max", false, [](In x, Out o) { rayo::max(x, o.values); }, [](In x, int a, Out o) { rayo::max(x, a, false, o.values); }},
-    {"min", false, [](In x, Out o) { rayo::min(x, o.values); }, [](In x, int a, Out o) { rayo::min(x, a, false, o.values); }},
-    {"argmax", true, [](In x, Out o) { rayo::argmax(x, o.indices); }, [](In x, int a, Out o) { rayo::argmax(x, a, false, o.indices); }},
-    {"argmin", true, [](In x, Out o) { rayo::argmin(x, o.indices); }, [](In x, int a, Out o) { rayo::argmin(x, a, false, o.indices); }},
+    {"sum", false, [](In x, Out o) { rayo::sum_into(x, o.values); }, [](In x, int a, Out o) { rayo::sum_into(x, a, false, o.values); }},
+    {"mean", false, [](In x, Out o) { rayo::mean_into(x, o.values); }, [](In x, int a, Out o) { rayo::mean_into(x, a, false, o.values); }},
+    {"max", false, [](In x, Out o) { rayo::max_into(x, o.values); }, [](In x, int a, Out o) { rayo::max_into(x, a, false, o.values); }},
+    {"min", false, [](In x, Out o) { rayo::min_into(x, o.values); }, [](In x, int a, Out o) { rayo::min_into(x, a, false, o.values); }},
+    {"argmax", true, [](In x, Out o) { rayo::argmax_into(x, o.indices); }, [](In x, int a, Out o) { rayo::argmax_into(x, a, false, o.indices); }},
+    {"argmin", true, [](In x, Out o) { rayo::argmin_into(x, o.indices); }, [](In x, int a, Out o) { rayo::argmin_into(x, a, false, o.indices); }},
 };
 
 Outputs make_outputs(rayo::Shape const& shape, rayo::Device device) {
@@ -65,7 +65,7 @@ void run_dot(benchmark::State& state, std::int64_t n) {
     FTensor const a = random_tensor(rayo::Shape{n}, device, default_range, 1);
     FTensor const b = random_tensor(rayo::Shape{n}, device, default_range, 2);
     FTensor const out = output_tensor(rayo::Shape{}, device);
-    time_op(state, device, [&] { rayo::dot(a, b, out); });
+    time_op(state, device, [&] { rayo::dot_into(a, b, out); });
     auto const elements = static_cast<double>(n);
     report(state, {.elements = elements, .bytes = 2 * elements * sizeof(float), .flops = 2 * elements});
 }

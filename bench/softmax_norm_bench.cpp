@@ -16,12 +16,12 @@ struct RowwiseCase {
 };
 
 constexpr RowwiseCase cases[] = {
-    {"softmax", [](In x, In, In, In out) { rayo::softmax(x, -1, out); }},
-    {"log_softmax", [](In x, In, In, In out) { rayo::log_softmax(x, -1, out); }},
-    {"layer_norm", [](In x, In, In, In out) { rayo::layer_norm(x, 1e-5f, out); }},
-    {"layer_norm_affine", [](In x, In g, In b, In out) { rayo::layer_norm(x, g, b, 1e-5f, out); }},
-    {"rms_norm", [](In x, In, In, In out) { rayo::rms_norm(x, 1e-6f, out); }},
-    {"rms_norm_affine", [](In x, In g, In, In out) { rayo::rms_norm(x, g, 1e-6f, out); }},
+    {"softmax", [](In x, In, In, In out) { rayo::softmax_into(x, -1, out); }},
+    {"log_softmax", [](In x, In, In, In out) { rayo::log_softmax_into(x, -1, out); }},
+    {"layer_norm", [](In x, In, In, In out) { rayo::layer_norm_into(x, 1e-5f, out); }},
+    {"layer_norm_affine", [](In x, In g, In b, In out) { rayo::layer_norm_into(x, g, b, 1e-5f, out); }},
+    {"rms_norm", [](In x, In, In, In out) { rayo::rms_norm_into(x, 1e-6f, out); }},
+    {"rms_norm_affine", [](In x, In g, In, In out) { rayo::rms_norm_into(x, g, 1e-6f, out); }},
 };
 
 void run_case(benchmark::State& state, RowwiseCase const& c, Rows shape) {

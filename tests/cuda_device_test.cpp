@@ -303,8 +303,8 @@ TEST_F(CudaDevice, KernelsStartingEarlyStillSeeTheWorkQueuedBeforeThem) {
         }
         want_sums.push_back(total);
         magnitudes.push_back(magnitude);
-        add(a, 1.0f, b);
-        mul(b, 0.5f, a);
+        add_into(a, 1.0f, b);
+        mul_into(b, 0.5f, a);
         for (float& v : want) v = (v + 1.0f) * 0.5f;  // the same two f32 roundings
     }
 
@@ -326,11 +326,11 @@ TEST_F(CudaDevice, KernelsStartingEarlyStillSeeTheWorkQueuedBeforeThem) {
             ys.push_back(poisoned({1, shape.out}, device));
             zs.push_back(poisoned({1, shape.out}, device));
         }
-        mul(a, 1.0f, b);  // a long kernel for the GEMVs to queue behind
+        mul_into(a, 1.0f, b);  // a long kernel for the GEMVs to queue behind
         for (std::size_t step = 0; step < ys.size(); ++step) {
-            linear(x, w, ys[step]);
-            add(ys[step], 1.0f, zs[step]);
-            mul(x, -1.0f, x);
+            linear_into(x, w, ys[step]);
+            add_into(ys[step], 1.0f, zs[step]);
+            mul_into(x, -1.0f, x);
         }
         std::vector<float> const first = ys[0].to_vector();
         for (std::size_t i = 0; i < ys.size(); ++i) {

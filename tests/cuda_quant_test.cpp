@@ -67,7 +67,7 @@ LinearError linear_error(Device const& device, std::size_t m, std::size_t n, std
     auto wq = Tensor<W>::from(w.blocks, {n + w_row_offset, k}, device)
                   .slice(static_cast<std::int64_t>(w_row_offset), static_cast<std::int64_t>(n + w_row_offset));
     auto out = poisoned({m, n}, device);
-    linear(x, wq, out);
+    linear_into(x, wq, out);
     std::vector<float> const y = out.to_vector();
     LinearError e;
     double num = 0, den = 0, typical = 0, worst = 0;
@@ -171,10 +171,10 @@ TEST_F(CudaQuant, ChainedGemvsSeeEachOthersResults) {
         if (settled) device.synchronize();
         reset_stats();
         for (int round = 0; round < 8; ++round) {
-            linear(x, wd, y0);
-            linear(y0, wa, y1);
-            linear(y1, wb, y2);
-            linear(y2, wc, y1);  // overwrites what the GEMV before it reads
+            linear_into(x, wd, y0);
+            linear_into(y0, wa, y1);
+            linear_into(y1, wb, y2);
+            linear_into(y2, wc, y1);  // overwrites what the GEMV before it reads
         }
         EXPECT_EQ(stats().cpu_fallbacks, 0u);
         // Each GEMV adds ~1e-4 (x kept to ~15 bits); 1e-3 is what linear promises for one.
@@ -196,13 +196,13 @@ TEST_F(CudaQuant, GemvsSharingXSeeTheXQueuedBeforeThem) {
     auto y = poisoned({1, rows}, device);
     device.synchronize();
     reset_stats();
-    for (int round = 0; round < 4; ++round) linear(x, w, y);
+    for (int round = 0; round < 4; ++round) linear_into(x, w, y);
     EXPECT_LE(relative(y.to_vector(), want), 1e-3);
     for (int round = 1; round <= 3; ++round) {
         SCOPED_TRACE("x + " + std::to_string(round));
-        add(x, 1.0f, x);
+        add_into(x, 1.0f, x);
         auto const written = poisoned({1, rows}, device);
-        linear(x, w, written);
+        linear_into(x, w, written);
         std::vector<double> shifted(xv.begin(), xv.end());
         for (double& v : shifted) v += round;
         EXPECT_LE(relative(written.to_vector(), matvec(a.values, shifted)), 1e-3);

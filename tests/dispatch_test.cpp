@@ -80,7 +80,7 @@ TEST_F(Dispatch, UnsupportedOpsFallBackToTheCpuVisibly) {
 
     // The fallback writes outputs back to the device, including in-place and out= forms.
     auto out = poisoned({3, 50}, device);
-    rms_norm(x, 1e-6f, out);
+    rms_norm_into(x, 1e-6f, out);
     EXPECT_EQ(out.to_vector(), rms_norm(x.to(Device::cpu()), 1e-6f).to_vector());
     auto sums = sum(x, 1);
     EXPECT_EQ(sums.to_vector(), sum(x.to(Device::cpu()), 1).to_vector());
@@ -98,7 +98,7 @@ TEST_F(Dispatch, MixingDevicesNamesBoth) {
         EXPECT_NE(what.find("vulkan:9"), std::string::npos) << what;
         EXPECT_NE(what.find("cpu"), std::string::npos) << what;
     }
-    EXPECT_THROW(relu(a, b), Error);
+    EXPECT_THROW(relu_into(a, b), Error);
     // Explicit copies between devices work.
     std::vector<float> v{1, 2, 3, 4};
     EXPECT_EQ(Tensor<float>::from(v, {4}, device).to(Device::cpu()).to_vector(), v);

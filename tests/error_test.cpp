@@ -35,14 +35,14 @@ protected:
 
 TEST_F(Errors, ShapeMismatchNamesBothShapes) {
     expect_error<ShapeError>([&] { (void)add(a, b); }, {"add", "[2, 3]", "[4, 3]"});
-    expect_error<ShapeError>([&] { mul(a, b, out); }, {"mul", "[2, 3]", "[4, 3]"});
+    expect_error<ShapeError>([&] { mul_into(a, b, out); }, {"mul", "[2, 3]", "[4, 3]"});
     expect_error<ShapeError>([&] { (void)dot(a, b); }, {"dot", "[2, 3]", "[4, 3]"});
-    expect_error<ShapeError>([&] { relu(b, out); }, {"relu", "[2, 3]", "[4, 3]"});
+    expect_error<ShapeError>([&] { relu_into(b, out); }, {"relu", "[2, 3]", "[4, 3]"});
 }
 
 TEST_F(Errors, MatmulInnerDimensionMismatch) {
     expect_error<ShapeError>([&] { (void)matmul(a, b); }, {"inner dimensions", "[2, 3]", "[4, 3]"});
-    expect_error<ShapeError>([&] { matmul(a, b, out); }, {"inner dimensions"});
+    expect_error<ShapeError>([&] { matmul_into(a, b, out); }, {"inner dimensions"});
     expect_error<ShapeError>([&] { (void)linear(a, Tensor<float>::zeros({5, 4})); }, {"linear", "[2, 3]", "[5, 4]"});
     expect_error<ShapeError>([&] { (void)matmul(Tensor<float>::zeros({2}), b); }, {"2-D"});
 }
@@ -80,10 +80,10 @@ TEST_F(Errors, ReshapeToDifferentElementCount) {
 }
 
 TEST_F(Errors, OutputsThatDoNotFit) {
-    expect_error<ShapeError>([&] { sum(a, 0, false, out); }, {"out has shape [2, 3]", "[3]"});
+    expect_error<ShapeError>([&] { sum_into(a, 0, false, out); }, {"out has shape [2, 3]", "[3]"});
     auto flat = a.reshape({6});
-    expect_error<Error>([&] { relu(flat.slice(0, 3), flat.slice(1, 4)); }, {"partially overlaps"});
-    expect_error<Error>([&] { softmax(a, -1, out); out = poisoned({2, 3}); matmul(a, Tensor<float>::zeros({3, 3}), a); },
+    expect_error<Error>([&] { relu_into(flat.slice(0, 3), flat.slice(1, 4)); }, {"partially overlaps"});
+    expect_error<Error>([&] { softmax_into(a, -1, out); out = poisoned({2, 3}); matmul_into(a, Tensor<float>::zeros({3, 3}), a); },
                         {"overlaps an input"});
 }
 

@@ -88,10 +88,10 @@ TEST_F(FakeCuda, KernelsWaitForThePreviousGridFirstAndStartEarlyOnSm90Only) {
     bool const sm90 = driver.compute_capability() >= 90;
     auto x = Tensor<float>::zeros({1024}, device);
     int const before = driver.launches();
-    add(x, 1.0f, x);
+    add_into(x, 1.0f, x);
     ASSERT_EQ(driver.launches(), before + 1);
     int const modules = driver.modules();
-    add(x, 1.0f, x);
+    add_into(x, 1.0f, x);
     ASSERT_EQ(driver.launches(), before + 2);
     EXPECT_EQ(driver.modules(), modules);
 
@@ -120,7 +120,7 @@ TEST_F(FakeCuda, TheGemvKeepsItsOwnWaitAfterItsPrefetch) {
     auto const x = Tensor<float>::zeros({1, 256}, device);
     auto const y = Tensor<float>::zeros({1, 256}, device);
     int const before = driver.launches();
-    linear(x, w, y);
+    linear_into(x, w, y);
     ASSERT_EQ(driver.launches(), before + 1);
     std::string const ptx = driver.ptx(before);
     std::string_view const body = entry_body(ptx);
@@ -145,19 +145,19 @@ TEST_F(FakeCuda, TheGemvRequestsItsWeightsBeforeItsWaitOnlyOnceTheHostHasWaitedS
     auto const x = Tensor<float>::zeros({1, 256}, device);
     auto const y = Tensor<float>::zeros({1, 256}, device);
     auto const weights_first = [&] { return last_launch_reads_before_its_wait("_w1", "ld.global.nc"); };
-    linear(x, w, y);
+    linear_into(x, w, y);
     EXPECT_FALSE(weights_first()) << "uploaded, not waited for";
     device.synchronize();
-    linear(x, w, y);
+    linear_into(x, w, y);
     EXPECT_EQ(weights_first(), sm90);
-    linear(x, w, y);  // the GEMVs before wrote y, not w
+    linear_into(x, w, y);  // the GEMVs before wrote y, not w
     EXPECT_EQ(weights_first(), sm90);
 
     auto const copied = w.clone();
-    linear(x, copied, y);
+    linear_into(x, copied, y);
     EXPECT_FALSE(weights_first()) << "copied, not waited for";
     (void)y.to_vector();  // a download waits for everything queued before it
-    linear(x, copied, y);
+    linear_into(x, copied, y);
     EXPECT_EQ(weights_first(), sm90);
 }
 
@@ -171,19 +171,19 @@ TEST_F(FakeCuda, TheGemvReadsXBeforeItsWaitOnlyOnceTheHostHasWaitedSinceXWasWrit
     auto const x = Tensor<float>::full({1, 256}, 1.0f, device);
     auto const y = Tensor<float>::zeros({1, rows}, device);
     auto const x_first = [&] { return last_launch_reads_before_its_wait("_xw", "ld.global.nc.v4.f32"); };
-    linear(x, w, y);
+    linear_into(x, w, y);
     EXPECT_FALSE(x_first()) << "filled, not waited for";
     device.synchronize();
-    linear(x, w, y);
+    linear_into(x, w, y);
     EXPECT_EQ(x_first(), sm90);
-    linear(x, w, y);  // the GEMVs before wrote y, not x
+    linear_into(x, w, y);  // the GEMVs before wrote y, not x
     EXPECT_EQ(x_first(), sm90);
 
-    add(x, 1.0f, x);
-    linear(x, w, y);
+    add_into(x, 1.0f, x);
+    linear_into(x, w, y);
     EXPECT_FALSE(x_first()) << "written by an op, not waited for";
     device.synchronize();
-    linear(x, w, y);
+    linear_into(x, w, y);
     EXPECT_EQ(x_first(), sm90);
 }
 

@@ -364,17 +364,17 @@ TEST(QuantApi, LastDimensionMustBeAMultipleOf256) {
 TEST(QuantApi, OutFormChecksShapesBeforeWriting) {
     auto const x = Tensor<float>::from(std::span<float const>(random_floats(1024, 7)), Shape{2, 512});
     auto const wrong = Tensor<q4_k>::zeros(Shape{4, 256});
-    EXPECT_THROW(quantize(x, wrong), ShapeError);
+    EXPECT_THROW(quantize_into(x, wrong), ShapeError);
     for (auto const& b : wrong.to_vector()) EXPECT_EQ(b.d.bits, 0) << "out was written";
     auto const q = quantize<q4_k>(x);
     auto out = Tensor<float>::full(Shape{2, 256}, poison);
-    EXPECT_THROW(dequantize(q, out), ShapeError);
+    EXPECT_THROW(dequantize_into(q, out), ShapeError);
     for (float v : out.to_vector()) EXPECT_EQ(v, poison);
     // The right shapes write every value.
     auto const q2 = Tensor<q4_k>::empty(Shape{2, 512});
-    quantize(x, q2);
+    quantize_into(x, q2);
     auto y = Tensor<float>::full(Shape{2, 512}, poison);
-    dequantize(q2, y);
+    dequantize_into(q2, y);
     for (float v : y.to_vector()) EXPECT_NE(v, poison);
     EXPECT_EQ(q2.shape(), (Shape{2, 512}));
 }

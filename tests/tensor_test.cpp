@@ -97,7 +97,7 @@ TEST(Tensor, CopiesAreExplicitAndViewsShareStorage) {
     auto t = Tensor<float>::from(v, {3, 2});
     auto c = t.clone();
     auto moved = t.to(Device::cpu());
-    add(t, 10.0f, t);  // in place
+    add_into(t, 10.0f, t);  // in place
     EXPECT_EQ(c.to_vector(), v);
     EXPECT_EQ(moved.to_vector(), v);
     auto r = t.reshape({2, 3});
@@ -108,7 +108,7 @@ TEST(Tensor, CopiesAreExplicitAndViewsShareStorage) {
     EXPECT_EQ(row.shape(), (Shape{2}));
     EXPECT_EQ(rows.shape(), (Shape{2, 2}));
     EXPECT_EQ(row.to_vector(), (std::vector<float>{13, 14}));
-    neg(rows, rows);  // writes through the view
+    neg_into(rows, rows);  // writes through the view
     EXPECT_EQ(r.to_vector(), (std::vector<float>{11, 12, -13, -14, -15, -16}));
     EXPECT_EQ(t.slice(0, 0).numel(), 0u);
 }

@@ -148,7 +148,7 @@ TEST_F(VulkanDevice, ChainedOpsStayOnTheDeviceAndHonourDependencies) {
     auto x = Tensor<float>::from(v, {v.size()}, device);
     auto y = x;
     for (int i = 0; i < 200; ++i) y = add(y, 1.0f);
-    add(y, y, y);  // in place, reading what the last op wrote
+    add_into(y, y, y);  // in place, reading what the last op wrote
     auto const got = y.to_vector();
     for (std::size_t i = 0; i < v.size(); i += 997)
         ASSERT_NEAR(got[i], 2.0 * (v[i] + 200.0), 1e-3) << "at " << i;

@@ -69,12 +69,12 @@ protected:
             auto const av = convert<T>(random_floats(d.m * d.k, seed, -1.0f, 1.0f));
             auto const bv = convert<T>(random_floats(d.k * d.n, seed + 1, -1.0f, 1.0f));
             auto out = poisoned({d.m, d.n}, device);
-            matmul(Tensor<T>::from(av, {d.m, d.k}, device), Tensor<T>::from(bv, {d.k, d.n}, device), out);
+            matmul_into(Tensor<T>::from(av, {d.m, d.k}, device), Tensor<T>::from(bv, {d.k, d.n}, device), out);
             EXPECT_EQ(gemm_failures(out.to_vector(), as_double(av), as_double(bv), d, false, Op::matmul, dtype_of<T>), 0u);
             auto const xv = random_floats(d.m * d.k, seed + 2, -1.0f, 1.0f);
             auto const wv = convert<T>(random_floats(d.n * d.k, seed + 3, -1.0f, 1.0f));
             auto y = poisoned({d.m, d.n}, device);
-            linear(Tensor<float>::from(xv, {d.m, d.k}, device), Tensor<T>::from(wv, {d.n, d.k}, device), y);
+            linear_into(Tensor<float>::from(xv, {d.m, d.k}, device), Tensor<T>::from(wv, {d.n, d.k}, device), y);
             EXPECT_EQ(gemm_failures(y.to_vector(), as_double(xv), as_double(wv), d, true, Op::linear, dtype_of<T>), 0u);
         }
         EXPECT_EQ(stats().cpu_fallbacks, 0u) << "ran on the CPU instead of the device";
@@ -107,8 +107,8 @@ void check_across_tiles_and_view_offsets(Device device, bool b_t) {
             auto const a = view_at(av, offset, d.m, d.k, device);
             auto const b = b_t ? view_at(bv, offset, d.n, d.k, device) : view_at(bv, offset, d.k, d.n, device);
             auto out = poisoned({d.m, d.n}, device);
-            if constexpr (std::is_same_v<A, float>) linear(a, b, out);
-            else matmul(a, b, out);
+            if constexpr (std::is_same_v<A, float>) linear_into(a, b, out);
+            else matmul_into(a, b, out);
             std::vector<A> const a_used(av.begin() + static_cast<std::ptrdiff_t>(offset), av.end());
             std::vector<half> const b_used(bv.begin() + static_cast<std::ptrdiff_t>(offset), bv.end());
             EXPECT_EQ(gemm_failures(out.to_vector(), as_double(a_used), as_double(b_used), d, b_t,
@@ -166,8 +166,8 @@ protected:
         auto const out_whole = poisoned({offset + d.m * d.n + tail}, device);
         auto const a = view(a_whole, d.m, d.k);
         auto const out = view(out_whole, d.m, d.n);
-        if (b_t) linear(a, view(b_whole, d.n, d.k), out);
-        else matmul(a, view(b_whole, d.k, d.n), out);
+        if (b_t) linear_into(a, view(b_whole, d.n, d.k), out);
+        else matmul_into(a, view(b_whole, d.k, d.n), out);
         std::string const ran = vulkan::last_gemm_tile();
 
         auto const got = out_whole.to_vector();

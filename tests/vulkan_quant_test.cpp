@@ -79,7 +79,7 @@ LinearError quantized_linear_error(Device device, LinearCase c) {
                        .reshape({c.m, c.k});
     auto y_all = poisoned({c.y_skip + c.m + 1, c.n}, device);
     auto y = y_all.slice(static_cast<std::int64_t>(c.y_skip), static_cast<std::int64_t>(c.y_skip + c.m));
-    linear(x, w_all.to(device).slice(static_cast<std::int64_t>(c.w_skip), rows), y);
+    linear_into(x, w_all.to(device).slice(static_cast<std::int64_t>(c.w_skip), rows), y);
     auto const all = y_all.to_vector();
     EXPECT_EQ(stats().cpu_fallbacks, 0u);
     for (std::size_t i = 0; i < all.size(); ++i)
@@ -188,7 +188,7 @@ TEST_F(VulkanQuant, KQuantGemvIntegerDotBuildRunsWhereAsked) {
     for (bool integer : {true, false}) {
         vulkan::use_integer_dot_product(device, integer);
         auto y = poisoned({1, n}, device);
-        linear(x, w, y);
+        linear_into(x, w, y);
         results.push_back(y.to_vector());
     }
     EXPECT_NE(std::memcmp(results[0].data(), results[1].data(), n * sizeof(float)), 0)
@@ -210,7 +210,7 @@ TEST_F(VulkanQuant, KQuantGemvIgnoresTheActivationSetting) {
     for (auto mode : {KQuantActivations::q8_k_residual, KQuantActivations::q8_k}) {
         Scope scope(mode);
         auto y = poisoned({m, n}, device);
-        linear(x, w, y);
+        linear_into(x, w, y);
         results.push_back(y.to_vector());
     }
     EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), m * n * sizeof(float)), 0);

@@ -1,6 +1,7 @@
-// Operations. Each runs on its inputs' device (all inputs must share one) and has two forms: one
-// returns a new tensor, the other writes into `out` (a tensor of the result's shape on the same
-// device; it may be one of the inputs for element-wise ops). Inputs are validated before anything
+// Operations. Each runs on its inputs' device (all inputs must share one) and has two forms: f(...)
+// returns a new tensor, f_into(..., out) writes into `out` (a tensor of the result's shape on the
+// same device; it may be one of the inputs for element-wise ops). The _into suffix keeps an output
+// from ever being taken for an operand. Inputs are validated before anything
 // is written, so a failed call leaves every tensor as it was.
 #pragma once
 
@@ -20,22 +21,22 @@ using FTensor = Tensor<float>;
 // lo and hi). The named functions below are this with the op filled in. A code of another family
 // is a rayo::Error.
 RAYO_API FTensor unary(Op op, FTensor const& x, float a = 0.0f, float b = 0.0f);
-RAYO_API void unary(Op op, FTensor const& x, float a, float b, FTensor const& out);
+RAYO_API void unary_into(Op op, FTensor const& x, float a, float b, FTensor const& out);
 
 inline FTensor relu(FTensor const& x) { return unary(Op::relu, x); }
-inline void relu(FTensor const& x, FTensor const& out) { unary(Op::relu, x, 0.0f, 0.0f, out); }
+inline void relu_into(FTensor const& x, FTensor const& out) { unary_into(Op::relu, x, 0.0f, 0.0f, out); }
 inline FTensor leaky_relu(FTensor const& x, float alpha = 0.01f) { return unary(Op::leaky_relu, x, alpha); }
-inline void leaky_relu(FTensor const& x, float alpha, FTensor const& out) { unary(Op::leaky_relu, x, alpha, 0.0f, out); }
+inline void leaky_relu_into(FTensor const& x, float alpha, FTensor const& out) { unary_into(Op::leaky_relu, x, alpha, 0.0f, out); }
 inline FTensor elu(FTensor const& x, float alpha = 1.0f) { return unary(Op::elu, x, alpha); }
-inline void elu(FTensor const& x, float alpha, FTensor const& out) { unary(Op::elu, x, alpha, 0.0f, out); }
+inline void elu_into(FTensor const& x, float alpha, FTensor const& out) { unary_into(Op::elu, x, alpha, 0.0f, out); }
 inline FTensor sigmoid(FTensor const& x) { return unary(Op::sigmoid, x); }
-inline void sigmoid(FTensor const& x, FTensor const& out) { unary(Op::sigmoid, x, 0.0f, 0.0f, out); }
+inline void sigmoid_into(FTensor const& x, FTensor const& out) { unary_into(Op::sigmoid, x, 0.0f, 0.0f, out); }
 inline FTensor tanh(FTensor const& x) { return unary(Op::tanh, x); }
-inline void tanh(FTensor const& x, FTensor const& out) { unary(Op::tanh, x, 0.0f, 0.0f, out); }
+inline void tanh_into(FTensor const& x, FTensor const& out) { unary_into(Op::tanh, x, 0.0f, 0.0f, out); }
 inline FTensor silu(FTensor const& x) { return unary(Op::silu, x); }
-inline void silu(FTensor const& x, FTensor const& out) { unary(Op::silu, x, 0.0f, 0.0f, out); }
+inline void silu_into(FTensor const& x, FTensor const& out) { unary_into(Op::silu, x, 0.0f, 0.0f, out); }
 inline FTensor swish(FTensor const& x) { return silu(x); }
-inline void swish(FTensor const& x, FTensor const& out) { silu(x, out); }
+inline void swish_into(FTensor const& x, FTensor const& out) { silu_into(x, out); }
 
 // gelu(x) = x·Φ(x). `exact` evaluates Φ with erf (Op::gelu); `tanh` is the approximation
 // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (Op::gelu_tanh).
@@ -43,93 +44,93 @@ enum class Gelu { exact, tanh };
 inline FTensor gelu(FTensor const& x, Gelu form = Gelu::exact) {
     return unary(form == Gelu::tanh ? Op::gelu_tanh : Op::gelu, x);
 }
-inline void gelu(FTensor const& x, Gelu form, FTensor const& out) {
-    unary(form == Gelu::tanh ? Op::gelu_tanh : Op::gelu, x, 0.0f, 0.0f, out);
+inline void gelu_into(FTensor const& x, Gelu form, FTensor const& out) {
+    unary_into(form == Gelu::tanh ? Op::gelu_tanh : Op::gelu, x, 0.0f, 0.0f, out);
 }
 
 // min(max(x, lo), hi), as torch.clamp (lo > hi gives hi); NaN stays NaN.
 inline FTensor clip(FTensor const& x, float lo, float hi) { return unary(Op::clip, x, lo, hi); }
-inline void clip(FTensor const& x, float lo, float hi, FTensor const& out) { unary(Op::clip, x, lo, hi, out); }
+inline void clip_into(FTensor const& x, float lo, float hi, FTensor const& out) { unary_into(Op::clip, x, lo, hi, out); }
 inline FTensor exp(FTensor const& x) { return unary(Op::exp, x); }
-inline void exp(FTensor const& x, FTensor const& out) { unary(Op::exp, x, 0.0f, 0.0f, out); }
+inline void exp_into(FTensor const& x, FTensor const& out) { unary_into(Op::exp, x, 0.0f, 0.0f, out); }
 inline FTensor log(FTensor const& x) { return unary(Op::log, x); }
-inline void log(FTensor const& x, FTensor const& out) { unary(Op::log, x, 0.0f, 0.0f, out); }
+inline void log_into(FTensor const& x, FTensor const& out) { unary_into(Op::log, x, 0.0f, 0.0f, out); }
 inline FTensor sqrt(FTensor const& x) { return unary(Op::sqrt, x); }
-inline void sqrt(FTensor const& x, FTensor const& out) { unary(Op::sqrt, x, 0.0f, 0.0f, out); }
+inline void sqrt_into(FTensor const& x, FTensor const& out) { unary_into(Op::sqrt, x, 0.0f, 0.0f, out); }
 inline FTensor abs(FTensor const& x) { return unary(Op::abs, x); }
-inline void abs(FTensor const& x, FTensor const& out) { unary(Op::abs, x, 0.0f, 0.0f, out); }
+inline void abs_into(FTensor const& x, FTensor const& out) { unary_into(Op::abs, x, 0.0f, 0.0f, out); }
 inline FTensor neg(FTensor const& x) { return unary(Op::neg, x); }
-inline void neg(FTensor const& x, FTensor const& out) { unary(Op::neg, x, 0.0f, 0.0f, out); }
+inline void neg_into(FTensor const& x, FTensor const& out) { unary_into(Op::neg, x, 0.0f, 0.0f, out); }
 
 // ---- binary (same shape, or a scalar) ----------------------------------------------------------
 // Any binary op of rayo::op_table by its code; the named functions below call these.
 RAYO_API FTensor binary(Op op, FTensor const& a, FTensor const& b);
-RAYO_API void binary(Op op, FTensor const& a, FTensor const& b, FTensor const& out);
+RAYO_API void binary_into(Op op, FTensor const& a, FTensor const& b, FTensor const& out);
 RAYO_API FTensor binary(Op op, FTensor const& a, float s);
-RAYO_API void binary(Op op, FTensor const& a, float s, FTensor const& out);
+RAYO_API void binary_into(Op op, FTensor const& a, float s, FTensor const& out);
 
 inline FTensor add(FTensor const& a, FTensor const& b) { return binary(Op::add, a, b); }
-inline void add(FTensor const& a, FTensor const& b, FTensor const& out) { binary(Op::add, a, b, out); }
+inline void add_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::add, a, b, out); }
 inline FTensor add(FTensor const& a, float s) { return binary(Op::add, a, s); }
-inline void add(FTensor const& a, float s, FTensor const& out) { binary(Op::add, a, s, out); }
+inline void add_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::add, a, s, out); }
 inline FTensor sub(FTensor const& a, FTensor const& b) { return binary(Op::sub, a, b); }
-inline void sub(FTensor const& a, FTensor const& b, FTensor const& out) { binary(Op::sub, a, b, out); }
+inline void sub_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::sub, a, b, out); }
 inline FTensor sub(FTensor const& a, float s) { return binary(Op::sub, a, s); }
-inline void sub(FTensor const& a, float s, FTensor const& out) { binary(Op::sub, a, s, out); }
+inline void sub_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::sub, a, s, out); }
 inline FTensor mul(FTensor const& a, FTensor const& b) { return binary(Op::mul, a, b); }
-inline void mul(FTensor const& a, FTensor const& b, FTensor const& out) { binary(Op::mul, a, b, out); }
+inline void mul_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::mul, a, b, out); }
 inline FTensor mul(FTensor const& a, float s) { return binary(Op::mul, a, s); }
-inline void mul(FTensor const& a, float s, FTensor const& out) { binary(Op::mul, a, s, out); }
+inline void mul_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::mul, a, s, out); }
 inline FTensor div(FTensor const& a, FTensor const& b) { return binary(Op::div, a, b); }
-inline void div(FTensor const& a, FTensor const& b, FTensor const& out) { binary(Op::div, a, b, out); }
+inline void div_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::div, a, b, out); }
 inline FTensor div(FTensor const& a, float s) { return binary(Op::div, a, s); }
-inline void div(FTensor const& a, float s, FTensor const& out) { binary(Op::div, a, s, out); }
+inline void div_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::div, a, s, out); }
 inline FTensor scale(FTensor const& x, float s) { return binary(Op::mul, x, s); }
-inline void scale(FTensor const& x, float s, FTensor const& out) { binary(Op::mul, x, s, out); }
+inline void scale_into(FTensor const& x, float s, FTensor const& out) { binary_into(Op::mul, x, s, out); }
 // Sum of a·b over all elements (same shape); a rank-0 tensor.
 RAYO_API FTensor dot(FTensor const& a, FTensor const& b);
-RAYO_API void dot(FTensor const& a, FTensor const& b, FTensor const& out);
+RAYO_API void dot_into(FTensor const& a, FTensor const& b, FTensor const& out);
 
 // ---- softmax along the last axis (axis must name it: -1 or rank-1) ---------------------------
 RAYO_API FTensor softmax(FTensor const& x, int axis = -1);
-RAYO_API void softmax(FTensor const& x, int axis, FTensor const& out);
+RAYO_API void softmax_into(FTensor const& x, int axis, FTensor const& out);
 RAYO_API FTensor log_softmax(FTensor const& x, int axis = -1);
-RAYO_API void log_softmax(FTensor const& x, int axis, FTensor const& out);
+RAYO_API void log_softmax_into(FTensor const& x, int axis, FTensor const& out);
 
 // ---- reductions: over everything (rank-0 result) or along one axis -------------------------------
 // Sums accumulate in double per block, so large tensors keep float accuracy. max/min propagate NaN;
 // argmax/argmin give the first index of the extreme value (a NaN counts as the extreme).
 RAYO_API FTensor sum(FTensor const& x);
-RAYO_API void sum(FTensor const& x, FTensor const& out);
+RAYO_API void sum_into(FTensor const& x, FTensor const& out);
 RAYO_API FTensor sum(FTensor const& x, int axis, bool keepdim = false);
-RAYO_API void sum(FTensor const& x, int axis, bool keepdim, FTensor const& out);
+RAYO_API void sum_into(FTensor const& x, int axis, bool keepdim, FTensor const& out);
 RAYO_API FTensor mean(FTensor const& x);
-RAYO_API void mean(FTensor const& x, FTensor const& out);
+RAYO_API void mean_into(FTensor const& x, FTensor const& out);
 RAYO_API FTensor mean(FTensor const& x, int axis, bool keepdim = false);
-RAYO_API void mean(FTensor const& x, int axis, bool keepdim, FTensor const& out);
+RAYO_API void mean_into(FTensor const& x, int axis, bool keepdim, FTensor const& out);
 RAYO_API FTensor max(FTensor const& x);
-RAYO_API void max(FTensor const& x, FTensor const& out);
+RAYO_API void max_into(FTensor const& x, FTensor const& out);
 RAYO_API FTensor max(FTensor const& x, int axis, bool keepdim = false);
-RAYO_API void max(FTensor const& x, int axis, bool keepdim, FTensor const& out);
+RAYO_API void max_into(FTensor const& x, int axis, bool keepdim, FTensor const& out);
 RAYO_API FTensor min(FTensor const& x);
-RAYO_API void min(FTensor const& x, FTensor const& out);
+RAYO_API void min_into(FTensor const& x, FTensor const& out);
 RAYO_API FTensor min(FTensor const& x, int axis, bool keepdim = false);
-RAYO_API void min(FTensor const& x, int axis, bool keepdim, FTensor const& out);
+RAYO_API void min_into(FTensor const& x, int axis, bool keepdim, FTensor const& out);
 RAYO_API Tensor<std::int64_t> argmax(FTensor const& x);
-RAYO_API void argmax(FTensor const& x, Tensor<std::int64_t> const& out);
+RAYO_API void argmax_into(FTensor const& x, Tensor<std::int64_t> const& out);
 RAYO_API Tensor<std::int64_t> argmax(FTensor const& x, int axis, bool keepdim = false);
-RAYO_API void argmax(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
+RAYO_API void argmax_into(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
 RAYO_API Tensor<std::int64_t> argmin(FTensor const& x);
-RAYO_API void argmin(FTensor const& x, Tensor<std::int64_t> const& out);
+RAYO_API void argmin_into(FTensor const& x, Tensor<std::int64_t> const& out);
 RAYO_API Tensor<std::int64_t> argmin(FTensor const& x, int axis, bool keepdim = false);
-RAYO_API void argmin(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
+RAYO_API void argmin_into(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
 
 // ---- matrices ------------------------------------------------------------------------------------
 // a[m, k] · b[k, n] -> f32 [m, n]. f16 and bf16 inputs are accumulated in f32.
 template <FloatingElement T>
 RAYO_API FTensor matmul(Tensor<T> const& a, Tensor<T> const& b);
 template <FloatingElement T>
-RAYO_API void matmul(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out);
+RAYO_API void matmul_into(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out);
 // Weight types of linear: f32, f16, bf16, and the GGUF K-quants q4_k and q6_k.
 template <class W>
 concept LinearWeight = FloatingElement<W> || std::same_as<W, q4_k> || std::same_as<W, q6_k>;
@@ -139,18 +140,18 @@ concept LinearWeight = FloatingElement<W> || std::same_as<W, q4_k> || std::same_
 template <LinearWeight W>
 RAYO_API FTensor linear(FTensor const& x, Tensor<W> const& w);
 template <LinearWeight W>
-RAYO_API void linear(FTensor const& x, Tensor<W> const& w, FTensor const& out);
+RAYO_API void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& out);
 
 // ---- normalisation over the last axis ------------------------------------------------------------
 // layer_norm: (x - mean) / sqrt(var + eps) · gamma + beta, with the biased variance.
 RAYO_API FTensor layer_norm(FTensor const& x, float eps = 1e-5f);
-RAYO_API void layer_norm(FTensor const& x, float eps, FTensor const& out);
+RAYO_API void layer_norm_into(FTensor const& x, float eps, FTensor const& out);
 RAYO_API FTensor layer_norm(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps = 1e-5f);
-RAYO_API void layer_norm(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps, FTensor const& out);
+RAYO_API void layer_norm_into(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps, FTensor const& out);
 // rms_norm: x / sqrt(mean(x²) + eps) · gamma.
 RAYO_API FTensor rms_norm(FTensor const& x, float eps = 1e-6f);
-RAYO_API void rms_norm(FTensor const& x, float eps, FTensor const& out);
+RAYO_API void rms_norm_into(FTensor const& x, float eps, FTensor const& out);
 RAYO_API FTensor rms_norm(FTensor const& x, FTensor const& gamma, float eps = 1e-6f);
-RAYO_API void rms_norm(FTensor const& x, FTensor const& gamma, float eps, FTensor const& out);
+RAYO_API void rms_norm_into(FTensor const& x, FTensor const& gamma, float eps, FTensor const& out);
 
 }  // namespace rayo

@@ -70,18 +70,18 @@ template <QuantBlock B>
 RAYO_API Tensor<B> quantize(Tensor<float> const& x);
 // `out` must have x's shape and sit on x's device.
 template <QuantBlock B>
-RAYO_API void quantize(Tensor<float> const& x, Tensor<B> const& out);
+RAYO_API void quantize_into(Tensor<float> const& x, Tensor<B> const& out);
 // The same, reporting progress in values quantized (rayo/progress.hpp); the work then goes in
 // row chunks, a few dozen of them.
 template <QuantBlock B>
 RAYO_API Tensor<B> quantize(Tensor<float> const& x, ProgressCallback const& progress);
 template <QuantBlock B>
-RAYO_API void quantize(Tensor<float> const& x, Tensor<B> const& out, ProgressCallback const& progress);
+RAYO_API void quantize_into(Tensor<float> const& x, Tensor<B> const& out, ProgressCallback const& progress);
 
 // Blocks back to f32 values (same shape).
 template <QuantBlock B>
 RAYO_API Tensor<float> dequantize(Tensor<B> const& q);
 template <QuantBlock B>
-RAYO_API void dequantize(Tensor<B> const& q, Tensor<float> const& out);
+RAYO_API void dequantize_into(Tensor<B> const& q, Tensor<float> const& out);
 
 }  // namespace rayo

@@ -23,7 +23,7 @@ void check_operands(Op op, FTensor const& a, FTensor const& b) {
 
 }  // namespace
 
-void unary(Op op, FTensor const& x, float a, float b, FTensor const& out) {
+void unary_into(Op op, FTensor const& x, float a, float b, FTensor const& out) {
     check_family(op, OpFamily::unary);
     detail::check_out(to_string(op), out, x.shape(), x, true);
     detail::dispatch(x.device(), detail::op::Unary{op, a, b}, {detail::arg(x)}, {detail::arg(out)});
@@ -32,11 +32,11 @@ void unary(Op op, FTensor const& x, float a, float b, FTensor const& out) {
 FTensor unary(Op op, FTensor const& x, float a, float b) {
     check_family(op, OpFamily::unary);
     FTensor out = FTensor::empty(x.shape(), x.device());
-    unary(op, x, a, b, out);
+    unary_into(op, x, a, b, out);
     return out;
 }
 
-void binary(Op op, FTensor const& a, FTensor const& b, FTensor const& out) {
+void binary_into(Op op, FTensor const& a, FTensor const& b, FTensor const& out) {
     check_family(op, OpFamily::binary);
     check_operands(op, a, b);
     detail::check_out(to_string(op), out, a.shape(), a, true);
@@ -48,11 +48,11 @@ FTensor binary(Op op, FTensor const& a, FTensor const& b) {
     check_family(op, OpFamily::binary);
     check_operands(op, a, b);
     FTensor out = FTensor::empty(a.shape(), a.device());
-    binary(op, a, b, out);
+    binary_into(op, a, b, out);
     return out;
 }
 
-void binary(Op op, FTensor const& a, float s, FTensor const& out) {
+void binary_into(Op op, FTensor const& a, float s, FTensor const& out) {
     check_family(op, OpFamily::binary);
     detail::check_out(to_string(op), out, a.shape(), a, true);
     detail::dispatch(a.device(), detail::op::Binary{op, true, s}, {detail::arg(a)}, {detail::arg(out)});
@@ -61,11 +61,11 @@ void binary(Op op, FTensor const& a, float s, FTensor const& out) {
 FTensor binary(Op op, FTensor const& a, float s) {
     check_family(op, OpFamily::binary);
     FTensor out = FTensor::empty(a.shape(), a.device());
-    binary(op, a, s, out);
+    binary_into(op, a, s, out);
     return out;
 }
 
-void dot(FTensor const& a, FTensor const& b, FTensor const& out) {
+void dot_into(FTensor const& a, FTensor const& b, FTensor const& out) {
     check_operands(Op::dot, a, b);
     detail::check_out("dot", out, Shape{}, a, false);
     detail::check_out("dot", out, Shape{}, b, false);
@@ -75,7 +75,7 @@ void dot(FTensor const& a, FTensor const& b, FTensor const& out) {
 FTensor dot(FTensor const& a, FTensor const& b) {
     check_operands(Op::dot, a, b);
     FTensor out = FTensor::empty(Shape{}, a.device());
-    dot(a, b, out);
+    dot_into(a, b, out);
     return out;
 }
 

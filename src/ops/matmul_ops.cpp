@@ -47,7 +47,7 @@ void run_matmul(Op op, detail::op::MatmulShape s, Tensor<A> const& a, Tensor<B> 
 }  // namespace
 
 template <FloatingElement T>
-void matmul(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out) {
+void matmul_into(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out) {
     auto const s = matmul_shape(a, b);
     Shape const result{s.m, s.n};
     detail::check_out("matmul", out, result, a, false);
@@ -64,7 +64,7 @@ FTensor matmul(Tensor<T> const& a, Tensor<T> const& b) {
 }
 
 template <LinearWeight W>
-void linear(FTensor const& x, Tensor<W> const& w, FTensor const& out) {
+void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& out) {
     auto const [s, result] = linear_shape(x, w);
     detail::check_out("linear", out, result, x, false);
     detail::check_out("linear", out, result, w, false);
@@ -82,18 +82,18 @@ FTensor linear(FTensor const& x, Tensor<W> const& w) {
 template FTensor matmul(Tensor<float> const&, Tensor<float> const&);
 template FTensor matmul(Tensor<half> const&, Tensor<half> const&);
 template FTensor matmul(Tensor<bfloat16> const&, Tensor<bfloat16> const&);
-template void matmul(Tensor<float> const&, Tensor<float> const&, FTensor const&);
-template void matmul(Tensor<half> const&, Tensor<half> const&, FTensor const&);
-template void matmul(Tensor<bfloat16> const&, Tensor<bfloat16> const&, FTensor const&);
+template void matmul_into(Tensor<float> const&, Tensor<float> const&, FTensor const&);
+template void matmul_into(Tensor<half> const&, Tensor<half> const&, FTensor const&);
+template void matmul_into(Tensor<bfloat16> const&, Tensor<bfloat16> const&, FTensor const&);
 template FTensor linear(FTensor const&, Tensor<float> const&);
 template FTensor linear(FTensor const&, Tensor<half> const&);
 template FTensor linear(FTensor const&, Tensor<bfloat16> const&);
-template void linear(FTensor const&, Tensor<float> const&, FTensor const&);
-template void linear(FTensor const&, Tensor<half> const&, FTensor const&);
-template void linear(FTensor const&, Tensor<bfloat16> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<float> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<half> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<bfloat16> const&, FTensor const&);
 template FTensor linear(FTensor const&, Tensor<q4_k> const&);
 template FTensor linear(FTensor const&, Tensor<q6_k> const&);
-template void linear(FTensor const&, Tensor<q4_k> const&, FTensor const&);
-template void linear(FTensor const&, Tensor<q6_k> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<q4_k> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<q6_k> const&, FTensor const&);
 
 }  // namespace rayo

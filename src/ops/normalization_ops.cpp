@@ -10,7 +10,7 @@ namespace rayo {
 
 namespace {
 
-void norm_into(Op op, FTensor const& x, FTensor const* gamma, FTensor const* beta, float eps, FTensor const& out) {
+void norm_rows(Op op, FTensor const& x, FTensor const* gamma, FTensor const* beta, float eps, FTensor const& out) {
     std::string const name(to_string(op));
     if (x.rank() == 0) throw ShapeError(name + " needs at least one axis, got a rank-0 tensor");
     auto const cols = static_cast<std::size_t>(x.shape()[x.rank() - 1]);
@@ -32,25 +32,25 @@ void norm_into(Op op, FTensor const& x, FTensor const* gamma, FTensor const* bet
 
 FTensor norm(Op op, FTensor const& x, FTensor const* gamma, FTensor const* beta, float eps) {
     FTensor out = FTensor::empty(x.shape(), x.device());
-    norm_into(op, x, gamma, beta, eps, out);
+    norm_rows(op, x, gamma, beta, eps, out);
     return out;
 }
 
 }  // namespace
 
 FTensor layer_norm(FTensor const& x, float eps) { return norm(Op::layer_norm, x, nullptr, nullptr, eps); }
-void layer_norm(FTensor const& x, float eps, FTensor const& out) { norm_into(Op::layer_norm, x, nullptr, nullptr, eps, out); }
+void layer_norm_into(FTensor const& x, float eps, FTensor const& out) { norm_rows(Op::layer_norm, x, nullptr, nullptr, eps, out); }
 FTensor layer_norm(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps) {
     return norm(Op::layer_norm, x, &gamma, &beta, eps);
 }
-void layer_norm(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps, FTensor const& out) {
-    norm_into(Op::layer_norm, x, &gamma, &beta, eps, out);
+void layer_norm_into(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps, FTensor const& out) {
+    norm_rows(Op::layer_norm, x, &gamma, &beta, eps, out);
 }
 FTensor rms_norm(FTensor const& x, float eps) { return norm(Op::rms_norm, x, nullptr, nullptr, eps); }
-void rms_norm(FTensor const& x, float eps, FTensor const& out) { norm_into(Op::rms_norm, x, nullptr, nullptr, eps, out); }
+void rms_norm_into(FTensor const& x, float eps, FTensor const& out) { norm_rows(Op::rms_norm, x, nullptr, nullptr, eps, out); }
 FTensor rms_norm(FTensor const& x, FTensor const& gamma, float eps) { return norm(Op::rms_norm, x, &gamma, nullptr, eps); }
-void rms_norm(FTensor const& x, FTensor const& gamma, float eps, FTensor const& out) {
-    norm_into(Op::rms_norm, x, &gamma, nullptr, eps, out);
+void rms_norm_into(FTensor const& x, FTensor const& gamma, float eps, FTensor const& out) {
+    norm_rows(Op::rms_norm, x, &gamma, nullptr, eps, out);
 }
 
 }  // namespace rayo

@@ -24,7 +24,7 @@ void check_block_axis(char const* op, DType type, Shape const& shape) {
 }  // namespace
 
 template <QuantBlock B>
-void quantize(Tensor<float> const& x, Tensor<B> const& out) {
+void quantize_into(Tensor<float> const& x, Tensor<B> const& out) {
     check_block_axis("quantize", dtype_of<B>, x.shape());
     detail::check_out("quantize", out, x.shape(), x, false);
     if (x.numel() == 0) return;
@@ -35,14 +35,14 @@ template <QuantBlock B>
 Tensor<B> quantize(Tensor<float> const& x) {
     check_block_axis("quantize", dtype_of<B>, x.shape());
     Tensor<B> out = Tensor<B>::empty(x.shape(), x.device());
-    quantize(x, out);
+    quantize_into(x, out);
     return out;
 }
 
 // Rows of x (its last axis) in chunks of about a thirty-second of the tensor each, quantized in
 // turn with a report after each: every backend runs each chunk as it runs the whole.
 template <QuantBlock B>
-void quantize(Tensor<float> const& x, Tensor<B> const& out, ProgressCallback const& progress) {
+void quantize_into(Tensor<float> const& x, Tensor<B> const& out, ProgressCallback const& progress) {
     check_block_axis("quantize", dtype_of<B>, x.shape());
     detail::check_out("quantize", out, x.shape(), x, false);
     std::uint64_t const total = x.numel();
@@ -65,12 +65,12 @@ template <QuantBlock B>
 Tensor<B> quantize(Tensor<float> const& x, ProgressCallback const& progress) {
     check_block_axis("quantize", dtype_of<B>, x.shape());
     Tensor<B> out = Tensor<B>::empty(x.shape(), x.device());
-    quantize(x, out, progress);
+    quantize_into(x, out, progress);
     return out;
 }
 
 template <QuantBlock B>
-void dequantize(Tensor<B> const& q, Tensor<float> const& out) {
+void dequantize_into(Tensor<B> const& q, Tensor<float> const& out) {
     detail::check_out("dequantize", out, q.shape(), q, false);
     if (q.numel() == 0) return;
     detail::dispatch(q.device(), detail::op::Dequantize{}, {detail::arg(q)}, {detail::arg(out)});
@@ -79,17 +79,17 @@ void dequantize(Tensor<B> const& q, Tensor<float> const& out) {
 template <QuantBlock B>
 Tensor<float> dequantize(Tensor<B> const& q) {
     Tensor<float> out = Tensor<float>::empty(q.shape(), q.device());
-    dequantize(q, out);
+    dequantize_into(q, out);
     return out;
 }
 
 #define RAYO_INSTANTIATE_QUANT(B)                                                  \
     template Tensor<B> quantize<B>(Tensor<float> const& x);                        \
-    template void quantize<B>(Tensor<float> const& x, Tensor<B> const& out);       \
+    template void quantize_into<B>(Tensor<float> const& x, Tensor<B> const& out);       \
     template Tensor<B> quantize<B>(Tensor<float> const& x, ProgressCallback const&); \
-    template void quantize<B>(Tensor<float> const& x, Tensor<B> const& out, ProgressCallback const&); \
+    template void quantize_into<B>(Tensor<float> const& x, Tensor<B> const& out, ProgressCallback const&); \
     template Tensor<float> dequantize<B>(Tensor<B> const& q);                      \
-    template void dequantize<B>(Tensor<B> const& q, Tensor<float> const& out);
+    template void dequantize_into<B>(Tensor<B> const& q, Tensor<float> const& out);
 
 RAYO_INSTANTIATE_QUANT(q4_k)
 RAYO_INSTANTIATE_QUANT(q6_k)

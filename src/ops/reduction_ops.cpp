@@ -33,7 +33,7 @@ Plan plan_axis(FTensor const& x, int axis, bool keepdim) {
 }
 
 template <class O>
-void reduce_into(Op op, FTensor const& x, Plan const& plan, Tensor<O> const& out) {
+void reduce_to(Op op, FTensor const& x, Plan const& plan, Tensor<O> const& out) {
     std::string const name(to_string(op));
     if (op != Op::sum && op != Op::mean && plan.shape.extent == 0 && plan.shape.outer * plan.shape.inner != 0)
         throw ShapeError(name + " of an empty tensor (shape " + x.shape().to_string() + ") has no value");
@@ -44,51 +44,51 @@ void reduce_into(Op op, FTensor const& x, Plan const& plan, Tensor<O> const& out
 template <class O>
 Tensor<O> reduce(Op op, FTensor const& x, Plan const& plan) {
     auto out = Tensor<O>::empty(plan.result, x.device());
-    reduce_into(op, x, plan, out);
+    reduce_to(op, x, plan, out);
     return out;
 }
 
 }  // namespace
 
 FTensor sum(FTensor const& x) { return reduce<float>(Op::sum, x, plan_all(x)); }
-void sum(FTensor const& x, FTensor const& out) { reduce_into(Op::sum, x, plan_all(x), out); }
+void sum_into(FTensor const& x, FTensor const& out) { reduce_to(Op::sum, x, plan_all(x), out); }
 FTensor sum(FTensor const& x, int axis, bool keepdim) { return reduce<float>(Op::sum, x, plan_axis(x, axis, keepdim)); }
-void sum(FTensor const& x, int axis, bool keepdim, FTensor const& out) {
-    reduce_into(Op::sum, x, plan_axis(x, axis, keepdim), out);
+void sum_into(FTensor const& x, int axis, bool keepdim, FTensor const& out) {
+    reduce_to(Op::sum, x, plan_axis(x, axis, keepdim), out);
 }
 FTensor mean(FTensor const& x) { return reduce<float>(Op::mean, x, plan_all(x)); }
-void mean(FTensor const& x, FTensor const& out) { reduce_into(Op::mean, x, plan_all(x), out); }
+void mean_into(FTensor const& x, FTensor const& out) { reduce_to(Op::mean, x, plan_all(x), out); }
 FTensor mean(FTensor const& x, int axis, bool keepdim) { return reduce<float>(Op::mean, x, plan_axis(x, axis, keepdim)); }
-void mean(FTensor const& x, int axis, bool keepdim, FTensor const& out) {
-    reduce_into(Op::mean, x, plan_axis(x, axis, keepdim), out);
+void mean_into(FTensor const& x, int axis, bool keepdim, FTensor const& out) {
+    reduce_to(Op::mean, x, plan_axis(x, axis, keepdim), out);
 }
 FTensor max(FTensor const& x) { return reduce<float>(Op::max, x, plan_all(x)); }
-void max(FTensor const& x, FTensor const& out) { reduce_into(Op::max, x, plan_all(x), out); }
+void max_into(FTensor const& x, FTensor const& out) { reduce_to(Op::max, x, plan_all(x), out); }
 FTensor max(FTensor const& x, int axis, bool keepdim) { return reduce<float>(Op::max, x, plan_axis(x, axis, keepdim)); }
-void max(FTensor const& x, int axis, bool keepdim, FTensor const& out) {
-    reduce_into(Op::max, x, plan_axis(x, axis, keepdim), out);
+void max_into(FTensor const& x, int axis, bool keepdim, FTensor const& out) {
+    reduce_to(Op::max, x, plan_axis(x, axis, keepdim), out);
 }
 FTensor min(FTensor const& x) { return reduce<float>(Op::min, x, plan_all(x)); }
-void min(FTensor const& x, FTensor const& out) { reduce_into(Op::min, x, plan_all(x), out); }
+void min_into(FTensor const& x, FTensor const& out) { reduce_to(Op::min, x, plan_all(x), out); }
 FTensor min(FTensor const& x, int axis, bool keepdim) { return reduce<float>(Op::min, x, plan_axis(x, axis, keepdim)); }
-void min(FTensor const& x, int axis, bool keepdim, FTensor const& out) {
-    reduce_into(Op::min, x, plan_axis(x, axis, keepdim), out);
+void min_into(FTensor const& x, int axis, bool keepdim, FTensor const& out) {
+    reduce_to(Op::min, x, plan_axis(x, axis, keepdim), out);
 }
 Tensor<std::int64_t> argmax(FTensor const& x) { return reduce<std::int64_t>(Op::argmax, x, plan_all(x)); }
-void argmax(FTensor const& x, Tensor<std::int64_t> const& out) { reduce_into(Op::argmax, x, plan_all(x), out); }
+void argmax_into(FTensor const& x, Tensor<std::int64_t> const& out) { reduce_to(Op::argmax, x, plan_all(x), out); }
 Tensor<std::int64_t> argmax(FTensor const& x, int axis, bool keepdim) {
     return reduce<std::int64_t>(Op::argmax, x, plan_axis(x, axis, keepdim));
 }
-void argmax(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out) {
-    reduce_into(Op::argmax, x, plan_axis(x, axis, keepdim), out);
+void argmax_into(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out) {
+    reduce_to(Op::argmax, x, plan_axis(x, axis, keepdim), out);
 }
 Tensor<std::int64_t> argmin(FTensor const& x) { return reduce<std::int64_t>(Op::argmin, x, plan_all(x)); }
-void argmin(FTensor const& x, Tensor<std::int64_t> const& out) { reduce_into(Op::argmin, x, plan_all(x), out); }
+void argmin_into(FTensor const& x, Tensor<std::int64_t> const& out) { reduce_to(Op::argmin, x, plan_all(x), out); }
 Tensor<std::int64_t> argmin(FTensor const& x, int axis, bool keepdim) {
     return reduce<std::int64_t>(Op::argmin, x, plan_axis(x, axis, keepdim));
 }
-void argmin(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out) {
-    reduce_into(Op::argmin, x, plan_axis(x, axis, keepdim), out);
+void argmin_into(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out) {
+    reduce_to(Op::argmin, x, plan_axis(x, axis, keepdim), out);
 }
 
 }  // namespace rayo

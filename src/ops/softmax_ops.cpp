@@ -9,7 +9,7 @@ namespace rayo {
 
 namespace {
 
-void softmax_into(Op op, FTensor const& x, int axis, FTensor const& out) {
+void softmax_rows(Op op, FTensor const& x, int axis, FTensor const& out) {
     std::string const name(to_string(op));
     if (x.rank() == 0) throw ShapeError(name + " needs at least one axis, got a rank-0 tensor");
     if (x.shape().axis(axis) != x.rank() - 1)
@@ -23,15 +23,15 @@ void softmax_into(Op op, FTensor const& x, int axis, FTensor const& out) {
 
 FTensor softmax(FTensor const& x, int axis) {
     FTensor out = FTensor::empty(x.shape(), x.device());
-    softmax_into(Op::softmax, x, axis, out);
+    softmax_rows(Op::softmax, x, axis, out);
     return out;
 }
-void softmax(FTensor const& x, int axis, FTensor const& out) { softmax_into(Op::softmax, x, axis, out); }
+void softmax_into(FTensor const& x, int axis, FTensor const& out) { softmax_rows(Op::softmax, x, axis, out); }
 FTensor log_softmax(FTensor const& x, int axis) {
     FTensor out = FTensor::empty(x.shape(), x.device());
-    softmax_into(Op::log_softmax, x, axis, out);
+    softmax_rows(Op::log_softmax, x, axis, out);
     return out;
 }
-void log_softmax(FTensor const& x, int axis, FTensor const& out) { softmax_into(Op::log_softmax, x, axis, out); }
+void log_softmax_into(FTensor const& x, int axis, FTensor const& out) { softmax_rows(Op::log_softmax, x, axis, out); }
 
 }  // namespace rayo

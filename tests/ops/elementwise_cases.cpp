@@ -52,7 +52,7 @@ std::vector<UnaryOp> unary_ops() {
 void check_unary(CaseContext& ctx, UnaryOp const& u) {
     auto run = [&](std::vector<float> const& in, Shape const& shape, Layout layout) {
         Guarded<float> out = ctx.output<float>(shape, layout.out);
-        unary(u.op, ctx.input(in, shape, layout.in), u.a, u.b, out.tensor());
+        unary_into(u.op, ctx.input(in, shape, layout.in), u.a, u.b, out.tensor());
         ctx.expect_close(out, {.want = [&](std::size_t i) { return u.reference(in[i], u.a, u.b); },
                                .describe = [&](std::size_t i) { return std::string(to_string(u.op)) + "(" + show(in[i]) + ")"; },
                                .want_flushed = [&](std::size_t i) { return u.reference(flush(in[i]), u.a, u.b); }});
@@ -71,7 +71,7 @@ void check_unary(CaseContext& ctx, UnaryOp const& u) {
     std::vector<float> const in = ctx.values(1001, u.range);
     Tensor<float> x = ctx.input(in, Shape{7, 143});
     std::vector<float> const returned = unary(u.op, x, u.a, u.b).to_vector();
-    unary(u.op, x, u.a, u.b, x);
+    unary_into(u.op, x, u.a, u.b, x);
     std::vector<float> const in_place = x.to_vector();
     for (std::size_t i = 0; i < in.size(); ++i) {
         EXPECT_TRUE(std::bit_cast<std::uint32_t>(returned[i]) == std::bit_cast<std::uint32_t>(in_place[i]) ||
@@ -103,8 +103,8 @@ void check_binary(CaseContext& ctx, BinaryOp const& b, bool scalar) {
         std::vector<float> const av = ctx.values(shape.numel(), b.range), bv = ctx.values(shape.numel(), b.range);
         Guarded<float> out = ctx.output<float>(shape, layout.out);
         Tensor<float> const a = ctx.input(av, shape, layout.in);
-        if (scalar) binary(b.op, a, s, out.tensor());
-        else binary(b.op, a, ctx.input(bv, shape, layout.in), out.tensor());
+        if (scalar) binary_into(b.op, a, s, out.tensor());
+        else binary_into(b.op, a, ctx.input(bv, shape, layout.in), out.tensor());
         auto rhs = [&](std::size_t e) { return scalar ? s : bv[e]; };
         ctx.expect_close(
             out, {.want = [&](std::size_t e) { return b.reference(av[e], rhs(e)); },
@@ -115,8 +115,8 @@ void check_binary(CaseContext& ctx, BinaryOp const& b, bool scalar) {
     std::vector<float> const av = ctx.values(999, b.range), bv = ctx.values(999, b.range);
     Tensor<float> a = ctx.input(av, Shape{999}), rhs = ctx.input(bv, Shape{999});
     std::vector<float> const want = (scalar ? binary(b.op, a, s) : binary(b.op, a, rhs)).to_vector();
-    if (scalar) binary(b.op, a, s, a);
-    else binary(b.op, a, rhs, a);
+    if (scalar) binary_into(b.op, a, s, a);
+    else binary_into(b.op, a, rhs, a);
     std::vector<float> const got = a.to_vector();
     for (std::size_t e = 0; e < got.size(); ++e)
         EXPECT_TRUE(got[e] == want[e] || (std::isnan(got[e]) && std::isnan(want[e]))) << "in place differs at " << e;

@@ -62,7 +62,7 @@ void check_matmul(CaseContext& ctx) {
         std::size_t const offset = index++ % 2;  // every other product on views 1 element in
         ctx.attempt([&] {
             Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, offset);
-            matmul(ctx.input(av, Shape{d.m, d.k}, offset), ctx.input(bv, Shape{d.k, d.n}, 2 * offset), out.tensor());
+            matmul_into(ctx.input(av, Shape{d.m, d.k}, offset), ctx.input(bv, Shape{d.k, d.n}, 2 * offset), out.tensor());
             expect_product(ctx, out, product_ref(exact(av), exact(bv), d.m, d.n, d.k, false), d.k);
         });
     }
@@ -89,7 +89,7 @@ void check_linear(CaseContext& ctx) {
         std::size_t const offset = index++ % 2;
         ctx.attempt([&] {
             Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, offset);
-            linear(ctx.input(xv, Shape{d.m, d.k}, 2 * offset), ctx.input(wv, Shape{d.n, d.k}, offset), out.tensor());
+            linear_into(ctx.input(xv, Shape{d.m, d.k}, 2 * offset), ctx.input(wv, Shape{d.n, d.k}, offset), out.tensor());
             expect_product(ctx, out, product_ref(exact(xv), exact(wv), d.m, d.n, d.k, true), d.k);
         });
     }
@@ -98,7 +98,7 @@ void check_linear(CaseContext& ctx) {
         std::vector<float> const xv = ctx.values(2 * 3 * 40, {-1, 1}, Specials::none);
         std::vector<W> const wv = as<W>(ctx.values(5 * 40, {-1, 1}, Specials::none));
         Guarded<float> out = ctx.output<float>(Shape{2, 3, 5});
-        linear(ctx.input(xv, Shape{2, 3, 40}), ctx.input(wv, Shape{5, 40}), out.tensor());
+        linear_into(ctx.input(xv, Shape{2, 3, 40}), ctx.input(wv, Shape{5, 40}), out.tensor());
         expect_product(ctx, out, product_ref(exact(xv), exact(wv), 6, 5, 40, true), 40);
     });
 }
@@ -141,7 +141,7 @@ void check_kquant_linear(CaseContext& ctx) {
             Guarded<float> out = ctx.output<float>(Shape{s.m, s.n}, 1);
             bool ran = false;
             ctx.attempt([&] {
-                linear(ctx.input(xv, Shape{s.m, s.k}, 0), w, out.tensor());
+                linear_into(ctx.input(xv, Shape{s.m, s.k}, 0), w, out.tensor());
                 ran = true;
             });
             if (!ran) continue;

@@ -22,8 +22,8 @@ void check(CaseContext& ctx, Op op, bool affine) {
         Guarded<float> out = ctx.output<float>(shape, offset + 1);
         Tensor<float> const x = ctx.input(v, shape, offset);
         Tensor<float> const g = ctx.input(gv, Shape{cols}, offset + 2), b = ctx.input(bv, Shape{cols}, 3 * offset);
-        if (layer) affine ? layer_norm(x, g, b, eps, out.tensor()) : layer_norm(x, eps, out.tensor());
-        else affine ? rms_norm(x, g, eps, out.tensor()) : rms_norm(x, eps, out.tensor());
+        if (layer) affine ? layer_norm_into(x, g, b, eps, out.tensor()) : layer_norm_into(x, eps, out.tensor());
+        else affine ? rms_norm_into(x, g, eps, out.tensor()) : rms_norm_into(x, eps, out.tensor());
         std::vector<double> const n = normalised_ref(v, cols, layer, eps);
         auto gamma = [&](std::size_t i) { return affine ? double(gv[i % cols]) : 1.0; };
         auto beta = [&](std::size_t i) { return affine && layer ? double(bv[i % cols]) : 0.0; };
@@ -53,8 +53,8 @@ void check(CaseContext& ctx, Op op, bool affine) {
     std::vector<float> const v = ctx.values(9 * 300, {-6, 9}, Specials::none);
     Tensor<float> x = ctx.input(v, Shape{9, 300});
     std::vector<float> const want = (layer ? layer_norm(x, eps) : rms_norm(x, eps)).to_vector();
-    if (layer) layer_norm(x, eps, x);
-    else rms_norm(x, eps, x);
+    if (layer) layer_norm_into(x, eps, x);
+    else rms_norm_into(x, eps, x);
     EXPECT_EQ(x.to_vector(), want) << "in place differs from the returning form";
 }
 

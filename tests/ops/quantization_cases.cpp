@@ -49,7 +49,7 @@ void check_quantize(CaseContext& ctx) {
         Tensor<B> const all = Tensor<B>::from(host, {rows + 2, blocks * block}, ctx.device());
         Tensor<B> const out = all.slice(1, static_cast<std::int64_t>(rows + 1));
         // The values 16-byte aligned: the GPUs' kernels read them as vectors.
-        quantize(ctx.input(v, Shape{rows, blocks * block}, 0), out);
+        quantize_into(ctx.input(v, Shape{rows, blocks * block}, 0), out);
         std::vector<B> want(rows * blocks);
         quant::reference::quantize<B>(v.data(), want.data(), want.size());
         std::vector<B> const got = all.to_vector();
@@ -87,7 +87,7 @@ void check_dequantize(CaseContext& ctx) {
             quant::reference::quantize<B>(v.data(), q.data(), q.size());
         }
         Guarded<float> out = ctx.output<float>(shape, 1);  // 16-byte aligned, for the GPUs' vector stores
-        dequantize(Tensor<B>::from(q, shape, ctx.device()), out.tensor());
+        dequantize_into(Tensor<B>::from(q, shape, ctx.device()), out.tensor());
         std::vector<float> want(q.size() * block);
         quant::reference::dequantize<B>(q.data(), want.data(), q.size());
         ctx.expect_equal(out, want, [&](std::size_t i) {

@@ -49,19 +49,19 @@ void check_reduction(CaseContext& ctx, Op op, std::vector<float> const& v, Shape
     auto where = [&](std::size_t i) { return "output " + std::to_string(i); };
     if (is_arg_reduction(op)) {
         Guarded<std::int64_t> out = ctx.output<std::int64_t>(out_shape);
-        if (axis < 0) (op == Op::argmax ? argmax(x, out.tensor()) : argmin(x, out.tensor()));
-        else (op == Op::argmax ? argmax(x, axis, keepdim, out.tensor()) : argmin(x, axis, keepdim, out.tensor()));
+        if (axis < 0) (op == Op::argmax ? argmax_into(x, out.tensor()) : argmin_into(x, out.tensor()));
+        else (op == Op::argmax ? argmax_into(x, axis, keepdim, out.tensor()) : argmin_into(x, axis, keepdim, out.tensor()));
         ctx.expect_equal(out, op == Op::argmax ? r.argmax : r.argmin, where);
         return;
     }
     Guarded<float> out = ctx.output<float>(out_shape);
     using Form = void (*)(Tensor<float> const&, Tensor<float> const&);
     using AxisForm = void (*)(Tensor<float> const&, int, bool, Tensor<float> const&);
-    Form const whole = op == Op::sum ? Form{&sum} : op == Op::mean ? Form{&mean} : op == Op::max ? Form{&max} : Form{&min};
-    AxisForm const along = op == Op::sum    ? AxisForm{&sum}
-                           : op == Op::mean ? AxisForm{&mean}
-                           : op == Op::max  ? AxisForm{&max}
-                                            : AxisForm{&min};
+    Form const whole = op == Op::sum ? Form{&sum_into} : op == Op::mean ? Form{&mean_into} : op == Op::max ? Form{&max_into} : Form{&min_into};
+    AxisForm const along = op == Op::sum    ? AxisForm{&sum_into}
+                           : op == Op::mean ? AxisForm{&mean_into}
+                           : op == Op::max  ? AxisForm{&max_into}
+                                            : AxisForm{&min_into};
     if (axis < 0) whole(x, out.tensor());
     else along(x, axis, keepdim, out.tensor());
     if (op == Op::max || op == Op::min) {
@@ -114,7 +114,7 @@ void check_dot(CaseContext& ctx) {
             SCOPED_TRACE("n " + std::to_string(n) + ", b offset " + std::to_string(b_offset));
             std::vector<float> const av = ctx.values(n, {-4, 4}, Specials::none), bv = ctx.values(n, {-4, 4}, Specials::none);
             Guarded<float> out = ctx.output<float>(Shape{});
-            dot(ctx.input(av, Shape{n}, 1), ctx.input(bv, Shape{n}, b_offset), out.tensor());
+            dot_into(ctx.input(av, Shape{n}, 1), ctx.input(bv, Shape{n}, b_offset), out.tensor());
             double want = 0, scale = 0;
             for (std::size_t i = 0; i < n; ++i) {
                 want += double(av[i]) * double(bv[i]);

@@ -18,8 +18,8 @@ void check(CaseContext& ctx, Op op) {
         std::size_t const cols = shape.rank() ? static_cast<std::size_t>(shape[shape.rank() - 1]) : 1;
         Guarded<float> out = ctx.output<float>(shape, out_offset);
         Tensor<float> const x = ctx.input(v, shape, in_offset);
-        if (log) log_softmax(x, -1, out.tensor());
-        else softmax(x, -1, out.tensor());
+        if (log) log_softmax_into(x, -1, out.tensor());
+        else softmax_into(x, -1, out.tensor());
         std::vector<double> const want = softmax_ref(v, cols, log);
         std::vector<float> flushed(v);
         for (float& f : flushed) f = flush(f);
@@ -46,8 +46,8 @@ void check(CaseContext& ctx, Op op) {
     std::vector<float> const v = ctx.values(13 * 300, {-6, 9}, Specials::none);
     Tensor<float> x = ctx.input(v, Shape{13, 300});
     std::vector<float> const want = (log ? log_softmax(x) : softmax(x)).to_vector();
-    if (log) log_softmax(x, -1, x);
-    else softmax(x, -1, x);
+    if (log) log_softmax_into(x, -1, x);
+    else softmax_into(x, -1, x);
     EXPECT_EQ(x.to_vector(), want) << "in place differs from the returning form";
 }
 
