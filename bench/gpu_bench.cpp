@@ -58,6 +58,17 @@ void run_sum_cold(benchmark::State& state, std::int64_t bytes) {
     report(state, {.bytes = static_cast<double>(bytes)});
 }
 
+// A bias row added to every row of [8192, 4096] (broadcast), bytes counted as the PyTorch anchor
+// counts them: the matrix read and the result written.
+void run_bias_add(benchmark::State& state) {
+    rayo::Device const device = bench_device();
+    FTensor const a = random_tensor(rayo::Shape{8192, 4096}, device);
+    FTensor const bias = random_tensor(rayo::Shape{4096}, device);
+    FTensor const out = output_tensor(rayo::Shape{8192, 4096}, device);
+    time_op(state, device, [&] { rayo::add_into(a, bias, out); });
+    report(state, {.bytes = 2.0 * static_cast<double>(a.bytes())});
+}
+
 template <class T>
 void run_matmul(benchmark::State& state, std::int64_t n) {
     rayo::Device const device = bench_device();
@@ -205,6 +216,7 @@ void register_gpu() {
                       [r](benchmark::State& st) { run_softmax(st, r.rows, r.cols); });
     add_benchmark("gpu/sum/2^28", run_sum);
     add_benchmark("gpu/gelu/2^28", run_gelu);
+    add_benchmark("gpu/bias_add/8192x4096", run_bias_add);
     register_quant_linear<rayo::q4_k>();
     register_quant_linear<rayo::q6_k>();
     add_benchmark("gpu/tiny_op", run_tiny_op);

@@ -7,11 +7,8 @@
 #include "elementwise_layout.glsl"
 #include "op_codes.glsl"
 
-#if RAYO_BINARY_OP_COUNT != 4
-#error "a binary op of rayo::op_table has no case in apply()"
-#endif
-
 layout(constant_id = 0) const uint OP = RAYO_OP_ADD;
+#include "binary_op.glsl"
 layout(constant_id = 2) const bool SCALAR_RHS = false;
 
 layout(std430, set = 0, binding = 0) readonly buffer InputA { float a[]; };
@@ -20,16 +17,6 @@ layout(std430, set = 0, binding = 2) readonly buffer InputB { float b[]; };
 layout(std430, set = 0, binding = 0) readonly buffer InputA4 { vec4 a4[]; };  // the same, for VEC4
 layout(std430, set = 0, binding = 1) writeonly buffer Output4 { vec4 y4[]; };
 layout(std430, set = 0, binding = 2) readonly buffer InputB4 { vec4 b4[]; };
-
-float apply(float u, float v) {
-    switch (OP) {
-        case RAYO_OP_ADD: { precise float r = u + v; return r; }
-        case RAYO_OP_SUB: { precise float r = u - v; return r; }
-        case RAYO_OP_MUL: { precise float r = u * v; return r; }
-        case RAYO_OP_DIV: return rayo_div(u, v);
-    }
-    return u;
-}
 
 void element(uint i) {
     float v = SCALAR_RHS ? params.a : b[params.b_offset + i];

@@ -40,6 +40,20 @@ TEST_F(Errors, ShapeMismatchNamesBothShapes) {
     expect_error<ShapeError>([&] { relu_into(b, out); }, {"relu", "[2, 3]", "[4, 3]"});
 }
 
+// Broadcasting (NumPy's rules): shapes that do not broadcast name both and the axis; an output may
+// be an input only where that input has the result's shape.
+TEST_F(Errors, ShapesThatDoNotBroadcast) {
+    expect_error<ShapeError>([&] { (void)sub(a, Tensor<float>::zeros({2})); }, {"sub", "[2, 3]", "[2]", "do not broadcast", "3 and 2"});
+    expect_error<ShapeError>([&] { div_into(a, Tensor<float>::zeros({4, 3, 1}), out); }, {"div", "[2, 3]", "[4, 3, 1]", "2 and 3"});
+    expect_error<ShapeError>([&] { add_into(a, Tensor<float>::zeros({3}), Tensor<float>::zeros({3})); },
+                             {"add", "out has shape [3]", "[2, 3]"});
+    Tensor<float> row = Tensor<float>::from(std::vector<float>(bv.begin(), bv.begin() + 3), {3});
+    Tensor<float> wide = Tensor<float>::from(bv, {2, 2, 3});
+    expect_error<ShapeError>([&] { mul_into(wide, row, row); }, {"mul", "out has shape [3]", "[2, 2, 3]"});
+    Shape const nine{1, 1, 1, 1, 1, 1, 1, 2, 3};
+    expect_error<ShapeError>([&] { (void)add(Tensor<float>::zeros(nine), row); }, {"add", "up to 8 axes"});
+}
+
 TEST_F(Errors, MatmulInnerDimensionMismatch) {
     expect_error<ShapeError>([&] { (void)matmul(a, b); }, {"inner dimensions", "[2, 3]", "[4, 3]"});
     expect_error<ShapeError>([&] { matmul_into(a, b, out); }, {"inner dimensions"});

@@ -47,7 +47,7 @@ TEST(PtxElementwise, EveryUnaryVariantAssembles) {
 
 TEST(PtxElementwise, EveryBinaryVariantAssembles) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    for (Op op : {Op::add, Op::sub, Op::mul, Op::div})
+    for (Op op : {Op::add, Op::sub, Op::mul, Op::div, Op::maximum, Op::minimum})
         for (bool scalar : {false, true})
             for (bool vectorized : {true, false})
                 for (Target target : {Target::sm_80, Target::sm_90}) {
@@ -55,6 +55,16 @@ TEST(PtxElementwise, EveryBinaryVariantAssembles) {
                     SCOPED_TRACE(binary(c).name() + " " + std::string(to_string(target)));
                     expect_assembles(binary(c), target);
                 }
+}
+
+TEST(PtxElementwise, EveryBroadcastVariantAssembles) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (Op op : {Op::add, Op::sub, Op::mul, Op::div, Op::maximum, Op::minimum})
+        for (unsigned rank = 1; rank <= max_broadcast_rank; ++rank) {
+            Target const target = rank % 2 ? Target::sm_80 : Target::sm_90;
+            SCOPED_TRACE(binary_broadcast({.op = op, .rank = rank}).name() + " " + std::string(to_string(target)));
+            expect_assembles(binary_broadcast({.op = op, .rank = rank}), target);
+        }
 }
 
 // ---- text
@@ -95,6 +105,9 @@ TEST(PtxElementwise, RejectsBadShapesAndMissingParameters) {
 TEST(PtxElementwise, OpsOfAnotherFamilyAreRefused) {
     EXPECT_THROW((void)unary({.op = Op::add}), BuildError);
     EXPECT_THROW((void)binary({.op = Op::relu}), BuildError);
+    EXPECT_THROW((void)binary_broadcast({.op = Op::relu}), BuildError);
+    EXPECT_THROW((void)binary_broadcast({.op = Op::add, .rank = 0}), BuildError);
+    EXPECT_THROW((void)binary_broadcast({.op = Op::add, .rank = 9}), BuildError);
 }
 
 // ---- the op glue

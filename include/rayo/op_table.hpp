@@ -34,8 +34,8 @@ constexpr std::string_view to_string(OpFamily f) noexcept {
 enum class Op : std::uint8_t {
     // unary: y = f(x), element by element
     relu, leaky_relu, elu, sigmoid, tanh, silu, gelu, gelu_tanh, clip, exp, log, sqrt, abs, neg,
-    // binary: element by element, a tensor or a scalar on the right
-    add, sub, mul, div,
+    // binary: element by element (NumPy broadcasting), a tensor or a scalar on the right
+    add, sub, mul, div, maximum, minimum,
     // reductions over everything or one axis; dot: the sum of a·b
     sum, mean, max, min, argmax, argmin, dot,
     // along the last axis
@@ -104,6 +104,8 @@ inline constexpr std::array op_table{
     OpInfo{Op::sub, "sub", OpFamily::binary, {}, detail::f32_only},
     OpInfo{Op::mul, "mul", OpFamily::binary, {}, detail::f32_only},
     OpInfo{Op::div, "div", OpFamily::binary, {}, detail::f32_only},
+    OpInfo{Op::maximum, "maximum", OpFamily::binary, {}, detail::f32_only},
+    OpInfo{Op::minimum, "minimum", OpFamily::binary, {}, detail::f32_only},
     OpInfo{Op::sum, "sum", OpFamily::reduction, {"axis"}, detail::f32_only},
     OpInfo{Op::mean, "mean", OpFamily::reduction, {"axis"}, detail::f32_only},
     OpInfo{Op::max, "max", OpFamily::reduction, {"axis"}, detail::f32_only},

@@ -62,7 +62,7 @@ inline void abs_into(FTensor const& x, FTensor const& out) { unary_into(Op::abs,
 inline FTensor neg(FTensor const& x) { return unary(Op::neg, x); }
 inline void neg_into(FTensor const& x, FTensor const& out) { unary_into(Op::neg, x, 0.0f, 0.0f, out); }
 
-// ---- binary (same shape, or a scalar) ----------------------------------------------------------
+// ---- binary: tensors that broadcast (NumPy's rules, up to 8 axes), or a scalar on the right ----
 // Any binary op of rayo::op_table by its code; the named functions below call these.
 RAYO_API FTensor binary(Op op, FTensor const& a, FTensor const& b);
 RAYO_API void binary_into(Op op, FTensor const& a, FTensor const& b, FTensor const& out);
@@ -85,6 +85,16 @@ inline FTensor div(FTensor const& a, FTensor const& b) { return binary(Op::div, 
 inline void div_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::div, a, b, out); }
 inline FTensor div(FTensor const& a, float s) { return binary(Op::div, a, s); }
 inline void div_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::div, a, s, out); }
+// The larger / smaller of a and b (NaN if either is NaN; maximum(+0, -0) = +0, minimum = -0), as
+// torch.maximum / torch.minimum.
+inline FTensor maximum(FTensor const& a, FTensor const& b) { return binary(Op::maximum, a, b); }
+inline void maximum_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::maximum, a, b, out); }
+inline FTensor maximum(FTensor const& a, float s) { return binary(Op::maximum, a, s); }
+inline void maximum_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::maximum, a, s, out); }
+inline FTensor minimum(FTensor const& a, FTensor const& b) { return binary(Op::minimum, a, b); }
+inline void minimum_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::minimum, a, b, out); }
+inline FTensor minimum(FTensor const& a, float s) { return binary(Op::minimum, a, s); }
+inline void minimum_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::minimum, a, s, out); }
 inline FTensor scale(FTensor const& x, float s) { return binary(Op::mul, x, s); }
 inline void scale_into(FTensor const& x, float s, FTensor const& out) { binary_into(Op::mul, x, s, out); }
 // Sum of a·b over all elements (same shape); a rank-0 tensor.

@@ -33,6 +33,9 @@ struct KernelTable {
     void (*unary)(Op op, float a, float b, float const* in, float* out, std::size_t n, bool stream);
     void (*binary)(Op op, float const* a, float const* b, float* out, std::size_t n, bool stream);
     void (*binary_scalar)(Op op, float const* a, float s, float* out, std::size_t n, bool stream);
+    // out[i] = a[i·a_step] op b[i·b_step], steps 0 (a repeated element) or 1.
+    void (*binary_broadcast)(Op op, float const* a, std::size_t a_step, float const* b, std::size_t b_step, float* out,
+                             std::size_t n, bool stream);
 
     // Reduces in[0..n): sum -> value; max/min -> value (NaN if any); argmax/argmin -> value and
     // first index of the extreme (the first NaN if any).

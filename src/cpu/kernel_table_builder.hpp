@@ -34,6 +34,7 @@ constexpr KernelTable make_kernel_table(CpuArch arch) {
         .unary = &unary_kernel<A>,
         .binary = &binary_kernel<A>,
         .binary_scalar = &binary_scalar_kernel<A>,
+        .binary_broadcast = &binary_broadcast_kernel<A>,
         .reduce = &reduce_kernel<A>,
         .reduce_columns = &reduce_columns_kernel<A>,
         .dot = &dot_kernel<A>,

@@ -30,7 +30,7 @@ public:
         return backend_.multiprocessor_shared();
     }
     [[nodiscard]] std::uint64_t address(TensorView const& view) override {
-        return backend_.address(view.buffer, view.offset, view.bytes(), "kernel operand");
+        return backend_.address(view.buffer, view.offset, view.span_bytes(), "kernel operand");
     }
     [[nodiscard]] bool settled(TensorView const& view) const noexcept override {
         return tracked_ && backend_.settled(view.buffer);

@@ -54,15 +54,6 @@ private:
     OpViews views_;
 };
 
-// The bytes from a view's first element to its last (strides are not negative; block types count
-// values, and their views hold whole blocks).
-std::size_t span_bytes(TensorView const& v) {
-    if (v.numel() == 0) return 0;
-    std::size_t last = 0;
-    for (std::size_t i = 0; i < v.rank; ++i) last += static_cast<std::size_t>(v.shape[i] - 1) * static_cast<std::size_t>(v.strides[i]);
-    return bytes_for(v.dtype, last + 1);
-}
-
 void run_on_cpu(OpDescriptor const& op, Device device, std::string const& reason, std::initializer_list<OpArg> inputs,
                 std::initializer_list<OpArg> outputs) {
     std::string const key = std::string(to_string(op_of(op))) + " on " + device.id();
@@ -80,7 +71,7 @@ void run_on_cpu(OpDescriptor const& op, Device device, std::string const& reason
     std::vector<std::unique_ptr<Storage>> host;
     auto stage = [&](OpArg const& a) {
         if (!a.storage) return a.view;
-        std::size_t const bytes = span_bytes(a.view);
+        std::size_t const bytes = a.view.span_bytes();
         auto& s = host.emplace_back(std::make_unique<Storage>(Device::cpu(), bytes));
         if (bytes) a.storage->download(a.view.offset, reinterpret_cast<void*>(s->handle()), bytes);
         TensorView v = a.view;
@@ -97,7 +88,7 @@ void run_on_cpu(OpDescriptor const& op, Device device, std::string const& reason
     cpu.run(op, views);
     std::size_t i = 0;
     for (auto const& a : outputs) {
-        std::size_t const bytes = span_bytes(a.view);
+        std::size_t const bytes = a.view.span_bytes();
         if (bytes) a.storage->upload(a.view.offset, reinterpret_cast<void const*>(out_views[i].buffer), bytes);
         ++i;
     }

@@ -1,6 +1,7 @@
 // Checks the backends' `supports` share: the element types and layouts their kernels take.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,20 @@ namespace rayo::detail {
         return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) + " kernels take f32 tensors");
     if (!all_contiguous(v))
         return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) + " kernels take contiguous tensors");
+    return Support::yes();
+}
+
+// The element-wise kernels with broadcasting: f32 throughout, a contiguous output, and inputs that
+// are contiguous or broadcast views of the output's shape (stride 0 along repeated axes).
+[[nodiscard]] inline Support elementwise_f32(std::string_view backend, Op op, OpViews const& v) {
+    if (!all_of_type(v, DType::f32))
+        return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) + " kernels take f32 tensors");
+    bool ok = v.out[0].is_contiguous();
+    for (TensorView const& in : v.in)
+        ok = ok && (in.is_contiguous() || std::equal(in.dims().begin(), in.dims().end(), v.out[0].dims().begin(), v.out[0].dims().end()));
+    if (!ok)
+        return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) +
+                           " kernels take contiguous tensors or broadcast views of the output's shape");
     return Support::yes();
 }
 

@@ -51,6 +51,14 @@ struct TensorView {
     }
     // The bytes a contiguous view spans.
     [[nodiscard]] std::size_t bytes() const noexcept { return bytes_for(dtype, numel()); }
+    // The bytes from the view's first element to its last, through its strides (a broadcast view
+    // spans only the elements it repeats; block types count values, and views hold whole blocks).
+    [[nodiscard]] std::size_t span_bytes() const noexcept {
+        if (numel() == 0) return 0;
+        std::size_t last = 0;
+        for (std::size_t i = 0; i < rank; ++i) last += static_cast<std::size_t>(shape[i] - 1) * static_cast<std::size_t>(strides[i]);
+        return bytes_for(dtype, last + 1);
+    }
 };
 
 // A contiguous row-major view of `dims` (at most max_view_rank of them: merge leading axes first).

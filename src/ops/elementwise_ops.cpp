@@ -1,6 +1,7 @@
 // The unary and binary families, and dot.
 #include <string>
 
+#include "dispatch/broadcast.hpp"
 #include "dispatch/dispatch.hpp"
 #include "ops/op_checks.hpp"
 #include "rayo/ops.hpp"
@@ -21,6 +22,20 @@ void check_operands(Op op, FTensor const& a, FTensor const& b) {
     detail::check_same_shape(name, a, b);
 }
 
+// The shape a op b has: a and b broadcast (rayo checks devices first, then shapes).
+Shape binary_shape(Op op, FTensor const& a, FTensor const& b) {
+    detail::check_same_device(to_string(op), a, b);
+    if (a.shape() == b.shape()) return a.shape();
+    return detail::broadcast_shapes(to_string(op), a.shape(), b.shape());
+}
+
+// t as an operand of an op whose result has shape `to` (t broadcasts to it).
+detail::OpArg broadcast_arg(FTensor const& t, Shape const& to) {
+    detail::OpArg a = detail::arg(t);
+    if (t.shape() != to) a.view = detail::broadcast_view(a.view, to.dims());
+    return a;
+}
+
 }  // namespace
 
 void unary_into(Op op, FTensor const& x, float a, float b, FTensor const& out) {
@@ -38,16 +53,17 @@ FTensor unary(Op op, FTensor const& x, float a, float b) {
 
 void binary_into(Op op, FTensor const& a, FTensor const& b, FTensor const& out) {
     check_family(op, OpFamily::binary);
-    check_operands(op, a, b);
-    detail::check_out(to_string(op), out, a.shape(), a, true);
-    detail::check_out(to_string(op), out, a.shape(), b, true);
-    detail::dispatch(a.device(), detail::op::Binary{op}, {detail::arg(a), detail::arg(b)}, {detail::arg(out)});
+    Shape const shape = binary_shape(op, a, b);
+    // out may be an input of the result's shape (in place); an input it repeats may not alias it.
+    detail::check_out(to_string(op), out, shape, a, a.shape() == shape);
+    detail::check_out(to_string(op), out, shape, b, b.shape() == shape);
+    detail::dispatch(a.device(), detail::op::Binary{op}, {broadcast_arg(a, shape), broadcast_arg(b, shape)},
+                     {detail::arg(out)});
 }
 
 FTensor binary(Op op, FTensor const& a, FTensor const& b) {
     check_family(op, OpFamily::binary);
-    check_operands(op, a, b);
-    FTensor out = FTensor::empty(a.shape(), a.device());
+    FTensor out = FTensor::empty(binary_shape(op, a, b), a.device());
     binary_into(op, a, b, out);
     return out;
 }

@@ -86,11 +86,25 @@ struct BinaryOp {
     Range range;
 };
 
+// NaN if either is NaN; +0 is the larger of the zeros.
+double maximum_ref(double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+    if (a == b) return std::signbit(a) ? b : a;
+    return a > b ? a : b;
+}
+double minimum_ref(double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+    if (a == b) return std::signbit(a) ? a : b;
+    return a < b ? a : b;
+}
+
 std::vector<BinaryOp> binary_ops() {
     return {{Op::add, [](double a, double b) { return a + b; }, {-4, 4}},
             {Op::sub, [](double a, double b) { return a - b; }, {-4, 4}},
             {Op::mul, [](double a, double b) { return a * b; }, {-4, 4}},
-            {Op::div, [](double a, double b) { return a / b; }, {0.5f, 4}}};
+            {Op::div, [](double a, double b) { return a / b; }, {0.5f, 4}},
+            {Op::maximum, maximum_ref, {-4, 4}},
+            {Op::minimum, minimum_ref, {-4, 4}}};
 }
 
 void check_binary(CaseContext& ctx, BinaryOp const& b, bool scalar) {
@@ -122,6 +136,63 @@ void check_binary(CaseContext& ctx, BinaryOp const& b, bool scalar) {
         EXPECT_TRUE(got[e] == want[e] || (std::isnan(got[e]) && std::isnan(want[e]))) << "in place differs at " << e;
 }
 
+// The index into `from` (a shape broadcasting to `to`) of element e of `to`.
+std::size_t broadcast_index(Shape const& from, Shape const& to, std::size_t e) {
+    std::size_t index = 0, stride = 1;
+    for (std::size_t j = 0; j < to.rank(); ++j) {
+        auto const len = static_cast<std::size_t>(to[to.rank() - 1 - j]);
+        std::size_t const coord = e % len;
+        e /= len;
+        if (j < from.rank()) {
+            auto const from_len = static_cast<std::size_t>(from[from.rank() - 1 - j]);
+            if (from_len != 1) index += coord * stride;
+            stride *= from_len;
+        }
+    }
+    return index;
+}
+
+// a op b with NumPy broadcasting: a row operand, a column, both sides repeating, the left operand
+// repeating, ranks up to 8, and 0-sized results; the returning form and in place into a.
+void check_broadcast(CaseContext& ctx, BinaryOp const& b) {
+    struct Pair {
+        Shape a, b;
+    };
+    std::vector<Pair> const pairs = {
+        {Shape{3, 5}, Shape{5}},         {Shape{257, 1031}, Shape{1031}},   {Shape{64, 4097}, Shape{64, 1}},
+        {Shape{2, 1, 7}, Shape{1, 9, 7}}, {Shape{33}, Shape{6, 33}},          {Shape{1}, Shape{5, 7}},
+        {Shape{5, 7}, Shape{}},          {Shape{3, 1, 5, 1}, Shape{1, 4, 1, 6}}, {Shape{0, 3}, Shape{3}},
+        {Shape{2, 3, 2, 3, 2, 3, 2, 5}, Shape{1, 3, 1, 3, 1, 3, 1, 5}},   {Shape{4, 1}, Shape{1, 1}},
+    };
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+        Pair const& p = pairs[i];
+        Shape const shape = binary(b.op, Tensor<float>::zeros(p.a), Tensor<float>::zeros(p.b)).shape();
+        if (!ctx.fits(shape.numel())) continue;
+        SCOPED_TRACE(p.a.to_string() + " " + std::string(to_string(b.op)) + " " + p.b.to_string());
+        Layout const layout = layouts[i % std::size(layouts)];
+        std::vector<float> const av = ctx.values(p.a.numel(), b.range), bv = ctx.values(p.b.numel(), b.range);
+        Tensor<float> const a = ctx.input(av, p.a, layout.in), rhs = ctx.input(bv, p.b, layout.in + 1);
+        Guarded<float> out = ctx.output<float>(shape, layout.out);
+        binary_into(b.op, a, rhs, out.tensor());
+        auto lhs_at = [&](std::size_t e) { return av[broadcast_index(p.a, shape, e)]; };
+        auto rhs_at = [&](std::size_t e) { return bv[broadcast_index(p.b, shape, e)]; };
+        ctx.expect_close(
+            out, {.want = [&](std::size_t e) { return b.reference(lhs_at(e), rhs_at(e)); },
+                  .describe = [&](std::size_t e) { return show(lhs_at(e)) + " " + std::string(to_string(b.op)) + " " + show(rhs_at(e)); },
+                  .want_flushed = [&](std::size_t e) { return b.reference(flush(lhs_at(e)), flush(rhs_at(e))); }});
+        std::vector<float> const got = out.values(), returned = binary(b.op, a, rhs).to_vector();
+        for (std::size_t e = 0; e < got.size(); ++e)
+            ASSERT_TRUE(got[e] == returned[e] || (std::isnan(got[e]) && std::isnan(returned[e]))) << "returned form differs at " << e;
+        if (p.a == shape) {  // in place: a op= b
+            Tensor<float> x = ctx.input(av, p.a, layout.in);
+            binary_into(b.op, x, rhs, x);
+            std::vector<float> const in_place = x.to_vector();
+            for (std::size_t e = 0; e < got.size(); ++e)
+                ASSERT_TRUE(got[e] == in_place[e] || (std::isnan(got[e]) && std::isnan(in_place[e]))) << "in place differs at " << e;
+        }
+    }
+}
+
 std::vector<OpCase> cases() {
     std::vector<OpCase> c;
     for (UnaryOp const& u : unary_ops())
@@ -130,6 +201,8 @@ std::vector<OpCase> cases() {
         c.push_back({std::string(to_string(b.op)), b.op, DType::f32, [b](CaseContext& ctx) { check_binary(ctx, b, false); }});
         c.push_back({std::string(to_string(b.op)) + "_scalar", b.op, DType::f32,
                      [b](CaseContext& ctx) { check_binary(ctx, b, true); }});
+        c.push_back({std::string(to_string(b.op)) + "_broadcast", b.op, DType::f32,
+                     [b](CaseContext& ctx) { check_broadcast(ctx, b); }});
     }
     return c;
 }

@@ -53,6 +53,8 @@ constexpr Row rows[] = {
     same(Op::sub, DType::f32, correctly_rounded),
     same(Op::mul, DType::f32, correctly_rounded),
     {Op::div, DType::f32, correctly_rounded, ulps(1), correctly_rounded},
+    same(Op::maximum, DType::f32, exact),
+    same(Op::minimum, DType::f32, exact),
     same(Op::sum, DType::f32, relative(1e-6)),
     same(Op::mean, DType::f32, relative(1e-6)),
     same(Op::max, DType::f32, exact),

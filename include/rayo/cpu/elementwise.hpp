@@ -48,32 +48,54 @@ void unary_kernel(Op op, float a, float b, float const* in, float* out, std::siz
     }
 }
 
-template <class A>
-void binary_kernel(Op op, float const* a, float const* b, float* out, std::size_t n, bool stream) {
-    using B = fbatch<A>;
-    auto map = [&](auto f) { map_binary<A>(a, b, out, n, f, stream); };
-    static_assert(op_count(OpFamily::binary) == 4, "a case for every binary op");
+// Calls body(f) with f(x, y) the binary op on two batches of type B.
+template <class B, class Body>
+void with_binary_op(Op op, Body&& body) {
+    static_assert(op_count(OpFamily::binary) == 6, "a case for every binary op");
+    // maximum/minimum: a NaN operand gives NaN; equal values give x & y (maximum: +0 over -0) or
+    // x | y (minimum: -0 under +0), which are x for any other pair of equal values.
+    auto nan_first = [](B x, B y, B r) { return xsimd::select(xsimd::isnan(x), x, xsimd::select(xsimd::isnan(y), y, r)); };
     switch (op) {
-        case Op::add: return map([](B x, B y) { return x + y; });
-        case Op::sub: return map([](B x, B y) { return x - y; });
-        case Op::mul: return map([](B x, B y) { return x * y; });
-        case Op::div: return map([](B x, B y) { return x / y; });
+        case Op::add: return body([](B x, B y) { return x + y; });
+        case Op::sub: return body([](B x, B y) { return x - y; });
+        case Op::mul: return body([](B x, B y) { return x * y; });
+        case Op::div: return body([](B x, B y) { return x / y; });
+        case Op::maximum:
+            return body([&](B x, B y) { return nan_first(x, y, xsimd::select(x > y, x, xsimd::select(x < y, y, x & y))); });
+        case Op::minimum:
+            return body([&](B x, B y) { return nan_first(x, y, xsimd::select(x < y, x, xsimd::select(x > y, y, x | y))); });
         default: return;
     }
 }
 
+// out[i] = a[i] op b[i].
+template <class A>
+void binary_kernel(Op op, float const* a, float const* b, float* out, std::size_t n, bool stream) {
+    with_binary_op<fbatch<A>>(op, [&](auto f) { map_binary<A>(a, b, out, n, f, stream); });
+}
+
+// out[i] = a[i] op s.
 template <class A>
 void binary_scalar_kernel(Op op, float const* a, float s, float* out, std::size_t n, bool stream) {
     using B = fbatch<A>;
     B const v(s);
-    auto map = [&](auto f) { map_unary<A>(a, out, n, f, 1.0f, stream); };
-    switch (op) {
-        case Op::add: return map([&](B x) { return x + v; });
-        case Op::sub: return map([&](B x) { return x - v; });
-        case Op::mul: return map([&](B x) { return x * v; });
-        case Op::div: return map([&](B x) { return x / v; });
-        default: return;
-    }
+    with_binary_op<B>(op, [&](auto f) { map_unary<A>(a, out, n, [&](B x) { return f(x, v); }, 1.0f, stream); });
+}
+
+// out[i] = a[i·a_step] op b[i·b_step] for steps of 0 or 1: a step of 0 repeats one element (a row
+// of a broadcast operation).
+template <class A>
+void binary_broadcast_kernel(Op op, float const* a, std::size_t a_step, float const* b, std::size_t b_step, float* out,
+                             std::size_t n, bool stream) {
+    using B = fbatch<A>;
+    if (a_step && b_step) return binary_kernel<A>(op, a, b, out, n, stream);
+    if (a_step) return binary_scalar_kernel<A>(op, a, *b, out, n, stream);
+    B const v(*a);
+    with_binary_op<B>(op, [&](auto f) {
+        if (b_step) return map_unary<A>(b, out, n, [&](B y) { return f(v, y); }, 1.0f, stream);
+        B const r = f(v, B(*b));  // one value throughout
+        map_store<A>(out, n, stream, [&](std::size_t) { return r; }, [&](std::size_t, std::size_t) { return r; });
+    });
 }
 
 }  // namespace rayo::cpu

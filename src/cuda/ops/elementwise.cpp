@@ -1,11 +1,14 @@
 // The unary and binary families on CUDA: pick the kernel variant and launch shape for the views at
 // hand and queue the generated kernel (rayo/ptx/kernels/elementwise.hpp) on the runner.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cuda/ops/elementwise_launch.hpp"
 #include "cuda/ops/ops.hpp"
+#include "dispatch/broadcast.hpp"
 #include "dispatch/operand_checks.hpp"
 #include "rayo/ptx/kernels/elementwise.hpp"
 
@@ -22,6 +25,32 @@ bool same_alignment(std::initializer_list<std::uint64_t> addresses) {
 void append_key_suffix(KernelKey& key, bool vectorized, KernelRunner const& runner) {
     key << "/f32/" << (vectorized ? "v4" : "scalar") << "/u" << elementwise_unroll << "/b" << elementwise_block_threads
         << "/" << ptx::to_string(runner.target());
+}
+
+// out = a op b with broadcast operands: rayo_binary_<op>_broadcast_r<rank> over the collapsed layout.
+void run_broadcast(KernelRunner& runner, Op op, TensorView const& a, TensorView const& b, TensorView const& out) {
+    std::size_t const n = out.numel();
+    if (n == 0) return;
+    TensorView const operands[] = {a, b};
+    detail::StridedLayout const l = detail::collapse(out, operands);
+    ptx::kernels::BinaryBroadcastKernelConfig const config{
+        .op = op, .rank = static_cast<unsigned>(l.rank), .block_threads = elementwise_block_threads};
+    std::uint64_t out_address = runner.address(out), a_address = runner.address(a), b_address = runner.address(b);
+    auto count = static_cast<std::uint32_t>(n);
+    std::array<std::array<std::uint32_t, detail::max_view_rank>, 3> layout{};
+    for (std::size_t i = 0; i < l.rank; ++i) {
+        layout[0][i] = static_cast<std::uint32_t>(l.dims[i]);
+        layout[1][i] = static_cast<std::uint32_t>(l.strides[0][i]);
+        layout[2][i] = static_cast<std::uint32_t>(l.strides[1][i]);
+    }
+    std::vector<void*> arguments{&out_address, &a_address, &b_address, &count};
+    for (auto& part : layout)
+        for (auto& value : part) arguments.push_back(&value);
+    KernelKey key;
+    key << "binary_broadcast/" << to_string(op) << "/r" << config.rank << "/b" << config.block_threads << "/"
+        << ptx::to_string(runner.target());
+    runner.launch(key.view(), [config] { return ptx::kernels::binary_broadcast(config); }, elementwise_launch(n, false),
+                  arguments);
 }
 
 }  // namespace
@@ -44,11 +73,18 @@ void run(KernelRunner& runner, op::Unary const& d, OpViews const& v) {
         in_address, std::uint64_t{n}, d.a, d.b);
 }
 
-Support supports(KernelRunner const&, op::Binary const& d, OpViews const& v) { return detail::contiguous_f32("cuda", d.op, v); }
+Support supports(KernelRunner const&, op::Binary const& d, OpViews const& v) {
+    Support s = detail::elementwise_f32("cuda", d.op, v);
+    bool const broadcast = s.native && !d.scalar_rhs && !(v.in[0].is_contiguous() && v.in[1].is_contiguous());
+    if (broadcast && v.out[0].numel() > 0xffffffffu) return Support::no("cuda: broadcast element-wise ops over 2^32 elements or more");
+    return s;
+}
 
 void run(KernelRunner& runner, op::Binary const& d, OpViews const& v) {
     std::size_t const n = v.out[0].numel();
     if (n == 0) return;
+    if (!d.scalar_rhs && !(v.in[0].is_contiguous() && v.in[1].is_contiguous()))
+        return run_broadcast(runner, d.op, v.in[0], v.in[1], v.out[0]);
     std::uint64_t const a_address = runner.address(v.in[0]);
     std::uint64_t const b_address = d.scalar_rhs ? 0 : runner.address(v.in[1]);
     std::uint64_t const out_address = runner.address(v.out[0]);

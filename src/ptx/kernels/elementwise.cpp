@@ -7,6 +7,7 @@
 #include "rayo/ptx/kernels/elementwise.hpp"
 #include "ptx/kernels/strided_loop.hpp"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -428,6 +429,28 @@ std::string loop_suffix(bool vectorized, unsigned unroll) {
     return std::string(vectorized ? "_v4" : "_scalar") + "_u" + std::to_string(unroll);
 }
 
+// The binary op on two .f32 registers, one IEEE operation (div.rn).
+Reg emit_binary(Kernel& k, std::string const& name, Op op, Reg x, Reg y) {
+    static_assert(op_count(OpFamily::binary) == 6, "a case for every binary op");
+    switch (op) {
+        case Op::add: return k.add(x, y);
+        case Op::sub: return k.sub(x, y);
+        case Op::mul: return k.mul(x, y);
+        case Op::div: return k.div(x, y);
+        case Op::maximum: case Op::minimum: {
+            // A NaN operand gives NaN; equal values give x & y (+0 over -0) or x | y (-0 under +0).
+            bool const up = op == Op::maximum;
+            Reg const bx = k.bitcast(Type::b32, x), by = k.bitcast(Type::b32, y);
+            Reg r = k.bitcast(Type::f32, up ? k.and_(bx, by) : k.or_(bx, by));
+            r = k.selp(y, r, k.setp(up ? Cmp::lt : Cmp::gt, x, y), Type::f32);
+            r = k.selp(x, r, k.setp(up ? Cmp::gt : Cmp::lt, x, y), Type::f32);
+            r = k.selp(y, r, k.not_pred(k.setp(Cmp::eq, y, y)), Type::f32);
+            return k.selp(x, r, k.not_pred(k.setp(Cmp::eq, x, x)), Type::f32);
+        }
+        default: throw BuildError("ptx kernel '" + name + "': " + std::string(to_string(op)) + " is not a binary op");
+    }
+}
+
 }  // namespace
 
 Kernel unary(UnaryKernelConfig const& config) {
@@ -461,18 +484,47 @@ Kernel binary(BinaryKernelConfig const& config) {
     Reg s = k.param(Type::f32, "s");
     std::vector<Reg> inputs{a};
     if (!config.scalar_operand) inputs.push_back(k.cvta_to_global(b));
-    static_assert(op_count(OpFamily::binary) == 4, "a case for every binary op");
-    auto apply = [&](Reg x, Reg y) {
-        switch (config.op) {
-            case Op::add: return k.add(x, y);
-            case Op::sub: return k.sub(x, y);
-            case Op::mul: return k.mul(x, y);
-            case Op::div: return k.div(x, y);
-            default: throw BuildError("ptx kernel '" + name + "': " + std::string(to_string(config.op)) + " is not a binary op");
-        }
-    };
-    elementwise_loop(k, shape, out, inputs, n,
-                     [&](std::vector<Reg> const& v) { return apply(v[0], config.scalar_operand ? s : v[1]); });
+    elementwise_loop(k, shape, out, inputs, n, [&](std::vector<Reg> const& v) {
+        return emit_binary(k, name, config.op, v[0], config.scalar_operand ? s : v[1]);
+    });
+    return k;
+}
+
+Kernel binary_broadcast(BinaryBroadcastKernelConfig const& config) {
+    std::string const name = "rayo_binary_" + std::string(to_string(config.op)) + "_broadcast_r" + std::to_string(config.rank);
+    if (config.rank < 1 || config.rank > max_broadcast_rank)
+        throw BuildError("ptx kernel '" + name + "': rank " + std::to_string(config.rank) + " is not 1 to " +
+                         std::to_string(max_broadcast_rank));
+    Kernel k(name);
+    k.max_threads(config.block_threads);
+    Reg out = k.cvta_to_global(k.param(Type::u64, "out"));
+    Reg a = k.cvta_to_global(k.param(Type::u64, "a"));
+    Reg b = k.cvta_to_global(k.param(Type::u64, "b"));
+    Reg n = k.param(Type::u32, "n");
+    std::array<std::array<Reg, max_broadcast_rank>, 3> layout;  // dims, a's strides, b's strides
+    constexpr char const* layout_names[] = {"dim", "a_stride", "b_stride"};
+    for (std::size_t p = 0; p < 3; ++p)
+        for (unsigned d = 0; d < max_broadcast_rank; ++d) layout[p][d] = k.param(Type::u32, layout_names[p] + std::to_string(d));
+    // One output element per thread and step of a grid-stride loop; each operand's index from the
+    // element's coordinates, the innermost axis first.
+    Reg i = k.global_thread_index();
+    Reg stride = k.mul(k.special(Special::nctaid_x), k.special(Special::ntid_x));
+    Label top = k.label(), done = k.label();
+    k.place(top);
+    k.bra_if(k.setp(Cmp::ge, i, n), done);
+    Reg rest = k.mov(Type::u32, i), ia = k.mov(Type::u32, 0u), ib = k.mov(Type::u32, 0u);
+    for (unsigned d = config.rank; d-- > 0;) {
+        Reg const coordinate = d ? k.rem(rest, layout[0][d]) : rest;
+        if (d) rest = k.div(rest, layout[0][d]);
+        ia = k.fma(coordinate, layout[1][d], ia);
+        ib = k.fma(coordinate, layout[2][d], ib);
+    }
+    Reg const x = k.ld(Space::global, Type::f32, k.element_address(a, ia, 4));
+    Reg const y = k.ld(Space::global, Type::f32, k.element_address(b, ib, 4));
+    k.st(Space::global, Type::f32, k.element_address(out, i, 4), emit_binary(k, name, config.op, x, y));
+    k.add(i, i, stride);
+    k.bra(top);
+    k.place(done);
     return k;
 }
 

@@ -1,7 +1,9 @@
 // The unary and binary families on Vulkan: shaders/unary.comp and binary.comp, the op a
 // specialization constant, vec4 accesses where every operand's offset allows.
 #include <algorithm>
+#include <array>
 
+#include "dispatch/broadcast.hpp"
 #include "dispatch/operand_checks.hpp"
 #include "vulkan/ops/ops.hpp"
 
@@ -16,10 +18,41 @@ struct ElementwisePush {
     float a = 0.0f, b = 0.0f;
 };
 
-Support elementwise_supports(Op op, OpViews const& v) {
-    Support s = detail::contiguous_f32("vulkan", op, v);
+// Push constants of binary_broadcast.comp: the collapsed layout (dispatch/broadcast.hpp).
+struct BroadcastPush {
+    std::uint32_t n = 0;
+    std::uint32_t a_offset = 0, b_offset = 0, out_offset = 0;  // in elements
+    std::array<std::uint32_t, detail::max_view_rank> dims{}, a_strides{}, b_strides{};
+};
+
+Support elementwise_supports(Support s, OpViews const& v) {
     if (s.native && v.out[0].numel() > 0xffffffffu) return Support::no("vulkan: element-wise ops over 2^32 elements or more");
     return s;
+}
+
+// out = a op b with broadcast operands (binary_broadcast.comp), one invocation per output element.
+void record_broadcast(ShaderRunner& r, Op op, TensorView const& a, TensorView const& b, TensorView const& out) {
+    std::size_t const n = out.numel();
+    if (n == 0) return;
+    std::uint32_t const workgroup = r.workgroup_size();
+    Binding const lhs = r.bind(a, a.span_bytes(), Access::read, "element-wise input");
+    Binding const result = r.bind(out, n * sizeof(float), Access::write, "element-wise output");
+    Binding const rhs = r.bind(b, b.span_bytes(), Access::read, "element-wise input");
+    TensorView const operands[] = {a, b};
+    detail::StridedLayout const l = detail::collapse(out, operands);
+    BroadcastPush push;
+    push.n = static_cast<std::uint32_t>(n);
+    push.a_offset = lhs.element_offset(sizeof(float));
+    push.b_offset = rhs.element_offset(sizeof(float));
+    push.out_offset = result.element_offset(sizeof(float));
+    for (std::size_t i = 0; i < l.rank; ++i) {
+        push.dims[i] = static_cast<std::uint32_t>(l.dims[i]);
+        push.a_strides[i] = static_cast<std::uint32_t>(l.strides[0][i]);
+        push.b_strides[i] = static_cast<std::uint32_t>(l.strides[1][i]);
+    }
+    SpecConstants const constants{static_cast<std::uint32_t>(op), workgroup, static_cast<std::uint32_t>(l.rank)};
+    auto const groups = static_cast<std::uint32_t>(std::min<std::size_t>((n + workgroup - 1) / workgroup, r.max_groups()));
+    r.dispatch(Shader::binary_broadcast, constants, {lhs, result, rhs}, push, {groups});
 }
 
 // One dispatch of `shader` over out's elements: the binary shader reads `rhs` (or, scalar, a again,
@@ -55,15 +88,21 @@ void record(ShaderRunner& r, Shader shader, Op op, bool scalar_rhs, TensorView c
 
 }  // namespace
 
-Support supports(ShaderRunner const&, op::Unary const& d, OpViews const& v) { return elementwise_supports(d.op, v); }
+Support supports(ShaderRunner const&, op::Unary const& d, OpViews const& v) {
+    return elementwise_supports(detail::contiguous_f32("vulkan", d.op, v), v);
+}
 
 void run(ShaderRunner& r, op::Unary const& d, OpViews const& v) {
     record(r, Shader::unary, d.op, false, v.in[0], nullptr, v.out[0], d.a, d.b);
 }
 
-Support supports(ShaderRunner const&, op::Binary const& d, OpViews const& v) { return elementwise_supports(d.op, v); }
+Support supports(ShaderRunner const&, op::Binary const& d, OpViews const& v) {
+    return elementwise_supports(detail::elementwise_f32("vulkan", d.op, v), v);
+}
 
 void run(ShaderRunner& r, op::Binary const& d, OpViews const& v) {
+    if (!d.scalar_rhs && !(v.in[0].is_contiguous() && v.in[1].is_contiguous()))
+        return record_broadcast(r, d.op, v.in[0], v.in[1], v.out[0]);
     record(r, Shader::binary, d.op, d.scalar_rhs, v.in[0], d.scalar_rhs ? nullptr : &v.in[1], v.out[0], d.scalar, 0.0f);
 }
 

@@ -67,6 +67,23 @@ struct RAYO_API BinaryKernelConfig {
 // `out` may be `a` or `b`. Named rayo_binary_<op>[_scalar]_<v4|scalar>_u<unroll>.
 [[nodiscard]] RAYO_API Kernel binary(BinaryKernelConfig const& config);
 
+// The most axes of a broadcast layout.
+inline constexpr unsigned max_broadcast_rank = 8;
+
+struct RAYO_API BinaryBroadcastKernelConfig {
+    Op op = Op::add;               // a binary op (BuildError otherwise)
+    unsigned rank = 1;             // axes of the collapsed layout, 1 to max_broadcast_rank
+    unsigned block_threads = 256;  // .maxntid
+};
+
+// out[i] = a[ia] op b[ib] for i < n, with NumPy broadcasting over a collapsed layout (the outermost
+// axis first): ia = Σ coordinate[d]·a_stride[d] over the first `rank` axes of the output's
+// coordinates, a stride of 0 repeating the operand along that axis; likewise ib. Parameters, in
+// order: out (.u64), a (.u64), b (.u64), n (.u32), dim0..dim7, a_stride0..a_stride7,
+// b_stride0..b_stride7 (.u32 each; those past `rank` are not read). Element indices are 32-bit.
+// Named rayo_binary_<op>_broadcast_r<rank>.
+[[nodiscard]] RAYO_API Kernel binary_broadcast(BinaryBroadcastKernelConfig const& config);
+
 // The op on one .f32 register, for other generators (softmax's exp, say): appends the
 // instructions to `k` and returns the result register. `a` and `b` are .f32 registers holding the
 // op's parameters (alpha; lo and hi), needed only by leaky_relu, elu and clip. Straight-line code
