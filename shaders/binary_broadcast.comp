@@ -1,7 +1,10 @@
 #version 450
 // out = a op b with NumPy broadcasting, over the collapsed layout of src/dispatch/broadcast.hpp:
 // at most 8 axes, the outermost first, each operand's stride 0 along the axes it repeats. The op
-// is specialization constant 0, the layout's rank constant 2.
+// is specialization constant 0, the layout's rank constant 2. VEC4 (constant 3, set where the
+// innermost axis is a multiple of 4 and every operand read along it starts on a vec4): each
+// invocation takes 4 consecutive outputs of a row, so the index arithmetic is once per vec4 and an
+// operand repeated along the row is one load.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "float_controls.glsl"
@@ -11,11 +14,15 @@
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const uint OP = RAYO_OP_ADD;
 layout(constant_id = 2) const uint RANK = 1;
+layout(constant_id = 3) const bool VEC4 = false;
 #include "binary_op.glsl"
 
 layout(std430, set = 0, binding = 0) readonly buffer InputA { float a[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Output { float y[]; };
 layout(std430, set = 0, binding = 2) readonly buffer InputB { float b[]; };
+layout(std430, set = 0, binding = 0) readonly buffer InputA4 { vec4 a4[]; };  // the same, for VEC4
+layout(std430, set = 0, binding = 1) writeonly buffer Output4 { vec4 y4[]; };
+layout(std430, set = 0, binding = 2) readonly buffer InputB4 { vec4 b4[]; };
 
 // Mirrors BroadcastPush (src/vulkan/ops/elementwise.cpp); offsets and strides in elements.
 layout(push_constant) uniform Params {
@@ -28,17 +35,36 @@ layout(push_constant) uniform Params {
     uint b_strides[8];
 } params;
 
+// The operands' offsets of output element i.
+void offsets(uint i, out uint ia, out uint ib) {
+    uint rest = i;
+    ia = params.a_offset;
+    ib = params.b_offset;
+    [[unroll]] for (int d = int(RANK) - 1; d >= 0; --d) {
+        uint len = params.dims[d];
+        uint c = rest % len;
+        rest /= len;
+        ia += c * params.a_strides[d];
+        ib += c * params.b_strides[d];
+    }
+}
+
 void main() {
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    for (uint i = gl_GlobalInvocationID.x; i < params.n; i += stride) {
-        uint rest = i, ia = params.a_offset, ib = params.b_offset;
-        [[unroll]] for (int d = int(RANK) - 1; d >= 0; --d) {
-            uint len = params.dims[d];
-            uint c = rest % len;
-            rest /= len;
-            ia += c * params.a_strides[d];
-            ib += c * params.b_strides[d];
+    if (VEC4) {
+        bool a_row = params.a_strides[RANK - 1] == 1, b_row = params.b_strides[RANK - 1] == 1;  // else repeated
+        for (uint q = gl_GlobalInvocationID.x; q < params.n / 4; q += stride) {
+            uint ia, ib;
+            offsets(q * 4, ia, ib);
+            vec4 u = a_row ? a4[ia / 4] : vec4(a[ia]);
+            vec4 v = b_row ? b4[ib / 4] : vec4(b[ib]);
+            y4[params.out_offset / 4 + q] = vec4(apply(u.x, v.x), apply(u.y, v.y), apply(u.z, v.z), apply(u.w, v.w));
         }
+        return;
+    }
+    for (uint i = gl_GlobalInvocationID.x; i < params.n; i += stride) {
+        uint ia, ib;
+        offsets(i, ia, ib);
         y[params.out_offset + i] = apply(a[ia], b[ib]);
     }
 }

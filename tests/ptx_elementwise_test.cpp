@@ -64,6 +64,9 @@ TEST(PtxElementwise, EveryBroadcastVariantAssembles) {
             Target const target = rank % 2 ? Target::sm_80 : Target::sm_90;
             SCOPED_TRACE(binary_broadcast({.op = op, .rank = rank}).name() + " " + std::string(to_string(target)));
             expect_assembles(binary_broadcast({.op = op, .rank = rank}), target);
+            expect_assembles(binary_broadcast({.op = op, .rank = rank, .vectorized = true, .a_repeats_along_rows = rank % 2 == 0,
+                                               .b_repeats_along_rows = rank % 2 == 1}),
+                             target);
         }
 }
 

@@ -163,6 +163,9 @@ void check_broadcast(CaseContext& ctx, BinaryOp const& b) {
         {Shape{2, 1, 7}, Shape{1, 9, 7}}, {Shape{33}, Shape{6, 33}},          {Shape{1}, Shape{5, 7}},
         {Shape{5, 7}, Shape{}},          {Shape{3, 1, 5, 1}, Shape{1, 4, 1, 6}}, {Shape{0, 3}, Shape{3}},
         {Shape{2, 3, 2, 3, 2, 3, 2, 5}, Shape{1, 3, 1, 3, 1, 3, 1, 5}},   {Shape{4, 1}, Shape{1, 1}},
+        // Rows that are a multiple of 4 long (the GPUs' vec4 paths), at aligned and unaligned offsets.
+        {Shape{33, 64}, Shape{64}}, {Shape{48, 1}, Shape{48, 256}}, {Shape{7, 1, 12}, Shape{1, 5, 12}},
+        {Shape{16, 8}, Shape{8}}, {Shape{16, 1}, Shape{16, 8}}, {Shape{3, 4}, Shape{3, 1}},
     };
     for (std::size_t i = 0; i < pairs.size(); ++i) {
         Pair const& p = pairs[i];

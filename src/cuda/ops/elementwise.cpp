@@ -33,10 +33,20 @@ void run_broadcast(KernelRunner& runner, Op op, TensorView const& a, TensorView 
     if (n == 0) return;
     TensorView const operands[] = {a, b};
     detail::StridedLayout const l = detail::collapse(out, operands);
-    ptx::kernels::BinaryBroadcastKernelConfig const config{
-        .op = op, .rank = static_cast<unsigned>(l.rank), .block_threads = elementwise_block_threads};
     std::uint64_t out_address = runner.address(out), a_address = runner.address(a), b_address = runner.address(b);
     auto count = static_cast<std::uint32_t>(n);
+    // 16-byte accesses along the rows where every operand read along them allows (one repeated
+    // along them is a single load at any address).
+    std::size_t const last = l.rank - 1;
+    bool const a_repeats = l.strides[0][last] == 0, b_repeats = l.strides[1][last] == 0;
+    bool const vectorized = l.inner() % 4 == 0 && out_address % 16 == 0 && (a_repeats || a_address % 16 == 0) &&
+                            (b_repeats || b_address % 16 == 0);
+    ptx::kernels::BinaryBroadcastKernelConfig const config{.op = op,
+                                                           .rank = static_cast<unsigned>(l.rank),
+                                                           .vectorized = vectorized,
+                                                           .a_repeats_along_rows = vectorized && a_repeats,
+                                                           .b_repeats_along_rows = vectorized && b_repeats,
+                                                           .block_threads = elementwise_block_threads};
     std::array<std::array<std::uint32_t, detail::max_view_rank>, 3> layout{};
     for (std::size_t i = 0; i < l.rank; ++i) {
         layout[0][i] = static_cast<std::uint32_t>(l.dims[i]);
@@ -47,10 +57,11 @@ void run_broadcast(KernelRunner& runner, Op op, TensorView const& a, TensorView 
     for (auto& part : layout)
         for (auto& value : part) arguments.push_back(&value);
     KernelKey key;
-    key << "binary_broadcast/" << to_string(op) << "/r" << config.rank << "/b" << config.block_threads << "/"
-        << ptx::to_string(runner.target());
-    runner.launch(key.view(), [config] { return ptx::kernels::binary_broadcast(config); }, elementwise_launch(n, false),
-                  arguments);
+    key << "binary_broadcast/" << to_string(op) << "/r" << config.rank << (config.vectorized ? "/v4" : "/scalar")
+        << (config.a_repeats_along_rows ? "/ra" : "") << (config.b_repeats_along_rows ? "/rb" : "") << "/b"
+        << config.block_threads << "/" << ptx::to_string(runner.target());
+    runner.launch(key.view(), [config] { return ptx::kernels::binary_broadcast(config); },
+                  elementwise_launch(n, vectorized), arguments);
 }
 
 }  // namespace

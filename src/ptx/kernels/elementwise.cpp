@@ -491,10 +491,14 @@ Kernel binary(BinaryKernelConfig const& config) {
 }
 
 Kernel binary_broadcast(BinaryBroadcastKernelConfig const& config) {
-    std::string const name = "rayo_binary_" + std::string(to_string(config.op)) + "_broadcast_r" + std::to_string(config.rank);
+    std::string const name = "rayo_binary_" + std::string(to_string(config.op)) + "_broadcast_r" + std::to_string(config.rank) +
+                             (config.vectorized ? "_v4" : "") + (config.a_repeats_along_rows ? "_ra" : "") +
+                             (config.b_repeats_along_rows ? "_rb" : "");
     if (config.rank < 1 || config.rank > max_broadcast_rank)
         throw BuildError("ptx kernel '" + name + "': rank " + std::to_string(config.rank) + " is not 1 to " +
                          std::to_string(max_broadcast_rank));
+    if (!config.vectorized && (config.a_repeats_along_rows || config.b_repeats_along_rows))
+        throw BuildError("ptx kernel '" + name + "': operands repeated along rows are a vectorized variant");
     Kernel k(name);
     k.max_threads(config.block_threads);
     Reg out = k.cvta_to_global(k.param(Type::u64, "out"));
@@ -505,13 +509,16 @@ Kernel binary_broadcast(BinaryBroadcastKernelConfig const& config) {
     constexpr char const* layout_names[] = {"dim", "a_stride", "b_stride"};
     for (std::size_t p = 0; p < 3; ++p)
         for (unsigned d = 0; d < max_broadcast_rank; ++d) layout[p][d] = k.param(Type::u32, layout_names[p] + std::to_string(d));
-    // One output element per thread and step of a grid-stride loop; each operand's index from the
-    // element's coordinates, the innermost axis first.
-    Reg i = k.global_thread_index();
+    unsigned const width = config.vectorized ? 4 : 1;
+    // One output element (or vec4 of a row) per thread and step of a grid-stride loop; each
+    // operand's index from the element's coordinates, the innermost axis first.
+    Reg const units = config.vectorized ? k.shr(n, 2) : n;
+    Reg q = k.global_thread_index();
     Reg stride = k.mul(k.special(Special::nctaid_x), k.special(Special::ntid_x));
     Label top = k.label(), done = k.label();
     k.place(top);
-    k.bra_if(k.setp(Cmp::ge, i, n), done);
+    k.bra_if(k.setp(Cmp::ge, q, units), done);
+    Reg const i = config.vectorized ? k.shl(q, 2) : q;
     Reg rest = k.mov(Type::u32, i), ia = k.mov(Type::u32, 0u), ib = k.mov(Type::u32, 0u);
     for (unsigned d = config.rank; d-- > 0;) {
         Reg const coordinate = d ? k.rem(rest, layout[0][d]) : rest;
@@ -519,10 +526,18 @@ Kernel binary_broadcast(BinaryBroadcastKernelConfig const& config) {
         ia = k.fma(coordinate, layout[1][d], ia);
         ib = k.fma(coordinate, layout[2][d], ib);
     }
-    Reg const x = k.ld(Space::global, Type::f32, k.element_address(a, ia, 4));
-    Reg const y = k.ld(Space::global, Type::f32, k.element_address(b, ib, 4));
-    k.st(Space::global, Type::f32, k.element_address(out, i, 4), emit_binary(k, name, config.op, x, y));
-    k.add(i, i, stride);
+    auto load = [&](Reg base, Reg index, bool repeated) {
+        Address const at = k.element_address(base, index, 4);
+        if (width == 1 || repeated) return std::vector<Reg>(width, k.ld(Space::global, Type::f32, at));
+        return k.ld_vector(Space::global, Type::f32, 4, at);
+    };
+    std::vector<Reg> const x = load(a, ia, config.a_repeats_along_rows), y = load(b, ib, config.b_repeats_along_rows);
+    std::vector<Reg> r;
+    for (unsigned e = 0; e < width; ++e) r.push_back(emit_binary(k, name, config.op, x[e], y[e]));
+    Address const to = k.element_address(out, i, 4);
+    if (width == 1) k.st(Space::global, Type::f32, to, r[0]);
+    else k.st_vector(Space::global, Type::f32, to, r);
+    k.add(q, q, stride);
     k.bra(top);
     k.place(done);
     return k;

@@ -30,7 +30,7 @@ Support elementwise_supports(Support s, OpViews const& v) {
     return s;
 }
 
-// out = a op b with broadcast operands (binary_broadcast.comp), one invocation per output element.
+// out = a op b with broadcast operands (binary_broadcast.comp), one invocation per output element or vec4.
 void record_broadcast(ShaderRunner& r, Op op, TensorView const& a, TensorView const& b, TensorView const& out) {
     std::size_t const n = out.numel();
     if (n == 0) return;
@@ -50,8 +50,14 @@ void record_broadcast(ShaderRunner& r, Op op, TensorView const& a, TensorView co
         push.a_strides[i] = static_cast<std::uint32_t>(l.strides[0][i]);
         push.b_strides[i] = static_cast<std::uint32_t>(l.strides[1][i]);
     }
-    SpecConstants const constants{static_cast<std::uint32_t>(op), workgroup, static_cast<std::uint32_t>(l.rank)};
-    auto const groups = static_cast<std::uint32_t>(std::min<std::size_t>((n + workgroup - 1) / workgroup, r.max_groups()));
+    // vec4s along the rows where every operand read along them starts on a vec4 (an operand
+    // repeated along the row is one float, at any offset).
+    std::size_t const last = l.rank - 1;
+    bool const vec4 = l.inner() % 4 == 0 && push.out_offset % 4 == 0 && (l.strides[0][last] == 0 || push.a_offset % 4 == 0) &&
+                      (l.strides[1][last] == 0 || push.b_offset % 4 == 0);
+    SpecConstants const constants{static_cast<std::uint32_t>(op), workgroup, static_cast<std::uint32_t>(l.rank), vec4 ? 1u : 0u};
+    std::size_t const items = vec4 ? n / 4 : n;
+    auto const groups = static_cast<std::uint32_t>(std::min<std::size_t>((items + workgroup - 1) / workgroup, r.max_groups()));
     r.dispatch(Shader::binary_broadcast, constants, {lhs, result, rhs}, push, {groups});
 }
 

@@ -73,6 +73,11 @@ inline constexpr unsigned max_broadcast_rank = 8;
 struct RAYO_API BinaryBroadcastKernelConfig {
     Op op = Op::add;               // a binary op (BuildError otherwise)
     unsigned rank = 1;             // axes of the collapsed layout, 1 to max_broadcast_rank
+    // 4 consecutive outputs of a row per thread (16-byte accesses): needs the innermost axis a
+    // multiple of 4, out 16-byte aligned, and each operand either read along the row from a 16-byte
+    // aligned address or repeated along it (its innermost stride 0, named below: one f32 load).
+    bool vectorized = false;
+    bool a_repeats_along_rows = false, b_repeats_along_rows = false;  // only with `vectorized`
     unsigned block_threads = 256;  // .maxntid
 };
 
@@ -81,7 +86,7 @@ struct RAYO_API BinaryBroadcastKernelConfig {
 // coordinates, a stride of 0 repeating the operand along that axis; likewise ib. Parameters, in
 // order: out (.u64), a (.u64), b (.u64), n (.u32), dim0..dim7, a_stride0..a_stride7,
 // b_stride0..b_stride7 (.u32 each; those past `rank` are not read). Element indices are 32-bit.
-// Named rayo_binary_<op>_broadcast_r<rank>.
+// Named rayo_binary_<op>_broadcast_r<rank>[_v4[_ra][_rb]] (vectorized; ra, rb: a, b repeated).
 [[nodiscard]] RAYO_API Kernel binary_broadcast(BinaryBroadcastKernelConfig const& config);
 
 // The op on one .f32 register, for other generators (softmax's exp, say): appends the
