@@ -69,6 +69,15 @@ void run_bias_add(benchmark::State& state) {
     report(state, {.bytes = 2.0 * static_cast<double>(a.bytes())});
 }
 
+// f32 -> f16 of 2^28 values: 4 bytes read and 2 written each.
+void run_cast_f16(benchmark::State& state) {
+    rayo::Device const device = bench_device();
+    FTensor const x = random_tensor(rayo::Shape{big}, device);
+    auto const out = rayo::Tensor<rayo::half>::empty(rayo::Shape{big}, device);
+    time_op(state, device, [&] { rayo::cast_into(x, out); });
+    report(state, {.bytes = 6.0 * static_cast<double>(big)});
+}
+
 template <class T>
 void run_matmul(benchmark::State& state, std::int64_t n) {
     rayo::Device const device = bench_device();
@@ -217,6 +226,7 @@ void register_gpu() {
     add_benchmark("gpu/sum/2^28", run_sum);
     add_benchmark("gpu/gelu/2^28", run_gelu);
     add_benchmark("gpu/bias_add/8192x4096", run_bias_add);
+    add_benchmark("gpu/cast_f32_f16/2^28", run_cast_f16);
     register_quant_linear<rayo::q4_k>();
     register_quant_linear<rayo::q6_k>();
     add_benchmark("gpu/tiny_op", run_tiny_op);

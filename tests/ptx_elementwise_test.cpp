@@ -6,6 +6,7 @@
 #include "support/ptx_simulator.hpp"
 #include "support/ptxas.hpp"
 
+#include <rayo/ptx/kernels/conversion.hpp>
 #include <rayo/ptx/kernels/elementwise.hpp>
 
 #include <vector>
@@ -68,6 +69,20 @@ TEST(PtxElementwise, EveryBroadcastVariantAssembles) {
                                                .b_repeats_along_rows = rank % 2 == 1}),
                              target);
         }
+}
+
+TEST(PtxConversion, EveryCastAssembles) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (DType from : {DType::f32, DType::f16, DType::bf16, DType::i32})
+        for (DType to : {DType::f32, DType::f16, DType::bf16, DType::i32}) {
+            SCOPED_TRACE(kernels::cast({.from = from, .to = to}).name());
+            expect_assembles(kernels::cast({.from = from, .to = to}), Target::sm_80);
+            expect_assembles(kernels::cast({.from = from, .to = to, .vectorized = false}), Target::sm_90);
+        }
+    EXPECT_THROW((void)kernels::cast({.from = DType::q4_k, .to = DType::f32}), BuildError);
+    std::string const text = kernels::cast({.from = DType::i32, .to = DType::bf16}).emit(Target::sm_90);
+    EXPECT_NE(text.find("cvt.rz.f32.s32"), std::string::npos) << "i32 -> bf16 rounds to odd first";
+    EXPECT_NE(kernels::cast({.from = DType::f32, .to = DType::i32}).emit(Target::sm_90).find("cvt.rzi.s32.f32"), std::string::npos);
 }
 
 // ---- text

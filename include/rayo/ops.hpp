@@ -5,6 +5,7 @@
 // is written, so a failed call leaves every tensor as it was.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 
 #include "rayo/export.hpp"
@@ -151,6 +152,20 @@ template <LinearWeight W>
 RAYO_API FTensor linear(FTensor const& x, Tensor<W> const& w);
 template <LinearWeight W>
 RAYO_API void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& out);
+
+// ---- element types -------------------------------------------------------------------------------
+// The element types cast converts between.
+template <class T>
+concept CastElement = std::same_as<T, float> || std::same_as<T, half> || std::same_as<T, bfloat16> ||
+                      std::same_as<T, std::int32_t>;
+
+// x's values as To, on x's device: floats round to nearest even (overflow to ±Inf), NaN and ±Inf
+// stay; to i32, values truncate toward zero and saturate at INT32_MIN / INT32_MAX, NaN gives 0;
+// from i32, values round to nearest even. cast<T>(x) of x's own type is a copy.
+template <CastElement To, CastElement From>
+RAYO_API Tensor<To> cast(Tensor<From> const& x);
+template <CastElement To, CastElement From>
+RAYO_API void cast_into(Tensor<From> const& x, Tensor<To> const& out);
 
 // ---- normalisation over the last axis ------------------------------------------------------------
 // layer_norm: (x - mean) / sqrt(var + eps) · gamma + beta, with the biased variance.

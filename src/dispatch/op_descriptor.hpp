@@ -92,10 +92,18 @@ struct Dequantize {
     Op op = Op::dequantize;
 };
 
+// Values converted to out's element type (f32, f16, bf16, i32 either way): floats rounded to
+// nearest even, NaN and ±Inf kept; to i32 truncated toward zero and saturated, NaN giving 0.
+// in: x; out: y of x's shape (the same element type: a copy).
+struct Cast {
+    static constexpr OpFamily family = OpFamily::conversion;
+    Op op = Op::cast;
+};
+
 }  // namespace op
 
-using OpDescriptor =
-    std::variant<op::Unary, op::Binary, op::Reduce, op::Dot, op::Softmax, op::Norm, op::Matmul, op::Quantize, op::Dequantize>;
+using OpDescriptor = std::variant<op::Unary, op::Binary, op::Reduce, op::Dot, op::Softmax, op::Norm, op::Matmul,
+                                  op::Quantize, op::Dequantize, op::Cast>;
 
 [[nodiscard]] inline Op op_of(OpDescriptor const& d) noexcept {
     return std::visit([](auto const& f) { return f.op; }, d);

@@ -104,6 +104,9 @@ T Guarded<T>::poison() noexcept {
 
 template class Guarded<float>;
 template class Guarded<std::int64_t>;
+template class Guarded<half>;
+template class Guarded<bfloat16>;
+template class Guarded<std::int32_t>;
 
 // ---- CaseContext
 
@@ -175,6 +178,7 @@ Tensor<T> CaseContext::input(std::vector<T> const& values, Shape shape, std::siz
 template Tensor<float> CaseContext::input(std::vector<float> const&, Shape, std::size_t) const;
 template Tensor<half> CaseContext::input(std::vector<half> const&, Shape, std::size_t) const;
 template Tensor<bfloat16> CaseContext::input(std::vector<bfloat16> const&, Shape, std::size_t) const;
+template Tensor<std::int32_t> CaseContext::input(std::vector<std::int32_t> const&, Shape, std::size_t) const;
 
 namespace {
 
@@ -271,6 +275,9 @@ template void CaseContext::expect_equal(Guarded<std::int64_t> const&, std::vecto
                                         std::function<std::string(std::size_t)> const&);
 template void CaseContext::expect_guards(Guarded<float> const&);
 template void CaseContext::expect_guards(Guarded<std::int64_t> const&);
+template void CaseContext::expect_guards(Guarded<half> const&);
+template void CaseContext::expect_guards(Guarded<bfloat16> const&);
+template void CaseContext::expect_guards(Guarded<std::int32_t> const&);
 
 // ---- the table of cases
 

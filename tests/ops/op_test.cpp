@@ -157,6 +157,7 @@ Probe probe(Op op, DType dtype) {
         case OpFamily::quantization:
             if (op == Op::quantize) return {op::Quantize{}, {x}, {view(dtype, {rows, cols})}};
             return {op::Dequantize{}, {view(dtype, {rows, cols})}, {x}};
+        case OpFamily::conversion: return {op::Cast{}, {view(dtype, {rows, cols})}, {x}};
     }
     return {};
 }

@@ -62,6 +62,11 @@ constexpr Row rows[] = {
     same(Op::argmax, DType::f32, exact),
     same(Op::argmin, DType::f32, exact),
     same(Op::dot, DType::f32, relative(1e-6)),
+    // cast checks its results bit for bit against the float64 reference (conversion_cases.cpp).
+    same(Op::cast, DType::f32, exact),
+    same(Op::cast, DType::f16, exact),
+    same(Op::cast, DType::bf16, exact),
+    same(Op::cast, DType::i32, exact),
     same(Op::softmax, DType::f32, relative(4e-6, 1e-37)),
     same(Op::log_softmax, DType::f32, relative(2e-6, 4e-6)),
     same(Op::layer_norm, DType::f32, relative(4e-6, 1e-6)),
