@@ -78,6 +78,14 @@ void run_cast_f16(benchmark::State& state) {
     report(state, {.bytes = 6.0 * static_cast<double>(big)});
 }
 
+// The transpose of a 4096 x 4096 f32 matrix into a new one: read and written once.
+void run_permute(benchmark::State& state) {
+    rayo::Device const device = bench_device();
+    FTensor const x = random_tensor(rayo::Shape{4096, 4096}, device);
+    time_op(state, device, [&] { (void)rayo::permute(x, {1, 0}); });
+    report(state, {.bytes = 2.0 * static_cast<double>(x.bytes())});
+}
+
 template <class T>
 void run_matmul(benchmark::State& state, std::int64_t n) {
     rayo::Device const device = bench_device();
@@ -227,6 +235,7 @@ void register_gpu() {
     add_benchmark("gpu/gelu/2^28", run_gelu);
     add_benchmark("gpu/bias_add/8192x4096", run_bias_add);
     add_benchmark("gpu/cast_f32_f16/2^28", run_cast_f16);
+    add_benchmark("gpu/permute/4096x4096", run_permute);
     register_quant_linear<rayo::q4_k>();
     register_quant_linear<rayo::q6_k>();
     add_benchmark("gpu/tiny_op", run_tiny_op);

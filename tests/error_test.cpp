@@ -54,6 +54,25 @@ TEST_F(Errors, ShapesThatDoNotBroadcast) {
     expect_error<ShapeError>([&] { (void)add(Tensor<float>::zeros(nine), row); }, {"add", "up to 8 axes"});
 }
 
+// The layout ops check everything before they copy anything.
+TEST_F(Errors, LayoutOpsNameWhatIsWrong) {
+    expect_error<ShapeError>([&] { (void)permute(a, {0, 0}); }, {"permute", "[0, 0]", "not a permutation", "[2, 3]"});
+    expect_error<ShapeError>([&] { (void)permute(a, {1}); }, {"permute", "[1]", "[2, 3]"});
+    expect_error<ShapeError>([&] { (void)permute(a, {0, 2}); }, {"permute", "[0, 2]"});
+    expect_error<ShapeError>([&] { (void)transpose(a, 0, 2); }, {"axis 2", "[2, 3]"});
+    expect_error<ShapeError>([&] { (void)expand(a, Shape{2, 5}); }, {"expand", "[2, 3]", "[2, 5]"});
+    expect_error<ShapeError>([&] { (void)expand(b, Shape{3}); }, {"expand", "[4, 3]", "does not broadcast to [3]"});
+    expect_error<ShapeError>([&] { (void)narrow(a, 1, 2, 2); }, {"narrow", "out of range", "axis 1", "[2, 3]"});
+    expect_error<ShapeError>([&] { (void)narrow(a, 0, -1, 1); }, {"narrow", "out of range"});
+    expect_error<ShapeError>([&] { (void)concat(std::vector<Tensor<float>>{a, b}, 1); }, {"concat", "axis 1", "[4, 3]", "[2, 3]"});
+    expect_error<Error>([&] { (void)concat(std::vector<Tensor<float>>{}, 0); }, {"concat", "no tensors"});
+    expect_error<ShapeError>([&] { copy_into(b, out); }, {"copy", "[4, 3]", "[2, 3]"});
+    expect_error<Error>([&] { copy_into(a, a); }, {"copy", "overlaps"});
+    std::vector<std::int64_t> nine(9, 1);
+    expect_error<ShapeError>([&] { (void)permute(Tensor<float>::zeros(Shape(nine)), {0, 1, 2, 3, 4, 5, 6, 7, 8}); },
+                             {"permute", "up to 8 axes"});
+}
+
 TEST_F(Errors, MatmulInnerDimensionMismatch) {
     expect_error<ShapeError>([&] { (void)matmul(a, b); }, {"inner dimensions", "[2, 3]", "[4, 3]"});
     expect_error<ShapeError>([&] { matmul_into(a, b, out); }, {"inner dimensions"});

@@ -22,11 +22,11 @@ namespace rayo {
 
 // Ops of one family share their operands' layout, their backend entry point and their source
 // file in each backend (src/<backend>/ops/<family>.cpp; unary and binary share elementwise.cpp).
-enum class OpFamily : std::uint8_t { unary, binary, reduction, softmax, normalization, matmul, quantization, conversion };
+enum class OpFamily : std::uint8_t { unary, binary, reduction, softmax, normalization, matmul, quantization, conversion, layout };
 
 constexpr std::string_view to_string(OpFamily f) noexcept {
     constexpr std::string_view names[] = {"unary", "binary", "reduction", "softmax", "normalization", "matmul",
-                                          "quantization", "conversion"};
+                                          "quantization", "conversion", "layout"};
     return names[static_cast<std::size_t>(f)];
 }
 
@@ -47,6 +47,8 @@ enum class Op : std::uint8_t {
     quantize, dequantize,
     // element types
     cast,
+    // layout: elements copied between views of any strides (permute, expand, concat, narrow, copy)
+    copy,
 };
 
 // A set of element types.
@@ -124,10 +126,11 @@ inline constexpr std::array op_table{
     OpInfo{Op::quantize, "quantize", OpFamily::quantization, {}, detail::kquant_blocks},
     OpInfo{Op::dequantize, "dequantize", OpFamily::quantization, {}, detail::kquant_blocks},
     OpInfo{Op::cast, "cast", OpFamily::conversion, {}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
+    OpInfo{Op::copy, "copy", OpFamily::layout, {}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
 };
 
 // The rows are in the enum's order, one per op: an op's code is its row's index.
-static_assert(op_table.size() == static_cast<std::size_t>(Op::cast) + 1, "one row per Op");
+static_assert(op_table.size() == static_cast<std::size_t>(Op::copy) + 1, "one row per Op");
 static_assert([] {
     for (std::size_t i = 0; i < op_table.size(); ++i)
         if (static_cast<std::size_t>(op_table[i].op) != i) return false;

@@ -7,6 +7,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <vector>
 
 #include "rayo/export.hpp"
 #include "rayo/op_table.hpp"
@@ -166,6 +167,29 @@ template <CastElement To, CastElement From>
 RAYO_API Tensor<To> cast(Tensor<From> const& x);
 template <CastElement To, CastElement From>
 RAYO_API void cast_into(Tensor<From> const& x, Tensor<To> const& out);
+
+// ---- layout: new contiguous tensors from other arrangements of x's elements ----------------------
+// T: float, half, bfloat16 or int32_t (CastElement). At most 8 axes.
+// x with its axes in the order `dims` (a permutation of 0..rank-1): result axis i is x's axis dims[i].
+template <CastElement T>
+RAYO_API Tensor<T> permute(Tensor<T> const& x, std::vector<int> const& dims);
+// x with axes a and b swapped (negative axes count from the end).
+template <CastElement T>
+RAYO_API Tensor<T> transpose(Tensor<T> const& x, int a, int b);
+// x repeated to `shape`, which it broadcasts to (NumPy's rules): [n] to [m, n], [m, 1] to [m, n].
+template <CastElement T>
+RAYO_API Tensor<T> expand(Tensor<T> const& x, Shape const& shape);
+// `length` entries of axis `axis` from `start`: a view sharing x's storage when axis is 0 (as
+// slice), a new tensor otherwise.
+template <CastElement T>
+RAYO_API Tensor<T> narrow(Tensor<T> const& x, int axis, std::int64_t start, std::int64_t length);
+// The tensors joined along `axis`; every other axis must match, and all sit on one device.
+template <CastElement T>
+RAYO_API Tensor<T> concat(std::vector<Tensor<T>> const& tensors, int axis);
+// dst's elements set to src's (one shape and device; dst may be a view into a larger tensor, such
+// as one step's rows of a preallocated KV cache: cache.slice(pos, pos + 1)). They may not overlap.
+template <CastElement T>
+RAYO_API void copy_into(Tensor<T> const& src, Tensor<T> const& dst);
 
 // ---- normalisation over the last axis ------------------------------------------------------------
 // layer_norm: (x - mean) / sqrt(var + eps) · gamma + beta, with the biased variance.

@@ -100,10 +100,18 @@ struct Cast {
     Op op = Op::cast;
 };
 
+// out[i] = in[i] for every element of two views of one shape and element type (f32, f16, bf16,
+// i32) with any strides: a permuted or broadcast input, an output inside a larger tensor. The
+// output repeats no element and does not overlap the input. in: x; out: y.
+struct Copy {
+    static constexpr OpFamily family = OpFamily::layout;
+    Op op = Op::copy;
+};
+
 }  // namespace op
 
 using OpDescriptor = std::variant<op::Unary, op::Binary, op::Reduce, op::Dot, op::Softmax, op::Norm, op::Matmul,
-                                  op::Quantize, op::Dequantize, op::Cast>;
+                                  op::Quantize, op::Dequantize, op::Cast, op::Copy>;
 
 [[nodiscard]] inline Op op_of(OpDescriptor const& d) noexcept {
     return std::visit([](auto const& f) { return f.op; }, d);

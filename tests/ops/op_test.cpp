@@ -158,6 +158,7 @@ Probe probe(Op op, DType dtype) {
             if (op == Op::quantize) return {op::Quantize{}, {x}, {view(dtype, {rows, cols})}};
             return {op::Dequantize{}, {view(dtype, {rows, cols})}, {x}};
         case OpFamily::conversion: return {op::Cast{}, {view(dtype, {rows, cols})}, {x}};
+        case OpFamily::layout: return {op::Copy{}, {view(dtype, {rows, cols})}, {view(dtype, {rows, cols})}};
     }
     return {};
 }

@@ -67,6 +67,11 @@ constexpr Row rows[] = {
     same(Op::cast, DType::f16, exact),
     same(Op::cast, DType::bf16, exact),
     same(Op::cast, DType::i32, exact),
+    // The layout ops copy bits: layout_cases.cpp compares them bit for bit.
+    same(Op::copy, DType::f32, exact),
+    same(Op::copy, DType::f16, exact),
+    same(Op::copy, DType::bf16, exact),
+    same(Op::copy, DType::i32, exact),
     same(Op::softmax, DType::f32, relative(4e-6, 1e-37)),
     same(Op::log_softmax, DType::f32, relative(2e-6, 4e-6)),
     same(Op::layer_norm, DType::f32, relative(4e-6, 1e-6)),

@@ -7,6 +7,7 @@
 #include "rayo/ptx/kernels/conversion.hpp"
 #include "rayo/ptx/kernels/elementwise.hpp"
 #include "rayo/ptx/kernels/gemm.hpp"
+#include "rayo/ptx/kernels/layout.hpp"
 #include "rayo/ptx/kernels/normalization.hpp"
 #include "rayo/ptx/kernels/quant.hpp"
 #include "rayo/ptx/kernels/reduction.hpp"
