@@ -8,6 +8,7 @@
 
 #include <rayo/ptx/kernels/conversion.hpp>
 #include <rayo/ptx/kernels/elementwise.hpp>
+#include <rayo/ptx/kernels/layout.hpp>
 
 #include <vector>
 
@@ -83,6 +84,19 @@ TEST(PtxConversion, EveryCastAssembles) {
     std::string const text = kernels::cast({.from = DType::i32, .to = DType::bf16}).emit(Target::sm_90);
     EXPECT_NE(text.find("cvt.rz.f32.s32"), std::string::npos) << "i32 -> bf16 rounds to odd first";
     EXPECT_NE(kernels::cast({.from = DType::f32, .to = DType::i32}).emit(Target::sm_90).find("cvt.rzi.s32.f32"), std::string::npos);
+}
+
+TEST(PtxLayout, EveryStridedCopyAssembles) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (unsigned rank = 1; rank <= 8; ++rank)
+        for (unsigned bytes : {2u, 4u}) {
+            SCOPED_TRACE(copy_strided({.rank = rank, .element_bytes = bytes}).name());
+            expect_assembles(copy_strided({.rank = rank, .element_bytes = bytes}), rank % 2 ? Target::sm_80 : Target::sm_90);
+        }
+    EXPECT_THROW((void)copy_strided({.rank = 0}), BuildError);
+    EXPECT_THROW((void)copy_strided({.rank = 9}), BuildError);
+    EXPECT_THROW((void)copy_strided({.element_bytes = 8}), BuildError);
+    EXPECT_EQ(copy_strided({.rank = 3, .element_bytes = 2}).name(), "rayo_copy_strided_r3_b2");
 }
 
 // ---- text

@@ -17,6 +17,11 @@ namespace rayo::detail {
     return true;
 }
 
+// The element types cast and the layout ops take: f32, f16, bf16, i32.
+[[nodiscard]] inline bool castable(DType t) noexcept {
+    return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::i32;
+}
+
 // Every operand present holds `type`.
 [[nodiscard]] inline bool all_of_type(OpViews const& v, DType type) noexcept {
     for (auto const* list : {&v.in, &v.out})

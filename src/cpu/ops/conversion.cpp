@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "cpu/ops/ops.hpp"
+#include "dispatch/operand_checks.hpp"
 #include "rayo/dtype.hpp"
 
 namespace rayo::cpu::ops {
@@ -70,12 +71,11 @@ void convert_from(ThreadPool& pool, TensorView const& in, TensorView const& out)
     }
 }
 
-bool castable(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::i32; }
 
 }  // namespace
 
 Support supports(KernelRunner const&, op::Cast const&, OpViews const& v) {
-    if (!castable(v.in[0].dtype) || !castable(v.out[0].dtype)) return Support::no("cpu: cast takes f32, f16, bf16 and i32");
+    if (!detail::castable(v.in[0].dtype) || !detail::castable(v.out[0].dtype)) return Support::no("cpu: cast takes f32, f16, bf16 and i32");
     if (!v.in[0].is_contiguous() || !v.out[0].is_contiguous()) return Support::no("cpu: cast takes contiguous tensors");
     return Support::yes();
 }

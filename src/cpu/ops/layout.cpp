@@ -4,13 +4,13 @@
 #include <cstring>
 
 #include "cpu/ops/ops.hpp"
+#include "dispatch/operand_checks.hpp"
 #include "dispatch/broadcast.hpp"
 
 namespace rayo::cpu::ops {
 
 namespace {
 
-bool copyable(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::i32; }
 
 // `count` elements of `bytes` each, `from_step` and `to_step` elements apart.
 template <std::size_t Bytes>
@@ -21,7 +21,7 @@ void copy_row(std::byte const* from, std::size_t from_step, std::byte* to, std::
 }  // namespace
 
 Support supports(KernelRunner const&, op::Copy const&, OpViews const& v) {
-    if (!copyable(v.in[0].dtype) || v.in[0].dtype != v.out[0].dtype)
+    if (!detail::castable(v.in[0].dtype) || v.in[0].dtype != v.out[0].dtype)
         return Support::no("cpu: copy takes f32, f16, bf16 or i32 views of one type");
     return Support::yes();
 }

@@ -4,18 +4,13 @@
 
 #include "cuda/ops/elementwise_launch.hpp"
 #include "cuda/ops/ops.hpp"
+#include "dispatch/operand_checks.hpp"
 #include "rayo/ptx/kernels/conversion.hpp"
 
 namespace rayo::cuda::ops {
 
-namespace {
-
-bool castable(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::i32; }
-
-}  // namespace
-
 Support supports(KernelRunner const&, op::Cast const&, OpViews const& v) {
-    if (!castable(v.in[0].dtype) || !castable(v.out[0].dtype)) return Support::no("cuda: cast takes f32, f16, bf16 and i32");
+    if (!detail::castable(v.in[0].dtype) || !detail::castable(v.out[0].dtype)) return Support::no("cuda: cast takes f32, f16, bf16 and i32");
     if (!v.in[0].is_contiguous() || !v.out[0].is_contiguous()) return Support::no("cuda: cast takes contiguous tensors");
     return Support::yes();
 }

@@ -6,19 +6,14 @@
 
 #include "cuda/ops/elementwise_launch.hpp"
 #include "cuda/ops/ops.hpp"
+#include "dispatch/operand_checks.hpp"
 #include "dispatch/broadcast.hpp"
 #include "rayo/ptx/kernels/layout.hpp"
 
 namespace rayo::cuda::ops {
 
-namespace {
-
-bool copyable(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::i32; }
-
-}  // namespace
-
 Support supports(KernelRunner const&, op::Copy const&, OpViews const& v) {
-    if (!copyable(v.in[0].dtype) || v.in[0].dtype != v.out[0].dtype)
+    if (!detail::castable(v.in[0].dtype) || v.in[0].dtype != v.out[0].dtype)
         return Support::no("cuda: copy takes f32, f16, bf16 or i32 views of one type");
     std::size_t const element = bytes_for(v.out[0].dtype, 1);
     if (v.in[0].span_bytes() / element > 0xffffffffu || v.out[0].span_bytes() / element > 0xffffffffu)

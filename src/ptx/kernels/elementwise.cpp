@@ -5,6 +5,7 @@
 // CPU relies on x86 min/max returning the second operand for NaN, the kernels use min.NaN/max.NaN,
 // which return NaN, or plain min/max where the CPU's result is the non-NaN one.
 #include "rayo/ptx/kernels/elementwise.hpp"
+#include "ptx/kernels/strided_layout.hpp"
 #include "ptx/kernels/strided_loop.hpp"
 
 #include <array>
@@ -505,41 +506,24 @@ Kernel binary_broadcast(BinaryBroadcastKernelConfig const& config) {
     Reg a = k.cvta_to_global(k.param(Type::u64, "a"));
     Reg b = k.cvta_to_global(k.param(Type::u64, "b"));
     Reg n = k.param(Type::u32, "n");
-    std::array<std::array<Reg, max_broadcast_rank>, 3> layout;  // dims, a's strides, b's strides
-    constexpr char const* layout_names[] = {"dim", "a_stride", "b_stride"};
-    for (std::size_t p = 0; p < 3; ++p)
-        for (unsigned d = 0; d < max_broadcast_rank; ++d) layout[p][d] = k.param(Type::u32, layout_names[p] + std::to_string(d));
+    layout_detail::StridedParams const layout = layout_detail::strided_params(k, "a_stride", "b_stride");
     unsigned const width = config.vectorized ? 4 : 1;
-    // One output element (or vec4 of a row) per thread and step of a grid-stride loop; each
-    // operand's index from the element's coordinates, the innermost axis first.
-    Reg const units = config.vectorized ? k.shr(n, 2) : n;
-    Reg q = k.global_thread_index();
-    Reg stride = k.mul(k.special(Special::nctaid_x), k.special(Special::ntid_x));
-    Label top = k.label(), done = k.label();
-    k.place(top);
-    k.bra_if(k.setp(Cmp::ge, q, units), done);
-    Reg const i = config.vectorized ? k.shl(q, 2) : q;
-    Reg rest = k.mov(Type::u32, i), ia = k.mov(Type::u32, 0u), ib = k.mov(Type::u32, 0u);
-    for (unsigned d = config.rank; d-- > 0;) {
-        Reg const coordinate = d ? k.rem(rest, layout[0][d]) : rest;
-        if (d) rest = k.div(rest, layout[0][d]);
-        ia = k.fma(coordinate, layout[1][d], ia);
-        ib = k.fma(coordinate, layout[2][d], ib);
-    }
-    auto load = [&](Reg base, Reg index, bool repeated) {
-        Address const at = k.element_address(base, index, 4);
-        if (width == 1 || repeated) return std::vector<Reg>(width, k.ld(Space::global, Type::f32, at));
-        return k.ld_vector(Space::global, Type::f32, 4, at);
-    };
-    std::vector<Reg> const x = load(a, ia, config.a_repeats_along_rows), y = load(b, ib, config.b_repeats_along_rows);
-    std::vector<Reg> r;
-    for (unsigned e = 0; e < width; ++e) r.push_back(emit_binary(k, name, config.op, x[e], y[e]));
-    Address const to = k.element_address(out, i, 4);
-    if (width == 1) k.st(Space::global, Type::f32, to, r[0]);
-    else k.st_vector(Space::global, Type::f32, to, r);
-    k.add(q, q, stride);
-    k.bra(top);
-    k.place(done);
+    // One output element (or vec4 of a row) per thread and step of a grid-stride loop.
+    layout_detail::grid_loop_u32(k, config.vectorized ? k.shr(n, 2) : n, [&](Reg q) {
+        Reg const i = config.vectorized ? k.shl(q, 2) : q;
+        auto const [ia, ib] = layout_detail::strided_offsets(k, layout, config.rank, i);
+        auto load = [&](Reg base, Reg index, bool repeated) {
+            Address const at = k.element_address(base, index, 4);
+            if (width == 1 || repeated) return std::vector<Reg>(width, k.ld(Space::global, Type::f32, at));
+            return k.ld_vector(Space::global, Type::f32, 4, at);
+        };
+        std::vector<Reg> const x = load(a, ia, config.a_repeats_along_rows), y = load(b, ib, config.b_repeats_along_rows);
+        std::vector<Reg> r;
+        for (unsigned e = 0; e < width; ++e) r.push_back(emit_binary(k, name, config.op, x[e], y[e]));
+        Address const to = k.element_address(out, i, 4);
+        if (width == 1) k.st(Space::global, Type::f32, to, r[0]);
+        else k.st_vector(Space::global, Type::f32, to, r);
+    });
     return k;
 }
 

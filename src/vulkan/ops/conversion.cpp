@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "vulkan/ops/ops.hpp"
+#include "dispatch/operand_checks.hpp"
 
 namespace rayo::vulkan::ops {
 
@@ -15,12 +16,11 @@ struct CastPush {
     std::uint32_t in_offset = 0, out_offset = 0;  // in elements
 };
 
-bool castable(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::i32; }
 
 }  // namespace
 
 Support supports(ShaderRunner const& r, op::Cast const&, OpViews const& v) {
-    if (!castable(v.in[0].dtype) || !castable(v.out[0].dtype)) return Support::no("vulkan: cast takes f32, f16, bf16 and i32");
+    if (!detail::castable(v.in[0].dtype) || !detail::castable(v.out[0].dtype)) return Support::no("vulkan: cast takes f32, f16, bf16 and i32");
     if (!v.in[0].is_contiguous() || !v.out[0].is_contiguous()) return Support::no("vulkan: cast takes contiguous tensors");
     if (!r.physical().storage_buffer_16bit)
         return Support::no("vulkan: cast needs 16-bit storage (storageBuffer16BitAccess), which this device lacks");

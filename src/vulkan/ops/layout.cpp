@@ -5,6 +5,7 @@
 
 #include "dispatch/broadcast.hpp"
 #include "vulkan/ops/ops.hpp"
+#include "dispatch/operand_checks.hpp"
 
 namespace rayo::vulkan::ops {
 
@@ -17,12 +18,11 @@ struct CopyPush {
     std::array<std::uint32_t, detail::max_view_rank> dims{}, in_strides{}, out_strides{};
 };
 
-bool copyable(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::i32; }
 
 }  // namespace
 
 Support supports(ShaderRunner const& r, op::Copy const&, OpViews const& v) {
-    if (!copyable(v.in[0].dtype) || v.in[0].dtype != v.out[0].dtype)
+    if (!detail::castable(v.in[0].dtype) || v.in[0].dtype != v.out[0].dtype)
         return Support::no("vulkan: copy takes f32, f16, bf16 or i32 views of one type");
     if (!r.physical().storage_buffer_16bit)
         return Support::no("vulkan: copy needs 16-bit storage (storageBuffer16BitAccess), which this device lacks");
