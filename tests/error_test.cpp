@@ -78,6 +78,9 @@ TEST_F(Errors, MatmulInnerDimensionMismatch) {
     expect_error<ShapeError>([&] { matmul_into(a, b, out); }, {"inner dimensions"});
     expect_error<ShapeError>([&] { (void)linear(a, Tensor<float>::zeros({5, 4})); }, {"linear", "[2, 3]", "[5, 4]"});
     expect_error<ShapeError>([&] { (void)matmul(Tensor<float>::zeros({2}), b); }, {"2-D"});
+    Tensor<float> const w = Tensor<float>::zeros({5, 3});
+    expect_error<ShapeError>([&] { (void)linear(a, w, Tensor<float>::zeros({3})); }, {"linear", "bias", "[3]", "expected [5]"});
+    expect_error<ShapeError>([&] { linear_into(a, w, Tensor<float>::zeros({5}), out); }, {"linear", "out has shape [2, 3]", "[2, 5]"});
 }
 
 TEST_F(Errors, AxisOutOfRange) {

@@ -153,6 +153,11 @@ template <LinearWeight W>
 RAYO_API FTensor linear(FTensor const& x, Tensor<W> const& w);
 template <LinearWeight W>
 RAYO_API void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& out);
+// x·wᵀ + bias, bias [out] (one value per row of w) added to every row of the product.
+template <LinearWeight W>
+RAYO_API FTensor linear(FTensor const& x, Tensor<W> const& w, FTensor const& bias);
+template <LinearWeight W>
+RAYO_API void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& bias, FTensor const& out);
 
 // ---- element types -------------------------------------------------------------------------------
 // The element types cast converts between.

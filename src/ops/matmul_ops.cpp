@@ -79,6 +79,39 @@ FTensor linear(FTensor const& x, Tensor<W> const& w) {
     return out;
 }
 
+namespace {
+
+// bias must be [n], one value per row of w, on x's device.
+void check_bias(FTensor const& x, std::size_t n, FTensor const& bias) {
+    detail::check_same_device("linear", x, bias);
+    if (bias.shape() != Shape{n})
+        throw ShapeError("linear: bias has shape " + bias.shape().to_string() + ", expected [" + std::to_string(n) +
+                         "] (one value per row of w)");
+}
+
+}  // namespace
+
+// The bias is added by the broadcast add, in place on the product.
+template <LinearWeight W>
+void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& bias, FTensor const& out) {
+    auto const [s, result] = linear_shape(x, w);
+    check_bias(x, s.n, bias);
+    detail::check_out("linear", out, result, x, false);
+    detail::check_out("linear", out, result, w, false);
+    detail::check_out("linear", out, result, bias, false);
+    run_matmul(Op::linear, s, x, w, out);
+    add_into(out, bias, out);
+}
+
+template <LinearWeight W>
+FTensor linear(FTensor const& x, Tensor<W> const& w, FTensor const& bias) {
+    auto const [s, result] = linear_shape(x, w);
+    check_bias(x, s.n, bias);
+    FTensor out = FTensor::empty(result, x.device());
+    linear_into(x, w, bias, out);
+    return out;
+}
+
 template FTensor matmul(Tensor<float> const&, Tensor<float> const&);
 template FTensor matmul(Tensor<half> const&, Tensor<half> const&);
 template FTensor matmul(Tensor<bfloat16> const&, Tensor<bfloat16> const&);
@@ -95,5 +128,15 @@ template FTensor linear(FTensor const&, Tensor<q4_k> const&);
 template FTensor linear(FTensor const&, Tensor<q6_k> const&);
 template void linear_into(FTensor const&, Tensor<q4_k> const&, FTensor const&);
 template void linear_into(FTensor const&, Tensor<q6_k> const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<float> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<float> const&, FTensor const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<half> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<half> const&, FTensor const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<bfloat16> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<bfloat16> const&, FTensor const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<q4_k> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<q4_k> const&, FTensor const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<q6_k> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<q6_k> const&, FTensor const&, FTensor const&);
 
 }  // namespace rayo

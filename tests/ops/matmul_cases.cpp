@@ -103,6 +103,33 @@ void check_linear(CaseContext& ctx) {
     });
 }
 
+// linear(x, w, bias): the product plus bias[j] in every row, into an output and returned.
+void check_linear_bias(CaseContext& ctx) {
+    struct Dims3 {
+        std::size_t m, n, k;
+    };
+    for (Dims3 d : {Dims3{1, 7, 40}, Dims3{5, 33, 130}, Dims3{64, 96, 256}, Dims3{0, 5, 8}}) {
+        SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k));
+        std::vector<float> const xv = ctx.values(d.m * d.k, {-1, 1}, Specials::none);
+        std::vector<float> const wv = ctx.values(d.n * d.k, {-1, 1}, Specials::none);
+        std::vector<float> const bv = ctx.values(d.n, {-4, 4}, Specials::none);
+        ProductReference want = product_ref(exact(xv), exact(wv), d.m, d.n, d.k, true);
+        for (std::size_t i = 0; i < want.value.size(); ++i) {
+            want.value[i] += bv[i % d.n];
+            want.magnitude[i] += std::abs(bv[i % d.n]);
+        }
+        ctx.attempt([&] {
+            Tensor<float> const x = ctx.input(xv, Shape{d.m, d.k}), w = ctx.input(wv, Shape{d.n, d.k}, 0);
+            Tensor<float> const bias = ctx.input(bv, Shape{d.n});
+            Guarded<float> out = ctx.output<float>(Shape{d.m, d.n});
+            linear_into(x, w, bias, out.tensor());
+            expect_product(ctx, out, want, d.k);
+            std::vector<float> const returned = linear(x, w, bias).to_vector(), into = out.values();
+            for (std::size_t i = 0; i < into.size(); ++i) ASSERT_EQ(returned[i], into[i]) << "returned form at " << i;
+        });
+    }
+}
+
 using KQuantActivationScope = SettingScope<KQuantActivations, &kquant_activations, &set_kquant_activations>;
 
 // K-quant weights: ‖y − ref‖ / ‖ref‖ against float64 on the dequantized weights and the
@@ -169,6 +196,7 @@ std::vector<OpCase> cases() {
         {"matmul_f16", Op::matmul, DType::f16, check_matmul<half>},
         {"matmul_bf16", Op::matmul, DType::bf16, check_matmul<bfloat16>},
         {"linear_f32", Op::linear, DType::f32, check_linear<float>},
+        {"linear_bias_f32", Op::linear, DType::f32, check_linear_bias},
         {"linear_f16", Op::linear, DType::f16, check_linear<half>},
         {"linear_bf16", Op::linear, DType::bf16, check_linear<bfloat16>},
         {"linear_q4_k", Op::linear, DType::q4_k, check_kquant_linear<q4_k>},
