@@ -76,6 +76,17 @@ struct StridedLayout {
         for (std::size_t i = 0; i < rank; ++i) n *= dims[i];
         return n;
     }
+    // The layout as the GPU kernels take it: dims, then operand 0's strides, then operand 1's,
+    // max_view_rank 32-bit values each (zero past rank).
+    [[nodiscard]] std::array<std::uint32_t, 3 * max_view_rank> packed() const noexcept {
+        std::array<std::uint32_t, 3 * max_view_rank> p{};
+        for (std::size_t i = 0; i < rank; ++i) {
+            p[i] = static_cast<std::uint32_t>(dims[i]);
+            p[max_view_rank + i] = static_cast<std::uint32_t>(strides[0][i]);
+            p[2 * max_view_rank + i] = static_cast<std::uint32_t>(strides[1][i]);
+        }
+        return p;
+    }
     // The offset of operand `o`'s element at flat output index `index` (a multiple of inner()
     // plus a position in the row).
     [[nodiscard]] std::size_t offset(std::size_t o, std::size_t index) const noexcept {

@@ -1,10 +1,8 @@
 // The unary and binary families on CUDA: pick the kernel variant and launch shape for the views at
 // hand and queue the generated kernel (rayo/ptx/kernels/elementwise.hpp) on the runner.
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "cuda/ops/elementwise_launch.hpp"
 #include "cuda/ops/ops.hpp"
@@ -47,21 +45,12 @@ void run_broadcast(KernelRunner& runner, Op op, TensorView const& a, TensorView 
                                                            .a_repeats_along_rows = vectorized && a_repeats,
                                                            .b_repeats_along_rows = vectorized && b_repeats,
                                                            .block_threads = elementwise_block_threads};
-    std::array<std::array<std::uint32_t, detail::max_view_rank>, 3> layout{};
-    for (std::size_t i = 0; i < l.rank; ++i) {
-        layout[0][i] = static_cast<std::uint32_t>(l.dims[i]);
-        layout[1][i] = static_cast<std::uint32_t>(l.strides[0][i]);
-        layout[2][i] = static_cast<std::uint32_t>(l.strides[1][i]);
-    }
-    std::vector<void*> arguments{&out_address, &a_address, &b_address, &count};
-    for (auto& part : layout)
-        for (auto& value : part) arguments.push_back(&value);
     KernelKey key;
     key << "binary_broadcast/" << to_string(op) << "/r" << config.rank << (config.vectorized ? "/v4" : "/scalar")
         << (config.a_repeats_along_rows ? "/ra" : "") << (config.b_repeats_along_rows ? "/rb" : "") << "/b"
         << config.block_threads << "/" << ptx::to_string(runner.target());
-    runner.launch(key.view(), [config] { return ptx::kernels::binary_broadcast(config); },
-                  elementwise_launch(n, vectorized), arguments);
+    launch_strided<4>(runner, key.view(), [config] { return ptx::kernels::binary_broadcast(config); },
+                      elementwise_launch(n, vectorized), {&out_address, &a_address, &b_address, &count}, l);
 }
 
 }  // namespace

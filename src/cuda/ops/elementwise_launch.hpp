@@ -6,9 +6,12 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
+#include <string_view>
 
 #include "cuda/kernel_runner.hpp"
+#include "dispatch/broadcast.hpp"
 
 namespace rayo::cuda::ops {
 
@@ -26,6 +29,18 @@ inline LaunchDims elementwise_launch(std::size_t n, bool vectorized) {
     dims.grid[0] = static_cast<unsigned>(std::min(wanted, max_grid_x));
     dims.block[0] = elementwise_block_threads;
     return dims;
+}
+
+// Launches a kernel over a collapsed strided layout (rayo/ptx/kernels/elementwise.hpp's
+// binary_broadcast, layout.hpp's copy_strided): its leading parameters, then the layout's 24 .u32s.
+template <std::size_t Leading>
+void launch_strided(KernelRunner& runner, std::string_view key, KernelFactory make, LaunchDims dims,
+                    std::array<void*, Leading> leading, detail::StridedLayout const& layout) {
+    auto packed = layout.packed();
+    std::array<void*, Leading + packed.size()> arguments{};
+    std::copy(leading.begin(), leading.end(), arguments.begin());
+    for (std::size_t i = 0; i < packed.size(); ++i) arguments[Leading + i] = &packed[i];
+    runner.launch(key, std::move(make), dims, arguments);
 }
 
 }  // namespace rayo::cuda::ops

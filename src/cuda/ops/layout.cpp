@@ -1,13 +1,11 @@
 // The layout family on CUDA: rayo_copy_strided_r<rank>_b<bytes> (rayo/ptx/kernels/layout.hpp)
 // over the collapsed views, one element per thread.
-#include <array>
 #include <cstdint>
-#include <vector>
 
 #include "cuda/ops/elementwise_launch.hpp"
 #include "cuda/ops/ops.hpp"
-#include "dispatch/operand_checks.hpp"
 #include "dispatch/broadcast.hpp"
+#include "dispatch/operand_checks.hpp"
 #include "rayo/ptx/kernels/layout.hpp"
 
 namespace rayo::cuda::ops {
@@ -32,20 +30,11 @@ void run(KernelRunner& runner, op::Copy const&, OpViews const& v) {
                                                        .block_threads = elementwise_block_threads};
     std::uint64_t out_address = runner.address(out), in_address = runner.address(in);
     auto count = static_cast<std::uint32_t>(n);
-    std::array<std::array<std::uint32_t, detail::max_view_rank>, 3> layout{};
-    for (std::size_t i = 0; i < l.rank; ++i) {
-        layout[0][i] = static_cast<std::uint32_t>(l.dims[i]);
-        layout[1][i] = static_cast<std::uint32_t>(l.strides[0][i]);
-        layout[2][i] = static_cast<std::uint32_t>(l.strides[1][i]);
-    }
-    std::vector<void*> arguments{&out_address, &in_address, &count};
-    for (auto& part : layout)
-        for (auto& value : part) arguments.push_back(&value);
     KernelKey key;
     key << "copy_strided/r" << config.rank << "/b" << config.element_bytes << "/t" << config.block_threads << "/"
         << ptx::to_string(runner.target());
-    runner.launch(key.view(), [config] { return ptx::kernels::copy_strided(config); }, elementwise_launch(n, false),
-                  arguments);
+    launch_strided<3>(runner, key.view(), [config] { return ptx::kernels::copy_strided(config); },
+                      elementwise_launch(n, false), {&out_address, &in_address, &count}, l);
 }
 
 }  // namespace rayo::cuda::ops

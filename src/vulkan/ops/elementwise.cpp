@@ -22,7 +22,7 @@ struct ElementwisePush {
 struct BroadcastPush {
     std::uint32_t n = 0;
     std::uint32_t a_offset = 0, b_offset = 0, out_offset = 0;  // in elements
-    std::array<std::uint32_t, detail::max_view_rank> dims{}, a_strides{}, b_strides{};
+    std::array<std::uint32_t, 3 * detail::max_view_rank> layout{};  // StridedLayout::packed(): dims, a's, b's strides
 };
 
 Support elementwise_supports(Support s, OpViews const& v) {
@@ -45,11 +45,7 @@ void record_broadcast(ShaderRunner& r, Op op, TensorView const& a, TensorView co
     push.a_offset = lhs.element_offset(sizeof(float));
     push.b_offset = rhs.element_offset(sizeof(float));
     push.out_offset = result.element_offset(sizeof(float));
-    for (std::size_t i = 0; i < l.rank; ++i) {
-        push.dims[i] = static_cast<std::uint32_t>(l.dims[i]);
-        push.a_strides[i] = static_cast<std::uint32_t>(l.strides[0][i]);
-        push.b_strides[i] = static_cast<std::uint32_t>(l.strides[1][i]);
-    }
+    push.layout = l.packed();
     // vec4s along the rows where every operand read along them starts on a vec4 (an operand
     // repeated along the row is one float, at any offset).
     std::size_t const last = l.rank - 1;

@@ -15,7 +15,7 @@ namespace {
 struct CopyPush {
     std::uint32_t n = 0;
     std::uint32_t in_offset = 0, out_offset = 0;  // in elements
-    std::array<std::uint32_t, detail::max_view_rank> dims{}, in_strides{}, out_strides{};
+    std::array<std::uint32_t, 3 * detail::max_view_rank> layout{};  // StridedLayout::packed(): dims, in's, out's strides
 };
 
 
@@ -44,11 +44,7 @@ void run(ShaderRunner& r, op::Copy const&, OpViews const& v) {
     push.n = static_cast<std::uint32_t>(n);
     push.in_offset = bi.element_offset(element);
     push.out_offset = bo.element_offset(element);
-    for (std::size_t i = 0; i < l.rank; ++i) {
-        push.dims[i] = static_cast<std::uint32_t>(l.dims[i]);
-        push.in_strides[i] = static_cast<std::uint32_t>(l.strides[0][i]);
-        push.out_strides[i] = static_cast<std::uint32_t>(l.strides[1][i]);
-    }
+    push.layout = l.packed();
     std::uint32_t const workgroup = r.workgroup_size();
     SpecConstants const constants{0u, workgroup, static_cast<std::uint32_t>(l.rank), element == 4 ? 1u : 0u};
     auto const groups = static_cast<std::uint32_t>(std::min<std::size_t>((n + workgroup - 1) / workgroup, r.max_groups()));
