@@ -86,6 +86,19 @@ void run_permute(benchmark::State& state) {
     report(state, {.bytes = 2.0 * static_cast<double>(x.bytes())});
 }
 
+// A prompt's token embeddings: 4096 rows of a Llama-3-sized f16 table [128256, 4096], with the
+// result's allocation, as torch.nn.functional.embedding.
+void run_embedding(benchmark::State& state) {
+    rayo::Device const device = bench_device();
+    std::int64_t const rows = 128256, dim = 4096, count = 4096;
+    auto const table = random_tensor<rayo::half>(rayo::Shape{rows, dim}, device);
+    std::vector<std::int32_t> ids(count);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>(i * 7919 % rows);
+    auto const id_tensor = rayo::Tensor<std::int32_t>::from(ids, rayo::Shape{count}, device);
+    time_op(state, device, [&] { (void)rayo::embedding(table, id_tensor); });
+    report(state, {.bytes = 2.0 * static_cast<double>(count * dim) * sizeof(rayo::half)});
+}
+
 template <class T>
 void run_matmul(benchmark::State& state, std::int64_t n) {
     rayo::Device const device = bench_device();
@@ -236,6 +249,7 @@ void register_gpu() {
     add_benchmark("gpu/bias_add/8192x4096", run_bias_add);
     add_benchmark("gpu/cast_f32_f16/2^28", run_cast_f16);
     add_benchmark("gpu/permute/4096x4096", run_permute);
+    add_benchmark("gpu/embedding/4096_of_128256x4096_f16", run_embedding);
     register_quant_linear<rayo::q4_k>();
     register_quant_linear<rayo::q6_k>();
     add_benchmark("gpu/tiny_op", run_tiny_op);

@@ -73,6 +73,33 @@ TEST_F(Errors, LayoutOpsNameWhatIsWrong) {
                              {"permute", "up to 8 axes"});
 }
 
+// The gathers check shapes and devices before they read an id; the ids' element type is checked
+// when the call compiles (Tensor<int32_t> only).
+template <class Ids>
+concept GatherIds = requires(Tensor<float> const& t, Ids const& ids) { embedding(t, ids); };
+static_assert(GatherIds<Tensor<std::int32_t>> && !GatherIds<Tensor<std::int64_t>> && !GatherIds<Tensor<float>>);
+
+TEST_F(Errors, GathersNameWhatIsWrong) {
+    Tensor<std::int32_t> const ids = Tensor<std::int32_t>::from(std::vector<std::int32_t>{1, 0}, {2});
+    expect_error<ShapeError>([&] { (void)embedding(Tensor<float>::zeros({2, 3, 4}), ids); },
+                             {"embedding", "[rows, dim]", "[2, 3, 4]"});
+    Tensor<std::int32_t> const three = Tensor<std::int32_t>::from(std::vector<std::int32_t>{1, 0, 1}, {3});
+    expect_error<ShapeError>([&] { embedding_into(a, three, out); }, {"embedding", "out has shape [2, 3]", "the result has shape [3, 3]"});
+    expect_error<ShapeError>([&] { (void)index_select(a, 2, ids); }, {"axis 2", "[2, 3]"});
+    expect_error<ShapeError>([&] { (void)index_select(a, 0, ids.reshape({1, 2})); }, {"index_select", "rank 0 or 1", "[1, 2]"});
+    expect_error<ShapeError>([&] { (void)index_select(Tensor<float>::full({}, 1.0f), 0, ids); }, {"index_select", "rank 0"});
+    // Out of range on the CPU: raised at once, naming the id and where it is; nothing written.
+    Tensor<std::int32_t> const bad = Tensor<std::int32_t>::from(std::vector<std::int32_t>{1, 4}, {2});
+    expect_error<IndexError>([&] { embedding_into(b, bad, out); }, {"embedding", "id 4", "ids[1]", "table of 4 rows"});
+    expect_error<IndexError>([&] { index_select_into(a, 1, Tensor<std::int32_t>::from(std::vector<std::int32_t>{0, 2, -3}, {3}), out); },
+                             {"index_select", "id -3", "ids[2]", "table of 3 rows"});
+    // Another device: a tensor on it is named with the CPU's.
+    for (Device d : Device::all()) {
+        if (d.kind() == DeviceKind::cpu) continue;
+        expect_error<Error>([&] { (void)embedding(b, ids.to(d)); }, {"embedding", "different devices", "cpu", d.id()});
+    }
+}
+
 TEST_F(Errors, MatmulInnerDimensionMismatch) {
     expect_error<ShapeError>([&] { (void)matmul(a, b); }, {"inner dimensions", "[2, 3]", "[4, 3]"});
     expect_error<ShapeError>([&] { matmul_into(a, b, out); }, {"inner dimensions"});

@@ -8,6 +8,7 @@
 
 #include <rayo/ptx/kernels/conversion.hpp>
 #include <rayo/ptx/kernels/elementwise.hpp>
+#include <rayo/ptx/kernels/gather.hpp>
 #include <rayo/ptx/kernels/layout.hpp>
 
 #include <vector>
@@ -97,6 +98,19 @@ TEST(PtxLayout, EveryStridedCopyAssembles) {
     EXPECT_THROW((void)copy_strided({.rank = 9}), BuildError);
     EXPECT_THROW((void)copy_strided({.element_bytes = 8}), BuildError);
     EXPECT_EQ(copy_strided({.rank = 3, .element_bytes = 2}).name(), "rayo_copy_strided_r3_b2");
+}
+
+TEST(PtxGather, EveryChunkAssemblesAndNoIdReadsOutsideTheTable) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (unsigned bytes : {2u, 4u, 16u}) {
+        SCOPED_TRACE(gather_rows({.chunk_bytes = bytes}).name());
+        expect_assembles(gather_rows({.chunk_bytes = bytes}), Target::sm_80);
+        expect_assembles(gather_rows({.chunk_bytes = bytes}), Target::sm_90);
+    }
+    EXPECT_THROW((void)gather_rows({.chunk_bytes = 8}), BuildError);
+    std::string const text = gather_rows({.chunk_bytes = 16}).emit(Target::sm_90);
+    EXPECT_NE(text.find("setp.lt.u32"), std::string::npos) << "ids compared unsigned: negative ones are out of range";
+    EXPECT_NE(text.find("ld.global.v4.u32"), std::string::npos);
 }
 
 // ---- text

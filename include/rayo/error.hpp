@@ -25,6 +25,14 @@ public:
     using Error::Error;
 };
 
+// An index outside what it indexes: an id of embedding or index_select past the table's rows. The
+// CPU raises it before anything is written; a GPU kernel records it, writes zeros in its place,
+// and the device raises it at the next host read or synchronize().
+class RAYO_API IndexError : public Error {
+public:
+    using Error::Error;
+};
+
 // A backend or driver failure; carries the backend's own error code and its name.
 class RAYO_API DeviceError : public Error {
 public:

@@ -22,11 +22,13 @@ namespace rayo {
 
 // Ops of one family share their operands' layout, their backend entry point and their source
 // file in each backend (src/<backend>/ops/<family>.cpp; unary and binary share elementwise.cpp).
-enum class OpFamily : std::uint8_t { unary, binary, reduction, softmax, normalization, matmul, quantization, conversion, layout };
+enum class OpFamily : std::uint8_t {
+    unary, binary, reduction, softmax, normalization, matmul, quantization, conversion, layout, gather
+};
 
 constexpr std::string_view to_string(OpFamily f) noexcept {
     constexpr std::string_view names[] = {"unary", "binary", "reduction", "softmax", "normalization", "matmul",
-                                          "quantization", "conversion", "layout"};
+                                          "quantization", "conversion", "layout", "gather"};
     return names[static_cast<std::size_t>(f)];
 }
 
@@ -49,6 +51,8 @@ enum class Op : std::uint8_t {
     cast,
     // layout: elements copied between views of any strides (permute, expand, concat, narrow, copy)
     copy,
+    // gathers: rows picked by a tensor of ids
+    embedding, index_select,
 };
 
 // A set of element types.
@@ -75,7 +79,7 @@ struct RAYO_API OpInfo {
     std::array<std::string_view, 2> params;
     // The element types of the op's main operand: x for the unary, binary, reduction, softmax and
     // normalization ops; the operands of matmul; linear's weights; the block type quantize writes
-    // and dequantize reads.
+    // and dequantize reads; what cast reads and copy moves; the table a gather picks rows from.
     DTypeSet dtypes;
 
     [[nodiscard]] constexpr std::size_t param_count() const noexcept {
@@ -127,10 +131,12 @@ inline constexpr std::array op_table{
     OpInfo{Op::dequantize, "dequantize", OpFamily::quantization, {}, detail::kquant_blocks},
     OpInfo{Op::cast, "cast", OpFamily::conversion, {}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
     OpInfo{Op::copy, "copy", OpFamily::layout, {}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
+    OpInfo{Op::embedding, "embedding", OpFamily::gather, {}, {DType::f32, DType::f16, DType::bf16, DType::q4_k, DType::q6_k}},
+    OpInfo{Op::index_select, "index_select", OpFamily::gather, {"axis"}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
 };
 
 // The rows are in the enum's order, one per op: an op's code is its row's index.
-static_assert(op_table.size() == static_cast<std::size_t>(Op::copy) + 1, "one row per Op");
+static_assert(op_table.size() == static_cast<std::size_t>(Op::index_select) + 1, "one row per Op");
 static_assert([] {
     for (std::size_t i = 0; i < op_table.size(); ++i)
         if (static_cast<std::size_t>(op_table[i].op) != i) return false;

@@ -7,6 +7,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "rayo/export.hpp"
@@ -195,6 +196,33 @@ RAYO_API Tensor<T> concat(std::vector<Tensor<T>> const& tensors, int axis);
 // as one step's rows of a preallocated KV cache: cache.slice(pos, pos + 1)). They may not overlap.
 template <CastElement T>
 RAYO_API void copy_into(Tensor<T> const& src, Tensor<T> const& dst);
+
+// ---- gathers: entries picked by ids, a Tensor<int32_t> on the table's device ---------------------
+// An id outside the table is a rayo::IndexError naming it and its position in ids: the CPU raises
+// it before writing anything; a GPU never reads out of bounds, writes zeros for that entry and
+// raises the error at the device's next host read (to_vector, to(cpu)) or synchronize().
+
+// Table types of embedding: the floats and the GGUF K-quants q4_k and q6_k.
+template <class W>
+concept EmbeddingTable = FloatingElement<W> || std::same_as<W, q4_k> || std::same_as<W, q6_k>;
+// What embedding of a table of W gives: W itself for the floats, f32 for the K-quants (rows
+// decoded exactly as dequantize does).
+template <EmbeddingTable W>
+using embedding_result_t = std::conditional_t<FloatingElement<W>, W, float>;
+
+// table [rows, dim], ids of any shape -> [ids..., dim], row ids[i] of the table for each id: a
+// model's token embeddings (llama.cpp's get_rows, torch.nn.functional.embedding).
+template <EmbeddingTable W>
+RAYO_API Tensor<embedding_result_t<W>> embedding(Tensor<W> const& table, Tensor<std::int32_t> const& ids);
+template <EmbeddingTable W>
+RAYO_API void embedding_into(Tensor<W> const& table, Tensor<std::int32_t> const& ids,
+                             Tensor<embedding_result_t<W>> const& out);
+// x's entries along `axis` picked by ids (rank 0 or 1): x's shape with that axis ids.numel() long,
+// as torch.index_select. index_select(table, 0, ids) is embedding for rank-1 ids.
+template <CastElement T>
+RAYO_API Tensor<T> index_select(Tensor<T> const& x, int axis, Tensor<std::int32_t> const& ids);
+template <CastElement T>
+RAYO_API void index_select_into(Tensor<T> const& x, int axis, Tensor<std::int32_t> const& ids, Tensor<T> const& out);
 
 // ---- normalisation over the last axis ------------------------------------------------------------
 // layer_norm: (x - mean) / sqrt(var + eps) · gamma + beta, with the biased variance.

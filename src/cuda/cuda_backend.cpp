@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/logging.hpp"
+#include "dispatch/device_fault.hpp"
 #include "rayo/error.hpp"
 
 namespace rayo::cuda {
@@ -69,6 +70,7 @@ CudaBackend::~CudaBackend() {
         ScopedCurrent const current(context_);
         // Tensors that outlive the backend (static ones, at exit) go back to the pool with it.
         for (auto const& [pointer, buffer] : buffers_) memory_.free(pointer);
+        if (fault_record_) memory_.free(fault_record_);
         stream_.synchronize("shutting the device down");
     } catch (DeviceError const& e) {
         // After the driver's own exit handlers have run, there is nothing left to free.
@@ -131,6 +133,7 @@ void CudaBackend::download(std::uintptr_t src, std::size_t offset, void* dst, st
     CUdeviceptr const from = address(src, offset, bytes, "download");
     staging_.download(from, {static_cast<std::byte*>(dst), bytes});
     ++drains_;  // the download waited for the stream's last copy, so for everything before it
+    raise_recorded_fault();
 }
 
 void CudaBackend::copy(std::uintptr_t src, std::size_t src_offset, std::uintptr_t dst, std::size_t dst_offset,
@@ -231,6 +234,33 @@ void CudaBackend::synchronize() {
     std::lock_guard lock(mutex_);
     stream_.synchronize("synchronize");
     ++drains_;
+    raise_recorded_fault();
+}
+
+CUdeviceptr CudaBackend::fault_record() {
+    if (!fault_record_) {
+        CUdeviceptr const record = memory_.allocate(detail::device_fault_record_bytes);
+        if (CUresult const r = context_.driver().cuMemsetD8Async(record, 0, detail::device_fault_record_bytes, stream_.handle());
+            r != CUresult::success) {
+            memory_.free(record);
+            throw_error(r, label() + ": clearing the fault record");
+        }
+        fault_record_ = record;
+    }
+    fault_pending_ = true;
+    return fault_record_;
+}
+
+void CudaBackend::raise_recorded_fault() {
+    if (!fault_pending_) return;
+    fault_pending_ = false;
+    detail::DeviceFaultRecord record{};
+    staging_.download(fault_record_, std::as_writable_bytes(std::span(record)));
+    if (!detail::raised(record)) return;
+    ScopedCurrent const current(context_);
+    check(context_.driver().cuMemsetD8Async(fault_record_, 0, detail::device_fault_record_bytes, stream_.handle()),
+          label() + ": clearing the fault record");
+    throw detail::device_fault_error(record, label());
 }
 
 void CudaBackend::mark_written(std::uintptr_t handle) noexcept {

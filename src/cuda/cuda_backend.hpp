@@ -100,6 +100,13 @@ private:
     // waited for the whole stream since such work was last queued (synchronize, a download).
     // Kernels may then read it before they wait for the kernel before them. Call with mutex_ held.
     [[nodiscard]] bool settled(std::uintptr_t handle) const noexcept;
+    // The fault record's address, allocated (zeroed) at the first kernel that asks; the next wait
+    // for the stream reads it. Call with mutex_ held and the context current.
+    [[nodiscard]] CUdeviceptr fault_record();
+    // After a wait for the whole stream: when a kernel that may record a fault ran since the last
+    // look, reads the record, and if one was recorded clears it and throws its IndexError. Call
+    // with mutex_ held.
+    void raise_recorded_fault();
 
     int index_;
     DeviceProperties properties_;
@@ -118,6 +125,8 @@ private:
     std::unordered_map<CUdeviceptr, Buffer> buffers_;  // live allocations
     // How often the host has waited for everything queued on the stream to finish.
     std::uint64_t drains_ = 0;
+    CUdeviceptr fault_record_ = 0;  // 0 until a kernel asks for it
+    bool fault_pending_ = false;    // such a kernel was queued since the record was last read
     struct KeyHash {
         using is_transparent = void;
         std::size_t operator()(std::string_view key) const noexcept { return std::hash<std::string_view>{}(key); }

@@ -35,6 +35,7 @@ public:
     [[nodiscard]] bool settled(TensorView const& view) const noexcept override {
         return tracked_ && backend_.settled(view.buffer);
     }
+    [[nodiscard]] std::uint64_t fault_record() override { return backend_.fault_record(); }
     [[nodiscard]] std::uint64_t allocate_temporary(std::size_t bytes) override { return backend_.memory_.allocate(bytes); }
     void free_temporary(std::uint64_t address) noexcept override {
         try {

@@ -17,6 +17,7 @@
 
 #include "cuda/residency.hpp"
 #include "dispatch/backend.hpp"
+#include "rayo/error.hpp"
 #include "rayo/ptx/kernel.hpp"
 #include "rayo/ptx/target.hpp"
 
@@ -94,6 +95,12 @@ public:
     // for the device since such work was queued), so that a kernel which starts early may read it
     // before it waits for the kernel before it. False where unknown.
     [[nodiscard]] virtual bool settled(detail::TensorView const&) const noexcept { return false; }
+    // The device address of the device's fault record (dispatch/device_fault.hpp), where a kernel
+    // notes an index out of range; the device reads and raises it at its next host read or
+    // synchronize(). Asking for it tells the device to look.
+    [[nodiscard]] virtual std::uint64_t fault_record() {
+        throw Unsupported("cuda: this kernel runner keeps no fault record");
+    }
     // Stream-ordered device memory for intermediate results; free_temporary may be called right
     // after the launches that use it are queued.
     [[nodiscard]] virtual std::uint64_t allocate_temporary(std::size_t bytes) = 0;

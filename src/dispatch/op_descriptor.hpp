@@ -108,10 +108,22 @@ struct Copy {
     Op op = Op::copy;
 };
 
+// out[o, i, :] = table[o, ids[i], :]: the table seen as [outer, rows, row] around the gathered
+// axis, `row` values per entry (whole blocks for the K-quant types, which are copied, not
+// decoded). in: table (f32, f16, bf16, i32, q4_k, q6_k), ids (i32, contiguous); out: [outer,
+// ids, row] of the table's type, contiguous. An id outside [0, rows): the CPU throws IndexError
+// before writing; a GPU writes zeros for that entry and records the id in its fault record
+// (device_fault.hpp), raised at the next host read or synchronize().
+struct Gather {
+    static constexpr OpFamily family = OpFamily::gather;
+    Op op;
+    std::size_t outer = 1, rows = 0, row = 0;
+};
+
 }  // namespace op
 
 using OpDescriptor = std::variant<op::Unary, op::Binary, op::Reduce, op::Dot, op::Softmax, op::Norm, op::Matmul,
-                                  op::Quantize, op::Dequantize, op::Cast, op::Copy>;
+                                  op::Quantize, op::Dequantize, op::Cast, op::Copy, op::Gather>;
 
 [[nodiscard]] inline Op op_of(OpDescriptor const& d) noexcept {
     return std::visit([](auto const& f) { return f.op; }, d);

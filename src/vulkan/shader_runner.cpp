@@ -114,6 +114,8 @@ void ShaderRunner::dispatch(Shader shader, SpecConstants const& constants, std::
         if (a.last_use) *a.last_use = serial;
 }
 
+Binding ShaderRunner::fault_record() { return backend_.fault_record(); }
+
 void ShaderRunner::fill(Binding const& target, std::uint32_t word) {
     if (target.bytes == 0) return;
     BufferAccess const access{target.buffer, target.base + target.offset, target.bytes, true};

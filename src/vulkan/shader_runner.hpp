@@ -142,6 +142,9 @@ public:
         dispatch(shader, constants, std::span<Binding const>(args.begin(), args.size()),
                  std::as_bytes(std::span<Push const, 1>(&push, 1)), groups);
     }
+    // The device's fault record (dispatch/device_fault.hpp) as a dispatch argument, for a shader
+    // that notes an index out of range; the device raises it at its next host read or synchronize().
+    [[nodiscard]] Binding fault_record();
     // Records filling `bytes` of a binding with a repeated 4-byte word.
     void fill(Binding const& target, std::uint32_t word);
 

@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "core/logging.hpp"
+#include "dispatch/device_fault.hpp"
 #include "dispatch/registry.hpp"
 #include "vulkan/ops/ops.hpp"
 #include "rayo/error.hpp"
@@ -34,6 +35,7 @@ VulkanBackend::~VulkanBackend() {
     }
     for (auto const& p : pending_) (p.staging ? staging_memory_ : device_memory_).free(p.allocation);
     pending_.clear();
+    if (fault_record_) device_memory_.free(*fault_record_);
     // Tensors that outlive the backend (static ones, at exit): their memory goes with the device.
     for (auto const& [handle, b] : buffers_) device_memory_.free(b.allocation);
 }
@@ -160,6 +162,7 @@ void VulkanBackend::download(std::uintptr_t src, std::size_t offset, void* dst, 
     std::memcpy(dst, staging.mapped, bytes);
     staging_memory_.free(staging);
     reclaim();
+    raise_recorded_fault();
 }
 
 void VulkanBackend::copy(std::uintptr_t src, std::size_t src_offset, std::uintptr_t dst, std::size_t dst_offset,
@@ -226,6 +229,45 @@ void VulkanBackend::synchronize() {
     std::lock_guard lock(mutex_);
     stream_.wait(stream_.recording_serial());
     reclaim();
+    raise_recorded_fault();
+}
+
+Binding VulkanBackend::fault_record() {
+    constexpr VkDeviceSize bytes = detail::device_fault_record_bytes;
+    if (!fault_record_) {
+        Allocation const a = device_memory_.allocate(bytes);
+        BufferAccess const access{a.buffer, a.offset, bytes, true};
+        device_.fn().vkCmdFillBuffer(stream_.record({&access, 1}), a.buffer, a.offset, bytes, 0);
+        fault_record_ = a;
+    }
+    fault_pending_ = true;
+    Allocation const& a = *fault_record_;
+    return {a.buffer, a.offset, a.size, 0, bytes, Access::write, nullptr};
+}
+
+void VulkanBackend::raise_recorded_fault() {
+    if (!fault_pending_) return;
+    fault_pending_ = false;
+    constexpr VkDeviceSize bytes = detail::device_fault_record_bytes;
+    Allocation const& record = *fault_record_;
+    Allocation const staging = staging_memory_.allocate(bytes);
+    BufferAccess const accesses[] = {{record.buffer, record.offset, bytes, false}, {staging.buffer, staging.offset, bytes, true}};
+    VkBufferCopy const region{record.offset, staging.offset, bytes};
+    device_.fn().vkCmdCopyBuffer(stream_.record(accesses), record.buffer, staging.buffer, 1, &region);
+    std::uint64_t const serial = stream_.recording_serial();
+    try {
+        stream_.wait(serial);
+    } catch (...) {
+        free_after(serial, staging, true);
+        throw;
+    }
+    detail::DeviceFaultRecord found{};
+    std::memcpy(found.data(), staging.mapped, bytes);
+    staging_memory_.free(staging);
+    if (!detail::raised(found)) return;
+    BufferAccess const clear{record.buffer, record.offset, bytes, true};
+    device_.fn().vkCmdFillBuffer(stream_.record({&clear, 1}), record.buffer, record.offset, bytes, 0);
+    throw detail::device_fault_error(found, "vulkan:" + std::to_string(index_));
 }
 
 detail::Support VulkanBackend::supports(detail::OpDescriptor const& op, detail::OpViews const& views) const {

@@ -68,6 +68,12 @@ private:
     void reclaim();  // frees what the GPU has finished with
     void free_after(std::uint64_t serial, Allocation const& a, bool staging);
     void check_range(Buffer const& b, std::size_t offset, std::size_t bytes, char const* what) const;
+    // The fault record (dispatch/device_fault.hpp) as a dispatch argument, allocated and cleared at
+    // the first dispatch that asks; the next wait for the device reads it.
+    [[nodiscard]] Binding fault_record();
+    // After a wait for everything recorded: when a dispatch that may record a fault ran since the
+    // last look, reads the record, and if one was recorded clears it and throws its IndexError.
+    void raise_recorded_fault();
     // The DenormPreserve builds wherever the device can run them, unless the tests turned them off.
     [[nodiscard]] DenormMode denorm_mode() const noexcept {
         return switches_.denorm_preserve && device_.physical().preserves_f32_subnormals() ? DenormMode::preserve
@@ -86,6 +92,8 @@ private:
     std::uintptr_t next_handle_ = 1;
     std::vector<PendingFree> pending_;
     std::optional<ScratchBuffer> kept_scratch_;  // ShaderRunner::kept_scratch
+    std::optional<Allocation> fault_record_;     // until a dispatch asks for it: none
+    bool fault_pending_ = false;                 // such a dispatch was recorded since the last look
     PathSwitches switches_;
 };
 

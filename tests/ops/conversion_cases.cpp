@@ -142,10 +142,7 @@ void add_cases(std::vector<OpCase>& c, std::string const& from) {
 
 std::vector<OpCase> cases() {
     std::vector<OpCase> c;
-    add_cases<float>(c, "f32");
-    add_cases<half>(c, "f16");
-    add_cases<bfloat16>(c, "bf16");
-    add_cases<std::int32_t>(c, "i32");
+    for_each_castable_type([&]<class T>(std::string const& type) { add_cases<T>(c, type); });
     return c;
 }
 

@@ -157,6 +157,16 @@ struct OpCase {
     bool gpu_falls_back = false;
 };
 
+// f.template operator()<T>(name) for each element type cast and the layout ops take, named as
+// cases name them ("f32", "f16", "bf16", "i32").
+template <class F>
+void for_each_castable_type(F&& f) {
+    f.template operator()<float>("f32");
+    f.template operator()<half>("f16");
+    f.template operator()<bfloat16>("bf16");
+    f.template operator()<std::int32_t>("i32");
+}
+
 // The cases of every family; each *_cases.cpp adds its own through a CaseRegistration.
 [[nodiscard]] std::vector<OpCase>& op_cases();
 struct CaseRegistration {

@@ -2,6 +2,7 @@
 // narrow, concat and copy_into, at every element type, checked element by element (bit for bit)
 // against index arithmetic on the host: odd shapes, 0-sized axes, rank 8, inputs at offsets, and a
 // KV-cache write into a view of a larger tensor whose other rows must stay as they were.
+#include "ops/element_bits.hpp"
 #include "ops/harness.hpp"
 
 #include <cstdint>
@@ -12,24 +13,6 @@
 
 namespace rayo::test::ops {
 namespace {
-
-template <class T>
-std::vector<T> random_elements(std::size_t n, std::mt19937& rng) {
-    std::uniform_int_distribution<std::uint32_t> bits;
-    std::vector<T> v(n);
-    for (auto& x : v) {
-        std::uint32_t const b = bits(rng);
-        if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) x = T::from_bits(static_cast<std::uint16_t>(b));
-        else std::memcpy(&x, &b, sizeof(T));
-    }
-    return v;
-}
-
-template <class T>
-bool same_bits(T a, T b) {
-    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return a.bits == b.bits;
-    else return std::memcmp(&a, &b, sizeof(T)) == 0;
-}
 
 // Row-major strides of a shape.
 std::vector<std::size_t> strides_of(Shape const& s) {
@@ -50,14 +33,6 @@ std::vector<std::size_t> coordinates(Shape const& shape, std::size_t e) {
         e /= static_cast<std::size_t>(shape[i]);
     }
     return c;
-}
-
-template <class T>
-void expect_elements(CaseContext& ctx, std::vector<T> const& got, std::size_t count, std::function<T(std::size_t)> const& want,
-                     std::string const& what) {
-    ASSERT_EQ(got.size(), count) << what;
-    for (std::size_t e = 0; e < count; ++e)
-        ASSERT_TRUE(same_bits(got[e], want(e))) << what << ": element " << e << " differs on " << ctx.target().id;
 }
 
 template <class T>
@@ -210,10 +185,7 @@ void add_cases(std::vector<OpCase>& c, std::string const& type) {
 
 std::vector<OpCase> cases() {
     std::vector<OpCase> c;
-    add_cases<float>(c, "f32");
-    add_cases<half>(c, "f16");
-    add_cases<bfloat16>(c, "bf16");
-    add_cases<std::int32_t>(c, "i32");
+    for_each_castable_type([&]<class T>(std::string const& type) { add_cases<T>(c, type); });
     return c;
 }
 

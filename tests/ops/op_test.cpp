@@ -159,6 +159,9 @@ Probe probe(Op op, DType dtype) {
             return {op::Dequantize{}, {view(dtype, {rows, cols})}, {x}};
         case OpFamily::conversion: return {op::Cast{}, {view(dtype, {rows, cols})}, {x}};
         case OpFamily::layout: return {op::Copy{}, {view(dtype, {rows, cols})}, {view(dtype, {rows, cols})}};
+        case OpFamily::gather:
+            return {op::Gather{op, 1, std::size_t(rows), std::size_t(cols)}, {view(dtype, {rows, cols}), view(DType::i32, {16})},
+                    {view(dtype, {16, cols})}};
     }
     return {};
 }

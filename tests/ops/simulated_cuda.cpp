@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "cuda/ops/ops.hpp"
+#include "dispatch/device_fault.hpp"
 #include "dispatch/registry.hpp"
 #include "rayo/error.hpp"
 #include "support/ptx_simulator.hpp"
@@ -46,6 +47,7 @@ public:
     }
     void download(std::uintptr_t src, std::size_t offset, void* dst, std::size_t bytes) override {
         std::memmove(dst, reinterpret_cast<void const*>(src + offset), bytes);
+        raise_recorded_fault();
     }
     void copy(std::uintptr_t src, std::size_t src_offset, std::uintptr_t dst, std::size_t dst_offset,
               std::size_t bytes) override {
@@ -56,7 +58,7 @@ public:
         auto* out = reinterpret_cast<unsigned char*>(dst + offset);
         for (std::size_t i = 0; i + pattern_bytes <= bytes; i += pattern_bytes) std::memcpy(out + i, pattern, pattern_bytes);
     }
-    void synchronize() override {}
+    void synchronize() override { raise_recorded_fault(); }
 
     [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& views) const override {
         ptxsim::SimulatedRunner runner(multiprocessors, ptx::Target::sm_90);
@@ -77,12 +79,21 @@ public:
 
 private:
     static constexpr int multiprocessors = 2;
-    static void configure(ptxsim::SimulatedRunner& runner) {
+    void configure(ptxsim::SimulatedRunner& runner) const {
         runner.set_max_shared_bytes(227 * 1024);
         runner.set_multiprocessor_shared(hopper_multiprocessor);
+        runner.set_fault_record(&fault_);
+    }
+    // As the CUDA backend: a fault a kernel recorded is raised at the next host read.
+    void raise_recorded_fault() {
+        if (!detail::raised(fault_)) return;
+        detail::DeviceFaultRecord const record = fault_;
+        fault_ = {};
+        throw detail::device_fault_error(record, "cuda:" + std::to_string(simulated_index));
     }
 
     std::map<std::uintptr_t, std::size_t> allocations_;
+    mutable detail::DeviceFaultRecord fault_{};
 };
 
 detail::Backend* registered = nullptr;

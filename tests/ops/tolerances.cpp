@@ -72,6 +72,17 @@ constexpr Row rows[] = {
     same(Op::copy, DType::f16, exact),
     same(Op::copy, DType::bf16, exact),
     same(Op::copy, DType::i32, exact),
+    // The gathers copy rows (a K-quant row decoded as dequantize does): gather_cases.cpp compares
+    // them bit for bit.
+    same(Op::embedding, DType::f32, exact),
+    same(Op::embedding, DType::f16, exact),
+    same(Op::embedding, DType::bf16, exact),
+    same(Op::embedding, DType::q4_k, exact),
+    same(Op::embedding, DType::q6_k, exact),
+    same(Op::index_select, DType::f32, exact),
+    same(Op::index_select, DType::f16, exact),
+    same(Op::index_select, DType::bf16, exact),
+    same(Op::index_select, DType::i32, exact),
     same(Op::softmax, DType::f32, relative(4e-6, 1e-37)),
     same(Op::log_softmax, DType::f32, relative(2e-6, 4e-6)),
     same(Op::layer_norm, DType::f32, relative(4e-6, 1e-6)),

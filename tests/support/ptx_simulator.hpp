@@ -16,6 +16,7 @@
 #include <rayo/ptx/ptx.hpp>
 
 #include "cuda/kernel_runner.hpp"
+#include "dispatch/device_fault.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -1053,6 +1054,14 @@ public:
 
     // Host memory the kernels may touch.
     void allow(void const* p, std::size_t bytes) { allowed_.push_back({reinterpret_cast<std::uintptr_t>(p), bytes}); }
+    // The fault record (dispatch/device_fault.hpp) the kernels are given: the backend's, or the
+    // runner's own.
+    void set_fault_record(detail::DeviceFaultRecord* record) noexcept { fault_record_ = record; }
+    [[nodiscard]] detail::DeviceFaultRecord const& recorded_fault() const noexcept { return *fault_record_; }
+    [[nodiscard]] std::uint64_t fault_record() override {
+        allow(fault_record_, sizeof *fault_record_);
+        return reinterpret_cast<std::uint64_t>(fault_record_);
+    }
     [[nodiscard]] std::vector<LaunchRecord> const& launches() const noexcept { return launches_; }
     void clear_launches() { launches_.clear(); }
     [[nodiscard]] std::size_t live_temporaries() const noexcept { return temporaries_.size(); }
@@ -1074,6 +1083,8 @@ private:
     std::vector<std::pair<std::uintptr_t, std::size_t>> allowed_;
     std::vector<LaunchRecord> launches_;
     std::uint64_t executed_ = 0;
+    detail::DeviceFaultRecord own_fault_record_{};
+    detail::DeviceFaultRecord* fault_record_ = &own_fault_record_;
 };
 
 // A host buffer of floats (or other values) at a chosen offset from a 256-byte boundary, seen as a

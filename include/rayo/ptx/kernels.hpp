@@ -6,6 +6,7 @@
 
 #include "rayo/ptx/kernels/conversion.hpp"
 #include "rayo/ptx/kernels/elementwise.hpp"
+#include "rayo/ptx/kernels/gather.hpp"
 #include "rayo/ptx/kernels/gemm.hpp"
 #include "rayo/ptx/kernels/layout.hpp"
 #include "rayo/ptx/kernels/normalization.hpp"

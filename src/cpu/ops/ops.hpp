@@ -43,6 +43,9 @@ void run(KernelRunner&, op::Cast const&, OpViews const&);
 Support supports(KernelRunner const&, op::Copy const&, OpViews const&);
 void run(KernelRunner&, op::Copy const&, OpViews const&);
 
+Support supports(KernelRunner const&, op::Gather const&, OpViews const&);
+void run(KernelRunner&, op::Gather const&, OpViews const&);
+
 // linear(x, w) with q4_k / q6_k weights (quantization.cpp), for matmul.cpp.
 void linear_kquant(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out);
 

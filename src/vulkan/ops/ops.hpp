@@ -43,6 +43,9 @@ void run(ShaderRunner&, op::Cast const&, OpViews const&);
 Support supports(ShaderRunner const&, op::Copy const&, OpViews const&);
 void run(ShaderRunner&, op::Copy const&, OpViews const&);
 
+Support supports(ShaderRunner const&, op::Gather const&, OpViews const&);
+void run(ShaderRunner&, op::Gather const&, OpViews const&);
+
 // linear(x, w) with q4_k / q6_k weights and at most kquant_gemv_max_rows rows of x (quantization.cpp):
 // the f32 K-quant GEMV, for matmul.cpp.
 inline constexpr std::size_t kquant_gemv_max_rows = 16;

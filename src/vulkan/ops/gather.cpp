@@ -1,0 +1,55 @@
+// The gather family on Vulkan: shaders/gather_rows.comp, one chunk of the output per invocation;
+// ids out of range go to the device's fault record.
+#include <algorithm>
+#include <cstdint>
+
+#include "dispatch/gather_chunks.hpp"
+#include "vulkan/ops/ops.hpp"
+
+namespace rayo::vulkan::ops {
+
+namespace {
+
+// Push constants of gather_rows.comp.
+struct GatherPush {
+    std::uint32_t total = 0, chunks = 0, n = 0, rows = 0;
+    std::uint32_t table_offset = 0, ids_offset = 0, out_offset = 0;  // in chunks; ids in elements
+    std::uint32_t op = 0;
+    std::uint32_t zero = 0;  // the shader's 16-bit zero
+};
+
+}  // namespace
+
+Support supports(ShaderRunner const& r, op::Gather const& g, OpViews const& v) {
+    if (!r.physical().storage_buffer_16bit)
+        return Support::no("vulkan: a gather needs 16-bit storage (storageBuffer16BitAccess), which this device lacks");
+    if (v.in[0].bytes() > 0xffffffffu || v.out[0].bytes() > 0xffffffffu)
+        return Support::no("vulkan: a gather of tables or outputs of 4 GiB or more");
+    return detail::gpu_gather_support("vulkan", g, v);
+}
+
+void run(ShaderRunner& r, op::Gather const& g, OpViews const& v) {
+    TensorView const &table = v.in[0], &ids = v.in[1], &out = v.out[0];
+    std::size_t const entry_bytes = bytes_for(table.dtype, g.row);
+    Binding const bt = r.bind(table, table.bytes(), Access::read, "gather table");
+    Binding const bi = r.bind(ids, ids.bytes(), Access::read, "gather ids");
+    Binding const bo = r.bind(out, out.bytes(), Access::write, "gather output");
+    std::uint32_t const chunk = detail::gather_chunk_bytes(entry_bytes, bt.offset, bo.offset);
+    GatherPush push;
+    push.total = static_cast<std::uint32_t>(out.bytes() / chunk);
+    if (push.total == 0) return;
+    push.chunks = static_cast<std::uint32_t>(entry_bytes / chunk);
+    push.n = static_cast<std::uint32_t>(ids.numel());
+    push.rows = static_cast<std::uint32_t>(g.rows);
+    push.table_offset = bt.element_offset(chunk);
+    push.ids_offset = bi.element_offset(4);
+    push.out_offset = bo.element_offset(chunk);
+    push.op = static_cast<std::uint32_t>(g.op);
+    std::uint32_t const workgroup = r.workgroup_size();
+    SpecConstants const constants{0u, workgroup, chunk};
+    auto const groups =
+        static_cast<std::uint32_t>(std::min<std::size_t>((push.total + workgroup - 1) / workgroup, r.max_groups()));
+    r.dispatch(Shader::gather_rows, constants, {bt, bi, bo, r.fault_record()}, push, {groups});
+}
+
+}  // namespace rayo::vulkan::ops
