@@ -86,8 +86,8 @@ void run_permute(benchmark::State& state) {
     report(state, {.bytes = 2.0 * static_cast<double>(x.bytes())});
 }
 
-// A prompt's token embeddings: 4096 rows of a Llama-3-sized f16 table [128256, 4096], with the
-// result's allocation, as torch.nn.functional.embedding.
+// A prompt's token embeddings: 4096 rows of a Llama-3-sized f16 table [128256, 4096], into a
+// preallocated output (a model's activation buffer).
 void run_embedding(benchmark::State& state) {
     rayo::Device const device = bench_device();
     std::int64_t const rows = 128256, dim = 4096, count = 4096;
@@ -95,8 +95,21 @@ void run_embedding(benchmark::State& state) {
     std::vector<std::int32_t> ids(count);
     for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>(i * 7919 % rows);
     auto const id_tensor = rayo::Tensor<std::int32_t>::from(ids, rayo::Shape{count}, device);
-    time_op(state, device, [&] { (void)rayo::embedding(table, id_tensor); });
+    auto const out = rayo::Tensor<rayo::half>::empty(rayo::Shape{count, dim}, device);
+    time_op(state, device, [&] { rayo::embedding_into(table, id_tensor, out); });
     report(state, {.bytes = 2.0 * static_cast<double>(count * dim) * sizeof(rayo::half)});
+}
+
+// Attention-shaped batched products: 32 heads of [512, 128]·[128, 512] in f16 (f32 results), as
+// torch.bmm.
+void run_bmm(benchmark::State& state) {
+    rayo::Device const device = bench_device();
+    std::int64_t const batch = 32, m = 512, k = 128, n = 512;
+    auto const a = random_tensor<rayo::half>(rayo::Shape{batch, m, k}, device, {-1.0f, 1.0f}, 1);
+    auto const b = random_tensor<rayo::half>(rayo::Shape{batch, k, n}, device, {-1.0f, 1.0f}, 2);
+    FTensor const out = output_tensor(rayo::Shape{batch, m, n}, device);
+    time_op(state, device, [&] { rayo::matmul_into(a, b, out); });
+    report(state, {.flops = 2.0 * static_cast<double>(batch * m * n * k)});
 }
 
 template <class T>
@@ -250,6 +263,7 @@ void register_gpu() {
     add_benchmark("gpu/cast_f32_f16/2^28", run_cast_f16);
     add_benchmark("gpu/permute/4096x4096", run_permute);
     add_benchmark("gpu/embedding/4096_of_128256x4096_f16", run_embedding);
+    add_benchmark("gpu/bmm/32x512x128x512_f16", run_bmm);
     register_quant_linear<rayo::q4_k>();
     register_quant_linear<rayo::q6_k>();
     add_benchmark("gpu/tiny_op", run_tiny_op);

@@ -27,6 +27,7 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_GOOGLE_include_directive : require
 
 // Every loop bound is a compile-time constant: NVIDIA's compiler leaves loops over specialization-
 // constant bounds rolled, with the accumulators in local memory.
@@ -72,7 +73,9 @@ layout(push_constant) uniform Params {
     uint b_offset;    // elements
     uint out_offset;  // floats
     uint b_row_bytes;  // unused here
+    uint a_batch, b_batch, out_batch;  // elements between the products of a batch (matmul_batch.glsl)
 } params;
+#include "matmul_batch.glsl"
 
 shared uvec4 tile_a[2][A_TILE];
 shared uvec4 tile_b[2][B_TILE];
@@ -103,12 +106,12 @@ RunA load_a(uint row, uint col) {
     RunA r;
     r.hi = uvec4(0u);
     if (!A_F32) {
-        r.lo = load8(true, params.a_offset, row, col, params.m, params.k);
+        r.lo = load8(true, a_base(), row, col, params.m, params.k);
         return r;
     }
     r.lo = uvec4(0u);
     if (row >= params.m || col >= params.k) return r;
-    uint e = params.a_offset + row * params.k + col;
+    uint e = a_base() + row * params.k + col;
     if (VEC8) {
         r.lo = floatBitsToUint(a_vec4[e / 4u]);
         r.hi = floatBitsToUint(a_vec4[e / 4u + 1u]);
@@ -140,8 +143,8 @@ InteriorLoads interior_loads(uint t, uint row0, uint col0) {
     InteriorLoads l;
     l.on = VEC8 && !A_F32 && !B_TRANSPOSED && row0 + TILE_M <= params.m && col0 + TILE_N <= params.n &&
            params.k % TILE_K == 0u;
-    l.a_index = (params.a_offset + (row0 + t / RUNS_A) * params.k + (t % RUNS_A) * 8u) / 8u;
-    l.b_index = (params.b_offset + (t / RUNS_B) * params.n + col0 + (t % RUNS_B) * 8u) / 8u;
+    l.a_index = (a_base() + (row0 + t / RUNS_A) * params.k + (t % RUNS_A) * 8u) / 8u;
+    l.b_index = (b_base() + (t / RUNS_B) * params.n + col0 + (t % RUNS_B) * 8u) / 8u;
     return l;
 }
 
@@ -164,8 +167,8 @@ void load_step(uint k0, uint t, uint row0, uint col0, InteriorLoads interior, ou
     }
     [[unroll]] for (uint s = 0u; s < LOADS_B; ++s) {
         uint idx = t + THREADS * s;
-        rb[s] = B_TRANSPOSED ? load8(false, params.b_offset, col0 + idx / RUNS_A, k0 + (idx % RUNS_A) * 8u, params.n, params.k)
-                             : load8(false, params.b_offset, k0 + idx / RUNS_B, col0 + (idx % RUNS_B) * 8u, params.k, params.n);
+        rb[s] = B_TRANSPOSED ? load8(false, b_base(), col0 + idx / RUNS_A, k0 + (idx % RUNS_A) * 8u, params.n, params.k)
+                             : load8(false, b_base(), k0 + idx / RUNS_B, col0 + (idx % RUNS_B) * 8u, params.k, params.n);
     }
 }
 
@@ -223,7 +226,7 @@ void main() {
             uint r = row0 + sub_row + 16u * i, c = col0 + sub_col + FRAG_N * j;
             if (r >= params.m || c >= params.n) continue;  // uniform over the subgroup
             if (r + 16u <= params.m && c + FRAG_N <= params.n) {
-                coopMatStoreNV(acc[i][j], y, params.out_offset + r * params.n + c, params.n, false);
+                coopMatStoreNV(acc[i][j], y, out_base() + r * params.n + c, params.n, false);
                 continue;
             }
             coopMatStoreNV(acc[i][j], scratch[sg], 0u, FRAG_N, false);
@@ -231,7 +234,7 @@ void main() {
             subgroupBarrier();
             for (uint e = lane; e < 16u * FRAG_N; e += 32u) {
                 uint rr = r + e / FRAG_N, cc = c + e % FRAG_N;
-                if (rr < params.m && cc < params.n) y[params.out_offset + rr * params.n + cc] = scratch[sg][e];
+                if (rr < params.m && cc < params.n) y[out_base() + rr * params.n + cc] = scratch[sg][e];
             }
             subgroupBarrier();
         }

@@ -57,7 +57,9 @@ layout(push_constant) uniform Params {
     uint m, n, k;
     uint a_offset, b_offset, out_offset;  // elements
     uint b_row_bytes;
+    uint a_batch, b_batch, out_batch;  // elements between the products of a batch (matmul_batch.glsl)
 } params;
+#include "matmul_batch.glsl"
 
 shared vec4 tile_a[2u * TILE_K * SLOTS_A];
 shared vec4 tile_b[2u * TILE_K * SLOTS_B];
@@ -71,7 +73,7 @@ uint at(uint buf, uint kk, uint slot, uint slots) {
 // Elements [p, p + 4) of row `row` of a [rows, k] matrix (a, or b stored transposed); 0 outside.
 vec4 load_a_run(uint row, uint p) {
     if (row >= params.m) return vec4(0.0);
-    uint e = params.a_offset + row * params.k + p;
+    uint e = a_base() + row * params.k + p;
     if (VEC4_A) return p < params.k ? a4[e / 4u] : vec4(0.0);
     vec4 v;
     [[unroll]] for (uint c = 0u; c < 4u; ++c) v[c] = p + c < params.k ? a1[e + c] : 0.0;
@@ -80,7 +82,7 @@ vec4 load_a_run(uint row, uint p) {
 
 vec4 load_bt_run(uint row, uint p) {
     if (row >= params.n) return vec4(0.0);
-    uint e = params.b_offset + row * params.k + p;
+    uint e = b_base() + row * params.k + p;
     if (VEC4_B) return p < params.k ? b4[e / 4u] : vec4(0.0);
     vec4 v;
     [[unroll]] for (uint c = 0u; c < 4u; ++c) v[c] = p + c < params.k ? b1[e + c] : 0.0;
@@ -90,7 +92,7 @@ vec4 load_bt_run(uint row, uint p) {
 // Elements [j, j + 4) of row p of b[k, n]; 0 outside.
 vec4 load_b_run(uint p, uint j) {
     if (p >= params.k) return vec4(0.0);
-    uint e = params.b_offset + p * params.n + j;
+    uint e = b_base() + p * params.n + j;
     if (VEC4_B) return j < params.n ? b4[e / 4u] : vec4(0.0);
     vec4 v;
     [[unroll]] for (uint c = 0u; c < 4u; ++c) v[c] = j + c < params.n ? b1[e + c] : 0.0;
@@ -136,7 +138,7 @@ void stash(uint t, uint buf) {
 
 // Columns [col, col + 4) of out's row `row`, those inside n.
 void store_run(uint row, uint col, vec4 v) {
-    uint e = params.out_offset + row * params.n + col;
+    uint e = out_base() + row * params.n + col;
     if (VEC4_OUT) {
         if (col < params.n) y4[e / 4u] = v;
     } else {

@@ -37,7 +37,9 @@ layout(push_constant) uniform Params {
     uint b_offset;    // elements; bytes for q4_k / q6_k
     uint out_offset;  // floats
     uint b_row_bytes;  // q4_k / q6_k: bytes per weight row
+    uint a_batch, b_batch, out_batch;  // elements between the products of a batch (matmul_batch.glsl)
 } params;
+#include "matmul_batch.glsl"
 
 #define QUANT_WORDS b_words
 #include "quant_blocks.glsl"
@@ -68,10 +70,10 @@ float load_b(uint e) {
 float load_op_b(uint p, uint j) {
     if (B_TYPE == RAYO_DTYPE_Q4_K || B_TYPE == RAYO_DTYPE_Q6_K) {
         uint block_bytes = B_TYPE == RAYO_DTYPE_Q4_K ? 144u : 210u;
-        uint blk = params.b_offset + j * params.b_row_bytes + (p >> 8) * block_bytes;
+        uint blk = b_base() + j * params.b_row_bytes + (p >> 8) * block_bytes;
         return B_TYPE == RAYO_DTYPE_Q4_K ? q4_k_value(blk, p & 255u) : q6_k_value(blk, p & 255u);
     }
-    return load_b(params.b_offset + (B_TRANSPOSED ? j * params.k + p : p * params.n + j));
+    return load_b(b_base() + (B_TRANSPOSED ? j * params.k + p : p * params.n + j));
 }
 
 shared float tile_a[TILE_K][TILE_M + 1];
@@ -92,7 +94,7 @@ void main() {
             uint idx = t + 256u * s;
             uint r = idx / TILE_K, c = idx % TILE_K;
             uint row = row0 + r, p = k0 + c;
-            tile_a[c][r] = row < params.m && p < params.k ? load_a(params.a_offset + row * params.k + p) : 0.0;
+            tile_a[c][r] = row < params.m && p < params.k ? load_a(a_base() + row * params.k + p) : 0.0;
             uint bp, bj;
             if (B_TRANSPOSED) {
                 bp = idx % TILE_K;
@@ -119,7 +121,7 @@ void main() {
         if (row >= params.m) continue;
         for (uint j = 0u; j < 4u; ++j) {
             uint col = col0 + tx + 16u * j;
-            if (col < params.n) y[params.out_offset + row * params.n + col] = acc[i][j];
+            if (col < params.n) y[out_base() + row * params.n + col] = acc[i][j];
         }
     }
 }

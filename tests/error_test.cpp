@@ -104,7 +104,12 @@ TEST_F(Errors, MatmulInnerDimensionMismatch) {
     expect_error<ShapeError>([&] { (void)matmul(a, b); }, {"inner dimensions", "[2, 3]", "[4, 3]"});
     expect_error<ShapeError>([&] { matmul_into(a, b, out); }, {"inner dimensions"});
     expect_error<ShapeError>([&] { (void)linear(a, Tensor<float>::zeros({5, 4})); }, {"linear", "[2, 3]", "[5, 4]"});
-    expect_error<ShapeError>([&] { (void)matmul(Tensor<float>::zeros({2}), b); }, {"2-D"});
+    expect_error<ShapeError>([&] { (void)matmul(Tensor<float>::zeros({2}), b); }, {"2 or more axes", "a [2]", "b [4, 3]"});
+    expect_error<ShapeError>([&] { (void)matmul(Tensor<float>::zeros({2, 5, 3}), Tensor<float>::zeros({3, 3, 4})); },
+                             {"matmul", "batch axes", "[2, 5, 3]", "[3, 3, 4]", "do not broadcast"});
+    expect_error<ShapeError>([&] { (void)matmul(a, Tensor<float>::zeros({4, 2}), {.transpose_b = true}); },
+                             {"matmul", "[4, 2]", "2 columns (transpose_b)"});
+    expect_error<ShapeError>([&] { matmul_into(b, a, out, {.transpose_b = true}); }, {"matmul", "out has shape [2, 3]", "[4, 2]"});
     Tensor<float> const w = Tensor<float>::zeros({5, 3});
     expect_error<ShapeError>([&] { (void)linear(a, w, Tensor<float>::zeros({3})); }, {"linear", "bias", "[3]", "expected [5]"});
     expect_error<ShapeError>([&] { linear_into(a, w, Tensor<float>::zeros({5}), out); }, {"linear", "out has shape [2, 3]", "[2, 5]"});

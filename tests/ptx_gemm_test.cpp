@@ -251,6 +251,27 @@ TEST(PtxGemm, EveryChosenVariantAssemblesForSm80AndSm90) {
         }
 }
 
+// Batched kernels (matmul of [..., m, k]·[..., k, n]): three more parameters, the product from
+// %ctaid.y, and the tile choice counts the whole batch's tiles.
+TEST(PtxGemm, BatchedVariantsAssembleAndReadTheProductFromTheGridsY) {
+    GemmConfig const chosen = choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_90, 32);
+    EXPECT_TRUE(chosen.batched);
+    EXPECT_EQ(chosen.tile.m, 128u) << "32 products of 16 tiles fill 132 SMs";
+    EXPECT_FALSE(choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_90).batched);
+    EXPECT_NE(gemm_name(chosen).find("_batched"), std::string::npos);
+    std::string const text = gemm(chosen).emit(Target::sm_90);
+    EXPECT_NE(text.find("%ctaid.y"), std::string::npos);
+    EXPECT_NE(text.find("out_batch"), std::string::npos);
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (Type t : {Type::f32, Type::f16, Type::bf16})
+        for (bool transposed : {false, true})
+            for (bool aligned : {false, true}) {
+                GemmConfig const c = choose_gemm_config(64, 64, 64, t, t, transposed, aligned, 132, Target::sm_80, 8);
+                SCOPED_TRACE(describe(c));
+                expect_assembles(gemm(c), Target::sm_80);
+            }
+}
+
 // Larger tiles and deeper k steps a caller may ask for (and the README's example) assemble too.
 TEST(PtxGemm, AlternativeTilesAssemble) {
     RAYO_SKIP_WITHOUT_PTXAS();

@@ -139,11 +139,19 @@ RAYO_API Tensor<std::int64_t> argmin(FTensor const& x, int axis, bool keepdim = 
 RAYO_API void argmin_into(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
 
 // ---- matrices ------------------------------------------------------------------------------------
-// a[m, k] · b[k, n] -> f32 [m, n]. f16 and bf16 inputs are accumulated in f32.
+// How matmul reads b.
+struct MatmulOptions {
+    // b holds [..., n, k]: the product is a·bᵀ, read in place with no transposed copy (attention's
+    // q·kᵀ, a linear layer's weights).
+    bool transpose_b = false;
+};
+// a[..., m, k] · b[..., k, n] -> f32 [..., m, n]: one matrix product for each index of the leading
+// (batch) axes, which broadcast by NumPy's rules ([b, h, m, k]·[b, h, k, n], [h, m, k]·[k, n]); 2-D
+// operands are one product. f16 and bf16 inputs are accumulated in f32.
 template <FloatingElement T>
-RAYO_API FTensor matmul(Tensor<T> const& a, Tensor<T> const& b);
+RAYO_API FTensor matmul(Tensor<T> const& a, Tensor<T> const& b, MatmulOptions options = {});
 template <FloatingElement T>
-RAYO_API void matmul_into(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out);
+RAYO_API void matmul_into(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out, MatmulOptions options = {});
 // Weight types of linear: f32, f16, bf16, and the GGUF K-quants q4_k and q6_k.
 template <class W>
 concept LinearWeight = FloatingElement<W> || std::same_as<W, q4_k> || std::same_as<W, q6_k>;

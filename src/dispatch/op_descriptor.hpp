@@ -66,14 +66,17 @@ struct Norm {
     float eps = 0.0f;
 };
 
-// out[m, n] = a[m, k] · b[k, n], or a[m, k] · b[n, k]ᵀ when b_transposed.
+// out[m, n] = a[m, k] · b[k, n], or a[m, k] · b[n, k]ᵀ when b_transposed; `batch` such products,
+// matrix i of the batch at a + i·a_batch, b + i·b_batch (elements; 0: the same matrix for every
+// product) and out + i·m·n.
 struct MatmulShape {
     std::size_t m = 0, n = 0, k = 0;
     bool b_transposed = false;
+    std::size_t batch = 1, a_batch = 0, b_batch = 0;
 };
 
-// matmul (a and b of one floating type) or linear (f32 a, b the weights: f32, f16, bf16, q4_k or
-// q6_k, b_transposed). in: a, b; out: f32 [m, n].
+// matmul (a and b of one floating type, batched) or linear (f32 a, b the weights: f32, f16, bf16,
+// q4_k or q6_k, b_transposed, batch 1). in: a, b; out: f32 [batch, m, n].
 struct Matmul {
     static constexpr OpFamily family = OpFamily::matmul;
     Op op;

@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "dispatch/broadcast.hpp"
 #include "dispatch/dispatch.hpp"
 #include "ops/op_checks.hpp"
 #include "rayo/ops.hpp"
@@ -10,17 +11,83 @@ namespace rayo {
 
 namespace {
 
+// A batched matmul: the product's shape, the result's, and the batch axes collapsed to the fewest
+// (dispatch/broadcast.hpp) with a's and b's steps between matrices (0 where one is shared).
+struct MatmulPlan {
+    detail::op::MatmulShape shape;
+    Shape result;
+    detail::StridedLayout batches;
+};
+
+Shape leading(Shape const& s) { return Shape(std::vector<std::int64_t>(s.dims().begin(), s.dims().end() - 2)); }
+
 template <class T>
-detail::op::MatmulShape matmul_shape(Tensor<T> const& a, Tensor<T> const& b) {
+MatmulPlan matmul_plan(Tensor<T> const& a, Tensor<T> const& b, MatmulOptions options) {
     detail::check_same_device("matmul", a, b);
-    if (a.rank() != 2 || b.rank() != 2)
-        throw ShapeError("matmul needs 2-D operands, got a " + a.shape().to_string() + " and b " + b.shape().to_string());
-    if (a.shape()[1] != b.shape()[0])
-        throw ShapeError("matmul: inner dimensions differ: a " + a.shape().to_string() + " has " +
-                         std::to_string(a.shape()[1]) + " columns, b " + b.shape().to_string() + " has " +
-                         std::to_string(b.shape()[0]) + " rows");
-    return {static_cast<std::size_t>(a.shape()[0]), static_cast<std::size_t>(b.shape()[1]),
-            static_cast<std::size_t>(a.shape()[1]), false};
+    std::string const operands = "a " + a.shape().to_string() + " and b " + b.shape().to_string();
+    if (a.rank() < 2 || b.rank() < 2)
+        throw ShapeError("matmul needs operands of 2 or more axes ([..., m, k] and [..., k, n]), got " + operands);
+    auto const dim = [](Tensor<T> const& t, std::size_t from_end) { return t.shape()[t.rank() - from_end]; };
+    std::int64_t const m = dim(a, 2), k = dim(a, 1);
+    std::int64_t const b_k = options.transpose_b ? dim(b, 1) : dim(b, 2), n = options.transpose_b ? dim(b, 2) : dim(b, 1);
+    if (k != b_k)
+        throw ShapeError("matmul: inner dimensions differ: a " + a.shape().to_string() + " has " + std::to_string(k) +
+                         " columns, b " + b.shape().to_string() + " has " + std::to_string(b_k) +
+                         (options.transpose_b ? " columns (transpose_b)" : " rows"));
+    Shape const a_batch = leading(a.shape()), b_batch = leading(b.shape());
+    if (a_batch.rank() > detail::max_view_rank || b_batch.rank() > detail::max_view_rank)
+        throw ShapeError("matmul: up to " + std::to_string(detail::max_view_rank) + " batch axes, got " + operands);
+    Shape batch = a_batch;
+    if (a_batch != b_batch) {
+        try {
+            batch = detail::broadcast_shapes("matmul", a_batch, b_batch);
+        } catch (ShapeError const& e) {
+            throw ShapeError("matmul: the batch axes of " + operands + " do not broadcast (" + e.what() + ")");
+        }
+    }
+    MatmulPlan plan;
+    plan.shape = {static_cast<std::size_t>(m), static_cast<std::size_t>(n), static_cast<std::size_t>(k), options.transpose_b};
+    std::vector<std::int64_t> dims(batch.dims().begin(), batch.dims().end());
+    dims.push_back(m);
+    dims.push_back(n);
+    plan.result = Shape(std::move(dims));
+    // The batch axes in units of whole matrices, then in elements.
+    auto const steps = [&](Shape const& s, std::size_t matrix) {
+        detail::TensorView v = detail::broadcast_view(detail::contiguous_view(0, 0, DType::f32, s.dims()), batch.dims());
+        for (std::size_t i = 0; i < v.rank; ++i) v.strides[i] *= static_cast<std::int64_t>(matrix);
+        return v;
+    };
+    detail::TensorView const views[] = {steps(a_batch, plan.shape.m * plan.shape.k), steps(b_batch, plan.shape.k * plan.shape.n)};
+    plan.batches = detail::collapse(detail::contiguous_view(0, 0, DType::f32, batch.dims()), views);
+    return plan;
+}
+
+// The span of one operand in a dispatch: `count` matrices of `matrix` elements, `step` apart.
+template <class T>
+detail::OpArg matrices(Tensor<T> const& t, std::size_t first, std::size_t count, std::size_t step, std::size_t matrix) {
+    detail::OpArg arg = detail::arg(t);
+    auto const span = static_cast<std::int64_t>(count ? (count - 1) * step + matrix : 0);
+    arg.view = detail::contiguous_view(arg.view.buffer, arg.view.offset + bytes_for(dtype_of<T>, first), dtype_of<T>, {&span, 1});
+    return arg;
+}
+
+// One dispatch per run of the innermost collapsed batch axis (one in all unless the batch axes
+// broadcast in a pattern that does not collapse).
+template <class T>
+void run_batched(MatmulPlan const& plan, Tensor<T> const& a, Tensor<T> const& b, FTensor const& out) {
+    detail::StridedLayout const& l = plan.batches;
+    detail::op::MatmulShape shape = plan.shape;
+    shape.batch = l.inner();
+    // One product has no step (and none to align).
+    shape.a_batch = shape.batch > 1 ? l.strides[0][l.rank - 1] : 0;
+    shape.b_batch = shape.batch > 1 ? l.strides[1][l.rank - 1] : 0;
+    std::size_t const a_matrix = shape.m * shape.k, b_matrix = shape.k * shape.n, out_matrix = shape.m * shape.n;
+    if (out_matrix == 0) return;
+    for (std::size_t first = 0; first < l.numel(); first += shape.batch)
+        detail::dispatch(a.device(), detail::op::Matmul{Op::matmul, shape},
+                         {matrices(a, l.offset(0, first), shape.batch, shape.a_batch, a_matrix),
+                          matrices(b, l.offset(1, first), shape.batch, shape.b_batch, b_matrix)},
+                         {matrices(out, first * out_matrix, shape.batch, out_matrix, out_matrix)});
 }
 
 template <class W>
@@ -40,26 +107,25 @@ std::pair<detail::op::MatmulShape, Shape> linear_shape(FTensor const& x, Tensor<
 }
 
 template <class A, class B>
-void run_matmul(Op op, detail::op::MatmulShape s, Tensor<A> const& a, Tensor<B> const& b, FTensor const& out) {
+void run_linear(Op op, detail::op::MatmulShape s, Tensor<A> const& a, Tensor<B> const& b, FTensor const& out) {
     detail::dispatch(a.device(), detail::op::Matmul{op, s}, {detail::arg(a), detail::arg(b)}, {detail::arg(out)});
 }
 
 }  // namespace
 
 template <FloatingElement T>
-void matmul_into(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out) {
-    auto const s = matmul_shape(a, b);
-    Shape const result{s.m, s.n};
-    detail::check_out("matmul", out, result, a, false);
-    detail::check_out("matmul", out, result, b, false);
-    run_matmul(Op::matmul, s, a, b, out);
+void matmul_into(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out, MatmulOptions options) {
+    MatmulPlan const plan = matmul_plan(a, b, options);
+    detail::check_out("matmul", out, plan.result, a, false);
+    detail::check_out("matmul", out, plan.result, b, false);
+    run_batched(plan, a, b, out);
 }
 
 template <FloatingElement T>
-FTensor matmul(Tensor<T> const& a, Tensor<T> const& b) {
-    auto const s = matmul_shape(a, b);
-    FTensor out = FTensor::empty(Shape{s.m, s.n}, a.device());
-    run_matmul(Op::matmul, s, a, b, out);
+FTensor matmul(Tensor<T> const& a, Tensor<T> const& b, MatmulOptions options) {
+    MatmulPlan const plan = matmul_plan(a, b, options);
+    FTensor out = FTensor::empty(plan.result, a.device());
+    run_batched(plan, a, b, out);
     return out;
 }
 
@@ -68,14 +134,14 @@ void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& out) {
     auto const [s, result] = linear_shape(x, w);
     detail::check_out("linear", out, result, x, false);
     detail::check_out("linear", out, result, w, false);
-    run_matmul(Op::linear, s, x, w, out);
+    run_linear(Op::linear, s, x, w, out);
 }
 
 template <LinearWeight W>
 FTensor linear(FTensor const& x, Tensor<W> const& w) {
     auto const [s, result] = linear_shape(x, w);
     FTensor out = FTensor::empty(result, x.device());
-    run_matmul(Op::linear, s, x, w, out);
+    run_linear(Op::linear, s, x, w, out);
     return out;
 }
 
@@ -99,7 +165,7 @@ void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& bias, FTen
     detail::check_out("linear", out, result, x, false);
     detail::check_out("linear", out, result, w, false);
     detail::check_out("linear", out, result, bias, false);
-    run_matmul(Op::linear, s, x, w, out);
+    run_linear(Op::linear, s, x, w, out);
     add_into(out, bias, out);
 }
 
@@ -112,12 +178,12 @@ FTensor linear(FTensor const& x, Tensor<W> const& w, FTensor const& bias) {
     return out;
 }
 
-template FTensor matmul(Tensor<float> const&, Tensor<float> const&);
-template FTensor matmul(Tensor<half> const&, Tensor<half> const&);
-template FTensor matmul(Tensor<bfloat16> const&, Tensor<bfloat16> const&);
-template void matmul_into(Tensor<float> const&, Tensor<float> const&, FTensor const&);
-template void matmul_into(Tensor<half> const&, Tensor<half> const&, FTensor const&);
-template void matmul_into(Tensor<bfloat16> const&, Tensor<bfloat16> const&, FTensor const&);
+template FTensor matmul(Tensor<float> const&, Tensor<float> const&, MatmulOptions);
+template FTensor matmul(Tensor<half> const&, Tensor<half> const&, MatmulOptions);
+template FTensor matmul(Tensor<bfloat16> const&, Tensor<bfloat16> const&, MatmulOptions);
+template void matmul_into(Tensor<float> const&, Tensor<float> const&, FTensor const&, MatmulOptions);
+template void matmul_into(Tensor<half> const&, Tensor<half> const&, FTensor const&, MatmulOptions);
+template void matmul_into(Tensor<bfloat16> const&, Tensor<bfloat16> const&, FTensor const&, MatmulOptions);
 template FTensor linear(FTensor const&, Tensor<float> const&);
 template FTensor linear(FTensor const&, Tensor<half> const&);
 template FTensor linear(FTensor const&, Tensor<bfloat16> const&);

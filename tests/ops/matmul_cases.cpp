@@ -78,6 +78,70 @@ void check_matmul(CaseContext& ctx) {
     });
 }
 
+// The batch's products one by one: product i of out's batch axes reads the matrices of a and b
+// at i's coordinates, a coordinate of an axis an operand repeats (length 1, or absent) read as 0.
+ProductReference batched_product_ref(std::vector<double> const& a, Shape const& a_shape, std::vector<double> const& b,
+                                     Shape const& b_shape, Shape const& out_shape, bool b_transposed) {
+    std::size_t const rank = out_shape.rank(), m = static_cast<std::size_t>(out_shape[rank - 2]),
+                      n = static_cast<std::size_t>(out_shape[rank - 1]), k = static_cast<std::size_t>(a_shape[a_shape.rank() - 1]);
+    auto const matrix_index = [&](Shape const& s, std::vector<std::size_t> const& at) {
+        std::size_t index = 0;
+        std::size_t const lead = (rank - 2) - (s.rank() - 2);
+        for (std::size_t d = 0; d + 2 < s.rank(); ++d)
+            index = index * static_cast<std::size_t>(s[d]) + (s[d] == 1 ? 0 : at[lead + d]);
+        return index;
+    };
+    ProductReference r;
+    std::size_t const products = out_shape.numel() / std::max<std::size_t>(m * n, 1);
+    for (std::size_t p = 0; p < (m * n ? products : 0); ++p) {
+        std::vector<std::size_t> at(rank - 2);
+        for (std::size_t d = rank - 2, rest = p; d-- > 0; rest /= static_cast<std::size_t>(out_shape[d]))
+            at[d] = rest % static_cast<std::size_t>(out_shape[d]);
+        std::size_t const ia = matrix_index(a_shape, at), ib = matrix_index(b_shape, at);
+        std::vector<double> const am(a.begin() + static_cast<std::ptrdiff_t>(ia * m * k), a.begin() + static_cast<std::ptrdiff_t>((ia + 1) * m * k));
+        std::vector<double> const bm(b.begin() + static_cast<std::ptrdiff_t>(ib * k * n), b.begin() + static_cast<std::ptrdiff_t>((ib + 1) * k * n));
+        ProductReference const one = product_ref(am, bm, m, n, k, b_transposed);
+        r.value.insert(r.value.end(), one.value.begin(), one.value.end());
+        r.magnitude.insert(r.magnitude.end(), one.magnitude.begin(), one.magnitude.end());
+    }
+    return r;
+}
+
+// Batched products: full batches, a b shared by the batch, batch axes that broadcast both ways
+// (which do not collapse to one axis), b read transposed (q·kᵀ), an empty batch, k = 0, and sizes
+// for the GPUs' vector loads and large tiles; every other problem on views 1 element in.
+template <class T>
+void check_batched_matmul(CaseContext& ctx) {
+    struct Problem {
+        Shape a, b;
+        bool transpose_b;
+    };
+    std::vector<Problem> const problems = {
+        {Shape{3, 5, 7, 9}, Shape{3, 5, 9, 4}, false},  {Shape{4, 17, 33}, Shape{33, 6}, false},
+        {Shape{2, 1, 6, 8}, Shape{1, 3, 8, 5}, false},  {Shape{2, 3, 7, 16}, Shape{2, 3, 10, 16}, true},
+        {Shape{0, 3, 4}, Shape{4, 5}, false},           {Shape{2, 3, 0}, Shape{2, 0, 4}, false},
+        {Shape{3, 32, 64}, Shape{3, 64, 32}, false},    {Shape{5, 1, 64}, Shape{5, 40, 64}, true},
+        {Shape{6, 130, 64}, Shape{1, 64, 136}, false},  {Shape{2, 2, 160, 128}, Shape{2, 2, 144, 128}, true}};
+    for (std::size_t i = 0; i < problems.size(); ++i) {
+        Problem const& p = problems[i];
+        if (p.a.numel() * static_cast<std::size_t>(p.transpose_b ? p.b[p.b.rank() - 2] : p.b[p.b.rank() - 1]) >
+            64 * ctx.target().max_elements)
+            continue;
+        SCOPED_TRACE(p.a.to_string() + " x " + p.b.to_string() + (p.transpose_b ? " transposed" : ""));
+        std::vector<T> const av = as<T>(ctx.values(p.a.numel(), {-1, 1}, Specials::none));
+        std::vector<T> const bv = as<T>(ctx.values(p.b.numel(), {-1, 1}, Specials::none));
+        std::size_t const offset = i % 2;
+        ctx.attempt([&] {
+            Tensor<T> const a = ctx.input(av, p.a, offset), b = ctx.input(bv, p.b, 2 * offset);
+            Shape const result = matmul(a, b, {.transpose_b = p.transpose_b}).shape();
+            Guarded<float> out = ctx.output<float>(result, offset);
+            matmul_into(a, b, out.tensor(), {.transpose_b = p.transpose_b});
+            expect_product(ctx, out, batched_product_ref(exact(av), p.a, exact(bv), p.b, result, p.transpose_b),
+                           static_cast<std::size_t>(p.a[p.a.rank() - 1]));
+        });
+    }
+}
+
 template <class W>
 void check_linear(CaseContext& ctx) {
     std::size_t index = 0;
@@ -195,6 +259,9 @@ std::vector<OpCase> cases() {
         {"matmul_f32", Op::matmul, DType::f32, check_matmul<float>},
         {"matmul_f16", Op::matmul, DType::f16, check_matmul<half>},
         {"matmul_bf16", Op::matmul, DType::bf16, check_matmul<bfloat16>},
+        {"matmul_batched_f32", Op::matmul, DType::f32, check_batched_matmul<float>},
+        {"matmul_batched_f16", Op::matmul, DType::f16, check_batched_matmul<half>},
+        {"matmul_batched_bf16", Op::matmul, DType::bf16, check_batched_matmul<bfloat16>},
         {"linear_f32", Op::linear, DType::f32, check_linear<float>},
         {"linear_bias_f32", Op::linear, DType::f32, check_linear_bias},
         {"linear_f16", Op::linear, DType::f16, check_linear<half>},

@@ -62,7 +62,14 @@ void run(KernelRunner& r, op::Matmul const& d, OpViews const& v) {
     }
     args.c = data<float>(v.out[0]);
     args.ldc = shape.n;
-    gemm(args, k);
+    // A batch: one GEMM per product, each split over the pool.
+    std::size_t const a_step = bytes_for(a.dtype, shape.a_batch), b_step = bytes_for(b.dtype, shape.b_batch);
+    for (std::size_t i = 0; i < shape.batch; ++i) {
+        gemm(args, k);
+        args.a = static_cast<std::byte const*>(args.a) + a_step;
+        args.b = static_cast<std::byte const*>(args.b) + b_step;
+        args.c += shape.m * shape.n;
+    }
 }
 
 }  // namespace rayo::cpu::ops

@@ -44,6 +44,7 @@ Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
         return Support::no("cuda matmul: " + std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" +
                            std::to_string(shape.k) + " has a size of 2^32 or more");
     if (!detail::all_contiguous(v)) return Support::no("cuda matmul takes contiguous operands");
+    if (shape.batch > 65535) return Support::no("cuda matmul: a batch of more than 65535 products (the grid's y)");
     return Support::yes();
 }
 
@@ -58,21 +59,28 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
     ptx::Type const a_type = element_type(a.dtype), b_type = element_type(b.dtype);
 
     std::uint64_t const a_address = runner.address(a), b_address = runner.address(b), out_address = runner.address(out);
+    // The bytes between consecutive products' matrices.
+    std::uint64_t const a_batch = shape.a_batch * element_bytes(a.dtype), b_batch = shape.b_batch * element_bytes(b.dtype),
+                        out_batch = shape.m * shape.n * 4;
     // 16-byte accesses need 16-byte aligned tensors whose rows are whole 16-byte multiples.
     std::uint64_t const b_row = shape.b_transposed ? shape.k : shape.n;
-    bool const aligned = (a_address | b_address | out_address) % 16 == 0 &&
+    bool const aligned = (a_address | b_address | out_address | a_batch | b_batch | out_batch) % 16 == 0 &&
                          shape.k * element_bytes(a.dtype) % 16 == 0 && b_row * element_bytes(b.dtype) % 16 == 0 &&
                          shape.n * 4 % 16 == 0;
     ptx::kernels::GemmConfig const config =
         ptx::kernels::choose_gemm_config(shape.m, shape.n, shape.k, a_type, b_type, shape.b_transposed, aligned,
-                                         runner.multiprocessor_count(), runner.target());
+                                         runner.multiprocessor_count(), runner.target(), shape.batch);
     auto const m = static_cast<std::uint32_t>(shape.m), n = static_cast<std::uint32_t>(shape.n),
                k = static_cast<std::uint32_t>(shape.k);
     ptx::kernels::GemmLaunch const launch = ptx::kernels::gemm_launch(config, m, n);
-    LaunchDims const dims{.grid = {launch.grid, 1, 1}, .block = {launch.threads, 1, 1}, .shared_bytes = launch.shared_bytes};
+    LaunchDims const dims{.grid = {launch.grid, static_cast<unsigned>(shape.batch), 1},
+                          .block = {launch.threads, 1, 1},
+                          .shared_bytes = launch.shared_bytes};
     // The kernel's name spells every generator parameter; the target completes the key.
     std::string const key = "matmul/" + ptx::kernels::gemm_name(config) + "/" + std::string(ptx::to_string(runner.target()));
-    runner.run(key, [config] { return ptx::kernels::gemm(config); }, dims, a_address, b_address, out_address, m, n, k);
+    auto make = [config] { return ptx::kernels::gemm(config); };
+    if (config.batched) runner.run(key, make, dims, a_address, b_address, out_address, m, n, k, a_batch, b_batch, out_batch);
+    else runner.run(key, make, dims, a_address, b_address, out_address, m, n, k);
 }
 
 }  // namespace rayo::cuda::ops

@@ -145,6 +145,7 @@ std::string gemm_name(GemmConfig const& config) {
     if (c.m != 0) name += "_m" + std::to_string(c.m);
     if (c.n != 0) name += "_n" + std::to_string(c.n);
     if (c.k != 0) name += "_k" + std::to_string(c.k);
+    if (c.batched) name += "_batched";
     return name;
 }
 
@@ -199,12 +200,14 @@ GemmConfig tile_config(TileClass size, Type a, Type b, bool b_transposed, bool a
 }  // namespace
 
 GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t, Type a, Type b, bool b_transposed,
-                              bool aligned, int multiprocessors, Target target) {
+                              bool aligned, int multiprocessors, Target target, std::uint64_t batch) {
     TileClass size = TileClass::large;
     if (m <= 32) size = TileClass::few_rows;
-    else if (ceil_div(m, 128) * ceil_div(n, 128) < static_cast<std::uint64_t>(std::max(multiprocessors, 1)))
+    else if (batch * ceil_div(m, 128) * ceil_div(n, 128) < static_cast<std::uint64_t>(std::max(multiprocessors, 1)))
         size = TileClass::small;
-    return tile_config(size, a, b, b_transposed, aligned, target);
+    GemmConfig config = tile_config(size, a, b, b_transposed, aligned, target);
+    config.batched = batch > 1;
+    return config;
 }
 
 std::vector<GemmConfig> chosen_gemm_configs(Target target) {
@@ -239,6 +242,12 @@ GemmFrame gemm_frame(Kernel& kernel, GemmConfig const& c) {
     f.check_m = !(c.m != 0 && c.m % c.tile.m == 0);
     f.check_n = !(c.n != 0 && c.n % c.tile.n == 0);
     f.check_k = !(c.k != 0 && c.k % c.tile.k == 0);
+    if (c.batched) {
+        kernel.comment("product %ctaid.y of the batch");
+        Reg const product = kernel.cvt(Type::u64, kernel.special(Special::ctaid_y));
+        for (auto [base, name] : {std::pair{&f.a, "a_batch"}, std::pair{&f.b, "b_batch"}, std::pair{&f.out, "out_batch"}})
+            *base = kernel.add(*base, kernel.mul(product, kernel.param(Type::u64, name)));
+    }
 
     // Grouped rasterisation: block ids run down group_m tile rows, then to the next tile column.
     kernel.comment("block tile: groups of " + std::to_string(c.group_m) + " tile rows, column by column");

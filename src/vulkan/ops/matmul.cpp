@@ -33,6 +33,7 @@ struct MatmulPush {
     std::uint32_t m, n, k;
     std::uint32_t a_offset, b_offset, out_offset;
     std::uint32_t b_row_bytes;
+    std::uint32_t a_batch, b_batch, out_batch;  // elements between the products of a batch (matmul_batch.glsl)
 };
 
 // ---- f32 x f32: which GEMM, with which tile -------------------------------------------------
@@ -191,9 +192,11 @@ Support supports(ShaderRunner const& r, op::Matmul const& d, OpViews const& v) {
     MatmulPlan const plan = plan_matmul(r, shape, a, b);
     std::size_t const groups_x = (shape.n + plan.tile.n - 1) / plan.tile.n;
     std::size_t const groups_y = (shape.m + plan.tile.m - 1) / plan.tile.m;
-    if (groups_x > r.max_groups() || groups_y > r.max_groups())
-        return Support::no("vulkan matmul: " + std::to_string(shape.m) + "x" + std::to_string(shape.n) +
-                           " needs more workgroups than one dispatch may have");
+    if (groups_x > r.max_groups() || groups_y > r.max_groups() || shape.batch > r.limits().maxComputeWorkGroupCount[2])
+        return Support::no("vulkan matmul: " + std::to_string(shape.batch) + " products of " + std::to_string(shape.m) +
+                           "x" + std::to_string(shape.n) + " need more workgroups than one dispatch may have");
+    if (v.in[0].bytes() > 0xffffffffu || v.in[1].bytes() > 0xffffffffu || v.out[0].bytes() > 0xffffffffu)
+        return Support::no("vulkan matmul: operands of 4 GiB or more");
     if (r.limits().maxComputeWorkGroupInvocations < 256)
         return Support::no("vulkan matmul: the device runs fewer than 256 invocations per workgroup");
     return Support::yes();
@@ -213,9 +216,11 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
     MatmulPlan const plan = plan_matmul(r, shape, a.dtype, b.dtype);
     r.check_loop_budget((shape.k + plan.tile.k - 1) / plan.tile.k + 64, what);  // a tile's depth a step
     std::size_t const groups_x = (shape.n + plan.tile.n - 1) / plan.tile.n, groups_y = (shape.m + plan.tile.m - 1) / plan.tile.m;
-    Binding const ba = r.bind(a, bytes_for(a.dtype, shape.m * shape.k), Access::read, "matmul a");
-    Binding bb = r.bind(b, bytes_for(b.dtype, shape.k * shape.n), Access::read, "matmul b");
-    Binding const bo = r.bind(out, shape.m * shape.n * sizeof(float), Access::write, "matmul output");
+    // Each operand's span: its last product's matrix starts (batch - 1) steps in.
+    auto const span = [&](std::size_t step, std::size_t matrix) { return (shape.batch - 1) * step + matrix; };
+    Binding const ba = r.bind(a, bytes_for(a.dtype, span(shape.a_batch, shape.m * shape.k)), Access::read, "matmul a");
+    Binding bb = r.bind(b, bytes_for(b.dtype, span(shape.b_batch, shape.k * shape.n)), Access::read, "matmul b");
+    Binding const bo = r.bind(out, span(shape.m * shape.n, shape.m * shape.n) * sizeof(float), Access::write, "matmul output");
     if (plan.decode_first) {
         std::size_t const decoded_bytes = shape.n * shape.k * sizeof(float);
         ScratchBuffer const& decoded = r.kept_scratch(decoded_bytes);
@@ -232,16 +237,20 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
     push.b_offset = b_quantized ? static_cast<std::uint32_t>(bb.offset) : bb.element_offset(size_of(b_type));
     push.out_offset = bo.element_offset(sizeof(float));
     push.b_row_bytes = static_cast<std::uint32_t>(bytes_for(b.dtype, shape.k));
+    push.a_batch = static_cast<std::uint32_t>(shape.a_batch);
+    push.b_batch = static_cast<std::uint32_t>(shape.b_batch);
+    push.out_batch = static_cast<std::uint32_t>(shape.m * shape.n);
     std::uint32_t const transposed = shape.b_transposed ? 1 : 0;
-    Groups const groups{static_cast<std::uint32_t>(groups_x), static_cast<std::uint32_t>(groups_y), 1};
+    Groups const groups{static_cast<std::uint32_t>(groups_x), static_cast<std::uint32_t>(groups_y),
+                        static_cast<std::uint32_t>(shape.batch)};
 
     if (plan.large) {
         GemmTile const tile = *plan.large;
         // vec4 global loads / stores where every run of 4 elements starts 16-byte aligned: the
         // view offset and the row stride are multiples of 4 floats; else guarded scalars.
-        bool const vec4_a = push.a_offset % 4 == 0 && push.k % 4 == 0;
-        bool const vec4_b = push.b_offset % 4 == 0 && (shape.b_transposed ? push.k : push.n) % 4 == 0;
-        bool const vec4_out = push.out_offset % 4 == 0 && push.n % 4 == 0;
+        bool const vec4_a = push.a_offset % 4 == 0 && push.a_batch % 4 == 0 && push.k % 4 == 0;
+        bool const vec4_b = push.b_offset % 4 == 0 && push.b_batch % 4 == 0 && (shape.b_transposed ? push.k : push.n) % 4 == 0;
+        bool const vec4_out = push.out_offset % 4 == 0 && push.out_batch % 4 == 0 && push.n % 4 == 0;
         r.dispatch(Shader::matmul_f32_large,
                    {tile.m, 256, tile.n, transposed, tile.k, vec4_a ? 1u : 0u, vec4_b ? 1u : 0u, vec4_out ? 1u : 0u},
                    {ba, bb, bo}, push, groups);
@@ -251,8 +260,8 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
         // Tensor cores: f16 products, f32 accumulation (lavapipe lacks the extension).
         // 16-byte loads where every run of 8 halves starts aligned and lies wholly inside or outside.
         bool const a_f32 = a.dtype == DType::f32;
-        bool const vec8 = push.a_offset % (a_f32 ? 4 : 8) == 0 && push.b_offset % 8 == 0 && push.k % 8 == 0 &&
-                          (shape.b_transposed || push.n % 8 == 0);
+        bool const vec8 = push.a_offset % (a_f32 ? 4 : 8) == 0 && push.a_batch % 8 == 0 && push.b_offset % 8 == 0 &&
+                          push.b_batch % 8 == 0 && push.k % 8 == 0 && (shape.b_transposed || push.n % 8 == 0);
         r.dispatch(Shader::matmul_coopmat, {0, 128, 0, 0, 0, vec8 ? 1u : 0u, a_f32 ? 1u : 0u, transposed}, {ba, bb, bo},
                    push, groups);
     } else {

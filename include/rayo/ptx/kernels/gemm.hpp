@@ -26,7 +26,10 @@
 // m, n, k (.u32). a is [m, k] row-major; b is [k, n] row-major, or [n, k] row-major when
 // b_transposed (so linear(x, w) = x · wᵀ is b_transposed with b = w); out is [m, n] row-major f32.
 // Any m, n, k below 2^32 (k may be 0: out becomes zeros); edge tiles are zero-filled on load and
-// masked on store. The grid is one-dimensional (gemm_launch says how large).
+// masked on store. The grid's x dimension covers the output's tiles (gemm_launch says how many).
+// A batched kernel (GemmConfig::batched) takes three more .u64 parameters after k: a_batch,
+// b_batch, out_batch, the bytes between the matrices of consecutive products (0: every product
+// reads the same matrix), and computes product %ctaid.y of the batch: launch it with grid.y = batch.
 #pragma once
 
 #include <cstdint>
@@ -73,6 +76,9 @@ struct RAYO_API GemmConfig {
     // is a multiple of 16 bytes long (k·sizeof(a), k or n·sizeof(b), n·4). false: element-wise
     // accesses (any sizes and 4-byte-aligned f32 / 2-byte-aligned 16-bit data), slower.
     bool aligned = true;
+    // A batch of products, one per block row of the grid (grid.y), their matrices a_batch, b_batch
+    // and out_batch bytes apart (parameters after k).
+    bool batched = false;
     // Block tiles are visited `group_m` tile rows at a time, column by column within a group, so
     // blocks running together share panels of a and b in L2. 0: 8.
     unsigned group_m = 0;
@@ -104,9 +110,11 @@ struct RAYO_API GemmLaunch {
 // `multiprocessors` SMs of `target`: f32 × f32 on the CUDA cores; anything with a 16-bit b on the
 // tensor cores. Large outputs take 128x128 tiles (f32 on sm_90: k steps of 16 in two stages, else
 // 8 in three); outputs with fewer such tiles than SMs take 64x64; a few rows (m ≤ 32) take 32x64.
-// The sizes stay kernel parameters (none is baked).
+// The sizes stay kernel parameters (none is baked). For a batch of `batch` such products (a
+// batched kernel), the tiles of all of them count towards filling the SMs.
 [[nodiscard]] RAYO_API GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t k, Type a, Type b,
-                                            bool b_transposed, bool aligned, int multiprocessors, Target target);
+                                            bool b_transposed, bool aligned, int multiprocessors, Target target,
+                                            std::uint64_t batch = 1);
 
 // Every configuration choose_gemm_config returns for `target`, for any problem.
 [[nodiscard]] RAYO_API std::vector<GemmConfig> chosen_gemm_configs(Target target);
