@@ -100,6 +100,19 @@ TEST(PtxLayout, EveryStridedCopyAssembles) {
     EXPECT_EQ(copy_strided({.rank = 3, .element_bytes = 2}).name(), "rayo_copy_strided_r3_b2");
 }
 
+TEST(PtxLayout, TiledTranspositionsAssemble) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (unsigned bytes : {2u, 4u}) {
+        SCOPED_TRACE(transpose_tiled({.element_bytes = bytes}).name());
+        expect_assembles(transpose_tiled({.element_bytes = bytes}), Target::sm_80);
+        expect_assembles(transpose_tiled({.element_bytes = bytes}), Target::sm_90);
+    }
+    EXPECT_THROW((void)transpose_tiled({.element_bytes = 8}), BuildError);
+    std::string const text = transpose_tiled({}).emit(Target::sm_90);
+    EXPECT_NE(text.find("bar.sync"), std::string::npos);
+    EXPECT_NE(text.find("st.shared.b32"), std::string::npos);
+}
+
 TEST(PtxGather, EveryChunkAssemblesAndNoIdReadsOutsideTheTable) {
     RAYO_SKIP_WITHOUT_PTXAS();
     for (unsigned bytes : {2u, 4u, 16u}) {

@@ -125,4 +125,26 @@ struct StridedLayout {
     return l;
 }
 
+// A copy that transposes matrices: out[b][r, c] = in[b][c, r] for a batch of them. Sizes of out,
+// strides in elements.
+struct Transposition {
+    std::size_t batch = 1, rows = 0, cols = 0;
+    std::size_t in_stride = 0, out_stride = 0;  // between consecutive rows of in (out's columns) and of out
+    std::size_t in_batch = 0, out_batch = 0;    // between consecutive matrices
+};
+
+// The copy from operand 0 to operand 1 of `l` as a batch of transpositions, where it is one: its
+// last two axes swap which operand runs contiguously along them (in along the rows, out along the
+// columns), behind at most one batch axis.
+[[nodiscard]] inline std::optional<Transposition> as_transposition(StridedLayout const& l) noexcept {
+    if (l.rank != 2 && l.rank != 3) return std::nullopt;
+    std::size_t const r = l.rank - 2, c = l.rank - 1;
+    auto const& in = l.strides[0];
+    auto const& out = l.strides[1];
+    if (in[r] != 1 || out[c] != 1 || in[c] == 1) return std::nullopt;
+    Transposition t{1, l.dims[r], l.dims[c], in[c], out[r], 0, 0};
+    if (l.rank == 3) t = {l.dims[0], l.dims[r], l.dims[c], in[c], out[r], in[0], out[0]};
+    return t;
+}
+
 }  // namespace rayo::detail

@@ -44,7 +44,9 @@ void check_permute(CaseContext& ctx) {
     };
     std::vector<Case> const cases = {{Shape{3, 5}, {1, 0}},       {Shape{2, 3, 4}, {2, 0, 1}},       {Shape{4097, 3}, {1, 0}},
                                      {Shape{5, 1, 7, 2}, {3, 1, 0, 2}}, {Shape{0, 3}, {1, 0}},      {Shape{65, 130}, {-1, 0}},
-                                     {Shape{2, 1, 2, 3, 1, 2, 2, 3}, {7, 6, 5, 4, 3, 2, 1, 0}}, {Shape{}, {}}};
+                                     {Shape{2, 1, 2, 3, 1, 2, 2, 3}, {7, 6, 5, 4, 3, 2, 1, 0}}, {Shape{}, {}},
+                                     // A batch of transpositions (the GPUs' tiled path), tiles cut at both edges.
+                                     {Shape{3, 37, 70}, {0, 2, 1}}, {Shape{64, 96}, {1, 0}}};
     for (std::size_t k = 0; k < cases.size(); ++k) {
         Case const& c = cases[k];
         SCOPED_TRACE("permute " + c.shape.to_string());
