@@ -139,5 +139,6 @@ void register_matmul();
 void register_quant();
 // The anchor cases on a GPU (nothing when the benchmark device is the CPU).
 void register_gpu();
+void register_model_ops();
 
 }  // namespace rayo_bench

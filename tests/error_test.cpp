@@ -59,6 +59,7 @@ TEST_F(Errors, LayoutOpsNameWhatIsWrong) {
     expect_error<ShapeError>([&] { (void)permute(a, {0, 0}); }, {"permute", "[0, 0]", "not a permutation", "[2, 3]"});
     expect_error<ShapeError>([&] { (void)permute(a, {1}); }, {"permute", "[1]", "[2, 3]"});
     expect_error<ShapeError>([&] { (void)permute(a, {0, 2}); }, {"permute", "[0, 2]"});
+    expect_error<ShapeError>([&] { permute_into(a, {1, 0}, out); }, {"permute", "out has shape [2, 3]", "[3, 2]"});
     expect_error<ShapeError>([&] { (void)transpose(a, 0, 2); }, {"axis 2", "[2, 3]"});
     expect_error<ShapeError>([&] { (void)expand(a, Shape{2, 5}); }, {"expand", "[2, 3]", "[2, 5]"});
     expect_error<ShapeError>([&] { (void)expand(b, Shape{3}); }, {"expand", "[4, 3]", "does not broadcast to [3]"});

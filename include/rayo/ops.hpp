@@ -187,6 +187,8 @@ RAYO_API void cast_into(Tensor<From> const& x, Tensor<To> const& out);
 // x with its axes in the order `dims` (a permutation of 0..rank-1): result axis i is x's axis dims[i].
 template <CastElement T>
 RAYO_API Tensor<T> permute(Tensor<T> const& x, std::vector<int> const& dims);
+template <CastElement T>
+RAYO_API void permute_into(Tensor<T> const& x, std::vector<int> const& dims, Tensor<T> const& out);
 // x with axes a and b swapped (negative axes count from the end).
 template <CastElement T>
 RAYO_API Tensor<T> transpose(Tensor<T> const& x, int a, int b);

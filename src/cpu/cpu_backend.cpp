@@ -10,6 +10,10 @@
 #include "cpu/kernel_runner.hpp"
 #include "cpu/ops/ops.hpp"
 #include "rayo/error.hpp"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #include "rayo/settings.hpp"
 
 namespace rayo::cpu {
@@ -17,6 +21,19 @@ namespace rayo::cpu {
 namespace {
 
 constexpr std::align_val_t buffer_alignment{64};
+
+// Buffers of 8 MiB and more ask for transparent huge pages over their 2 MiB-aligned interior
+// (Linux's "madvise" mode gives them only on request): an op that walks a large matrix by columns,
+// a transposition, otherwise spends most of its time in TLB misses (docs/backends/cpu.md).
+void ask_for_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] std::size_t bytes) noexcept {
+#if defined(__linux__)
+    constexpr std::uintptr_t huge_page = std::uintptr_t{2} << 20;
+    if (bytes < 4 * huge_page) return;
+    auto const begin = (reinterpret_cast<std::uintptr_t>(p) + huge_page - 1) & ~(huge_page - 1);
+    auto const end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge_page - 1);
+    if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint: failure is fine
+#endif
+}
 
 }  // namespace
 
@@ -27,7 +44,9 @@ std::string CpuBackend::name() const {
 
 std::uintptr_t CpuBackend::allocate(std::size_t bytes) {
     try {
-        return reinterpret_cast<std::uintptr_t>(::operator new(std::max<std::size_t>(bytes, 1), buffer_alignment));
+        void* const p = ::operator new(std::max<std::size_t>(bytes, 1), buffer_alignment);
+        ask_for_huge_pages(p, bytes);
+        return reinterpret_cast<std::uintptr_t>(p);
     } catch (std::bad_alloc const&) {
         throw OutOfMemory("cpu: cannot allocate " + std::to_string(bytes) + " bytes of host memory");
     }

@@ -41,8 +41,11 @@ detail::OpArg narrowed(detail::OpArg a, std::size_t axis, std::int64_t start, st
 
 }  // namespace
 
-template <CastElement T>
-Tensor<T> permute(Tensor<T> const& x, std::vector<int> const& dims) {
+namespace {
+
+// x's view with its axes in the order `dims`, checked to be a permutation.
+template <class T>
+detail::OpArg permuted(Tensor<T> const& x, std::vector<int> const& dims) {
     check_rank("permute", x);
     std::vector<std::size_t> axes;
     std::vector<bool> seen(x.rank(), false);
@@ -56,15 +59,28 @@ Tensor<T> permute(Tensor<T> const& x, std::vector<int> const& dims) {
         throw ShapeError("permute: " + list(dims) + " is not a permutation of the axes of shape " + x.shape().to_string());
     detail::OpArg in = detail::arg(x);
     detail::TensorView const original = in.view;
-    std::vector<std::int64_t> shape;
     for (std::size_t i = 0; i < axes.size(); ++i) {
         in.view.shape[i] = original.shape[axes[i]];
         in.view.strides[i] = original.strides[axes[i]];
-        shape.push_back(original.shape[axes[i]]);
     }
-    Tensor<T> out = Tensor<T>::empty(Shape(std::move(shape)), x.device());
+    return in;
+}
+
+}  // namespace
+
+template <CastElement T>
+Tensor<T> permute(Tensor<T> const& x, std::vector<int> const& dims) {
+    detail::OpArg const in = permuted(x, dims);
+    Tensor<T> out = Tensor<T>::empty(Shape(std::vector<std::int64_t>(in.view.dims().begin(), in.view.dims().end())), x.device());
     copy_view(x.device(), in, detail::arg(out));
     return out;
+}
+
+template <CastElement T>
+void permute_into(Tensor<T> const& x, std::vector<int> const& dims, Tensor<T> const& out) {
+    detail::OpArg const in = permuted(x, dims);
+    detail::check_out("permute", out, Shape(std::vector<std::int64_t>(in.view.dims().begin(), in.view.dims().end())), x, false);
+    copy_view(x.device(), in, detail::arg(out));
 }
 
 template <CastElement T>
@@ -142,6 +158,7 @@ void copy_into(Tensor<T> const& src, Tensor<T> const& dst) {
 
 #define RAYO_INSTANTIATE_LAYOUT(T)                                                               \
     template Tensor<T> permute<T>(Tensor<T> const&, std::vector<int> const&);                    \
+    template void permute_into<T>(Tensor<T> const&, std::vector<int> const&, Tensor<T> const&);   \
     template Tensor<T> transpose<T>(Tensor<T> const&, int, int);                                 \
     template Tensor<T> expand<T>(Tensor<T> const&, Shape const&);                                \
     template Tensor<T> narrow<T>(Tensor<T> const&, int, std::int64_t, std::int64_t);             \

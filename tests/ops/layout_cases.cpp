@@ -66,6 +66,11 @@ void check_permute(CaseContext& ctx) {
     Tensor<T> const x = ctx.input(in, Shape{6, 7, 8});
     std::vector<T> const a = transpose(x, 0, -1).to_vector(), b = permute(x, {2, 1, 0}).to_vector();
     expect_elements<T>(ctx, a, b.size(), [&](std::size_t e) { return b[e]; }, "transpose");
+    // Into a guarded output.
+    Guarded<T> out = ctx.output<T>(Shape{8, 7, 6}, 1);
+    permute_into(x, {2, 1, 0}, out.tensor());
+    expect_elements<T>(ctx, out.values(), b.size(), [&](std::size_t e) { return b[e]; }, "permute_into");
+    ctx.expect_guards(out);
 }
 
 template <class T>

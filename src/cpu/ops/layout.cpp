@@ -1,5 +1,6 @@
 // The layout family on the CPU: a strided copy over the views collapsed to the fewest axes, rows
-// split over the thread pool; rows contiguous on both sides are one memcpy.
+// split over the thread pool; rows contiguous on both sides are one memcpy; transpositions go by
+// cache-sized blocks.
 #include <algorithm>
 #include <cstring>
 
@@ -18,6 +19,31 @@ void copy_row(std::byte const* from, std::size_t from_step, std::byte* to, std::
     for (std::size_t j = 0; j < count; ++j) std::memcpy(to + j * to_step * Bytes, from + j * from_step * Bytes, Bytes);
 }
 
+// A batch of transpositions by square blocks, split over the pool. A block is read along in's rows
+// into a local tile and written along out's rows from the tile's columns: both sides touch whole
+// cache lines in order, where walking a column of a wide matrix directly would evict its own lines
+// (rows 2^k apart share L1 sets).
+template <class E>
+void transpose_blocks(ThreadPool& pool, detail::Transposition const& t, E const* from, E* to) {
+    constexpr std::size_t block = 64 / sizeof(E) * 2;  // two cache lines of elements a side
+    std::size_t const block_rows = (t.rows + block - 1) / block, block_cols = (t.cols + block - 1) / block;
+    std::size_t const per_matrix = block_rows * block_cols;
+    pool.parallel_for(t.batch * per_matrix, 16, [&](std::size_t b0, std::size_t b1) {
+        for (std::size_t b = b0; b < b1; ++b) {
+            std::size_t const matrix = b / per_matrix, rest = b % per_matrix;
+            std::size_t const r0 = rest / block_cols * block, c0 = rest % block_cols * block;
+            std::size_t const r1 = std::min(r0 + block, t.rows), c1 = std::min(c0 + block, t.cols);
+            E const* in = from + matrix * t.in_batch;
+            E* out = to + matrix * t.out_batch;
+            E tile[block][block + 1];
+            for (std::size_t c = c0; c < c1; ++c)
+                for (std::size_t r = r0; r < r1; ++r) tile[c - c0][r - r0] = in[c * t.in_stride + r];
+            for (std::size_t r = r0; r < r1; ++r)
+                for (std::size_t c = c0; c < c1; ++c) out[r * t.out_stride + c] = tile[c - c0][r - r0];
+        }
+    });
+}
+
 }  // namespace
 
 Support supports(KernelRunner const&, op::Copy const&, OpViews const& v) {
@@ -32,6 +58,11 @@ void run(KernelRunner& r, op::Copy const&, OpViews const& v) {
     std::size_t const bytes = bytes_for(v.out[0].dtype, 1);
     TensorView const views[] = {v.in[0], v.out[0]};
     detail::StridedLayout const l = detail::collapse(v.out[0], views);
+    if (auto const t = detail::as_transposition(l)) {
+        if (bytes == 2) transpose_blocks(r.pool(), *t, data<std::uint16_t const>(v.in[0]), data<std::uint16_t>(v.out[0]));
+        else transpose_blocks(r.pool(), *t, data<std::uint32_t const>(v.in[0]), data<std::uint32_t>(v.out[0]));
+        return;
+    }
     std::size_t const inner = l.inner(), last = l.rank - 1;
     std::size_t const from_step = l.strides[0][last], to_step = l.strides[1][last];
     auto const* from = data<std::byte const>(v.in[0]);
