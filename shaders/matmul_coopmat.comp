@@ -74,6 +74,7 @@ layout(push_constant) uniform Params {
     uint out_offset;  // floats
     uint b_row_bytes;  // unused here
     uint a_batch, b_batch, out_batch;  // elements between the products of a batch (matmul_batch.glsl)
+    uint bias_offset, has_bias;        // the bias (binding 3, f32 [n]) added to every row, when has_bias
 } params;
 #include "matmul_batch.glsl"
 
@@ -225,7 +226,7 @@ void main() {
         [[unroll]] for (uint j = 0u; j < FRAGS_N; ++j) {
             uint r = row0 + sub_row + 16u * i, c = col0 + sub_col + FRAG_N * j;
             if (r >= params.m || c >= params.n) continue;  // uniform over the subgroup
-            if (r + 16u <= params.m && c + FRAG_N <= params.n) {
+            if (params.has_bias == 0u && r + 16u <= params.m && c + FRAG_N <= params.n) {
                 coopMatStoreNV(acc[i][j], y, out_base() + r * params.n + c, params.n, false);
                 continue;
             }
@@ -234,7 +235,7 @@ void main() {
             subgroupBarrier();
             for (uint e = lane; e < 16u * FRAG_N; e += 32u) {
                 uint rr = r + e / FRAG_N, cc = c + e % FRAG_N;
-                if (rr < params.m && cc < params.n) y[out_base() + rr * params.n + cc] = scratch[sg][e];
+                if (rr < params.m && cc < params.n) y[out_base() + rr * params.n + cc] = scratch[sg][e] + bias_at(cc);
             }
             subgroupBarrier();
         }

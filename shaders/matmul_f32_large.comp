@@ -58,6 +58,7 @@ layout(push_constant) uniform Params {
     uint a_offset, b_offset, out_offset;  // elements
     uint b_row_bytes;
     uint a_batch, b_batch, out_batch;  // elements between the products of a batch (matmul_batch.glsl)
+    uint bias_offset, has_bias;        // the bias (binding 3, f32 [n]) added to every row, when has_bias
 } params;
 #include "matmul_batch.glsl"
 
@@ -139,6 +140,8 @@ void stash(uint t, uint buf) {
 // Columns [col, col + 4) of out's row `row`, those inside n.
 void store_run(uint row, uint col, vec4 v) {
     uint e = out_base() + row * params.n + col;
+    if (params.has_bias != 0u)
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) v[c] += col + c < params.n ? bias_at(col + c) : 0.0;
     if (VEC4_OUT) {
         if (col < params.n) y4[e / 4u] = v;
     } else {

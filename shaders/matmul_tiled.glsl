@@ -38,6 +38,7 @@ layout(push_constant) uniform Params {
     uint out_offset;  // floats
     uint b_row_bytes;  // q4_k / q6_k: bytes per weight row
     uint a_batch, b_batch, out_batch;  // elements between the products of a batch (matmul_batch.glsl)
+    uint bias_offset, has_bias;        // the bias (binding 3, f32 [n]) added to every row, when has_bias
 } params;
 #include "matmul_batch.glsl"
 
@@ -121,7 +122,7 @@ void main() {
         if (row >= params.m) continue;
         for (uint j = 0u; j < 4u; ++j) {
             uint col = col0 + tx + 16u * j;
-            if (col < params.n) y[out_base() + row * params.n + col] = acc[i][j];
+            if (col < params.n) y[out_base() + row * params.n + col] = acc[i][j] + bias_at(col);
         }
     }
 }

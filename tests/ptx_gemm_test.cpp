@@ -272,6 +272,20 @@ TEST(PtxGemm, BatchedVariantsAssembleAndReadTheProductFromTheGridsY) {
             }
 }
 
+// linear's bias in the epilogue: one more parameter, loaded once per column a thread stores.
+TEST(PtxGemm, BiasVariantsAssemble) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (auto [a, b] : {std::pair{Type::f32, Type::f32}, std::pair{Type::f32, Type::f16}, std::pair{Type::f32, Type::bf16}})
+        for (bool aligned : {false, true})
+            for (std::uint64_t m : {8u, 4096u}) {
+                GemmConfig c = choose_gemm_config(m, 4096, 4096, a, b, true, aligned, 132, Target::sm_90);
+                c.bias = true;
+                SCOPED_TRACE(describe(c));
+                EXPECT_NE(gemm_name(c).find("_bias"), std::string::npos);
+                expect_assembles(gemm(c), Target::sm_90);
+            }
+}
+
 // Larger tiles and deeper k steps a caller may ask for (and the README's example) assemble too.
 TEST(PtxGemm, AlternativeTilesAssemble) {
     RAYO_SKIP_WITHOUT_PTXAS();

@@ -162,7 +162,8 @@ template <LinearWeight W>
 RAYO_API FTensor linear(FTensor const& x, Tensor<W> const& w);
 template <LinearWeight W>
 RAYO_API void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& out);
-// x·wᵀ + bias, bias [out] (one value per row of w) added to every row of the product.
+// x·wᵀ + bias, bias [out] (one value per row of w) added to every row of the product: in the GPU
+// GEMMs' epilogue for f32, f16 and bf16 weights, as a separate add for K-quant weights.
 template <LinearWeight W>
 RAYO_API FTensor linear(FTensor const& x, Tensor<W> const& w, FTensor const& bias);
 template <LinearWeight W>

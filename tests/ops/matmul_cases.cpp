@@ -168,14 +168,17 @@ void check_linear(CaseContext& ctx) {
 }
 
 // linear(x, w, bias): the product plus bias[j] in every row, into an output and returned.
+// Float weights take the bias in the GEMMs' epilogues: few rows, unaligned rows, aligned tiles.
+template <FloatingElement W>
 void check_linear_bias(CaseContext& ctx) {
     struct Dims3 {
         std::size_t m, n, k;
     };
-    for (Dims3 d : {Dims3{1, 7, 40}, Dims3{5, 33, 130}, Dims3{64, 96, 256}, Dims3{0, 5, 8}}) {
+    for (Dims3 d : {Dims3{1, 7, 40}, Dims3{5, 33, 130}, Dims3{64, 96, 256}, Dims3{0, 5, 8}, Dims3{130, 136, 64}, Dims3{3, 8, 0}}) {
+        if (!fits(ctx, {d.m, d.n, d.k})) continue;
         SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k));
         std::vector<float> const xv = ctx.values(d.m * d.k, {-1, 1}, Specials::none);
-        std::vector<float> const wv = ctx.values(d.n * d.k, {-1, 1}, Specials::none);
+        std::vector<W> const wv = as<W>(ctx.values(d.n * d.k, {-1, 1}, Specials::none));
         std::vector<float> const bv = ctx.values(d.n, {-4, 4}, Specials::none);
         ProductReference want = product_ref(exact(xv), exact(wv), d.m, d.n, d.k, true);
         for (std::size_t i = 0; i < want.value.size(); ++i) {
@@ -183,7 +186,8 @@ void check_linear_bias(CaseContext& ctx) {
             want.magnitude[i] += std::abs(bv[i % d.n]);
         }
         ctx.attempt([&] {
-            Tensor<float> const x = ctx.input(xv, Shape{d.m, d.k}), w = ctx.input(wv, Shape{d.n, d.k}, 0);
+            Tensor<float> const x = ctx.input(xv, Shape{d.m, d.k});
+            Tensor<W> const w = ctx.input(wv, Shape{d.n, d.k}, 0);
             Tensor<float> const bias = ctx.input(bv, Shape{d.n});
             Guarded<float> out = ctx.output<float>(Shape{d.m, d.n});
             linear_into(x, w, bias, out.tensor());
@@ -263,7 +267,9 @@ std::vector<OpCase> cases() {
         {"matmul_batched_f16", Op::matmul, DType::f16, check_batched_matmul<half>},
         {"matmul_batched_bf16", Op::matmul, DType::bf16, check_batched_matmul<bfloat16>},
         {"linear_f32", Op::linear, DType::f32, check_linear<float>},
-        {"linear_bias_f32", Op::linear, DType::f32, check_linear_bias},
+        {"linear_bias_f32", Op::linear, DType::f32, check_linear_bias<float>},
+        {"linear_bias_f16", Op::linear, DType::f16, check_linear_bias<half>},
+        {"linear_bias_bf16", Op::linear, DType::bf16, check_linear_bias<bfloat16>},
         {"linear_f16", Op::linear, DType::f16, check_linear<half>},
         {"linear_bf16", Op::linear, DType::bf16, check_linear<bfloat16>},
         {"linear_q4_k", Op::linear, DType::q4_k, check_kquant_linear<q4_k>},

@@ -1,5 +1,6 @@
 // The matmul family on the CPU: the packed GEMM (gemm_driver.cpp) for f32, f16 and bf16 operands,
 // transposed weights as strides; K-quant weights go to linear_kquant (quantization.cpp).
+#include <algorithm>
 #include <string>
 
 #include "cpu/gemm_driver.hpp"
@@ -31,6 +32,8 @@ Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
                            std::string(to_string(v.out[0].dtype)) + " has no kernel");
     if (is_kquant(b) && (a != DType::f32 || !d.shape.b_transposed || d.shape.k % quant_block_values != 0))
         return Support::no("cpu: K-quant weights are taken by linear(x, w) with f32 x and rows of whole blocks");
+    if (is_kquant(b) && v.in.size() > 2 && v.in[2].present)
+        return Support::no("cpu: linear's K-quant kernels take the bias as a separate add");
     if (!detail::all_contiguous(v)) return Support::no("cpu matmul takes contiguous operands");
     return Support::yes();
 }
@@ -69,6 +72,15 @@ void run(KernelRunner& r, op::Matmul const& d, OpViews const& v) {
         args.a = static_cast<std::byte const*>(args.a) + a_step;
         args.b = static_cast<std::byte const*>(args.b) + b_step;
         args.c += shape.m * shape.n;
+    }
+    if (v.in.size() > 2 && v.in[2].present) {  // the bias, added to every row of the product
+        float const* bias = data<float const>(v.in[2]);
+        float* out = data<float>(v.out[0]);
+        r.pool().parallel_for(shape.batch * shape.m, std::max<std::size_t>(1, elementwise_grain / std::max<std::size_t>(shape.n, 1)),
+                              [&](std::size_t r0, std::size_t r1) {
+                                  for (std::size_t row = r0; row < r1; ++row)
+                                      for (std::size_t j = 0; j < shape.n; ++j) out[row * shape.n + j] += bias[j];
+                              });
     }
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "cuda/ops/ops.hpp"
 #include "dispatch/operand_checks.hpp"
@@ -28,6 +29,8 @@ ptx::Type element_type(DType t) {
 
 std::uint64_t element_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
 
+bool has_bias(OpViews const& v) { return v.in.size() > 2 && v.in[2].present; }
+
 }  // namespace
 
 Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
@@ -37,6 +40,7 @@ Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
         (a != b && a != DType::f32))
         return Support::no("cuda matmul: " + std::string(to_string(a)) + " x " + std::string(to_string(b)) + " -> " +
                            std::string(to_string(v.out[0].dtype)) + " is not a GEMM rayo runs");
+    if (is_kquant(b) && has_bias(v)) return Support::no("cuda: linear's K-quant kernels take the bias as a separate add");
     if (is_kquant(b) && (!shape.b_transposed || shape.k % quant_block_values != 0 || shape.k == 0))
         return Support::no("cuda: K-quant weights are taken by linear(x, w) with f32 x and rows of whole blocks (k > 0)");
     constexpr std::size_t size_limit = std::numeric_limits<std::uint32_t>::max();
@@ -58,29 +62,32 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
     if (shape.m == 0 || shape.n == 0) return;
     ptx::Type const a_type = element_type(a.dtype), b_type = element_type(b.dtype);
 
-    std::uint64_t const a_address = runner.address(a), b_address = runner.address(b), out_address = runner.address(out);
+    std::uint64_t a_address = runner.address(a), b_address = runner.address(b), out_address = runner.address(out);
     // The bytes between consecutive products' matrices.
-    std::uint64_t const a_batch = shape.a_batch * element_bytes(a.dtype), b_batch = shape.b_batch * element_bytes(b.dtype),
-                        out_batch = shape.m * shape.n * 4;
+    std::uint64_t a_batch = shape.a_batch * element_bytes(a.dtype), b_batch = shape.b_batch * element_bytes(b.dtype),
+                  out_batch = shape.m * shape.n * 4;
     // 16-byte accesses need 16-byte aligned tensors whose rows are whole 16-byte multiples.
     std::uint64_t const b_row = shape.b_transposed ? shape.k : shape.n;
     bool const aligned = (a_address | b_address | out_address | a_batch | b_batch | out_batch) % 16 == 0 &&
                          shape.k * element_bytes(a.dtype) % 16 == 0 && b_row * element_bytes(b.dtype) % 16 == 0 &&
                          shape.n * 4 % 16 == 0;
-    ptx::kernels::GemmConfig const config =
+    ptx::kernels::GemmConfig config =
         ptx::kernels::choose_gemm_config(shape.m, shape.n, shape.k, a_type, b_type, shape.b_transposed, aligned,
                                          runner.multiprocessor_count(), runner.target(), shape.batch);
-    auto const m = static_cast<std::uint32_t>(shape.m), n = static_cast<std::uint32_t>(shape.n),
-               k = static_cast<std::uint32_t>(shape.k);
+    config.bias = has_bias(v);
+    auto m = static_cast<std::uint32_t>(shape.m), n = static_cast<std::uint32_t>(shape.n), k = static_cast<std::uint32_t>(shape.k);
     ptx::kernels::GemmLaunch const launch = ptx::kernels::gemm_launch(config, m, n);
     LaunchDims const dims{.grid = {launch.grid, static_cast<unsigned>(shape.batch), 1},
                           .block = {launch.threads, 1, 1},
                           .shared_bytes = launch.shared_bytes};
     // The kernel's name spells every generator parameter; the target completes the key.
     std::string const key = "matmul/" + ptx::kernels::gemm_name(config) + "/" + std::string(ptx::to_string(runner.target()));
-    auto make = [config] { return ptx::kernels::gemm(config); };
-    if (config.batched) runner.run(key, make, dims, a_address, b_address, out_address, m, n, k, a_batch, b_batch, out_batch);
-    else runner.run(key, make, dims, a_address, b_address, out_address, m, n, k);
+    // The parameters the variant declares, in order (rayo/ptx/kernels/gemm.hpp).
+    std::uint64_t bias_address = config.bias ? runner.address(v.in[2]) : 0;
+    std::vector<void*> arguments{&a_address, &b_address, &out_address, &m, &n, &k};
+    if (config.batched) arguments.insert(arguments.end(), {&a_batch, &b_batch, &out_batch});
+    if (config.bias) arguments.push_back(&bias_address);
+    runner.launch(key, [config] { return ptx::kernels::gemm(config); }, dims, arguments);
 }
 
 }  // namespace rayo::cuda::ops

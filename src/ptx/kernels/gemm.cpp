@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -146,6 +147,7 @@ std::string gemm_name(GemmConfig const& config) {
     if (c.n != 0) name += "_n" + std::to_string(c.n);
     if (c.k != 0) name += "_k" + std::to_string(c.k);
     if (c.batched) name += "_batched";
+    if (c.bias) name += "_bias";
     return name;
 }
 
@@ -248,6 +250,7 @@ GemmFrame gemm_frame(Kernel& kernel, GemmConfig const& c) {
         for (auto [base, name] : {std::pair{&f.a, "a_batch"}, std::pair{&f.b, "b_batch"}, std::pair{&f.out, "out_batch"}})
             *base = kernel.add(*base, kernel.mul(product, kernel.param(Type::u64, name)));
     }
+    if (c.bias) f.bias = kernel.cvta_to_global(kernel.param(Type::u64, "bias"));
 
     // Grouped rasterisation: block ids run down group_m tile rows, then to the next tile column.
     kernel.comment("block tile: groups of " + std::to_string(c.group_m) + " tile rows, column by column");
@@ -328,6 +331,7 @@ namespace {
 
 using gemm_detail::address_2d;
 using gemm_detail::both;
+using gemm_detail::load_bias;
 
 // cp.async of `bytes` from `from` to `to`; when `ok` is a predicate and false, 0 bytes are read
 // (from the tensor's base, a valid address) and the destination is zero-filled.
@@ -501,12 +505,22 @@ Kernel detail::gemm_simt(GemmConfig const& c) {
                 for (unsigned e = 0; e < 4; ++e) col_ok.push_back(kernel.setp(Cmp::lt, kernel.add(col_t, g * 32 + e), f.n));
             }
         }
+    // The bias of the thread's 8 columns, loaded once for its 8 rows.
+    std::vector<Reg> bias;
+    if (c.bias)
+        for (unsigned g = 0; g < 2; ++g) {
+            std::span<Reg const> const ok = f.check_n ? std::span<Reg const>(col_ok).subspan(c.aligned ? g : g * 4, c.aligned ? 1 : 4)
+                                                      : std::span<Reg const>{};
+            for (Reg v : load_bias(kernel, f.bias, kernel.add(col_t, g * 32), 4, c.aligned, ok)) bias.push_back(v);
+        }
     for (unsigned i = 0; i < 8; ++i) {
         unsigned const row_offset = i < 4 ? i : 12 + i;
         Reg const row_ok = f.check_m ? kernel.setp(Cmp::lt, kernel.add(row_t, row_offset), f.m) : Reg{};
         Reg const at = row_offset == 0 ? base : kernel.add(base, kernel.mul_wide(f.n, row_offset * 4));
         for (unsigned g = 0; g < 2; ++g) {
             std::vector<Reg> run(acc.begin() + i * 8 + g * 4, acc.begin() + i * 8 + g * 4 + 4);
+            if (c.bias)
+                for (unsigned e = 0; e < 4; ++e) run[e] = kernel.add(run[e], bias[g * 4 + e]);
             if (c.aligned) {
                 Reg const ok = both(kernel, row_ok, f.check_n ? col_ok[g] : Reg{});
                 auto const store = [&] { kernel.st_vector(Space::global, Type::f32, Address(at, g * 128), run); };

@@ -12,6 +12,7 @@
 // in memory (f32 a) or not 16-byte aligned goes through registers instead: loaded at the top of
 // the iteration, converted/packed and stored after the MMAs, so its latency hides behind them too.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <span>
@@ -27,6 +28,7 @@ namespace {
 
 using gemm_detail::address_2d;
 using gemm_detail::both;
+using gemm_detail::load_bias;
 
 // The XOR pattern of a tile whose rows have `chunks` 16-byte chunks: chunk ^ ((row >> shift) & mask).
 // 8 consecutive rows then cover all 8 16-byte slots of a 128-byte bank line.
@@ -301,13 +303,24 @@ Kernel detail::gemm_tensor_core(GemmConfig const& c) {
         for (unsigned nt = 0; nt < n_tiles; ++nt)
             for (unsigned e = 0; e < (c.aligned ? 1u : 2u); ++e)
                 col_ok.push_back(kernel.setp(Cmp::lt, kernel.add(col_t, nt * 8 + e), f.n));
+    // The bias of the thread's two columns of each n tile, loaded once for all its rows.
+    std::vector<Reg> bias;
+    if (c.bias)
+        for (unsigned nt = 0; nt < n_tiles; ++nt) {
+            std::size_t const guards = c.aligned ? 1 : 2;
+            std::span<Reg const> const ok =
+                f.check_n ? std::span<Reg const>(col_ok).subspan(nt * guards, guards) : std::span<Reg const>{};
+            for (Reg v : load_bias(kernel, f.bias, kernel.add(col_t, nt * 8), 2, c.aligned, ok)) bias.push_back(v);
+        }
     for (unsigned mt = 0; mt < m_tiles; ++mt)
         for (unsigned h = 0; h < 2; ++h) {
             unsigned const row_offset = mt * 16 + h * 8;
             Reg const row_ok = f.check_m ? kernel.setp(Cmp::lt, kernel.add(row_t, row_offset), f.m) : Reg{};
             Reg const at = row_offset == 0 ? base : kernel.add(base, kernel.mul_wide(f.n, row_offset * 4));
             for (unsigned nt = 0; nt < n_tiles; ++nt) {
-                Reg const* d = acc.data() + (mt * n_tiles + nt) * 4 + h * 2;
+                Reg const* fragment = acc.data() + (mt * n_tiles + nt) * 4 + h * 2;
+                std::array<Reg, 2> const d = c.bias ? std::array{kernel.add(fragment[0], bias[nt * 2]), kernel.add(fragment[1], bias[nt * 2 + 1])}
+                                                    : std::array{fragment[0], fragment[1]};
                 if (c.aligned) {
                     Reg const ok = both(kernel, row_ok, f.check_n ? col_ok[nt] : Reg{});
                     std::vector<Reg> const pair{d[0], d[1]};

@@ -34,6 +34,7 @@ struct MatmulPush {
     std::uint32_t a_offset, b_offset, out_offset;
     std::uint32_t b_row_bytes;
     std::uint32_t a_batch, b_batch, out_batch;  // elements between the products of a batch (matmul_batch.glsl)
+    std::uint32_t bias_offset, has_bias;        // linear's bias, binding 3
 };
 
 // ---- f32 x f32: which GEMM, with which tile -------------------------------------------------
@@ -185,6 +186,8 @@ Support supports(ShaderRunner const& r, op::Matmul const& d, OpViews const& v) {
     if (v.out[0].dtype != DType::f32 || (!same && !mixed))
         return Support::no("vulkan matmul: " + std::string(rayo::to_string(a)) + " x " + std::string(rayo::to_string(b)) +
                            " -> " + std::string(rayo::to_string(v.out[0].dtype)) + " is not a supported combination");
+    if (quantized && v.in.size() > 2 && v.in[2].present)
+        return Support::no("vulkan: linear's K-quant kernels take the bias as a separate add");
     if (quantized && (!shape.b_transposed || shape.k % quant_block_values != 0))
         return Support::no("vulkan matmul: K-quant weights are taken by linear(x, w) with rows of whole blocks");
     if (!detail::all_contiguous(v)) return Support::no("vulkan matmul takes contiguous operands");
@@ -240,6 +243,10 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
     push.a_batch = static_cast<std::uint32_t>(shape.a_batch);
     push.b_batch = static_cast<std::uint32_t>(shape.b_batch);
     push.out_batch = static_cast<std::uint32_t>(shape.m * shape.n);
+    bool const with_bias = v.in.size() > 2 && v.in[2].present;
+    Binding const bias = with_bias ? r.bind(v.in[2], shape.n * sizeof(float), Access::read, "linear bias") : bo.untouched();
+    push.bias_offset = with_bias ? bias.element_offset(sizeof(float)) : 0;
+    push.has_bias = with_bias ? 1 : 0;
     std::uint32_t const transposed = shape.b_transposed ? 1 : 0;
     Groups const groups{static_cast<std::uint32_t>(groups_x), static_cast<std::uint32_t>(groups_y),
                         static_cast<std::uint32_t>(shape.batch)};
@@ -253,7 +260,7 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
         bool const vec4_out = push.out_offset % 4 == 0 && push.out_batch % 4 == 0 && push.n % 4 == 0;
         r.dispatch(Shader::matmul_f32_large,
                    {tile.m, 256, tile.n, transposed, tile.k, vec4_a ? 1u : 0u, vec4_b ? 1u : 0u, vec4_out ? 1u : 0u},
-                   {ba, bb, bo}, push, groups);
+                   {ba, bb, bo, bias}, push, groups);
         note_last_gemm(to_string(tile) + (vec4_a ? " a:vec4" : " a:scalar") + (vec4_b ? " b:vec4" : " b:scalar") +
                        (vec4_out ? " out:vec4" : " out:scalar"));
     } else if (plan.cooperative) {
@@ -262,14 +269,14 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
         bool const a_f32 = a.dtype == DType::f32;
         bool const vec8 = push.a_offset % (a_f32 ? 4 : 8) == 0 && push.a_batch % 8 == 0 && push.b_offset % 8 == 0 &&
                           push.b_batch % 8 == 0 && push.k % 8 == 0 && (shape.b_transposed || push.n % 8 == 0);
-        r.dispatch(Shader::matmul_coopmat, {0, 128, 0, 0, 0, vec8 ? 1u : 0u, a_f32 ? 1u : 0u, transposed}, {ba, bb, bo},
+        r.dispatch(Shader::matmul_coopmat, {0, 128, 0, 0, 0, vec8 ? 1u : 0u, a_f32 ? 1u : 0u, transposed}, {ba, bb, bo, bias},
                    push, groups);
     } else {
         bool const reads_f16 = a.dtype == DType::f16 || b.dtype == DType::f16;
         Shader const shader =
             reads_f16 && r.physical().storage_buffer_16bit && r.switches().storage16 ? Shader::matmul_storage16 : Shader::matmul;
         r.dispatch(shader, {static_cast<std::uint32_t>(a.dtype), 256, static_cast<std::uint32_t>(b_type), transposed},
-                   {ba, bb, bo}, push, groups);
+                   {ba, bb, bo, bias}, push, groups);
         if (a.dtype == DType::f32 && b_type == DType::f32) note_last_gemm(std::string(tiled_name));
     }
 }

@@ -30,6 +30,7 @@
 // A batched kernel (GemmConfig::batched) takes three more .u64 parameters after k: a_batch,
 // b_batch, out_batch, the bytes between the matrices of consecutive products (0: every product
 // reads the same matrix), and computes product %ctaid.y of the batch: launch it with grid.y = batch.
+// One with a bias (GemmConfig::bias) takes its address (.u64, f32 [n]) last.
 #pragma once
 
 #include <cstdint>
@@ -79,6 +80,9 @@ struct RAYO_API GemmConfig {
     // A batch of products, one per block row of the grid (grid.y), their matrices a_batch, b_batch
     // and out_batch bytes apart (parameters after k).
     bool batched = false;
+    // out = a·op(b) + bias, bias f32 [n] added to every row in the epilogue (a .u64 parameter after
+    // the others).
+    bool bias = false;
     // Block tiles are visited `group_m` tile rows at a time, column by column within a group, so
     // blocks running together share panels of a and b in L2. 0: 8.
     unsigned group_m = 0;
@@ -124,6 +128,7 @@ namespace detail {
 // Pieces the two generator files share; not part of the API.
 struct RAYO_API GemmFrame {
     Reg a, b, out;          // global addresses
+    Reg bias;               // global address of the bias (GemmConfig::bias), else invalid
     Reg m, n, k;            // sizes (.u32): parameters or baked constants
     Reg row0, col0;         // the block tile's first output row and column
     bool check_m = true;    // whether rows past m can occur in this kernel
