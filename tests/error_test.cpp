@@ -111,6 +111,10 @@ TEST_F(Errors, MatmulInnerDimensionMismatch) {
     expect_error<ShapeError>([&] { (void)matmul(a, Tensor<float>::zeros({4, 2}), {.transpose_b = true}); },
                              {"matmul", "[4, 2]", "2 columns (transpose_b)"});
     expect_error<ShapeError>([&] { matmul_into(b, a, out, {.transpose_b = true}); }, {"matmul", "out has shape [2, 3]", "[4, 2]"});
+    expect_error<ShapeError>([&] { matmul_into(a, Tensor<float>::zeros({3, 4}), Tensor<half>::zeros({2, 3})); },
+                             {"matmul", "out has shape [2, 3]", "[2, 4]"});
+    expect_error<ShapeError>([&] { linear_into(a, Tensor<float>::zeros({5, 3}), Tensor<bfloat16>::zeros({2, 3})); },
+                             {"linear", "out has shape [2, 3]", "[2, 5]"});
     Tensor<float> const w = Tensor<float>::zeros({5, 3});
     expect_error<ShapeError>([&] { (void)linear(a, w, Tensor<float>::zeros({3})); }, {"linear", "bias", "[3]", "expected [5]"});
     expect_error<ShapeError>([&] { linear_into(a, w, Tensor<float>::zeros({5}), out); }, {"linear", "out has shape [2, 3]", "[2, 5]"});

@@ -152,6 +152,13 @@ template <FloatingElement T>
 RAYO_API FTensor matmul(Tensor<T> const& a, Tensor<T> const& b, MatmulOptions options = {});
 template <FloatingElement T>
 RAYO_API void matmul_into(Tensor<T> const& a, Tensor<T> const& b, FTensor const& out, MatmulOptions options = {});
+// The 16-bit float types a product may be rounded into.
+template <class T>
+concept HalfPrecision = std::same_as<T, half> || std::same_as<T, bfloat16>;
+// The product rounded into an f16 or bf16 out (to nearest even): computed in f32 as above, then
+// rounded as cast does.
+template <FloatingElement T, HalfPrecision O>
+RAYO_API void matmul_into(Tensor<T> const& a, Tensor<T> const& b, Tensor<O> const& out, MatmulOptions options = {});
 // Weight types of linear: f32, f16, bf16, and the GGUF K-quants q4_k and q6_k.
 template <class W>
 concept LinearWeight = FloatingElement<W> || std::same_as<W, q4_k> || std::same_as<W, q6_k>;
@@ -168,6 +175,11 @@ template <LinearWeight W>
 RAYO_API FTensor linear(FTensor const& x, Tensor<W> const& w, FTensor const& bias);
 template <LinearWeight W>
 RAYO_API void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& bias, FTensor const& out);
+// Both forms rounded into an f16 or bf16 out, as matmul_into does.
+template <LinearWeight W, HalfPrecision O>
+RAYO_API void linear_into(FTensor const& x, Tensor<W> const& w, Tensor<O> const& out);
+template <LinearWeight W, HalfPrecision O>
+RAYO_API void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& bias, Tensor<O> const& out);
 
 // ---- element types -------------------------------------------------------------------------------
 // The element types cast converts between.

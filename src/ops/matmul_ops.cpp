@@ -184,6 +184,63 @@ FTensor linear(FTensor const& x, Tensor<W> const& w, FTensor const& bias) {
     return out;
 }
 
+// ---- products rounded into 16-bit outputs: the f32 product, then cast
+
+namespace {
+
+// `product` run into an f32 tensor of out's shape on out's device, then rounded into out.
+template <class O, class Product>
+void rounded_into(Tensor<O> const& out, Shape const& result, Product&& product) {
+    FTensor const f32 = FTensor::empty(result, out.device());
+    product(f32);
+    cast_into(f32, out);
+}
+
+}  // namespace
+
+template <FloatingElement T, HalfPrecision O>
+void matmul_into(Tensor<T> const& a, Tensor<T> const& b, Tensor<O> const& out, MatmulOptions options) {
+    MatmulPlan const plan = matmul_plan(a, b, options);
+    detail::check_out("matmul", out, plan.result, a, false);
+    detail::check_out("matmul", out, plan.result, b, false);
+    rounded_into(out, plan.result, [&](FTensor const& f32) { run_batched(plan, a, b, f32); });
+}
+
+template <LinearWeight W, HalfPrecision O>
+void linear_into(FTensor const& x, Tensor<W> const& w, Tensor<O> const& out) {
+    auto const [s, result] = linear_shape(x, w);
+    detail::check_out("linear", out, result, x, false);
+    detail::check_out("linear", out, result, w, false);
+    rounded_into(out, result, [&](FTensor const& f32) { linear_into(x, w, f32); });
+}
+
+template <LinearWeight W, HalfPrecision O>
+void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& bias, Tensor<O> const& out) {
+    auto const [s, result] = linear_shape(x, w);
+    check_bias(x, s.n, bias);
+    detail::check_out("linear", out, result, x, false);
+    detail::check_out("linear", out, result, w, false);
+    detail::check_out("linear", out, result, bias, false);
+    rounded_into(out, result, [&](FTensor const& f32) { linear_into(x, w, bias, f32); });
+}
+
+#define RAYO_INSTANTIATE_ROUNDED(O)                                                                           \
+    template void matmul_into(Tensor<float> const&, Tensor<float> const&, Tensor<O> const&, MatmulOptions);    \
+    template void matmul_into(Tensor<half> const&, Tensor<half> const&, Tensor<O> const&, MatmulOptions);      \
+    template void matmul_into(Tensor<bfloat16> const&, Tensor<bfloat16> const&, Tensor<O> const&, MatmulOptions); \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(float, O)                                                                 \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(half, O)                                                                  \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(bfloat16, O)                                                              \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(q4_k, O)                                                                  \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(q6_k, O)
+#define RAYO_INSTANTIATE_ROUNDED_LINEAR(W, O)                                           \
+    template void linear_into(FTensor const&, Tensor<W> const&, Tensor<O> const&);     \
+    template void linear_into(FTensor const&, Tensor<W> const&, FTensor const&, Tensor<O> const&);
+RAYO_INSTANTIATE_ROUNDED(half)
+RAYO_INSTANTIATE_ROUNDED(bfloat16)
+#undef RAYO_INSTANTIATE_ROUNDED_LINEAR
+#undef RAYO_INSTANTIATE_ROUNDED
+
 template FTensor matmul(Tensor<float> const&, Tensor<float> const&, MatmulOptions);
 template FTensor matmul(Tensor<half> const&, Tensor<half> const&, MatmulOptions);
 template FTensor matmul(Tensor<bfloat16> const&, Tensor<bfloat16> const&, MatmulOptions);

@@ -142,6 +142,52 @@ void check_batched_matmul(CaseContext& ctx) {
     }
 }
 
+// Products rounded into 16-bit outputs: each element within the f32 product's tolerance of the
+// float64 reference plus one rounding to O (half an ulp: 2^-11 relative for f16, 2^-8 for bf16),
+// matmul batched and linear with and without bias, guards intact.
+template <class T, HalfPrecision O>
+void check_rounded_products(CaseContext& ctx) {
+    double const rounding = std::is_same_v<O, half> ? 0x1p-11 : 0x1p-8;
+    auto const expect = [&](Guarded<O> const& out, ProductReference const& want, std::size_t k, std::string const& what) {
+        std::vector<O> const got = out.values();
+        ASSERT_EQ(got.size(), want.value.size());
+        double const root_k = std::sqrt(static_cast<double>(std::max<std::size_t>(k, 1)));
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            double const g = static_cast<float>(got[i]), w = want.value[i];
+            double const bound = 1e-4 * root_k * want.magnitude[i] + rounding * std::abs(w) + 1e-30;
+            ASSERT_LE(std::abs(g - w), bound) << what << " element " << i << " on " << ctx.target().id;
+        }
+        ctx.expect_guards(out);
+    };
+    ctx.attempt([&] {
+        Shape const a_shape{3, 17, 40}, b_shape{3, 40, 24};
+        std::vector<T> const av = as<T>(ctx.values(a_shape.numel(), {-1, 1}, Specials::none));
+        std::vector<T> const bv = as<T>(ctx.values(b_shape.numel(), {-1, 1}, Specials::none));
+        Guarded<O> out = ctx.output<O>(Shape{3, 17, 24}, 1);
+        matmul_into(ctx.input(av, a_shape), ctx.input(bv, b_shape), out.tensor());
+        expect(out, batched_product_ref(exact(av), a_shape, exact(bv), b_shape, Shape{3, 17, 24}, false), 40, "matmul");
+    });
+    ctx.attempt([&] {
+        std::size_t const m = 9, n = 33, k = 64;
+        std::vector<float> const xv = ctx.values(m * k, {-1, 1}, Specials::none);
+        std::vector<T> const wv = as<T>(ctx.values(n * k, {-1, 1}, Specials::none));
+        std::vector<float> const bv = ctx.values(n, {-4, 4}, Specials::none);
+        Tensor<float> const x = ctx.input(xv, Shape{m, k});
+        Tensor<T> const w = ctx.input(wv, Shape{n, k});
+        ProductReference want = product_ref(exact(xv), exact(wv), m, n, k, true);
+        Guarded<O> plain = ctx.output<O>(Shape{m, n}, 1);
+        linear_into(x, w, plain.tensor());
+        expect(plain, want, k, "linear");
+        for (std::size_t i = 0; i < want.value.size(); ++i) {
+            want.value[i] += bv[i % n];
+            want.magnitude[i] += std::abs(bv[i % n]);
+        }
+        Guarded<O> biased = ctx.output<O>(Shape{m, n}, 1);
+        linear_into(x, w, ctx.input(bv, Shape{n}), biased.tensor());
+        expect(biased, want, k, "linear with bias");
+    });
+}
+
 template <class W>
 void check_linear(CaseContext& ctx) {
     std::size_t index = 0;
@@ -266,6 +312,9 @@ std::vector<OpCase> cases() {
         {"matmul_batched_f32", Op::matmul, DType::f32, check_batched_matmul<float>},
         {"matmul_batched_f16", Op::matmul, DType::f16, check_batched_matmul<half>},
         {"matmul_batched_bf16", Op::matmul, DType::bf16, check_batched_matmul<bfloat16>},
+        {"matmul_f32_into_f16", Op::matmul, DType::f32, check_rounded_products<float, half>},
+        {"matmul_f16_into_bf16", Op::matmul, DType::f16, check_rounded_products<half, bfloat16>},
+        {"matmul_bf16_into_f16", Op::matmul, DType::bf16, check_rounded_products<bfloat16, half>},
         {"linear_f32", Op::linear, DType::f32, check_linear<float>},
         {"linear_bias_f32", Op::linear, DType::f32, check_linear_bias<float>},
         {"linear_bias_f16", Op::linear, DType::f16, check_linear_bias<half>},
