@@ -24,6 +24,14 @@ struct Row {
 
 constexpr Row same(Op op, DType dtype, Tolerance t) { return {op, dtype, t, t, t}; }
 
+// f16 and bf16 are computed in f32 and rounded once to the type, and ulps count the type's units:
+// ops whose f32 result is exact (relu, clip, abs, neg) give the exact value; maximum and minimum the
+// exact value rounded to nearest (the scalar operand is an f32), 0.5 ulp; the others the exact value
+// rounded to nearest, or its other neighbour where it lies within the f32 computation's few ulp
+// (under 2^-10 ulp of the type) of a rounding midpoint: 0.5 + 2^-10.
+constexpr Tolerance nearly_correctly_rounded = ulps(0.5 + 0x1p-10);
+#define RAYO_SIXTEEN_BIT_ROWS(OP, TOLERANCE) same(OP, DType::f16, TOLERANCE), same(OP, DType::bf16, TOLERANCE)
+
 // The rows. Element-wise transcendentals: within 4 ulp over their documented ranges (the CPU's
 // polynomials, which the shaders and the PTX generators repeat). Vulkan's sqrt and division refine
 // the device's approximations by one Newton step (1 ulp). Sums accumulate in double (CPU, CUDA) or
@@ -55,6 +63,26 @@ constexpr Row rows[] = {
     {Op::div, DType::f32, correctly_rounded, ulps(1), correctly_rounded},
     same(Op::maximum, DType::f32, exact),
     same(Op::minimum, DType::f32, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::relu, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::leaky_relu, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::elu, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::sigmoid, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::tanh, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::silu, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::gelu, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::gelu_tanh, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::clip, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::exp, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::log, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::sqrt, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::abs, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::neg, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::add, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::sub, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::mul, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::div, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::maximum, correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::minimum, correctly_rounded),
     same(Op::sum, DType::f32, relative(1e-6)),
     same(Op::mean, DType::f32, relative(1e-6)),
     same(Op::max, DType::f32, exact),
@@ -93,6 +121,8 @@ constexpr Row rows[] = {
 };
 
 }  // namespace
+
+#undef RAYO_SIXTEEN_BIT_ROWS
 
 Tolerance tolerance(Op op, DType dtype, DeviceKind backend) {
     for (Row const& r : rows) {

@@ -1,0 +1,31 @@
+// The element types of the element-wise, row and reduction shaders: f32 tensors through a shader's
+// plain build, f16 and bf16 ones through its _element16 build (shaders/element16.glsl), which reads
+// and writes them through 16-bit storage and takes the type as specialization constant 4.
+#pragma once
+
+#include <string>
+
+#include "vulkan/ops/ops.hpp"
+
+namespace rayo::vulkan::ops {
+
+// The specialization constant of the element type.
+inline constexpr std::size_t element_type_constant = 4;
+
+// yes for f32; for f16 and bf16, yes where the device has 16-bit storage (otherwise the op runs on
+// the CPU, logged once and counted in rayo::stats(), as every op a device cannot run).
+[[nodiscard]] inline Support element_type_supported(ShaderRunner const& r, Op op, DType type) {
+    if (type == DType::f32 || r.physical().storage_buffer_16bit) return Support::yes();
+    return Support::no("vulkan: " + std::string(to_string(op)) + " of " + std::string(to_string(type)) +
+                       " tensors needs 16-bit storage (storageBuffer16BitAccess), which this device lacks");
+}
+
+// The build of a shader for tensors of `type`: `f32_build`, or `element16_build` with the type set
+// in `constants`.
+[[nodiscard]] inline Shader element_build(Shader f32_build, Shader element16_build, DType type, SpecConstants& constants) {
+    if (type == DType::f32) return f32_build;
+    constants[element_type_constant] = static_cast<std::uint32_t>(type);
+    return element16_build;
+}
+
+}  // namespace rayo::vulkan::ops
