@@ -10,7 +10,7 @@
 # * a shader that tests RAYO_INTEGER_DOT is also compiled with -DRAYO_INTEGER_DOT, as the shader
 #   <name>_integer_dot, for devices with VK_KHR_shader_integer_dot_product;
 # * a shader that tests RAYO_ELEMENT16 is also compiled with -DRAYO_ELEMENT16, as the shader
-#   <name>_element16: its tensors f16 or bf16 (specialization constant 4) through 16-bit storage,
+#   <name>_element16: its tensors f16 or bf16 (specialization constant 7) through 16-bit storage,
 #   for devices with storageBuffer16BitAccess (and with its own denormal-preserving build).
 # Every shader may include op_codes.glsl, generated from rayo/op_table.hpp by rayo-glsl-op-codes.
 # Everything generated lives in the build tree.

@@ -1,12 +1,12 @@
 // The element type of a shader's tensors where it is built with RAYO_ELEMENT16 (cmake/RayoShaders.cmake
-// builds <name>_element16 of each .comp that tests it): f16 or bf16 as specialization constant 4
+// builds <name>_element16 of each .comp that tests it): f16 or bf16 as specialization constant 7
 // (ELEMENT), stored through 16-bit storage (uint16_t, storageBuffer16BitAccess) or, four at a time,
 // as packed words (uvec2). Values are widened to float exactly and rounded back to nearest even
 // (float16_bits.glsl); the op itself runs in float32 as for f32 tensors.
 #ifdef RAYO_ELEMENT16
 #include "float16_bits.glsl"
 
-layout(constant_id = 4) const uint ELEMENT = RAYO_DTYPE_F16;
+layout(constant_id = 7) const uint ELEMENT = RAYO_DTYPE_F16;
 
 float element_to_float(uint bits) {
     return uintBitsToFloat(ELEMENT == RAYO_DTYPE_F16 ? half_to_float_bits(bits) : bits << 16);

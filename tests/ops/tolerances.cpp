@@ -31,6 +31,7 @@ constexpr Row same(Op op, DType dtype, Tolerance t) { return {op, dtype, t, t, t
 // (under 2^-10 ulp of the type) of a rounding midpoint: 0.5 + 2^-10.
 constexpr Tolerance nearly_correctly_rounded = ulps(0.5 + 0x1p-10);
 #define RAYO_SIXTEEN_BIT_ROWS(OP, TOLERANCE) same(OP, DType::f16, TOLERANCE), same(OP, DType::bf16, TOLERANCE)
+#define RAYO_SIXTEEN_BIT_ROWS_OF(OP, F16, BF16) same(OP, DType::f16, F16), same(OP, DType::bf16, BF16)
 
 // The rows. Element-wise transcendentals: within 4 ulp over their documented ranges (the CPU's
 // polynomials, which the shaders and the PTX generators repeat). Vulkan's sqrt and division refine
@@ -104,6 +105,14 @@ constexpr Row rows[] = {
     same(Op::log_softmax, DType::f32, relative(2e-6, 4e-6)),
     same(Op::layer_norm, DType::f32, relative(4e-6, 1e-6)),
     same(Op::rms_norm, DType::f32, relative(4e-6, 1e-6)),
+    // f16 and bf16 rows: computed in f32 (the figures above) and rounded once, against the reference
+    // rounded to the type: one ulp of the type (2^-10 of the value for f16, 2^-7 for bf16, where the
+    // exact value lies next to a rounding midpoint), and one ulp of the smallest subnormal (the norms:
+    // with the absolute error of f32 near zero, as above).
+    RAYO_SIXTEEN_BIT_ROWS_OF(Op::softmax, relative(0x1p-10 + 1e-5, 0x1p-24), relative(0x1p-7 + 1e-5, 1e-37)),
+    RAYO_SIXTEEN_BIT_ROWS_OF(Op::log_softmax, relative(0x1p-10 + 1e-5, 4e-6), relative(0x1p-7 + 1e-5, 4e-6)),
+    RAYO_SIXTEEN_BIT_ROWS_OF(Op::layer_norm, relative(0x1p-10 + 1e-5, 1e-6 + 0x1p-24), relative(0x1p-7 + 1e-5, 1e-6)),
+    RAYO_SIXTEEN_BIT_ROWS_OF(Op::rms_norm, relative(0x1p-10 + 1e-5, 1e-6 + 0x1p-24), relative(0x1p-7 + 1e-5, 1e-6)),
     same(Op::matmul, DType::f32, product(1e-5)),
     {Op::matmul, DType::f16, product(1e-5), product(5e-5), product(5e-5)},
     {Op::matmul, DType::bf16, product(1e-5), product(5e-5), product(5e-5)},
@@ -123,6 +132,7 @@ constexpr Row rows[] = {
 }  // namespace
 
 #undef RAYO_SIXTEEN_BIT_ROWS
+#undef RAYO_SIXTEEN_BIT_ROWS_OF
 
 Tolerance tolerance(Op op, DType dtype, DeviceKind backend) {
     for (Row const& r : rows) {

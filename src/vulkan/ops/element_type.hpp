@@ -1,6 +1,6 @@
 // The element types of the element-wise, row and reduction shaders: f32 tensors through a shader's
 // plain build, f16 and bf16 ones through its _element16 build (shaders/element16.glsl), which reads
-// and writes them through 16-bit storage and takes the type as specialization constant 4.
+// and writes them through 16-bit storage and takes the type as specialization constant 7.
 #pragma once
 
 #include <string>
@@ -10,7 +10,7 @@
 namespace rayo::vulkan::ops {
 
 // The specialization constant of the element type.
-inline constexpr std::size_t element_type_constant = 4;
+inline constexpr std::size_t element_type_constant = 7;
 
 // yes for f32; for f16 and bf16, yes where the device has 16-bit storage (otherwise the op runs on
 // the CPU, logged once and counted in rayo::stats(), as every op a device cannot run).

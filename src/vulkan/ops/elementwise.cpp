@@ -1,6 +1,6 @@
 // The unary and binary families on Vulkan: shaders/unary.comp and binary.comp, the op a
 // specialization constant, vec4 accesses where every operand's offset allows; f16 and bf16 tensors
-// through their _element16 builds (16-bit storage), the type specialization constant 4.
+// through their _element16 builds (16-bit storage), the type specialization constant 7.
 #include <algorithm>
 #include <array>
 
