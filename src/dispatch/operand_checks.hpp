@@ -38,15 +38,6 @@ namespace rayo::detail {
     return std::all_of(views.begin(), views.end(), [&](TensorView const& t) { return !t.present || t.dtype == type; });
 }
 
-// Kernels that take f32 alone: yes when every operand present is contiguous f32.
-[[nodiscard]] inline Support contiguous_f32(std::string_view backend, Op op, OpViews const& v) {
-    if (!all_of_type(v, DType::f32))
-        return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) + " kernels take f32 tensors");
-    if (!all_contiguous(v))
-        return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) + " kernels take contiguous tensors");
-    return Support::yes();
-}
-
 // The element type of the element-wise, softmax and norm kernels: the first input's, when it is
 // f32, f16 or bf16 and every other operand present holds it.
 [[nodiscard]] inline bool one_floating_type(OpViews const& v) noexcept {

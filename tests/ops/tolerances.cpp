@@ -91,6 +91,15 @@ constexpr Row rows[] = {
     same(Op::argmax, DType::f32, exact),
     same(Op::argmin, DType::f32, exact),
     same(Op::dot, DType::f32, relative(1e-6)),
+    // f16 and bf16 inputs are exact in f32 (and so are their products): the same accumulation and
+    // the same f32 results as above.
+    RAYO_SIXTEEN_BIT_ROWS(Op::sum, relative(1e-6)),
+    RAYO_SIXTEEN_BIT_ROWS(Op::mean, relative(1e-6)),
+    RAYO_SIXTEEN_BIT_ROWS(Op::max, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::min, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::argmax, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::argmin, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::dot, relative(1e-6)),
     // cast checks its results bit for bit against the float64 reference (conversion_cases.cpp).
     same(Op::cast, DType::f32, exact),
     same(Op::cast, DType::f16, exact),

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "rayo/dtype.hpp"
@@ -14,6 +15,20 @@
 namespace rayo::ptx::kernels::element_detail {
 
 [[nodiscard]] inline bool is_16bit(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+// The suffix of a kernel's name for its element type: none for f32 (the names f32 kernels always
+// had), _f16 or _bf16.
+[[nodiscard]] inline std::string element_suffix(DType element) {
+    std::string suffix;
+    if (element != DType::f32) suffix.append("_").append(to_string(element));
+    return suffix;
+}
+
+// Throws BuildError unless the element type is one the floating kernels take: f32, f16 or bf16.
+inline void check_floating(std::string const& kernel, DType element) {
+    if (element != DType::f32 && !is_16bit(element))
+        throw BuildError("ptx kernel '" + kernel + "': elements must be f32, f16 or bf16, not " + std::string(to_string(element)));
+}
 
 // The register type of a stored element: .b16 for f16 / bf16, .f32, .s32.
 [[nodiscard]] inline Type raw_type(DType type) { return is_16bit(type) ? Type::b16 : type == DType::i32 ? Type::s32 : Type::f32; }

@@ -357,8 +357,7 @@ void check_shape(std::string const& name, LoopShape s, unsigned block_threads) {
     if (block_threads == 0 || block_threads > 1024 || block_threads % 32 != 0)
         throw BuildError("ptx kernel '" + name + "': block_threads must be a multiple of 32 in [32, 1024], not " +
                          std::to_string(block_threads));
-    if (s.element != DType::f32 && !element_detail::is_16bit(s.element))
-        throw BuildError("ptx kernel '" + name + "': elements must be f32, f16 or bf16, not " + std::string(to_string(s.element)));
+    element_detail::check_floating(name, s.element);
 }
 
 Reg element_offset(Kernel& k, Reg base, Reg index, unsigned shift) { return k.add(base, k.shl(index, shift)); }
@@ -432,13 +431,7 @@ void elementwise_loop(Kernel& k, LoopShape shape, Reg out, std::vector<Reg> cons
     });
 }
 
-// The suffix of a kernel's name for its element type: none for f32 (the names f32 kernels always
-// had), _f16 or _bf16.
-std::string element_suffix(DType element) {
-    std::string suffix;
-    if (element != DType::f32) suffix.append("_").append(to_string(element));
-    return suffix;
-}
+using element_detail::element_suffix;
 
 std::string loop_suffix(bool vectorized, unsigned unroll) {
     return std::string(vectorized ? "_v4" : "_scalar") + "_u" + std::to_string(unroll);

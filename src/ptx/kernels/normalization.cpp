@@ -242,7 +242,7 @@ void norm_loop(Kernel& k, NormConfig const& config, RowFrame const& f, Params co
 }  // namespace
 
 std::string normalization_name(NormConfig const& config) {
-    return std::string(to_string(config.op)) + "_" + to_string(config.row) + row_detail::element_suffix(config.element);
+    return std::string(to_string(config.op)) + "_" + to_string(config.row) + element_detail::element_suffix(config.element);
 }
 
 Kernel normalization(NormConfig const& config) {

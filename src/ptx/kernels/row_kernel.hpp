@@ -132,8 +132,7 @@ struct RowFrame {
 inline unsigned log2_exact(unsigned v) { return static_cast<unsigned>(std::countr_zero(v)); }
 
 inline RowFrame row_frame(Kernel& k, RowConfig const& c, DType element, Reg rows, Reg cols) {
-    if (element != DType::f32 && !element_detail::is_16bit(element))
-        throw BuildError("ptx: row kernels take f32, f16 or bf16 rows, not " + std::string(to_string(element)));
+    element_detail::check_floating("row kernel", element);
     RowFrame f;
     f.cols = cols;
     f.element = element;
@@ -232,13 +231,6 @@ inline void store_vectors(Kernel& k, DType element, Reg address, std::int64_t st
                           std::vector<std::vector<Reg>> const& y, std::vector<Reg> const& ok) {
     for (std::size_t i = 0; i < y.size(); ++i)
         store_vector(k, element, Address(address, static_cast<std::int64_t>(i) * stride_bytes), y[i], ok[i]);
-}
-
-// The suffix of a row kernel's name for its element type: none for f32, _f16 or _bf16.
-inline std::string element_suffix(DType element) {
-    std::string suffix;
-    if (element != DType::f32) suffix.append("_").append(to_string(element));
-    return suffix;
 }
 
 // The bytes of one vector of the row's elements (a step of the loop layout's index j).

@@ -138,7 +138,7 @@ void softmax_loop(Kernel& k, SoftmaxConfig const& config, RowFrame const& f, Reg
 }  // namespace
 
 std::string softmax_name(SoftmaxConfig const& config) {
-    return std::string(to_string(config.op)) + "_" + to_string(config.row) + row_detail::element_suffix(config.element);
+    return std::string(to_string(config.op)) + "_" + to_string(config.row) + element_detail::element_suffix(config.element);
 }
 
 Kernel softmax(SoftmaxConfig const& config) {
