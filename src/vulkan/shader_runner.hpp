@@ -103,6 +103,7 @@ struct Groups {
 struct PathSwitches {
     bool subgroups = true;             // subgroup arithmetic in reductions, softmax and norms
     bool storage16 = true;             // matmul reads f16 through 16-bit storage
+    bool element16 = true;             // f16 / bf16 element-wise, row and reduction ops on the device
     bool cooperative_matrix = true;    // matmul's cooperative-matrix GEMM
     bool decoded_kquant_gemm = true;   // K-quant linear decodes the weights before the f32 GEMM
     std::optional<bool> integer_dot;   // the one-row q4_k GEMV's build; nullopt: where accelerated
