@@ -100,6 +100,7 @@ std::optional<std::size_t> Guarded<T>::changed_guard() const {
 template <class T>
 T Guarded<T>::poison() noexcept {
     if constexpr (std::is_same_v<T, float>) return test::poison;
+    else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return T::from_bits(0x5a5a);  // a finite value
     else return static_cast<T>(0x5a5a5a5a);
 }
 
