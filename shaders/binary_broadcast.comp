@@ -6,10 +6,15 @@
 // invocation takes 4 consecutive outputs of a row, so the index arithmetic is once per vec4 and an
 // operand repeated along the row is one load.
 #extension GL_GOOGLE_include_directive : require
+#ifdef RAYO_ELEMENT16
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#endif
 #extension GL_EXT_control_flow_attributes : require
 #include "float_controls.glsl"
 #include "float_math.glsl"
 #include "op_codes.glsl"
+#include "element16.glsl"
 
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const uint OP = RAYO_OP_ADD;
@@ -17,12 +22,7 @@ layout(constant_id = 2) const uint RANK = 1;
 layout(constant_id = 3) const bool VEC4 = false;
 #include "binary_op.glsl"
 
-layout(std430, set = 0, binding = 0) readonly buffer InputA { float a[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Output { float y[]; };
-layout(std430, set = 0, binding = 2) readonly buffer InputB { float b[]; };
-layout(std430, set = 0, binding = 0) readonly buffer InputA4 { vec4 a4[]; };  // the same, for VEC4
-layout(std430, set = 0, binding = 1) writeonly buffer Output4 { vec4 y4[]; };
-layout(std430, set = 0, binding = 2) readonly buffer InputB4 { vec4 b4[]; };
+#include "binary_buffers.glsl"
 
 // Mirrors BroadcastPush (src/vulkan/ops/elementwise.cpp); offsets and strides in elements.
 layout(push_constant) uniform Params {
@@ -56,15 +56,15 @@ void main() {
         for (uint q = gl_GlobalInvocationID.x; q < params.n / 4; q += stride) {
             uint ia, ib;
             offsets(q * 4, ia, ib);
-            vec4 u = a_row ? a4[ia / 4] : vec4(a[ia]);
-            vec4 v = b_row ? b4[ib / 4] : vec4(b[ib]);
-            y4[params.out_offset / 4 + q] = vec4(apply(u.x, v.x), apply(u.y, v.y), apply(u.z, v.z), apply(u.w, v.w));
+            vec4 u = a_row ? load_a4(ia / 4) : vec4(load_a(ia));
+            vec4 v = b_row ? load_b4(ib / 4) : vec4(load_b(ib));
+            store_y4(params.out_offset / 4 + q, vec4(apply(u.x, v.x), apply(u.y, v.y), apply(u.z, v.z), apply(u.w, v.w)));
         }
         return;
     }
     for (uint i = gl_GlobalInvocationID.x; i < params.n; i += stride) {
         uint ia, ib;
         offsets(i, ia, ib);
-        y[params.out_offset + i] = apply(a[ia], b[ib]);
+        store_y(params.out_offset + i, apply(load_a(ia), load_b(ib)));
     }
 }

@@ -24,10 +24,25 @@ struct Partial {
     uint unused;
 };
 
+// x and y: f32, or with RAYO_ELEMENT16 (the reduce_element16 builds) f16 / bf16 (element16.glsl),
+// read as float; partials and results are f32 (i64 indices) either way.
+#include "element16.glsl"
+#ifdef RAYO_ELEMENT16
+layout(std430, set = 0, binding = 0) readonly buffer Input { uint16_t x[]; };
+#define load_x(i) element_to_float(uint(x[i]))
+#define load_y(i) element_to_float(uint(y[i]))
+#else
 layout(std430, set = 0, binding = 0) readonly buffer Input { float x[]; };
+#define load_x(i) x[i]
+#define load_y(i) y[i]
+#endif
 layout(std430, set = 0, binding = 1) writeonly buffer Output { uint out_words[]; };
 layout(std430, set = 0, binding = 2) buffer Partials { Partial parts[]; };
+#ifdef RAYO_ELEMENT16
+layout(std430, set = 0, binding = 3) readonly buffer InputB { uint16_t y[]; };
+#else
 layout(std430, set = 0, binding = 3) readonly buffer InputB { float y[]; };
+#endif
 
 layout(push_constant) uniform Params {
     uint outputs;    // outer · inner
@@ -64,10 +79,10 @@ float element(uint p, uint e) {
     uint o = p / params.inner, j = p - o * params.inner;
     uint i = (o * params.extent + e) * params.inner + j;
     if (PRODUCT) {
-        precise float v = x[params.x_offset + i] * y[params.y_offset + i];
+        precise float v = load_x(params.x_offset + i) * load_y(params.y_offset + i);
         return v;
     }
-    return x[params.x_offset + i];
+    return load_x(params.x_offset + i);
 }
 
 void acc_add(inout Acc a, float v, uint e) {

@@ -21,15 +21,36 @@ const uint MAX_CHUNKS = 8;
 // With CHUNKS: cols and the x, y, gamma and beta offsets are multiples of 4, so chunks are vec4s.
 layout(constant_id = 6) const bool VEC4 = false;
 
-layout(std430, set = 0, binding = 0) readonly buffer Input { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Output { float y[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Gamma { float gamma[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Beta { float beta[]; };
-// The same bindings as vec4 arrays (VEC4: every offset is then a multiple of 4 elements).
-layout(std430, set = 0, binding = 0) readonly buffer Input4 { vec4 x4[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Output4 { vec4 y4[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Gamma4 { vec4 gamma4[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Beta4 { vec4 beta4[]; };
+// x, y, gamma and beta: f32, or with RAYO_ELEMENT16 (the rows_element16 builds) f16 / bf16
+// (element16.glsl), each also seen as groups of 4 (VEC4: every offset is then a multiple of 4
+// elements). Elements are read and written through the functions below, as float.
+#include "element16.glsl"
+// (Macros, not functions: a function taking or returning uint16_t would need the Int16 capability.)
+#ifdef RAYO_ELEMENT16
+#define RAYO_ELEMENT uint16_t
+#define RAYO_ELEMENT4 uvec2
+#define element_value(e) element_to_float(uint(e))
+#define element_of(v) uint16_t(float_to_element(v))
+#define group_value(g) unpack_elements(g)
+#define group_of(v) pack_elements(v)
+#else
+#define RAYO_ELEMENT float
+#define RAYO_ELEMENT4 vec4
+#define element_value(e) (e)
+#define element_of(v) (v)
+#define group_value(g) (g)
+#define group_of(v) (v)
+#endif
+layout(std430, set = 0, binding = 0) readonly buffer Input { RAYO_ELEMENT x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Output { RAYO_ELEMENT y[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Gamma { RAYO_ELEMENT gamma[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Beta { RAYO_ELEMENT beta[]; };
+layout(std430, set = 0, binding = 0) readonly buffer Input4 { RAYO_ELEMENT4 x4[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Output4 { RAYO_ELEMENT4 y4[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Gamma4 { RAYO_ELEMENT4 gamma4[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Beta4 { RAYO_ELEMENT4 beta4[]; };
+float load_x(uint i) { return element_value(x[i]); }
+void store_y(uint i, float v) { y[i] = element_of(v); }
 
 layout(push_constant) uniform Params {
     uint rows;
@@ -62,8 +83,8 @@ void mean_of(vec2 s, float nf, out float c, out float c_lo) {
 // ((x - c)·s + t)·gamma + beta for element i of the row, as the CPU's affine_row.
 float affine(float v, float c, float s, float t, uint i) {
     precise float r = (v - c) * s + t;
-    if (HAS_GAMMA) r = r * gamma[params.gamma_offset + i];
-    if (HAS_BETA && OP == RAYO_OP_LAYER_NORM) r = r + beta[params.beta_offset + i];
+    if (HAS_GAMMA) r = r * element_value(gamma[params.gamma_offset + i]);
+    if (HAS_BETA && OP == RAYO_OP_LAYER_NORM) r = r + element_value(beta[params.beta_offset + i]);
     return r;
 }
 
@@ -71,14 +92,14 @@ float affine(float v, float c, float s, float t, uint i) {
 // of two: x·k is exact).
 vec2 row_sum(uint xb, uint n, uint t, uint step, float k) {
     vec2 s = vec2(0.0);
-    for (uint i = t; i < n; i += step) s = df_add1(s, x[xb + i] * k);
+    for (uint i = t; i < n; i += step) s = df_add1(s, load_x(xb + i) * k);
     return PER_THREAD ? s : wg_sum(s);
 }
 
 vec2 row_centred_squares(uint xb, uint n, uint t, uint step, float k, float c) {
     vec2 s = vec2(0.0);
     for (uint i = t; i < n; i += step) {
-        precise float d = x[xb + i] * k - c;
+        precise float d = load_x(xb + i) * k - c;
         precise float dd = d * d;
         s = df_add1(s, dd);
     }
@@ -88,7 +109,7 @@ vec2 row_centred_squares(uint xb, uint n, uint t, uint step, float k, float c) {
 vec2 row_squares(uint xb, uint n, uint t, uint step, float k) {
     vec2 s = vec2(0.0);
     for (uint i = t; i < n; i += step) {
-        precise float v = x[xb + i] * k;
+        precise float v = load_x(xb + i) * k;
         precise float sq = v * v;
         s = df_add1(s, sq);
     }
@@ -105,14 +126,14 @@ void process_row(uint row, uint t, uint step) {
         float m = -RAYO_INF;
         uint mi = RAYO_NONE;
         for (uint i = t; i < n; i += step)
-            if (rayo_better(x[xb + i], i, m, mi, true)) {
-                m = x[xb + i];
+            if (rayo_better(load_x(xb + i), i, m, mi, true)) {
+                m = load_x(xb + i);
                 mi = i;
             }
         if (!PER_THREAD) wg_best(m, mi, true);
         vec2 s = vec2(0.0);
         for (uint i = t; i < n; i += step) {
-            precise float d = x[xb + i] - m;
+            precise float d = load_x(xb + i) - m;
             s = df_add1(s, rayo_exp(d));
         }
         if (!PER_THREAD) s = wg_sum(s);
@@ -120,16 +141,16 @@ void process_row(uint row, uint t, uint step) {
             // y = (x - max) - log(sum), log(hi + lo) = log(hi) + lo/hi.
             precise float lse = rayo_log(s.x) + s.y / s.x;
             for (uint i = t; i < n; i += step) {
-                precise float d = x[xb + i] - m;
+                precise float d = load_x(xb + i) - m;
                 precise float r = d - lse;
-                y[yb + i] = r;
+                store_y(yb + i, r);
             }
         } else {
             float inv = rayo_div(1.0, s.x);
             for (uint i = t; i < n; i += step) {
-                precise float d = x[xb + i] - m;
+                precise float d = load_x(xb + i) - m;
                 precise float r = rayo_exp(d) * inv;
-                y[yb + i] = r;
+                store_y(yb + i, r);
             }
         }
     } else if (OP == RAYO_OP_LAYER_NORM) {
@@ -150,7 +171,7 @@ void process_row(uint row, uint t, uint step) {
         precise float var = df_value(v) / nf;
         float rstd = rayo_div(1.0, rayo_sqrt(var + params.eps * k * k));
         precise float shift = -c_lo * rstd;  // (c - mean)·rstd
-        for (uint i = t; i < n; i += step) y[yb + i] = affine(x[xb + i] * k, c, rstd, shift, i);
+        for (uint i = t; i < n; i += step) store_y(yb + i, affine(load_x(xb + i) * k, c, rstd, shift, i));
     } else {
         float k = 1.0;
         vec2 s = row_squares(xb, n, t, step, k);
@@ -162,7 +183,7 @@ void process_row(uint row, uint t, uint step) {
         // x·k/sqrt(E[(x·k)²] + eps·k²) = x/sqrt(E[x²] + eps); the scale stays in units of x·k, as
         // 1/sqrt(E[x²]) of a huge row is subnormal (flushed on devices without denormals).
         float rs = rayo_div(1.0, rayo_sqrt(ms + params.eps * k * k));
-        for (uint i = t; i < n; i += step) y[yb + i] = affine(x[xb + i] * k, 0.0, rs, 0.0, i);
+        for (uint i = t; i < n; i += step) store_y(yb + i, affine(load_x(xb + i) * k, 0.0, rs, 0.0, i));
     }
 }
 
@@ -178,24 +199,24 @@ uvec4 chunk_elements(uint c, uint t) {
 }
 
 vec4 load_chunk(uint xb, uvec4 i, bvec4 ok) {
-    if (VEC4) return ok.x ? x4[(xb + i.x) / 4] : vec4(0.0);
+    if (VEC4) return ok.x ? group_value(x4[(xb + i.x) / 4]) : vec4(0.0);
     vec4 v = vec4(0.0);
-    if (ok.x) v.x = x[xb + i.x];
-    if (ok.y) v.y = x[xb + i.y];
-    if (ok.z) v.z = x[xb + i.z];
-    if (ok.w) v.w = x[xb + i.w];
+    if (ok.x) v.x = load_x(xb + i.x);
+    if (ok.y) v.y = load_x(xb + i.y);
+    if (ok.z) v.z = load_x(xb + i.z);
+    if (ok.w) v.w = load_x(xb + i.w);
     return v;
 }
 
 void store_chunk(uint yb, uvec4 i, bvec4 ok, vec4 v) {
     if (VEC4) {
-        if (ok.x) y4[(yb + i.x) / 4] = v;
+        if (ok.x) y4[(yb + i.x) / 4] = group_of(v);
         return;
     }
-    if (ok.x) y[yb + i.x] = v.x;
-    if (ok.y) y[yb + i.y] = v.y;
-    if (ok.z) y[yb + i.z] = v.z;
-    if (ok.w) y[yb + i.w] = v.w;
+    if (ok.x) store_y(yb + i.x, v.x);
+    if (ok.y) store_y(yb + i.y, v.y);
+    if (ok.z) store_y(yb + i.z, v.z);
+    if (ok.w) store_y(yb + i.w, v.w);
 }
 
 // The elements of v in the row added to the pair s, in component order.
@@ -251,8 +272,8 @@ vec4 exp4(vec4 d, bool nonpositive) {
 vec4 affine_chunk(vec4 v, float c, float s, float t, uvec4 i, bvec4 ok) {
     if (VEC4) {
         precise vec4 r = (v - c) * s + t;
-        if (HAS_GAMMA) r = r * gamma4[(params.gamma_offset + i.x) / 4];
-        if (HAS_BETA && OP == RAYO_OP_LAYER_NORM) r = r + beta4[(params.beta_offset + i.x) / 4];
+        if (HAS_GAMMA) r = r * group_value(gamma4[(params.gamma_offset + i.x) / 4]);
+        if (HAS_BETA && OP == RAYO_OP_LAYER_NORM) r = r + group_value(beta4[(params.beta_offset + i.x) / 4]);
         return r;
     }
     if (ok.x) v.x = affine(v.x, c, s, t, i.x);

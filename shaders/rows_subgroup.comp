@@ -1,6 +1,11 @@
 #version 450
-// softmax, log_softmax, layer_norm, rms_norm over rows with subgroup arithmetic (rows_body.glsl).
+// softmax, log_softmax, layer_norm, rms_norm over rows with subgroup arithmetic (rows_body.glsl); f32 rows, and
+// f16 / bf16 ones in the _element16 build.
 #extension GL_GOOGLE_include_directive : require
+#ifdef RAYO_ELEMENT16
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#endif
 #extension GL_EXT_control_flow_attributes : require  // [[unroll]] in rows_body.glsl
 #include "float_controls.glsl"
 #extension GL_KHR_shader_subgroup_basic : require

@@ -2,8 +2,9 @@
 #   cmake -DSOURCE_DIR=... -P api_reference_check.cmake
 file(READ "${SOURCE_DIR}/include/rayo/ops.hpp" header)
 file(READ "${SOURCE_DIR}/docs/api.md" reference)
-# Declarations and inline definitions at namespace scope: "[inline ][RAYO_API ]<type> NAME(".
-string(REGEX MATCHALL "\n(inline |RAYO_API )*[A-Za-z_0-9:<>]+ ([a-z_0-9]+)\\(" declarations "${header}")
+# Declarations and inline definitions at namespace scope:
+# "[template <...> ][inline ][RAYO_API ]<type> NAME(", the template head on its line or the one before.
+string(REGEX MATCHALL "\n(template <[^>\n]*> )?(inline |RAYO_API )*[A-Za-z_0-9:<>]+ ([a-z_0-9]+)\\(" declarations "${header}")
 set(names)
 foreach(d IN LISTS declarations)
     string(REGEX REPLACE ".* ([a-z_0-9]+)\\($" "\\1" name "${d}")

@@ -160,6 +160,33 @@ TEST_F(Errors, OutputsThatDoNotFit) {
                         {"overlaps an input"});
 }
 
+// One call takes one floating element type: another is a DTypeError naming the op and both types,
+// thrown before anything is written (the 16-bit tensors below are checked as the fixture's are).
+TEST_F(Errors, MixedElementTypesNameTheOpAndBothTypes) {
+    std::vector<half> const hv(av.begin(), av.end());
+    std::vector<bfloat16> const bfv(av.begin(), av.end());
+    Tensor<half> h = Tensor<half>::from(hv, {2, 3});
+    Tensor<bfloat16> bf = Tensor<bfloat16>::from(bfv, {2, 3});
+    Tensor<half> h_out = Tensor<half>::full({2, 3}, half(7.0f));
+    expect_error<DTypeError>([&] { (void)add(a, h); }, {"add", "b is f16", "a is f32"});
+    expect_error<DTypeError>([&] { mul_into(h, h, out); }, {"mul", "out is f32", "a is f16"});
+    expect_error<DTypeError>([&] { maximum_into(h, bf, h_out); }, {"maximum", "b is bf16", "a is f16"});
+    expect_error<DTypeError>([&] { relu_into(a, h_out); }, {"relu", "out is f16", "x is f32"});
+    expect_error<DTypeError>([&] { unary_into(Op::exp, bf, 0.0f, 0.0f, out); }, {"exp", "out is f32", "x is bf16"});
+    expect_error<DTypeError>([&] { add_into(h, 1.0f, out); }, {"add", "out is f32", "a is f16"});
+    expect_error<DTypeError>([&] { (void)dot(h, a); }, {"dot", "b is f32", "a is f16"});
+    expect_error<DTypeError>([&] { softmax_into(h, -1, out); }, {"softmax", "out is f32", "x is f16"});
+    expect_error<DTypeError>([&] { log_softmax_into(a, -1, h_out); }, {"log_softmax", "out is f16", "x is f32"});
+    Tensor<float> const gamma = Tensor<float>::full({3}, 1.0f);
+    Tensor<half> const gamma16 = Tensor<half>::full({3}, half(1.0f));
+    expect_error<DTypeError>([&] { (void)rms_norm(h, gamma); }, {"rms_norm", "gamma is f32", "x is f16"});
+    expect_error<DTypeError>([&] { layer_norm_into(h, gamma16, gamma16, 1e-5f, out); }, {"layer_norm", "out is f32", "x is f16"});
+    expect_error<DTypeError>([&] { (void)layer_norm(bf, gamma16, gamma16); }, {"layer_norm", "gamma is f16", "x is bf16"});
+    EXPECT_EQ(h.to_vector(), hv);
+    EXPECT_EQ(bf.to_vector(), bfv);
+    for (half v : h_out.to_vector()) EXPECT_EQ(static_cast<float>(v), 7.0f);
+}
+
 TEST_F(Errors, UnknownCpuArch) {
     expect_error<Error>([&] { set_cpu_arch(static_cast<CpuArch>(42)); }, {"not available"});
 }

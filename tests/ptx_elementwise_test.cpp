@@ -48,6 +48,48 @@ TEST(PtxElementwise, EveryUnaryVariantAssembles) {
             expect_assembles(unary({.op = op, .vectorized = true, .unroll = unroll}), Target::sm_90);
 }
 
+// f16 and bf16 tensors: 16-bit loads widened to f32, stores rounded with cvt.rn.
+TEST(PtxElementwise, EverySixteenBitVariantAssembles) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (DType element : {DType::f16, DType::bf16}) {
+        Target const target = element == DType::f16 ? Target::sm_80 : Target::sm_90;
+        for (bool vectorized : {true, false}) {
+            for (Op op : all_unary()) {
+                SCOPED_TRACE(unary({.op = op, .element = element, .vectorized = vectorized}).name());
+                expect_assembles(unary({.op = op, .element = element, .vectorized = vectorized}), target);
+            }
+            for (Op op : {Op::add, Op::div, Op::maximum})
+                for (bool scalar : {false, true}) {
+                    BinaryKernelConfig const c{.op = op, .element = element, .scalar_operand = scalar, .vectorized = vectorized};
+                    SCOPED_TRACE(binary(c).name());
+                    expect_assembles(binary(c), target);
+                }
+        }
+        for (unsigned rank : {1u, 3u, max_broadcast_rank}) {
+            expect_assembles(binary_broadcast({.op = Op::mul, .element = element, .rank = rank}), target);
+            expect_assembles(binary_broadcast({.op = Op::sub, .element = element, .rank = rank, .vectorized = true,
+                                               .a_repeats_along_rows = rank == 3, .b_repeats_along_rows = rank == 1}),
+                             target);
+        }
+    }
+}
+
+// The 16-bit kernels load and store 16-bit elements (8-byte groups in the vector body) and convert
+// with cvt, never touching a 4-byte element.
+TEST(PtxElementwise, SixteenBitKernelsMoveSixteenBitElements) {
+    for (DType element : {DType::f16, DType::bf16}) {
+        std::string const text = unary({.op = Op::exp, .element = element}).emit(Target::sm_90);
+        SCOPED_TRACE(text);
+        EXPECT_NE(text.find("ld.global.b16"), std::string::npos);
+        EXPECT_NE(text.find("st.global.b16"), std::string::npos);
+        EXPECT_NE(text.find("ld.global.v2.b32"), std::string::npos);
+        EXPECT_NE(text.find("st.global.v2.b32"), std::string::npos);
+        EXPECT_EQ(text.find("ld.global.v4.f32"), std::string::npos);
+        EXPECT_EQ(text.find("ld.global.f32"), std::string::npos);
+        EXPECT_NE(text.find(element == DType::f16 ? "cvt.rn.f16.f32" : "cvt.rn.bf16.f32"), std::string::npos);
+    }
+}
+
 TEST(PtxElementwise, EveryBinaryVariantAssembles) {
     RAYO_SKIP_WITHOUT_PTXAS();
     for (Op op : {Op::add, Op::sub, Op::mul, Op::div, Op::maximum, Op::minimum})

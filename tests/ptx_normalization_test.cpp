@@ -83,6 +83,12 @@ std::vector<NormCase> every_norm_kernel() {
     for (RowConfig const& row : rows)
         for (Op n : {Op::layer_norm, Op::rms_norm})
             for (Target t : {Target::sm_80, Target::sm_90}) cases.push_back({{.op = n, .row = row}, t});
+    // f16 and bf16 rows: every layout once (vector loads of 2, 4 or 8 bytes, widened and rounded).
+    for (RowConfig const& row : rows)
+        for (Op n : {Op::layer_norm, Op::rms_norm}) {
+            cases.push_back({{.op = n, .row = row, .element = DType::f16}, Target::sm_80});
+            cases.push_back({{.op = n, .row = row, .element = DType::bf16}, Target::sm_90});
+        }
     return cases;
 }
 

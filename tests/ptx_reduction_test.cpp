@@ -86,6 +86,28 @@ TEST(PtxReduction, EveryVariantAssembles) {
     }
 }
 
+// f16 and bf16 inputs: every variant that reads values or products (partials are f32 and f64
+// whatever the input), f16 for sm_80 and bf16 for sm_90.
+TEST(PtxReduction, EverySixteenBitVariantAssembles) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (DType element : {DType::f16, DType::bf16}) {
+        Target const target = element == DType::f16 ? Target::sm_80 : Target::sm_90;
+        for (ReduceRowsConfig c : rows_variants()) {
+            if (c.source == ReduceSource::partials) continue;
+            c.element = element;
+            Kernel const k = reduce_rows(c);
+            SCOPED_TRACE(k.name());
+            expect_assembles(k, target);
+        }
+        for (ReduceColumnsConfig c : columns_variants()) {
+            c.element = element;
+            Kernel const k = reduce_columns(c);
+            SCOPED_TRACE(k.name());
+            expect_assembles(k, target);
+        }
+    }
+}
+
 TEST(PtxReduction, DeterministicTreesWithoutAtomicsAndF64Sums) {
     std::regex const atomic(R"(\s(atom|red)\.)");
     for (auto const& c : rows_variants()) {
@@ -151,9 +173,13 @@ TEST(PtxReductionGlue, RefusesWhatTheKernelsDoNotTakeAndLaunchesNothingForNoOutp
     };
     EXPECT_TRUE(supports(Op::sum, x.view(), out.view()));
     EXPECT_FALSE(supports(Op::argmax, x.view(), out.view())) << "argmax writes i64";
-    detail::TensorView halves = x.view();
+    detail::TensorView halves = x.view(), integers = x.view(), half_out = out.view();
     halves.dtype = DType::f16;
-    EXPECT_FALSE(supports(Op::sum, halves, out.view()));
+    integers.dtype = DType::i32;
+    half_out.dtype = DType::f16;
+    EXPECT_TRUE(supports(Op::sum, halves, out.view())) << "f16 in, f32 out";
+    EXPECT_FALSE(supports(Op::sum, halves, half_out)) << "sums are f32";
+    EXPECT_FALSE(supports(Op::sum, integers, out.view()));
     reduce_glue(runner, Op::max, {0, 5, 1}, x.view(), out.view());
     EXPECT_TRUE(runner.launches().empty());
 }

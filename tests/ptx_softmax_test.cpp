@@ -121,6 +121,12 @@ std::vector<SoftmaxCase> every_softmax_kernel() {
     for (RowConfig const& row : rows)
         for (Op op : {Op::softmax, Op::log_softmax})
             for (Target t : {Target::sm_80, Target::sm_90}) cases.push_back({{.op = op, .row = row}, t});
+    // f16 and bf16 rows: every layout once (vector loads of 2, 4 or 8 bytes, widened and rounded).
+    for (RowConfig const& row : rows)
+        for (Op op : {Op::softmax, Op::log_softmax}) {
+            cases.push_back({{.op = op, .row = row, .element = DType::f16}, Target::sm_80});
+            cases.push_back({{.op = op, .row = row, .element = DType::bf16}, Target::sm_90});
+        }
     return cases;
 }
 

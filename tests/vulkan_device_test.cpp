@@ -36,6 +36,36 @@ TEST_F(VulkanDevice, BestNeverPicksASoftwareDevice) {
         }
 }
 
+// f16 / bf16 element-wise, row and reduction ops on a device without 16-bit storage (the switch
+// stands in for one): they run on the CPU, counted in stats() by op and device, with the results
+// the device gives.
+TEST_F(VulkanDevice, SixteenBitOpsWithoutSixteenBitStorageRunOnTheCpuVisibly) {
+    std::vector<float> const v = random_floats(3 * 257, fresh_seed());
+    std::vector<half> const hv(v.begin(), v.end());
+    Tensor<half> const x = Tensor<half>::from(hv, {3, 257}, device);
+    std::vector<half> const relu_native = relu(x).to_vector(), softmax_native = softmax(x).to_vector();
+    float const sum_native = sum(x).item();
+    vulkan::use_element16_builds(device, false);
+    reset_stats();
+    std::vector<half> const relu_cpu = relu(x).to_vector(), softmax_cpu = softmax(x).to_vector();
+    float const sum_cpu = sum(x).item();
+    Stats const s = stats();
+    vulkan::use_element16_builds(device, true);
+    EXPECT_EQ(s.cpu_fallbacks, 3u);
+    std::string const id = device.id();
+    for (std::string const op : {"relu", "softmax", "sum"})
+        EXPECT_TRUE(s.fallbacks_by_op.contains(op + " on " + id)) << op << " was not counted as a fallback on " << id;
+    EXPECT_EQ(relu_cpu, relu_native);
+    for (std::size_t i = 0; i < hv.size(); ++i)
+        EXPECT_NEAR(static_cast<float>(softmax_cpu[i]), static_cast<float>(softmax_native[i]),
+                    0x1p-10f * static_cast<float>(softmax_native[i]) + 0x1p-24f) << i;
+    EXPECT_NEAR(sum_cpu, sum_native, 1e-5f * 3 * 257 * 4);
+    // Switched back: on the device again.
+    reset_stats();
+    (void)relu(x).to_vector();
+    EXPECT_EQ(stats().cpu_fallbacks, 0u);
+}
+
 TEST_F(VulkanDevice, RoundTripsBytesThroughDeviceMemory) {
     auto const v = random_floats(100'003, fresh_seed());
     auto t = Tensor<float>::from(v, {v.size()}, device);

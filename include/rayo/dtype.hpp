@@ -13,7 +13,10 @@ namespace rayo {
 namespace detail {
 
 // float -> binary16 bits, round to nearest even; NaN stays NaN (quiet, sign kept), overflow -> Inf.
-constexpr std::uint16_t float_to_half_bits(float value) noexcept {
+// The template's parameter only names a copy: the CPU kernels, compiled once per instruction set,
+// instantiate their own (float_to_half_bits_as<A>), so no TU links another's out-of-line copy.
+template <class Copy>
+constexpr std::uint16_t float_to_half_bits_as(float value) noexcept {
     std::uint32_t const f = std::bit_cast<std::uint32_t>(value);
     std::uint32_t const sign = (f >> 16) & 0x8000u;
     std::uint32_t const abs = f & 0x7fffffffu;
@@ -39,6 +42,7 @@ constexpr std::uint16_t float_to_half_bits(float value) noexcept {
     if (rest > 0x1000u || (rest == 0x1000u && (bits & 1u))) ++bits;  // carry into exponent is correct
     return static_cast<std::uint16_t>(sign | bits);
 }
+constexpr std::uint16_t float_to_half_bits(float value) noexcept { return float_to_half_bits_as<void>(value); }
 
 constexpr float half_bits_to_float(std::uint16_t h) noexcept {
     std::uint32_t const sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
@@ -56,13 +60,15 @@ constexpr float half_bits_to_float(std::uint16_t h) noexcept {
     return std::bit_cast<float>(sign | (e << 23) | ((mantissa & 0x03ffu) << 13));
 }
 
-// float -> bfloat16 bits, round to nearest even; NaN stays a quiet NaN.
-constexpr std::uint16_t float_to_bfloat16_bits(float value) noexcept {
+// float -> bfloat16 bits, round to nearest even; NaN stays a quiet NaN. Copy: as for half.
+template <class Copy>
+constexpr std::uint16_t float_to_bfloat16_bits_as(float value) noexcept {
     std::uint32_t const f = std::bit_cast<std::uint32_t>(value);
     if ((f & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((f >> 16) | 0x0040u);
     std::uint32_t const rounding = 0x7fffu + ((f >> 16) & 1u);
     return static_cast<std::uint16_t>((f + rounding) >> 16);
 }
+constexpr std::uint16_t float_to_bfloat16_bits(float value) noexcept { return float_to_bfloat16_bits_as<void>(value); }
 
 constexpr float bfloat16_bits_to_float(std::uint16_t b) noexcept {
     return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);

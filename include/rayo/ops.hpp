@@ -19,124 +19,145 @@ namespace rayo {
 
 using FTensor = Tensor<float>;
 
+// ---- element-wise, binary, softmax, norms and reductions: f32, f16 and bf16 -------------------
+// T is float, half or bfloat16 (FloatingElement). Each value is widened to f32, the op computed as
+// for f32, and the result rounded to nearest even into the tensor's type (NaN and ±Inf kept);
+// reductions return f32. Every tensor of one call holds one T (a reduction's f32 result aside):
+// another type is a rayo::DTypeError naming the op and both types, raised before anything is
+// written; rayo::cast converts.
+
 // ---- element-wise ------------------------------------------------------------------------------
 // Any unary op of rayo::op_table by its code, with the parameters the table names for it (alpha;
 // lo and hi). The named functions below are this with the op filled in. A code of another family
 // is a rayo::Error.
-RAYO_API FTensor unary(Op op, FTensor const& x, float a = 0.0f, float b = 0.0f);
-RAYO_API void unary_into(Op op, FTensor const& x, float a, float b, FTensor const& out);
+template <FloatingElement T>
+RAYO_API Tensor<T> unary(Op op, Tensor<T> const& x, float a = 0.0f, float b = 0.0f);
+template <FloatingElement T, FloatingElement O>
+RAYO_API void unary_into(Op op, Tensor<T> const& x, float a, float b, Tensor<O> const& out);
 
-inline FTensor relu(FTensor const& x) { return unary(Op::relu, x); }
-inline void relu_into(FTensor const& x, FTensor const& out) { unary_into(Op::relu, x, 0.0f, 0.0f, out); }
-inline FTensor leaky_relu(FTensor const& x, float alpha = 0.01f) { return unary(Op::leaky_relu, x, alpha); }
-inline void leaky_relu_into(FTensor const& x, float alpha, FTensor const& out) { unary_into(Op::leaky_relu, x, alpha, 0.0f, out); }
-inline FTensor elu(FTensor const& x, float alpha = 1.0f) { return unary(Op::elu, x, alpha); }
-inline void elu_into(FTensor const& x, float alpha, FTensor const& out) { unary_into(Op::elu, x, alpha, 0.0f, out); }
-inline FTensor sigmoid(FTensor const& x) { return unary(Op::sigmoid, x); }
-inline void sigmoid_into(FTensor const& x, FTensor const& out) { unary_into(Op::sigmoid, x, 0.0f, 0.0f, out); }
-inline FTensor tanh(FTensor const& x) { return unary(Op::tanh, x); }
-inline void tanh_into(FTensor const& x, FTensor const& out) { unary_into(Op::tanh, x, 0.0f, 0.0f, out); }
-inline FTensor silu(FTensor const& x) { return unary(Op::silu, x); }
-inline void silu_into(FTensor const& x, FTensor const& out) { unary_into(Op::silu, x, 0.0f, 0.0f, out); }
-inline FTensor swish(FTensor const& x) { return silu(x); }
-inline void swish_into(FTensor const& x, FTensor const& out) { silu_into(x, out); }
+template <FloatingElement T> Tensor<T> relu(Tensor<T> const& x) { return unary(Op::relu, x); }
+template <FloatingElement T, FloatingElement O> void relu_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::relu, x, 0.0f, 0.0f, out); }
+template <FloatingElement T> Tensor<T> leaky_relu(Tensor<T> const& x, float alpha = 0.01f) { return unary(Op::leaky_relu, x, alpha); }
+template <FloatingElement T, FloatingElement O> void leaky_relu_into(Tensor<T> const& x, float alpha, Tensor<O> const& out) { unary_into(Op::leaky_relu, x, alpha, 0.0f, out); }
+template <FloatingElement T> Tensor<T> elu(Tensor<T> const& x, float alpha = 1.0f) { return unary(Op::elu, x, alpha); }
+template <FloatingElement T, FloatingElement O> void elu_into(Tensor<T> const& x, float alpha, Tensor<O> const& out) { unary_into(Op::elu, x, alpha, 0.0f, out); }
+template <FloatingElement T> Tensor<T> sigmoid(Tensor<T> const& x) { return unary(Op::sigmoid, x); }
+template <FloatingElement T, FloatingElement O> void sigmoid_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::sigmoid, x, 0.0f, 0.0f, out); }
+template <FloatingElement T> Tensor<T> tanh(Tensor<T> const& x) { return unary(Op::tanh, x); }
+template <FloatingElement T, FloatingElement O> void tanh_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::tanh, x, 0.0f, 0.0f, out); }
+template <FloatingElement T> Tensor<T> silu(Tensor<T> const& x) { return unary(Op::silu, x); }
+template <FloatingElement T, FloatingElement O> void silu_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::silu, x, 0.0f, 0.0f, out); }
+template <FloatingElement T> Tensor<T> swish(Tensor<T> const& x) { return silu(x); }
+template <FloatingElement T, FloatingElement O> void swish_into(Tensor<T> const& x, Tensor<O> const& out) { silu_into(x, out); }
 
 // gelu(x) = x·Φ(x). `exact` evaluates Φ with erf (Op::gelu); `tanh` is the approximation
 // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (Op::gelu_tanh).
 enum class Gelu { exact, tanh };
-inline FTensor gelu(FTensor const& x, Gelu form = Gelu::exact) {
+template <FloatingElement T> Tensor<T> gelu(Tensor<T> const& x, Gelu form = Gelu::exact) {
     return unary(form == Gelu::tanh ? Op::gelu_tanh : Op::gelu, x);
 }
-inline void gelu_into(FTensor const& x, Gelu form, FTensor const& out) {
+template <FloatingElement T, FloatingElement O> void gelu_into(Tensor<T> const& x, Gelu form, Tensor<O> const& out) {
     unary_into(form == Gelu::tanh ? Op::gelu_tanh : Op::gelu, x, 0.0f, 0.0f, out);
 }
 
 // min(max(x, lo), hi), as torch.clamp (lo > hi gives hi); NaN stays NaN.
-inline FTensor clip(FTensor const& x, float lo, float hi) { return unary(Op::clip, x, lo, hi); }
-inline void clip_into(FTensor const& x, float lo, float hi, FTensor const& out) { unary_into(Op::clip, x, lo, hi, out); }
-inline FTensor exp(FTensor const& x) { return unary(Op::exp, x); }
-inline void exp_into(FTensor const& x, FTensor const& out) { unary_into(Op::exp, x, 0.0f, 0.0f, out); }
-inline FTensor log(FTensor const& x) { return unary(Op::log, x); }
-inline void log_into(FTensor const& x, FTensor const& out) { unary_into(Op::log, x, 0.0f, 0.0f, out); }
-inline FTensor sqrt(FTensor const& x) { return unary(Op::sqrt, x); }
-inline void sqrt_into(FTensor const& x, FTensor const& out) { unary_into(Op::sqrt, x, 0.0f, 0.0f, out); }
-inline FTensor abs(FTensor const& x) { return unary(Op::abs, x); }
-inline void abs_into(FTensor const& x, FTensor const& out) { unary_into(Op::abs, x, 0.0f, 0.0f, out); }
-inline FTensor neg(FTensor const& x) { return unary(Op::neg, x); }
-inline void neg_into(FTensor const& x, FTensor const& out) { unary_into(Op::neg, x, 0.0f, 0.0f, out); }
+template <FloatingElement T> Tensor<T> clip(Tensor<T> const& x, float lo, float hi) { return unary(Op::clip, x, lo, hi); }
+template <FloatingElement T, FloatingElement O> void clip_into(Tensor<T> const& x, float lo, float hi, Tensor<O> const& out) { unary_into(Op::clip, x, lo, hi, out); }
+template <FloatingElement T> Tensor<T> exp(Tensor<T> const& x) { return unary(Op::exp, x); }
+template <FloatingElement T, FloatingElement O> void exp_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::exp, x, 0.0f, 0.0f, out); }
+template <FloatingElement T> Tensor<T> log(Tensor<T> const& x) { return unary(Op::log, x); }
+template <FloatingElement T, FloatingElement O> void log_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::log, x, 0.0f, 0.0f, out); }
+template <FloatingElement T> Tensor<T> sqrt(Tensor<T> const& x) { return unary(Op::sqrt, x); }
+template <FloatingElement T, FloatingElement O> void sqrt_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::sqrt, x, 0.0f, 0.0f, out); }
+template <FloatingElement T> Tensor<T> abs(Tensor<T> const& x) { return unary(Op::abs, x); }
+template <FloatingElement T, FloatingElement O> void abs_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::abs, x, 0.0f, 0.0f, out); }
+template <FloatingElement T> Tensor<T> neg(Tensor<T> const& x) { return unary(Op::neg, x); }
+template <FloatingElement T, FloatingElement O> void neg_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::neg, x, 0.0f, 0.0f, out); }
 
 // ---- binary: tensors that broadcast (NumPy's rules, up to 8 axes), or a scalar on the right ----
-// Any binary op of rayo::op_table by its code; the named functions below call these.
-RAYO_API FTensor binary(Op op, FTensor const& a, FTensor const& b);
-RAYO_API void binary_into(Op op, FTensor const& a, FTensor const& b, FTensor const& out);
-RAYO_API FTensor binary(Op op, FTensor const& a, float s);
-RAYO_API void binary_into(Op op, FTensor const& a, float s, FTensor const& out);
+// Any binary op of rayo::op_table by its code; the named functions below call these. a, b and out
+// hold one element type (U or O another: DTypeError).
+template <FloatingElement T, FloatingElement U>
+RAYO_API Tensor<T> binary(Op op, Tensor<T> const& a, Tensor<U> const& b);
+template <FloatingElement T, FloatingElement U, FloatingElement O>
+RAYO_API void binary_into(Op op, Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out);
+template <FloatingElement T>
+RAYO_API Tensor<T> binary(Op op, Tensor<T> const& a, float s);
+template <FloatingElement T, FloatingElement O>
+RAYO_API void binary_into(Op op, Tensor<T> const& a, float s, Tensor<O> const& out);
 
-inline FTensor add(FTensor const& a, FTensor const& b) { return binary(Op::add, a, b); }
-inline void add_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::add, a, b, out); }
-inline FTensor add(FTensor const& a, float s) { return binary(Op::add, a, s); }
-inline void add_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::add, a, s, out); }
-inline FTensor sub(FTensor const& a, FTensor const& b) { return binary(Op::sub, a, b); }
-inline void sub_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::sub, a, b, out); }
-inline FTensor sub(FTensor const& a, float s) { return binary(Op::sub, a, s); }
-inline void sub_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::sub, a, s, out); }
-inline FTensor mul(FTensor const& a, FTensor const& b) { return binary(Op::mul, a, b); }
-inline void mul_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::mul, a, b, out); }
-inline FTensor mul(FTensor const& a, float s) { return binary(Op::mul, a, s); }
-inline void mul_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::mul, a, s, out); }
-inline FTensor div(FTensor const& a, FTensor const& b) { return binary(Op::div, a, b); }
-inline void div_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::div, a, b, out); }
-inline FTensor div(FTensor const& a, float s) { return binary(Op::div, a, s); }
-inline void div_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::div, a, s, out); }
+template <FloatingElement T, FloatingElement U> Tensor<T> add(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::add, a, b); }
+template <FloatingElement T, FloatingElement U, FloatingElement O> void add_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::add, a, b, out); }
+template <FloatingElement T> Tensor<T> add(Tensor<T> const& a, float s) { return binary(Op::add, a, s); }
+template <FloatingElement T, FloatingElement O> void add_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::add, a, s, out); }
+template <FloatingElement T, FloatingElement U> Tensor<T> sub(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::sub, a, b); }
+template <FloatingElement T, FloatingElement U, FloatingElement O> void sub_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::sub, a, b, out); }
+template <FloatingElement T> Tensor<T> sub(Tensor<T> const& a, float s) { return binary(Op::sub, a, s); }
+template <FloatingElement T, FloatingElement O> void sub_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::sub, a, s, out); }
+template <FloatingElement T, FloatingElement U> Tensor<T> mul(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::mul, a, b); }
+template <FloatingElement T, FloatingElement U, FloatingElement O> void mul_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::mul, a, b, out); }
+template <FloatingElement T> Tensor<T> mul(Tensor<T> const& a, float s) { return binary(Op::mul, a, s); }
+template <FloatingElement T, FloatingElement O> void mul_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::mul, a, s, out); }
+template <FloatingElement T, FloatingElement U> Tensor<T> div(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::div, a, b); }
+template <FloatingElement T, FloatingElement U, FloatingElement O> void div_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::div, a, b, out); }
+template <FloatingElement T> Tensor<T> div(Tensor<T> const& a, float s) { return binary(Op::div, a, s); }
+template <FloatingElement T, FloatingElement O> void div_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::div, a, s, out); }
 // The larger / smaller of a and b (NaN if either is NaN; maximum(+0, -0) = +0, minimum = -0), as
 // torch.maximum / torch.minimum.
-inline FTensor maximum(FTensor const& a, FTensor const& b) { return binary(Op::maximum, a, b); }
-inline void maximum_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::maximum, a, b, out); }
-inline FTensor maximum(FTensor const& a, float s) { return binary(Op::maximum, a, s); }
-inline void maximum_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::maximum, a, s, out); }
-inline FTensor minimum(FTensor const& a, FTensor const& b) { return binary(Op::minimum, a, b); }
-inline void minimum_into(FTensor const& a, FTensor const& b, FTensor const& out) { binary_into(Op::minimum, a, b, out); }
-inline FTensor minimum(FTensor const& a, float s) { return binary(Op::minimum, a, s); }
-inline void minimum_into(FTensor const& a, float s, FTensor const& out) { binary_into(Op::minimum, a, s, out); }
-inline FTensor scale(FTensor const& x, float s) { return binary(Op::mul, x, s); }
-inline void scale_into(FTensor const& x, float s, FTensor const& out) { binary_into(Op::mul, x, s, out); }
-// Sum of a·b over all elements (same shape); a rank-0 tensor.
-RAYO_API FTensor dot(FTensor const& a, FTensor const& b);
-RAYO_API void dot_into(FTensor const& a, FTensor const& b, FTensor const& out);
+template <FloatingElement T, FloatingElement U> Tensor<T> maximum(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::maximum, a, b); }
+template <FloatingElement T, FloatingElement U, FloatingElement O> void maximum_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::maximum, a, b, out); }
+template <FloatingElement T> Tensor<T> maximum(Tensor<T> const& a, float s) { return binary(Op::maximum, a, s); }
+template <FloatingElement T, FloatingElement O> void maximum_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::maximum, a, s, out); }
+template <FloatingElement T, FloatingElement U> Tensor<T> minimum(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::minimum, a, b); }
+template <FloatingElement T, FloatingElement U, FloatingElement O> void minimum_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::minimum, a, b, out); }
+template <FloatingElement T> Tensor<T> minimum(Tensor<T> const& a, float s) { return binary(Op::minimum, a, s); }
+template <FloatingElement T, FloatingElement O> void minimum_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::minimum, a, s, out); }
+template <FloatingElement T> Tensor<T> scale(Tensor<T> const& x, float s) { return binary(Op::mul, x, s); }
+template <FloatingElement T, FloatingElement O> void scale_into(Tensor<T> const& x, float s, Tensor<O> const& out) { binary_into(Op::mul, x, s, out); }
+// Sum of a·b over all elements (same shape, one element type); an f32 rank-0 tensor.
+template <FloatingElement T, FloatingElement U>
+RAYO_API FTensor dot(Tensor<T> const& a, Tensor<U> const& b);
+template <FloatingElement T, FloatingElement U>
+RAYO_API void dot_into(Tensor<T> const& a, Tensor<U> const& b, FTensor const& out);
 
 // ---- softmax along the last axis (axis must name it: -1 or rank-1) ---------------------------
-RAYO_API FTensor softmax(FTensor const& x, int axis = -1);
-RAYO_API void softmax_into(FTensor const& x, int axis, FTensor const& out);
-RAYO_API FTensor log_softmax(FTensor const& x, int axis = -1);
-RAYO_API void log_softmax_into(FTensor const& x, int axis, FTensor const& out);
+template <FloatingElement T>
+RAYO_API Tensor<T> softmax(Tensor<T> const& x, int axis = -1);
+template <FloatingElement T, FloatingElement O>
+RAYO_API void softmax_into(Tensor<T> const& x, int axis, Tensor<O> const& out);
+template <FloatingElement T>
+RAYO_API Tensor<T> log_softmax(Tensor<T> const& x, int axis = -1);
+template <FloatingElement T, FloatingElement O>
+RAYO_API void log_softmax_into(Tensor<T> const& x, int axis, Tensor<O> const& out);
 
 // ---- reductions: over everything (rank-0 result) or along one axis -------------------------------
 // Sums accumulate in double per block, so large tensors keep float accuracy. max/min propagate NaN;
-// argmax/argmin give the first index of the extreme value (a NaN counts as the extreme).
-RAYO_API FTensor sum(FTensor const& x);
-RAYO_API void sum_into(FTensor const& x, FTensor const& out);
-RAYO_API FTensor sum(FTensor const& x, int axis, bool keepdim = false);
-RAYO_API void sum_into(FTensor const& x, int axis, bool keepdim, FTensor const& out);
-RAYO_API FTensor mean(FTensor const& x);
-RAYO_API void mean_into(FTensor const& x, FTensor const& out);
-RAYO_API FTensor mean(FTensor const& x, int axis, bool keepdim = false);
-RAYO_API void mean_into(FTensor const& x, int axis, bool keepdim, FTensor const& out);
-RAYO_API FTensor max(FTensor const& x);
-RAYO_API void max_into(FTensor const& x, FTensor const& out);
-RAYO_API FTensor max(FTensor const& x, int axis, bool keepdim = false);
-RAYO_API void max_into(FTensor const& x, int axis, bool keepdim, FTensor const& out);
-RAYO_API FTensor min(FTensor const& x);
-RAYO_API void min_into(FTensor const& x, FTensor const& out);
-RAYO_API FTensor min(FTensor const& x, int axis, bool keepdim = false);
-RAYO_API void min_into(FTensor const& x, int axis, bool keepdim, FTensor const& out);
-RAYO_API Tensor<std::int64_t> argmax(FTensor const& x);
-RAYO_API void argmax_into(FTensor const& x, Tensor<std::int64_t> const& out);
-RAYO_API Tensor<std::int64_t> argmax(FTensor const& x, int axis, bool keepdim = false);
-RAYO_API void argmax_into(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
-RAYO_API Tensor<std::int64_t> argmin(FTensor const& x);
-RAYO_API void argmin_into(FTensor const& x, Tensor<std::int64_t> const& out);
-RAYO_API Tensor<std::int64_t> argmin(FTensor const& x, int axis, bool keepdim = false);
-RAYO_API void argmin_into(FTensor const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
+// argmax/argmin give the first index of the extreme value (a NaN counts as the extreme). The
+// results are f32 (i64 indices) whatever x's floating type.
+template <FloatingElement T> RAYO_API FTensor sum(Tensor<T> const& x);
+template <FloatingElement T> RAYO_API void sum_into(Tensor<T> const& x, FTensor const& out);
+template <FloatingElement T> RAYO_API FTensor sum(Tensor<T> const& x, int axis, bool keepdim = false);
+template <FloatingElement T> RAYO_API void sum_into(Tensor<T> const& x, int axis, bool keepdim, FTensor const& out);
+template <FloatingElement T> RAYO_API FTensor mean(Tensor<T> const& x);
+template <FloatingElement T> RAYO_API void mean_into(Tensor<T> const& x, FTensor const& out);
+template <FloatingElement T> RAYO_API FTensor mean(Tensor<T> const& x, int axis, bool keepdim = false);
+template <FloatingElement T> RAYO_API void mean_into(Tensor<T> const& x, int axis, bool keepdim, FTensor const& out);
+template <FloatingElement T> RAYO_API FTensor max(Tensor<T> const& x);
+template <FloatingElement T> RAYO_API void max_into(Tensor<T> const& x, FTensor const& out);
+template <FloatingElement T> RAYO_API FTensor max(Tensor<T> const& x, int axis, bool keepdim = false);
+template <FloatingElement T> RAYO_API void max_into(Tensor<T> const& x, int axis, bool keepdim, FTensor const& out);
+template <FloatingElement T> RAYO_API FTensor min(Tensor<T> const& x);
+template <FloatingElement T> RAYO_API void min_into(Tensor<T> const& x, FTensor const& out);
+template <FloatingElement T> RAYO_API FTensor min(Tensor<T> const& x, int axis, bool keepdim = false);
+template <FloatingElement T> RAYO_API void min_into(Tensor<T> const& x, int axis, bool keepdim, FTensor const& out);
+template <FloatingElement T> RAYO_API Tensor<std::int64_t> argmax(Tensor<T> const& x);
+template <FloatingElement T> RAYO_API void argmax_into(Tensor<T> const& x, Tensor<std::int64_t> const& out);
+template <FloatingElement T> RAYO_API Tensor<std::int64_t> argmax(Tensor<T> const& x, int axis, bool keepdim = false);
+template <FloatingElement T> RAYO_API void argmax_into(Tensor<T> const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
+template <FloatingElement T> RAYO_API Tensor<std::int64_t> argmin(Tensor<T> const& x);
+template <FloatingElement T> RAYO_API void argmin_into(Tensor<T> const& x, Tensor<std::int64_t> const& out);
+template <FloatingElement T> RAYO_API Tensor<std::int64_t> argmin(Tensor<T> const& x, int axis, bool keepdim = false);
+template <FloatingElement T> RAYO_API void argmin_into(Tensor<T> const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
 
 // ---- matrices ------------------------------------------------------------------------------------
 // How matmul reads b.
@@ -248,15 +269,24 @@ template <CastElement T>
 RAYO_API void index_select_into(Tensor<T> const& x, int axis, Tensor<std::int32_t> const& ids, Tensor<T> const& out);
 
 // ---- normalisation over the last axis ------------------------------------------------------------
+// x, gamma, beta and out hold one floating type T; the statistics are computed in f32.
 // layer_norm: (x - mean) / sqrt(var + eps) · gamma + beta, with the biased variance.
-RAYO_API FTensor layer_norm(FTensor const& x, float eps = 1e-5f);
-RAYO_API void layer_norm_into(FTensor const& x, float eps, FTensor const& out);
-RAYO_API FTensor layer_norm(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps = 1e-5f);
-RAYO_API void layer_norm_into(FTensor const& x, FTensor const& gamma, FTensor const& beta, float eps, FTensor const& out);
+template <FloatingElement T>
+RAYO_API Tensor<T> layer_norm(Tensor<T> const& x, float eps = 1e-5f);
+template <FloatingElement T, FloatingElement O>
+RAYO_API void layer_norm_into(Tensor<T> const& x, float eps, Tensor<O> const& out);
+template <FloatingElement T, FloatingElement W>
+RAYO_API Tensor<T> layer_norm(Tensor<T> const& x, Tensor<W> const& gamma, Tensor<W> const& beta, float eps = 1e-5f);
+template <FloatingElement T, FloatingElement W, FloatingElement O>
+RAYO_API void layer_norm_into(Tensor<T> const& x, Tensor<W> const& gamma, Tensor<W> const& beta, float eps, Tensor<O> const& out);
 // rms_norm: x / sqrt(mean(x²) + eps) · gamma.
-RAYO_API FTensor rms_norm(FTensor const& x, float eps = 1e-6f);
-RAYO_API void rms_norm_into(FTensor const& x, float eps, FTensor const& out);
-RAYO_API FTensor rms_norm(FTensor const& x, FTensor const& gamma, float eps = 1e-6f);
-RAYO_API void rms_norm_into(FTensor const& x, FTensor const& gamma, float eps, FTensor const& out);
+template <FloatingElement T>
+RAYO_API Tensor<T> rms_norm(Tensor<T> const& x, float eps = 1e-6f);
+template <FloatingElement T, FloatingElement O>
+RAYO_API void rms_norm_into(Tensor<T> const& x, float eps, Tensor<O> const& out);
+template <FloatingElement T, FloatingElement W>
+RAYO_API Tensor<T> rms_norm(Tensor<T> const& x, Tensor<W> const& gamma, float eps = 1e-6f);
+template <FloatingElement T, FloatingElement W, FloatingElement O>
+RAYO_API void rms_norm_into(Tensor<T> const& x, Tensor<W> const& gamma, float eps, Tensor<O> const& out);
 
 }  // namespace rayo

@@ -37,6 +37,11 @@ struct KernelTable {
     void (*binary_broadcast)(Op op, float const* a, std::size_t a_step, float const* b, std::size_t b_step, float* out,
                              std::size_t n, bool stream);
 
+    // f16 / bf16 (`type`) <-> f32 for n values (rayo/cpu/element_conversion.hpp): the 16-bit
+    // tensors go through the f32 kernels a block at a time.
+    void (*widen)(DType type, void const* in, float* out, std::size_t n);
+    void (*narrow)(DType type, float const* in, void* out, std::size_t n);
+
     // Reduces in[0..n): sum -> value; max/min -> value (NaN if any); argmax/argmin -> value and
     // first index of the extreme (the first NaN if any).
     ReduceResult (*reduce)(Op op, float const* in, std::size_t n);

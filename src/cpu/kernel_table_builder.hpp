@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cpu/kernel_table.hpp"
+#include "rayo/cpu/element_conversion.hpp"
 #include "rayo/cpu/elementwise.hpp"
 #include "rayo/cpu/gemm.hpp"
 #include "rayo/cpu/normalization.hpp"
@@ -35,6 +36,8 @@ constexpr KernelTable make_kernel_table(CpuArch arch) {
         .binary = &binary_kernel<A>,
         .binary_scalar = &binary_scalar_kernel<A>,
         .binary_broadcast = &binary_broadcast_kernel<A>,
+        .widen = &widen_kernel<A>,
+        .narrow = &narrow_kernel<A>,
         .reduce = &reduce_kernel<A>,
         .reduce_columns = &reduce_columns_kernel<A>,
         .dot = &dot_kernel<A>,

@@ -1,8 +1,9 @@
-// The unary and binary families, and dot.
+// The unary and binary families, and dot, for f32, f16 and bf16 tensors.
 #include <string>
 
 #include "dispatch/broadcast.hpp"
 #include "dispatch/dispatch.hpp"
+#include "ops/floating_instantiations.hpp"
 #include "ops/op_checks.hpp"
 #include "rayo/ops.hpp"
 
@@ -16,21 +17,18 @@ void check_family(Op op, OpFamily expected) {
                     std::string(to_string(expected)) + " op");
 }
 
-void check_operands(Op op, FTensor const& a, FTensor const& b) {
-    auto const name = to_string(op);
-    detail::check_same_device(name, a, b);
-    detail::check_same_shape(name, a, b);
-}
-
-// The shape a op b has: a and b broadcast (rayo checks devices first, then shapes).
-Shape binary_shape(Op op, FTensor const& a, FTensor const& b) {
+// The shape a op b has: a and b broadcast (rayo checks element types, devices, then shapes).
+template <class T, class U>
+Shape binary_shape(Op op, Tensor<T> const& a, Tensor<U> const& b) {
+    detail::check_same_dtype(to_string(op), "a", a, "b", b);
     detail::check_same_device(to_string(op), a, b);
     if (a.shape() == b.shape()) return a.shape();
     return detail::broadcast_shapes(to_string(op), a.shape(), b.shape());
 }
 
 // t as an operand of an op whose result has shape `to` (t broadcasts to it).
-detail::OpArg broadcast_arg(FTensor const& t, Shape const& to) {
+template <class T>
+detail::OpArg broadcast_arg(Tensor<T> const& t, Shape const& to) {
     detail::OpArg a = detail::arg(t);
     if (t.shape() != to) a.view = detail::broadcast_view(a.view, to.dims());
     return a;
@@ -38,22 +36,27 @@ detail::OpArg broadcast_arg(FTensor const& t, Shape const& to) {
 
 }  // namespace
 
-void unary_into(Op op, FTensor const& x, float a, float b, FTensor const& out) {
+template <FloatingElement T, FloatingElement O>
+void unary_into(Op op, Tensor<T> const& x, float a, float b, Tensor<O> const& out) {
     check_family(op, OpFamily::unary);
+    detail::check_same_dtype(to_string(op), "x", x, "out", out);
     detail::check_out(to_string(op), out, x.shape(), x, true);
     detail::dispatch(x.device(), detail::op::Unary{op, a, b}, {detail::arg(x)}, {detail::arg(out)});
 }
 
-FTensor unary(Op op, FTensor const& x, float a, float b) {
+template <FloatingElement T>
+Tensor<T> unary(Op op, Tensor<T> const& x, float a, float b) {
     check_family(op, OpFamily::unary);
-    FTensor out = FTensor::empty(x.shape(), x.device());
+    Tensor<T> out = Tensor<T>::empty(x.shape(), x.device());
     unary_into(op, x, a, b, out);
     return out;
 }
 
-void binary_into(Op op, FTensor const& a, FTensor const& b, FTensor const& out) {
+template <FloatingElement T, FloatingElement U, FloatingElement O>
+void binary_into(Op op, Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) {
     check_family(op, OpFamily::binary);
     Shape const shape = binary_shape(op, a, b);
+    detail::check_same_dtype(to_string(op), "a", a, "out", out);
     // out may be an input of the result's shape (in place); an input it repeats may not alias it.
     detail::check_out(to_string(op), out, shape, a, a.shape() == shape);
     detail::check_out(to_string(op), out, shape, b, b.shape() == shape);
@@ -61,38 +64,73 @@ void binary_into(Op op, FTensor const& a, FTensor const& b, FTensor const& out) 
                      {detail::arg(out)});
 }
 
-FTensor binary(Op op, FTensor const& a, FTensor const& b) {
+template <FloatingElement T, FloatingElement U>
+Tensor<T> binary(Op op, Tensor<T> const& a, Tensor<U> const& b) {
     check_family(op, OpFamily::binary);
-    FTensor out = FTensor::empty(binary_shape(op, a, b), a.device());
+    Tensor<T> out = Tensor<T>::empty(binary_shape(op, a, b), a.device());
     binary_into(op, a, b, out);
     return out;
 }
 
-void binary_into(Op op, FTensor const& a, float s, FTensor const& out) {
+template <FloatingElement T, FloatingElement O>
+void binary_into(Op op, Tensor<T> const& a, float s, Tensor<O> const& out) {
     check_family(op, OpFamily::binary);
+    detail::check_same_dtype(to_string(op), "a", a, "out", out);
     detail::check_out(to_string(op), out, a.shape(), a, true);
     detail::dispatch(a.device(), detail::op::Binary{op, true, s}, {detail::arg(a)}, {detail::arg(out)});
 }
 
-FTensor binary(Op op, FTensor const& a, float s) {
+template <FloatingElement T>
+Tensor<T> binary(Op op, Tensor<T> const& a, float s) {
     check_family(op, OpFamily::binary);
-    FTensor out = FTensor::empty(a.shape(), a.device());
+    Tensor<T> out = Tensor<T>::empty(a.shape(), a.device());
     binary_into(op, a, s, out);
     return out;
 }
 
-void dot_into(FTensor const& a, FTensor const& b, FTensor const& out) {
-    check_operands(Op::dot, a, b);
+namespace {
+
+template <class T, class U>
+void check_dot_operands(Tensor<T> const& a, Tensor<U> const& b) {
+    detail::check_same_dtype("dot", "a", a, "b", b);
+    detail::check_same_device("dot", a, b);
+    detail::check_same_shape("dot", a, b);
+}
+
+}  // namespace
+
+template <FloatingElement T, FloatingElement U>
+void dot_into(Tensor<T> const& a, Tensor<U> const& b, FTensor const& out) {
+    check_dot_operands(a, b);
     detail::check_out("dot", out, Shape{}, a, false);
     detail::check_out("dot", out, Shape{}, b, false);
     detail::dispatch(a.device(), detail::op::Dot{}, {detail::arg(a), detail::arg(b)}, {detail::arg(out)});
 }
 
-FTensor dot(FTensor const& a, FTensor const& b) {
-    check_operands(Op::dot, a, b);
+template <FloatingElement T, FloatingElement U>
+FTensor dot(Tensor<T> const& a, Tensor<U> const& b) {
+    check_dot_operands(a, b);
     FTensor out = FTensor::empty(Shape{}, a.device());
     dot_into(a, b, out);
     return out;
 }
+
+#define RAYO_INSTANTIATE_ONE_TYPE(T)                                   \
+    template Tensor<T> unary(Op, Tensor<T> const&, float, float); \
+    template Tensor<T> binary(Op, Tensor<T> const&, float);
+#define RAYO_INSTANTIATE_TWO_TYPES(T, U)                                                \
+    template void unary_into(Op, Tensor<T> const&, float, float, Tensor<U> const&); \
+    template Tensor<T> binary(Op, Tensor<T> const&, Tensor<U> const&);                 \
+    template void binary_into(Op, Tensor<T> const&, float, Tensor<U> const&);          \
+    template FTensor dot(Tensor<T> const&, Tensor<U> const&);                          \
+    template void dot_into(Tensor<T> const&, Tensor<U> const&, FTensor const&);
+#define RAYO_INSTANTIATE_THREE_TYPES(T, U, O) \
+    template void binary_into(Op, Tensor<T> const&, Tensor<U> const&, Tensor<O> const&);
+RAYO_EACH_FLOATING(RAYO_INSTANTIATE_ONE_TYPE)
+RAYO_EACH_FLOATING_PAIR(RAYO_INSTANTIATE_TWO_TYPES)
+RAYO_EACH_FLOATING_TRIPLE(RAYO_INSTANTIATE_THREE_TYPES)
+#undef RAYO_INSTANTIATE_ONE_TYPE
+#undef RAYO_INSTANTIATE_TWO_TYPES
+#undef RAYO_INSTANTIATE_THREE_TYPES
 
 }  // namespace rayo

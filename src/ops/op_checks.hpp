@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "rayo/error.hpp"
 #include "rayo/tensor.hpp"
@@ -14,6 +15,17 @@ void check_same_device(std::string_view op, Tensor<T> const& a, Tensor<U> const&
     if (a.device() != b.device())
         throw Error(std::string(op) + ": tensors are on different devices (" + a.device().id() + " and " +
                     b.device().id() + "); move one with .to(device)");
+}
+
+// `operand` holds the element type of `reference` (the op's first operand, x or a): one call takes
+// one element type, and another is a DTypeError naming the op and both types.
+template <class T, class U>
+void check_same_dtype(std::string_view op, std::string_view reference_name, Tensor<T> const&, std::string_view operand_name,
+                      Tensor<U> const&) {
+    if constexpr (!std::is_same_v<T, U>)
+        throw DTypeError(std::string(op) + ": " + std::string(operand_name) + " is " + std::string(to_string(dtype_of<U>)) +
+                         " but " + std::string(reference_name) + " is " + std::string(to_string(dtype_of<T>)) +
+                         "; the tensors of one call hold one element type (convert with rayo::cast)");
 }
 
 template <class T, class U>

@@ -40,6 +40,10 @@ void use_matmul_features(Device device, bool storage16, bool cooperative_matrix)
     });
 }
 
+void use_element16_builds(Device device, bool enabled) {
+    switch_path(device, [&](PathSwitches& s) { s.element16 = enabled; });
+}
+
 void use_decoded_kquant_gemm(Device device, bool decode_first) {
     switch_path(device, [&](PathSwitches& s) { s.decoded_kquant_gemm = decode_first; });
 }

@@ -43,6 +43,9 @@ void use_subgroups(Device device, bool enabled);
 // false turns off matmul's 16-bit-storage reads of f16 (packed words instead) or its
 // cooperative-matrix GEMM, so tests cover the portable paths too; true restores the default.
 void use_matmul_features(Device device, bool storage16, bool cooperative_matrix);
+// false makes the element-wise, row and reduction ops of f16 / bf16 tensors run on the CPU, as on a
+// device without 16-bit storage, so tests cover that fallback; true restores the default.
+void use_element16_builds(Device device, bool enabled);
 // false makes linear with K-quant weights and many rows of x decode the weights in the tiled GEMM's
 // loads instead of into an f32 scratch copy first (the path for copies larger than one binding),
 // so tests cover both; true restores the default.

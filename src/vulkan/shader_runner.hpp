@@ -15,7 +15,8 @@
 //   element size, which bind() checks). Scratch buffers start at element 0.
 // * Spec constants: SpecConstants = std::array<std::uint32_t, 8>, entry i is constant_id i; by
 //   convention 0 = op code (a rayo::Op, as op_codes.glsl names them) or variant, 1 = workgroup size
-//   (`layout(local_size_x_id = 1) in;`), 2..7 shader-specific. The pipeline cache adds constant 31
+//   (`layout(local_size_x_id = 1) in;`), 2..7 shader-specific (the _element16 builds take their
+//   element type as 7, vulkan/ops/element_type.hpp). The pipeline cache adds constant 31
 //   (RAYO_FUSED_FMA, float_math.glsl) from the device. One pipeline per (shader, constants).
 // * Push constants: one range of max_push_constant_bytes (128) at offset 0 in every pipeline layout;
 //   the shader's `layout(push_constant)` block mirrors the struct passed (std430-compatible layout).
@@ -102,6 +103,7 @@ struct Groups {
 struct PathSwitches {
     bool subgroups = true;             // subgroup arithmetic in reductions, softmax and norms
     bool storage16 = true;             // matmul reads f16 through 16-bit storage
+    bool element16 = true;             // f16 / bf16 element-wise, row and reduction ops on the device
     bool cooperative_matrix = true;    // matmul's cooperative-matrix GEMM
     bool decoded_kquant_gemm = true;   // K-quant linear decodes the weights before the f32 GEMM
     std::optional<bool> integer_dot;   // the one-row q4_k GEMV's build; nullopt: where accelerated

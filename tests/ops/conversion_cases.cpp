@@ -2,6 +2,7 @@
 // target format directly: random values of every magnitude, the specials (NaN, ±Inf, ±0,
 // subnormals of each format, the overflow edges), every f16 / bf16 bit pattern at random, and
 // integers across the whole i32 range.
+#include "ops/float_formats.hpp"
 #include "ops/harness.hpp"
 
 #include <cmath>
@@ -15,25 +16,6 @@ namespace rayo::test::ops {
 namespace {
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-
-// A float format: significand bits after the point, smallest normal exponent, and the magnitude
-// from which values round to infinity.
-struct Format {
-    int mantissa, min_exponent;
-    double overflow;
-};
-constexpr Format f32_format{23, -126, 0x1p128 - 0x1p103};
-constexpr Format f16_format{10, -14, 65520.0};
-constexpr Format bf16_format{7, -126, 0x1p128 - 0x1p119};
-
-// v rounded to nearest even in `f` (exact arithmetic in double for every value these tests make).
-double round_to(double v, Format f) {
-    if (std::isnan(v) || v == 0 || std::isinf(v)) return v;
-    if (std::abs(v) >= f.overflow) return std::copysign(std::numeric_limits<double>::infinity(), v);
-    int const e = std::max(std::ilogb(v), f.min_exponent);
-    double const quantum = std::ldexp(1.0, e - f.mantissa);
-    return std::copysign(std::nearbyint(std::abs(v) / quantum) * quantum, v);
-}
 
 double half_value(std::uint16_t h) {
     int const e = (h >> 10) & 0x1f, m = h & 0x3ff;

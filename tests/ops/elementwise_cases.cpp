@@ -1,7 +1,9 @@
-// The unary and binary families: every op on every shape of elementwise_shapes(), on views whose
-// offsets take each backend's vector and scalar paths, with special values mixed in; the
-// returning form and in place; and, for the transcendentals, a dense sweep of their documented
-// range.
+// The unary and binary families at f32, f16 and bf16: every op on every shape of
+// elementwise_shapes(), on views whose offsets take each backend's vector and scalar paths, with
+// special values mixed in; the returning form and in place; and, for the transcendentals, a dense
+// sweep of their documented range (for f16 and bf16, every value of the type in it). 16-bit
+// inputs are random floats rounded to the type; the float64 reference is computed from the rounded
+// inputs and rounded to the type before the comparison.
 #include "ops/harness.hpp"
 #include "ops/references.hpp"
 
@@ -49,10 +51,13 @@ std::vector<UnaryOp> unary_ops() {
     };
 }
 
+template <class T>
 void check_unary(CaseContext& ctx, UnaryOp const& u) {
-    auto run = [&](std::vector<float> const& in, Shape const& shape, Layout layout) {
-        Guarded<float> out = ctx.output<float>(shape, layout.out);
-        unary_into(u.op, ctx.input(in, shape, layout.in), u.a, u.b, out.tensor());
+    auto run = [&](std::vector<float> const& values, Shape const& shape, Layout layout) {
+        std::vector<T> const stored = rounded_to<T>(values);
+        std::vector<float> const in(stored.begin(), stored.end());
+        Guarded<T> out = ctx.output<T>(shape, layout.out);
+        unary_into(u.op, ctx.input(stored, shape, layout.in), u.a, u.b, out.tensor());
         ctx.expect_close(out, {.want = [&](std::size_t i) { return u.reference(in[i], u.a, u.b); },
                                .describe = [&](std::size_t i) { return std::string(to_string(u.op)) + "(" + show(in[i]) + ")"; },
                                .want_flushed = [&](std::size_t i) { return u.reference(flush(in[i]), u.a, u.b); }});
@@ -64,20 +69,18 @@ void check_unary(CaseContext& ctx, UnaryOp const& u) {
     }
     if (u.sweep) {
         SCOPED_TRACE("sweep");
-        std::vector<float> const in = ctx.sweep(u.sweep->lo, u.sweep->hi, std::size_t{1} << 22);
+        std::vector<float> const in = std::is_same_v<T, float> ? ctx.sweep(u.sweep->lo, u.sweep->hi, std::size_t{1} << 22)
+                                                               : ctx.sweep_all_of(dtype_of<T>, u.sweep->lo, u.sweep->hi);
         run(in, Shape{in.size()}, layouts[0]);
     }
     // The returning form, and in place.
-    std::vector<float> const in = ctx.values(1001, u.range);
-    Tensor<float> x = ctx.input(in, Shape{7, 143});
-    std::vector<float> const returned = unary(u.op, x, u.a, u.b).to_vector();
+    std::vector<T> const in = rounded_to<T>(ctx.values(1001, u.range));
+    Tensor<T> x = ctx.input(in, Shape{7, 143});
+    std::vector<T> const returned = unary(u.op, x, u.a, u.b).to_vector();
     unary_into(u.op, x, u.a, u.b, x);
-    std::vector<float> const in_place = x.to_vector();
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        EXPECT_TRUE(std::bit_cast<std::uint32_t>(returned[i]) == std::bit_cast<std::uint32_t>(in_place[i]) ||
-                    (std::isnan(returned[i]) && std::isnan(in_place[i])))
-            << "in place and returned differ at " << show(in[i]);
-    }
+    std::vector<T> const in_place = x.to_vector();
+    for (std::size_t i = 0; i < in.size(); ++i)
+        EXPECT_TRUE(same_or_both_nan(returned[i], in_place[i])) << "in place and returned differ at " << show(in[i]);
 }
 
 struct BinaryOp {
@@ -107,6 +110,7 @@ std::vector<BinaryOp> binary_ops() {
             {Op::minimum, minimum_ref, {-4, 4}}};
 }
 
+template <class T>
 void check_binary(CaseContext& ctx, BinaryOp const& b, bool scalar) {
     float const s = 0.7f;
     std::vector<Shape> const shapes = ctx.shapes(elementwise_shapes());
@@ -114,11 +118,12 @@ void check_binary(CaseContext& ctx, BinaryOp const& b, bool scalar) {
         Shape const& shape = shapes[i];
         SCOPED_TRACE("shape " + shape.to_string());
         Layout const layout = layouts[i % std::size(layouts)];
-        std::vector<float> const av = ctx.values(shape.numel(), b.range), bv = ctx.values(shape.numel(), b.range);
-        Guarded<float> out = ctx.output<float>(shape, layout.out);
-        Tensor<float> const a = ctx.input(av, shape, layout.in);
+        std::vector<T> const at = rounded_to<T>(ctx.values(shape.numel(), b.range)), bt = rounded_to<T>(ctx.values(shape.numel(), b.range));
+        std::vector<float> const av(at.begin(), at.end()), bv(bt.begin(), bt.end());
+        Guarded<T> out = ctx.output<T>(shape, layout.out);
+        Tensor<T> const a = ctx.input(at, shape, layout.in);
         if (scalar) binary_into(b.op, a, s, out.tensor());
-        else binary_into(b.op, a, ctx.input(bv, shape, layout.in), out.tensor());
+        else binary_into(b.op, a, ctx.input(bt, shape, layout.in), out.tensor());
         auto rhs = [&](std::size_t e) { return scalar ? s : bv[e]; };
         ctx.expect_close(
             out, {.want = [&](std::size_t e) { return b.reference(av[e], rhs(e)); },
@@ -126,14 +131,13 @@ void check_binary(CaseContext& ctx, BinaryOp const& b, bool scalar) {
                   .want_flushed = [&](std::size_t e) { return b.reference(flush(av[e]), flush(rhs(e))); }});
     }
     // In place: a op= b.
-    std::vector<float> const av = ctx.values(999, b.range), bv = ctx.values(999, b.range);
-    Tensor<float> a = ctx.input(av, Shape{999}), rhs = ctx.input(bv, Shape{999});
-    std::vector<float> const want = (scalar ? binary(b.op, a, s) : binary(b.op, a, rhs)).to_vector();
+    std::vector<T> const av = rounded_to<T>(ctx.values(999, b.range)), bv = rounded_to<T>(ctx.values(999, b.range));
+    Tensor<T> a = ctx.input(av, Shape{999}), rhs = ctx.input(bv, Shape{999});
+    std::vector<T> const want = (scalar ? binary(b.op, a, s) : binary(b.op, a, rhs)).to_vector();
     if (scalar) binary_into(b.op, a, s, a);
     else binary_into(b.op, a, rhs, a);
-    std::vector<float> const got = a.to_vector();
-    for (std::size_t e = 0; e < got.size(); ++e)
-        EXPECT_TRUE(got[e] == want[e] || (std::isnan(got[e]) && std::isnan(want[e]))) << "in place differs at " << e;
+    std::vector<T> const got = a.to_vector();
+    for (std::size_t e = 0; e < got.size(); ++e) EXPECT_TRUE(same_or_both_nan(got[e], want[e])) << "in place differs at " << e;
 }
 
 // The index into `from` (a shape broadcasting to `to`) of element e of `to`.
@@ -154,6 +158,7 @@ std::size_t broadcast_index(Shape const& from, Shape const& to, std::size_t e) {
 
 // a op b with NumPy broadcasting: a row operand, a column, both sides repeating, the left operand
 // repeating, ranks up to 8, and 0-sized results; the returning form and in place into a.
+template <class T>
 void check_broadcast(CaseContext& ctx, BinaryOp const& b) {
     struct Pair {
         Shape a, b;
@@ -173,9 +178,10 @@ void check_broadcast(CaseContext& ctx, BinaryOp const& b) {
         if (!ctx.fits(shape.numel())) continue;
         SCOPED_TRACE(p.a.to_string() + " " + std::string(to_string(b.op)) + " " + p.b.to_string());
         Layout const layout = layouts[i % std::size(layouts)];
-        std::vector<float> const av = ctx.values(p.a.numel(), b.range), bv = ctx.values(p.b.numel(), b.range);
-        Tensor<float> const a = ctx.input(av, p.a, layout.in), rhs = ctx.input(bv, p.b, layout.in + 1);
-        Guarded<float> out = ctx.output<float>(shape, layout.out);
+        std::vector<T> const at = rounded_to<T>(ctx.values(p.a.numel(), b.range)), bt = rounded_to<T>(ctx.values(p.b.numel(), b.range));
+        std::vector<float> const av(at.begin(), at.end()), bv(bt.begin(), bt.end());
+        Tensor<T> const a = ctx.input(at, p.a, layout.in), rhs = ctx.input(bt, p.b, layout.in + 1);
+        Guarded<T> out = ctx.output<T>(shape, layout.out);
         binary_into(b.op, a, rhs, out.tensor());
         auto lhs_at = [&](std::size_t e) { return av[broadcast_index(p.a, shape, e)]; };
         auto rhs_at = [&](std::size_t e) { return bv[broadcast_index(p.b, shape, e)]; };
@@ -183,30 +189,35 @@ void check_broadcast(CaseContext& ctx, BinaryOp const& b) {
             out, {.want = [&](std::size_t e) { return b.reference(lhs_at(e), rhs_at(e)); },
                   .describe = [&](std::size_t e) { return show(lhs_at(e)) + " " + std::string(to_string(b.op)) + " " + show(rhs_at(e)); },
                   .want_flushed = [&](std::size_t e) { return b.reference(flush(lhs_at(e)), flush(rhs_at(e))); }});
-        std::vector<float> const got = out.values(), returned = binary(b.op, a, rhs).to_vector();
-        for (std::size_t e = 0; e < got.size(); ++e)
-            ASSERT_TRUE(got[e] == returned[e] || (std::isnan(got[e]) && std::isnan(returned[e]))) << "returned form differs at " << e;
+        std::vector<T> const got = out.values(), returned = binary(b.op, a, rhs).to_vector();
+        for (std::size_t e = 0; e < got.size(); ++e) ASSERT_TRUE(same_or_both_nan(got[e], returned[e])) << "returned form differs at " << e;
         if (p.a == shape) {  // in place: a op= b
-            Tensor<float> x = ctx.input(av, p.a, layout.in);
+            Tensor<T> x = ctx.input(at, p.a, layout.in);
             binary_into(b.op, x, rhs, x);
-            std::vector<float> const in_place = x.to_vector();
-            for (std::size_t e = 0; e < got.size(); ++e)
-                ASSERT_TRUE(got[e] == in_place[e] || (std::isnan(got[e]) && std::isnan(in_place[e]))) << "in place differs at " << e;
+            std::vector<T> const in_place = x.to_vector();
+            for (std::size_t e = 0; e < got.size(); ++e) ASSERT_TRUE(same_or_both_nan(got[e], in_place[e])) << "in place differs at " << e;
         }
+    }
+}
+
+template <class T>
+void add_cases(std::vector<OpCase>& c) {
+    std::string const suffix = dtype_suffix<T>();
+    for (UnaryOp const& u : unary_ops())
+        c.push_back({std::string(to_string(u.op)) + suffix, u.op, dtype_of<T>, [u](CaseContext& ctx) { check_unary<T>(ctx, u); }});
+    for (BinaryOp const& b : binary_ops()) {
+        std::string const name(to_string(b.op));
+        c.push_back({name + suffix, b.op, dtype_of<T>, [b](CaseContext& ctx) { check_binary<T>(ctx, b, false); }});
+        c.push_back({name + "_scalar" + suffix, b.op, dtype_of<T>, [b](CaseContext& ctx) { check_binary<T>(ctx, b, true); }});
+        c.push_back({name + "_broadcast" + suffix, b.op, dtype_of<T>, [b](CaseContext& ctx) { check_broadcast<T>(ctx, b); }});
     }
 }
 
 std::vector<OpCase> cases() {
     std::vector<OpCase> c;
-    for (UnaryOp const& u : unary_ops())
-        c.push_back({std::string(to_string(u.op)), u.op, DType::f32, [u](CaseContext& ctx) { check_unary(ctx, u); }});
-    for (BinaryOp const& b : binary_ops()) {
-        c.push_back({std::string(to_string(b.op)), b.op, DType::f32, [b](CaseContext& ctx) { check_binary(ctx, b, false); }});
-        c.push_back({std::string(to_string(b.op)) + "_scalar", b.op, DType::f32,
-                     [b](CaseContext& ctx) { check_binary(ctx, b, true); }});
-        c.push_back({std::string(to_string(b.op)) + "_broadcast", b.op, DType::f32,
-                     [b](CaseContext& ctx) { check_broadcast(ctx, b); }});
-    }
+    add_cases<float>(c);
+    add_cases<half>(c);
+    add_cases<bfloat16>(c);
     return c;
 }
 

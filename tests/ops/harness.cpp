@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "ops/float_formats.hpp"
 #include "support/test_support.hpp"
 
 #if RAYO_TEST_VULKAN
@@ -99,6 +100,7 @@ std::optional<std::size_t> Guarded<T>::changed_guard() const {
 template <class T>
 T Guarded<T>::poison() noexcept {
     if constexpr (std::is_same_v<T, float>) return test::poison;
+    else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return T::from_bits(0x5a5a);  // a finite value
     else return static_cast<T>(0x5a5a5a5a);
 }
 
@@ -180,6 +182,22 @@ template Tensor<half> CaseContext::input(std::vector<half> const&, Shape, std::s
 template Tensor<bfloat16> CaseContext::input(std::vector<bfloat16> const&, Shape, std::size_t) const;
 template Tensor<std::int32_t> CaseContext::input(std::vector<std::int32_t> const&, Shape, std::size_t) const;
 
+std::vector<float> CaseContext::sweep_all_of(DType type, float lo, float hi) const {
+    std::vector<float> in;
+    for (std::uint32_t bits = 0; bits <= 0xffffu; ++bits) {
+        auto const b = static_cast<std::uint16_t>(bits);
+        float const v = type == DType::f16 ? static_cast<float>(half::from_bits(b)) : static_cast<float>(bfloat16::from_bits(b));
+        if (v >= lo && v <= hi) in.push_back(v);
+    }
+    if (in.size() > target_.max_elements) {  // every k-th, to fit the target's budget
+        std::size_t const k = (in.size() + target_.max_elements - 1) / target_.max_elements;
+        std::vector<float> thinned;
+        for (std::size_t i = 0; i < in.size(); i += k) thinned.push_back(in[i]);
+        in = std::move(thinned);
+    }
+    return in;
+}
+
 namespace {
 
 // The first few failures of a comparison, and how many there were.
@@ -199,31 +217,40 @@ private:
     std::string text_;
 };
 
+// got (a value of T) against want; for f16 and bf16, want rounded to T first.
+template <class T>
 bool within(Tolerance const& t, float got, double want, double scale, double magnitude) {
     if (std::isnan(want)) return std::isnan(got);
     if (std::isnan(got)) return false;
-    if (t.ulp >= 0) return ulp_error(got, want) <= t.ulp;
+    if constexpr (std::is_same_v<T, float>) {
+        if (t.ulp >= 0) return ulp_error(got, want) <= t.ulp;
+    } else {
+        if (t.ulp >= 0) return ulp_error_in(format_of<T>(), got, want) <= t.ulp;
+        want = round_to(want, format_of<T>());
+    }
     if (std::isinf(want) || std::isinf(got)) return static_cast<double>(got) == want;
     return std::abs(static_cast<double>(got) - want) <= t.rel * scale + t.rounding * magnitude + t.abs;
 }
 
 }  // namespace
 
-void CaseContext::expect_close(Guarded<float> const& out, Expected const& e) {
-    std::vector<float> const got = out.values();
+template <class T>
+void CaseContext::expect_close(Guarded<T> const& out, Expected const& e) {
+    std::vector<T> const stored = out.values();
+    std::vector<float> const got(stored.begin(), stored.end());
     Failures failures;
     for (std::size_t i = 0; i < got.size(); ++i) {
         double const w = e.want(i);
         double const scale = e.scale ? e.scale(i) : std::abs(w);
         double const magnitude = e.magnitude ? e.magnitude(i) : scale;
-        if (within(tolerance_, got[i], w, scale, magnitude)) continue;
+        if (within<T>(tolerance_, got[i], w, scale, magnitude)) continue;
         if (flushes_subnormals_) {
             // A device that flushes: a zero or subnormal where the reference is zero or subnormal,
             // or the result of the inputs with their subnormals read as zero.
             double const f = e.want_flushed ? e.want_flushed(i) : w;
             bool const tiny =
                 (got[i] == 0 || is_subnormal(got[i])) && (w == 0 || is_subnormal(w) || f == 0 || is_subnormal(f));
-            if (tiny || within(tolerance_, got[i], f, e.scale ? scale : std::abs(f), magnitude)) {
+            if (tiny || within<T>(tolerance_, got[i], f, e.scale ? scale : std::abs(f), magnitude)) {
                 ++flushed_;
                 continue;
             }
@@ -236,6 +263,10 @@ void CaseContext::expect_close(Guarded<float> const& out, Expected const& e) {
     failures.report("values", target_, seed_);
     expect_guards(out);
 }
+
+template void CaseContext::expect_close(Guarded<float> const&, Expected const&);
+template void CaseContext::expect_close(Guarded<half> const&, Expected const&);
+template void CaseContext::expect_close(Guarded<bfloat16> const&, Expected const&);
 
 template <class T>
 void CaseContext::expect_equal(Guarded<T> const& out, std::vector<T> const& want,

@@ -23,7 +23,10 @@
 
 #include <rayo/rayo.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <functional>
 #include <optional>
 #include <string>
@@ -96,6 +99,8 @@ public:
     // Every `stride`-th float bit pattern of either sign in [lo, hi], the stride chosen so that about
     // `wanted` values (or the target's budget) come out: a dense sweep of a function's range.
     [[nodiscard]] std::vector<float> sweep(float lo, float hi, std::size_t wanted) const;
+    // Every value of the 16-bit type (f16 or bf16) in [lo, hi], thinned to the target's budget.
+    [[nodiscard]] std::vector<float> sweep_all_of(DType type, float lo, float hi) const;
 
     // A tensor of `shape` holding `values`, `offset` elements into its allocation.
     template <class T>
@@ -116,8 +121,10 @@ public:
     // Each element against the reference under the op's tolerance. NaN must give NaN, infinities
     // the same infinity. On a device that flushes float32 subnormals (a Vulkan device without
     // DenormPreserve), want_flushed(i) is accepted too, and such results are counted. Also checks
-    // the guards.
-    void expect_close(Guarded<float> const& out, Expected const& e);
+    // the guards. For f16 and bf16 outputs (T half or bfloat16) the reference is rounded to T first
+    // and ulp tolerances count T's units in the last place.
+    template <class T>
+    void expect_close(Guarded<T> const& out, Expected const& e);
     // Every element equal (bitwise for floats, NaN equal to NaN), and the guards intact.
     template <class T>
     void expect_equal(Guarded<T> const& out, std::vector<T> const& want,
@@ -178,5 +185,25 @@ struct CaseRegistration {
 [[nodiscard]] std::vector<Shape> elementwise_shapes();
 // "x = 1.5 (0x3fc00000)": a float with its bits, for messages.
 [[nodiscard]] std::string show(float v);
+
+// The floating element types the element-wise, softmax, norm and reduction cases run at, with the
+// suffix of their cases' names ("" for f32: relu, relu_f16, relu_bf16).
+template <class T>
+[[nodiscard]] std::string dtype_suffix() {
+    std::string suffix;
+    if constexpr (!std::is_same_v<T, float>) suffix.append("_").append(to_string(dtype_of<T>));
+    return suffix;
+}
+// `values` rounded to T (round to nearest even).
+template <class T>
+[[nodiscard]] std::vector<T> rounded_to(std::vector<float> const& values) {
+    return std::vector<T>(values.begin(), values.end());
+}
+// Whether two values are the same bits, or both NaN.
+template <class T>
+[[nodiscard]] bool same_or_both_nan(T a, T b) {
+    float const fa = static_cast<float>(a), fb = static_cast<float>(b);
+    return std::memcmp(&a, &b, sizeof(T)) == 0 || (std::isnan(fa) && std::isnan(fb));
+}
 
 }  // namespace rayo::test::ops

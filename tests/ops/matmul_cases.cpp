@@ -93,7 +93,7 @@ ProductReference batched_product_ref(std::vector<double> const& a, Shape const& 
     };
     ProductReference r;
     std::size_t const products = out_shape.numel() / std::max<std::size_t>(m * n, 1);
-    for (std::size_t p = 0; p < (m * n ? products : 0); ++p) {
+    for (std::size_t p = 0; p < (m * n != 0 ? products : 0); ++p) {
         std::vector<std::size_t> at(rank - 2);
         for (std::size_t d = rank - 2, rest = p; d-- > 0; rest /= static_cast<std::size_t>(out_shape[d]))
             at[d] = rest % static_cast<std::size_t>(out_shape[d]);

@@ -134,7 +134,11 @@ detail::TensorView view(DType dtype, std::vector<std::int64_t> dims) {
 Probe probe(Op op, DType dtype) {
     using namespace detail;
     std::int64_t const rows = 64, cols = 1024;
-    TensorView const x = view(DType::f32, {rows, cols});
+    // The element-wise, reduction, softmax and norm families: x (and gamma, beta) of the row's type.
+    bool const floating_family = family(op) == OpFamily::unary || family(op) == OpFamily::binary ||
+                                 family(op) == OpFamily::reduction || family(op) == OpFamily::softmax ||
+                                 family(op) == OpFamily::normalization;
+    TensorView const x = view(floating_family ? dtype : DType::f32, {rows, cols});
     switch (family(op)) {
         case OpFamily::unary: return {op::Unary{op}, {x}, {x}};
         case OpFamily::binary: return {op::Binary{op}, {x, x}, {x}};
@@ -144,7 +148,7 @@ Probe probe(Op op, DType dtype) {
                     {view(is_arg_reduction(op) ? DType::i64 : DType::f32, {})}};
         case OpFamily::softmax: return {op::Softmax{op}, {x}, {x}};
         case OpFamily::normalization: {
-            TensorView const g = view(DType::f32, {cols});
+            TensorView const g = view(dtype, {cols});
             return {op::Norm{op, 1e-5f}, {x, g, g}, {x}};
         }
         case OpFamily::matmul: {

@@ -1,7 +1,9 @@
 // The reduction family: sum, mean, max, min, argmax, argmin over the whole tensor and over every
 // axis (with and without keepdim) of shapes from one element to 2^22, long axes that take the
 // backends' two-pass paths, empty axes; few distinct values (ties: the first index wins), rows of
-// -inf and ±inf, and NaNs (NaN wins, at its first index); the same bits on every run; and dot.
+// -inf and ±inf, and NaNs (NaN wins, at its first index); the same bits on every run; and dot. At
+// f32, f16 and bf16 inputs (random floats rounded to the type, the reference computed from them),
+// with f32 results.
 #include "ops/harness.hpp"
 #include "ops/references.hpp"
 
@@ -39,10 +41,14 @@ std::vector<float> awkward_values(Shape const& shape, std::uint32_t seed) {
     return v;
 }
 
-// Runs `op` over `axis` of x (everything when axis < 0) into a guarded output and checks it.
-void check_reduction(CaseContext& ctx, Op op, std::vector<float> const& v, Shape const& shape, int axis, bool keepdim) {
+// Runs `op` over `axis` of x (`values` rounded to T; everything when axis < 0) into a guarded output
+// and checks it.
+template <class T>
+void check_reduction(CaseContext& ctx, Op op, std::vector<float> const& values, Shape const& shape, int axis, bool keepdim) {
     SCOPED_TRACE("shape " + shape.to_string() + ", axis " + std::to_string(axis) + (keepdim ? ", keepdim" : ""));
-    Tensor<float> const x = ctx.input(v, shape);
+    std::vector<T> const stored = rounded_to<T>(values);
+    std::vector<float> const v(stored.begin(), stored.end());
+    Tensor<T> const x = ctx.input(stored, shape);
     ReductionReference const r = reduction_ref(v, shape, axis);
     double const n = static_cast<double>(axis < 0 ? v.size() : static_cast<std::size_t>(shape[static_cast<std::size_t>(axis)]));
     Shape const out_shape = axis < 0 ? Shape{} : sum(x, axis, keepdim).shape();
@@ -55,8 +61,8 @@ void check_reduction(CaseContext& ctx, Op op, std::vector<float> const& v, Shape
         return;
     }
     Guarded<float> out = ctx.output<float>(out_shape);
-    using Form = void (*)(Tensor<float> const&, Tensor<float> const&);
-    using AxisForm = void (*)(Tensor<float> const&, int, bool, Tensor<float> const&);
+    using Form = void (*)(Tensor<T> const&, Tensor<float> const&);
+    using AxisForm = void (*)(Tensor<T> const&, int, bool, Tensor<float> const&);
     Form const whole = op == Op::sum ? Form{&sum_into} : op == Op::mean ? Form{&mean_into} : op == Op::max ? Form{&max_into} : Form{&min_into};
     AxisForm const along = op == Op::sum    ? AxisForm{&sum_into}
                            : op == Op::mean ? AxisForm{&mean_into}
@@ -74,7 +80,9 @@ void check_reduction(CaseContext& ctx, Op op, std::vector<float> const& v, Shape
                            .scale = [&](std::size_t i) { return is_mean ? r.abs_sum[i] / n : r.abs_sum[i]; }});
 }
 
+template <class T>
 void check(CaseContext& ctx, Op op) {
+    auto const check_reduction = rayo::test::ops::check_reduction<T>;
     for (std::size_t n : whole_sizes()) {
         if (!ctx.fits(n)) continue;
         check_reduction(ctx, op, ctx.values(n, {-4, 4}, Specials::none), Shape{n}, -1, false);
@@ -100,21 +108,24 @@ void check(CaseContext& ctx, Op op) {
         check_reduction(ctx, op, {}, Shape{0, 4}, 1, true);
         // The same bits on every run, the long sums included.
         std::size_t const n = std::min<std::size_t>(std::size_t{1} << 22, ctx.target().max_elements);
-        Tensor<float> const x = ctx.input(ctx.values(n, {-4, 4}, Specials::none), Shape{n});
+        Tensor<T> const x = ctx.input(rounded_to<T>(ctx.values(n, {-4, 4}, Specials::none)), Shape{n});
         float const first = sum(x).item();
         for (int run = 0; run < 2; ++run) EXPECT_EQ(std::bit_cast<std::uint32_t>(sum(x).item()), std::bit_cast<std::uint32_t>(first));
     }
 }
 
+template <class T>
 void check_dot(CaseContext& ctx) {
     for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{4097}, std::size_t{1000003}, std::size_t{1} << 22}) {
         if (!ctx.fits(n)) continue;
         // Both operands 16-byte aligned, then at different alignments.
         for (std::size_t b_offset : {std::size_t{1}, std::size_t{2}}) {
             SCOPED_TRACE("n " + std::to_string(n) + ", b offset " + std::to_string(b_offset));
-            std::vector<float> const av = ctx.values(n, {-4, 4}, Specials::none), bv = ctx.values(n, {-4, 4}, Specials::none);
+            std::vector<T> const at = rounded_to<T>(ctx.values(n, {-4, 4}, Specials::none)),
+                                 bt = rounded_to<T>(ctx.values(n, {-4, 4}, Specials::none));
+            std::vector<float> const av(at.begin(), at.end()), bv(bt.begin(), bt.end());
             Guarded<float> out = ctx.output<float>(Shape{});
-            dot_into(ctx.input(av, Shape{n}, 1), ctx.input(bv, Shape{n}, b_offset), out.tensor());
+            dot_into(ctx.input(at, Shape{n}, 1), ctx.input(bt, Shape{n}, b_offset), out.tensor());
             double want = 0, scale = 0;
             for (std::size_t i = 0; i < n; ++i) {
                 want += double(av[i]) * double(bv[i]);
@@ -127,11 +138,19 @@ void check_dot(CaseContext& ctx) {
     }
 }
 
+template <class T>
+void add_cases(std::vector<OpCase>& c) {
+    std::string const suffix = dtype_suffix<T>();
+    for (Op op : {Op::sum, Op::mean, Op::max, Op::min, Op::argmax, Op::argmin})
+        c.push_back({std::string(to_string(op)) + suffix, op, dtype_of<T>, [op](CaseContext& ctx) { check<T>(ctx, op); }});
+    c.push_back({"dot" + suffix, Op::dot, dtype_of<T>, check_dot<T>});
+}
+
 std::vector<OpCase> cases() {
     std::vector<OpCase> c;
-    for (Op op : {Op::sum, Op::mean, Op::max, Op::min, Op::argmax, Op::argmin})
-        c.push_back({std::string(to_string(op)), op, DType::f32, [op](CaseContext& ctx) { check(ctx, op); }});
-    c.push_back({"dot", Op::dot, DType::f32, check_dot});
+    add_cases<float>(c);
+    add_cases<half>(c);
+    add_cases<bfloat16>(c);
     return c;
 }
 

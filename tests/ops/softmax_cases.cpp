@@ -1,6 +1,7 @@
 // The softmax family along the last axis: every form of the row shapes, views at offsets (vector
 // and scalar paths), rows with -inf entries, rows that are all -inf or hold a NaN or +inf (NaN
-// rows), inputs that would overflow exp without the row maximum, and in place.
+// rows), inputs that would overflow exp without the row maximum, and in place; at f32, f16 and
+// bf16 (16-bit inputs are random floats rounded to the type, the reference computed from them).
 #include "ops/harness.hpp"
 #include "ops/references.hpp"
 #include "ops/row_shapes.hpp"
@@ -11,13 +12,16 @@
 namespace rayo::test::ops {
 namespace {
 
+template <class T>
 void check(CaseContext& ctx, Op op) {
     bool const log = op == Op::log_softmax;
-    auto run = [&](std::vector<float> const& v, Shape const& shape, std::size_t in_offset, std::size_t out_offset) {
+    auto run = [&](std::vector<float> const& values, Shape const& shape, std::size_t in_offset, std::size_t out_offset) {
         SCOPED_TRACE("shape " + shape.to_string() + ", offsets " + std::to_string(in_offset) + "/" + std::to_string(out_offset));
         std::size_t const cols = shape.rank() ? static_cast<std::size_t>(shape[shape.rank() - 1]) : 1;
-        Guarded<float> out = ctx.output<float>(shape, out_offset);
-        Tensor<float> const x = ctx.input(v, shape, in_offset);
+        std::vector<T> const stored = rounded_to<T>(values);
+        std::vector<float> const v(stored.begin(), stored.end());
+        Guarded<T> out = ctx.output<T>(shape, out_offset);
+        Tensor<T> const x = ctx.input(stored, shape, in_offset);
         if (log) log_softmax_into(x, -1, out.tensor());
         else softmax_into(x, -1, out.tensor());
         std::vector<double> const want = softmax_ref(v, cols, log);
@@ -43,17 +47,26 @@ void check(CaseContext& ctx, Op op) {
     for (std::size_t c = 0; c < 37; c += 3) special[37 + c] = -inf;  // row 1: some -inf
     run(special, Shape{8, 37}, 0, 1);
     // In place.
-    std::vector<float> const v = ctx.values(13 * 300, {-6, 9}, Specials::none);
-    Tensor<float> x = ctx.input(v, Shape{13, 300});
-    std::vector<float> const want = (log ? log_softmax(x) : softmax(x)).to_vector();
+    std::vector<T> const v = rounded_to<T>(ctx.values(13 * 300, {-6, 9}, Specials::none));
+    Tensor<T> x = ctx.input(v, Shape{13, 300});
+    std::vector<T> const want = (log ? log_softmax(x) : softmax(x)).to_vector();
     if (log) log_softmax_into(x, -1, x);
     else softmax_into(x, -1, x);
     EXPECT_EQ(x.to_vector(), want) << "in place differs from the returning form";
 }
 
+template <class T>
+void add_cases(std::vector<OpCase>& c) {
+    for (Op op : {Op::softmax, Op::log_softmax})
+        c.push_back({std::string(to_string(op)) + dtype_suffix<T>(), op, dtype_of<T>, [op](CaseContext& ctx) { check<T>(ctx, op); }});
+}
+
 std::vector<OpCase> cases() {
-    return {{"softmax", Op::softmax, DType::f32, [](CaseContext& ctx) { check(ctx, Op::softmax); }},
-            {"log_softmax", Op::log_softmax, DType::f32, [](CaseContext& ctx) { check(ctx, Op::log_softmax); }}};
+    std::vector<OpCase> c;
+    add_cases<float>(c);
+    add_cases<half>(c);
+    add_cases<bfloat16>(c);
+    return c;
 }
 
 CaseRegistration const registration(cases());

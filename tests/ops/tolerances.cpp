@@ -24,6 +24,15 @@ struct Row {
 
 constexpr Row same(Op op, DType dtype, Tolerance t) { return {op, dtype, t, t, t}; }
 
+// f16 and bf16 are computed in f32 and rounded once to the type, and ulps count the type's units:
+// ops whose f32 result is exact (relu, clip, abs, neg) give the exact value; maximum and minimum the
+// exact value rounded to nearest (the scalar operand is an f32), 0.5 ulp; the others the exact value
+// rounded to nearest, or its other neighbour where it lies within the f32 computation's few ulp
+// (under 2^-10 ulp of the type) of a rounding midpoint: 0.5 + 2^-10.
+constexpr Tolerance nearly_correctly_rounded = ulps(0.5 + 0x1p-10);
+#define RAYO_SIXTEEN_BIT_ROWS(OP, TOLERANCE) same(OP, DType::f16, TOLERANCE), same(OP, DType::bf16, TOLERANCE)
+#define RAYO_SIXTEEN_BIT_ROWS_OF(OP, F16, BF16) same(OP, DType::f16, F16), same(OP, DType::bf16, BF16)
+
 // The rows. Element-wise transcendentals: within 4 ulp over their documented ranges (the CPU's
 // polynomials, which the shaders and the PTX generators repeat). Vulkan's sqrt and division refine
 // the device's approximations by one Newton step (1 ulp). Sums accumulate in double (CPU, CUDA) or
@@ -55,6 +64,26 @@ constexpr Row rows[] = {
     {Op::div, DType::f32, correctly_rounded, ulps(1), correctly_rounded},
     same(Op::maximum, DType::f32, exact),
     same(Op::minimum, DType::f32, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::relu, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::leaky_relu, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::elu, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::sigmoid, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::tanh, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::silu, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::gelu, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::gelu_tanh, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::clip, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::exp, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::log, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::sqrt, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::abs, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::neg, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::add, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::sub, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::mul, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::div, nearly_correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::maximum, correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::minimum, correctly_rounded),
     same(Op::sum, DType::f32, relative(1e-6)),
     same(Op::mean, DType::f32, relative(1e-6)),
     same(Op::max, DType::f32, exact),
@@ -62,6 +91,15 @@ constexpr Row rows[] = {
     same(Op::argmax, DType::f32, exact),
     same(Op::argmin, DType::f32, exact),
     same(Op::dot, DType::f32, relative(1e-6)),
+    // f16 and bf16 inputs are exact in f32 (and so are their products): the same accumulation and
+    // the same f32 results as above.
+    RAYO_SIXTEEN_BIT_ROWS(Op::sum, relative(1e-6)),
+    RAYO_SIXTEEN_BIT_ROWS(Op::mean, relative(1e-6)),
+    RAYO_SIXTEEN_BIT_ROWS(Op::max, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::min, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::argmax, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::argmin, exact),
+    RAYO_SIXTEEN_BIT_ROWS(Op::dot, relative(1e-6)),
     // cast checks its results bit for bit against the float64 reference (conversion_cases.cpp).
     same(Op::cast, DType::f32, exact),
     same(Op::cast, DType::f16, exact),
@@ -87,6 +125,14 @@ constexpr Row rows[] = {
     same(Op::log_softmax, DType::f32, relative(2e-6, 4e-6)),
     same(Op::layer_norm, DType::f32, relative(4e-6, 1e-6)),
     same(Op::rms_norm, DType::f32, relative(4e-6, 1e-6)),
+    // f16 and bf16 rows: computed in f32 (the figures above) and rounded once, against the reference
+    // rounded to the type: one ulp of the type (2^-10 of the value for f16, 2^-7 for bf16, where the
+    // exact value lies next to a rounding midpoint), and one ulp of the smallest subnormal (the norms:
+    // with the absolute error of f32 near zero, as above).
+    RAYO_SIXTEEN_BIT_ROWS_OF(Op::softmax, relative(0x1p-10 + 1e-5, 0x1p-24), relative(0x1p-7 + 1e-5, 1e-37)),
+    RAYO_SIXTEEN_BIT_ROWS_OF(Op::log_softmax, relative(0x1p-10 + 1e-5, 4e-6), relative(0x1p-7 + 1e-5, 4e-6)),
+    RAYO_SIXTEEN_BIT_ROWS_OF(Op::layer_norm, relative(0x1p-10 + 1e-5, 1e-6 + 0x1p-24), relative(0x1p-7 + 1e-5, 1e-6)),
+    RAYO_SIXTEEN_BIT_ROWS_OF(Op::rms_norm, relative(0x1p-10 + 1e-5, 1e-6 + 0x1p-24), relative(0x1p-7 + 1e-5, 1e-6)),
     same(Op::matmul, DType::f32, product(1e-5)),
     {Op::matmul, DType::f16, product(1e-5), product(5e-5), product(5e-5)},
     {Op::matmul, DType::bf16, product(1e-5), product(5e-5), product(5e-5)},
@@ -104,6 +150,9 @@ constexpr Row rows[] = {
 };
 
 }  // namespace
+
+#undef RAYO_SIXTEEN_BIT_ROWS
+#undef RAYO_SIXTEEN_BIT_ROWS_OF
 
 Tolerance tolerance(Op op, DType dtype, DeviceKind backend) {
     for (Row const& r : rows) {

@@ -907,6 +907,9 @@ private:
             if (to == Type::f64 && from == Type::f32) return bits(static_cast<double>(f32(v)));
             if (to == Type::f32 && from == Type::f64) return bits(static_cast<float>(f64(v)));  // round to nearest
             if (to == Type::f32 && from == Type::f16) return bits(half_to_float(static_cast<std::uint16_t>(v)));
+            // To the 16-bit types, round to nearest even as rayo::half / rayo::bfloat16 do.
+            if (to == Type::f16 && from == Type::f32 && d.rounding == ptx::Rounding::rn) return rayo::detail::float_to_half_bits(f32(v));
+            if (to == Type::bf16 && from == Type::f32 && d.rounding == ptx::Rounding::rn) return rayo::detail::float_to_bfloat16_bits(f32(v));
             if (to == from) return v;
             fail(index, "float conversion not simulated");
         }

@@ -1,7 +1,7 @@
 // The normalization family on CUDA: pick the row layout and launch shape for the views at hand and
-// queue the generated kernel (rayo/ptx/kernels/normalization.hpp) on the runner. 16-byte accesses
-// when every view used is 16-byte aligned and cols is a multiple of 4. Deterministic: the same bits
-// on every run.
+// queue the generated kernel (rayo/ptx/kernels/normalization.hpp) on the runner. Accesses of 4
+// elements when every view used is aligned to 4 elements and cols is a multiple of 4; f16 and bf16
+// rows (gamma and beta of the same type) computed in f32. Deterministic: the same bits on every run.
 #include <cstdint>
 #include <string>
 
@@ -23,12 +23,13 @@ void run(KernelRunner& runner, op::Norm const& d, OpViews const& v) {
     // 0 tells the kernel that gamma or beta is absent.
     std::uint64_t const gamma_address = has_gamma ? runner.address(v.in[1]) : 0;
     std::uint64_t const beta_address = has_beta ? runner.address(v.in[2]) : 0;
-    unsigned const max_vector = (in_address | out_address | gamma_address | beta_address) % 16 == 0 ? 4 : 1;
-    ptx::kernels::NormConfig const config{.op = d.op, .row = ptx::kernels::choose_row_config(cols, max_vector)};
+    DType const type = v.in[0].dtype;
+    unsigned const max_vector = row_max_vector(type, in_address | out_address | gamma_address | beta_address);
+    ptx::kernels::NormConfig const config{.op = d.op, .row = ptx::kernels::choose_row_config(cols, max_vector), .element = type};
     std::string const key = std::string("norm/") + ptx::kernels::normalization_name(config) + "/" +
                             std::string(ptx::to_string(runner.target()));
     auto const make = [config] { return ptx::kernels::normalization(config); };
-    for_each_row_chunk(config.row, rows, cols, [&](LaunchDims const& dims, std::uint32_t count, std::uint64_t offset) {
+    for_each_row_chunk(config.row, type, rows, cols, [&](LaunchDims const& dims, std::uint32_t count, std::uint64_t offset) {
         runner.run(key, make, dims, in_address + offset, gamma_address, beta_address, out_address + offset, count,
                    static_cast<std::uint32_t>(cols), d.eps);
     });

@@ -63,7 +63,8 @@ std::pair<std::size_t, std::size_t> split(std::size_t extent, std::size_t wanted
 
 KernelKey rows_key(ptx::kernels::ReduceRowsConfig const& c, KernelRunner const& runner) {
     KernelKey key;
-    key << "reduce_rows/" << to_string(c.op) << (c.mean ? "/mean" : "/plain") << "/f32/" << to_string(c.source) << "/"
+    key << "reduce_rows/" << to_string(c.op) << (c.mean ? "/mean" : "/plain") << "/" << to_string(c.element) << "/"
+        << to_string(c.source) << "/"
         << to_string(c.stage) << "/" << to_string(c.group) << (c.vectorized ? "/v4" : "/scalar") << "/u" << c.unroll
         << "/b" << c.block_threads << "/" << ptx::to_string(runner.target());
     return key;
@@ -71,7 +72,8 @@ KernelKey rows_key(ptx::kernels::ReduceRowsConfig const& c, KernelRunner const& 
 
 KernelKey columns_key(ptx::kernels::ReduceColumnsConfig const& c, KernelRunner const& runner) {
     KernelKey key;
-    key << "reduce_columns/" << to_string(c.op) << (c.mean ? "/mean" : "/plain") << "/f32/" << to_string(c.stage)
+    key << "reduce_columns/" << to_string(c.op) << (c.mean ? "/mean" : "/plain") << "/" << to_string(c.element) << "/"
+        << to_string(c.stage)
         << "/u" << c.unroll << "/b" << c.block_threads << "/" << ptx::to_string(runner.target());
     return key;
 }
@@ -116,10 +118,11 @@ void combine_partials(KernelRunner& runner, Op op, bool mean, Partials const& pa
                 count);
 }
 
-// inner == 1: rows of `extent` contiguous values (a, and b for a dot product).
-void reduce_rows(KernelRunner& runner, Op op, bool mean, std::size_t rows, std::size_t extent, std::uint64_t a,
-                 std::uint64_t b, bool products, std::uint64_t out) {
-    bool const vectorized = !products || a % 16 == b % 16;
+// inner == 1: rows of `extent` contiguous values of `element` (a, and b for a dot product).
+void reduce_rows(KernelRunner& runner, Op op, bool mean, DType element, std::size_t rows, std::size_t extent,
+                 std::uint64_t a, std::uint64_t b, bool products, std::uint64_t out) {
+    std::uint64_t const group_bytes = 4 * bytes_for(element, 1);  // one vector load
+    bool const vectorized = !products || a % group_bytes == b % group_bytes;
     ReduceSource const source = products ? ReduceSource::products : ReduceSource::values;
     ReduceGroup const group = group_for(extent);
     // Few long rows: split each into parts, a block per part, so the whole device reads.
@@ -135,7 +138,8 @@ void reduce_rows(KernelRunner& runner, Op op, bool mean, std::size_t rows, std::
                                           .group = group,
                                           .vectorized = vectorized,
                                           .unroll = unroll,
-                                          .block_threads = block_threads};
+                                          .block_threads = block_threads,
+                                          .element = element};
     if (parts == 1) {
         launch_rows(runner, config, out, 0, a, b, rows, extent, extent, 1, extent);
         return;
@@ -148,7 +152,7 @@ void reduce_rows(KernelRunner& runner, Op op, bool mean, std::size_t rows, std::
 }
 
 // inner > 1: a thread per output column, walking the axis with stride inner.
-void reduce_columns(KernelRunner& runner, Op op, bool mean, op::ReduceShape shape, std::uint64_t in,
+void reduce_columns(KernelRunner& runner, Op op, bool mean, DType element, op::ReduceShape shape, std::uint64_t in,
                     std::uint64_t out) {
     std::size_t const outputs = shape.outer * shape.inner;
     // Few columns along a long axis: split the axis so that the device has threads enough.
@@ -165,7 +169,8 @@ void reduce_columns(KernelRunner& runner, Op op, bool mean, op::ReduceShape shap
                                                    .mean = stage == ReduceStage::final && mean,
                                                    .stage = stage,
                                                    .unroll = unroll,
-                                                   .block_threads = block_threads};
+                                                   .block_threads = block_threads,
+                                                   .element = element};
     // x: consecutive columns (coalesced), y: the (outer, part) slabs.
     LaunchDims dims;
     std::size_t const block_x = std::min<std::size_t>(block_threads, ceil_div(shape.inner, 32) * 32);
@@ -194,11 +199,7 @@ void reduce_columns(KernelRunner& runner, Op op, bool mean, op::ReduceShape shap
 }  // namespace
 
 Support supports(KernelRunner const&, op::Reduce const& d, OpViews const& v) {
-    DType const result = is_arg_reduction(d.op) ? DType::i64 : DType::f32;
-    if (v.in[0].dtype != DType::f32 || v.out[0].dtype != result)
-        return Support::no("cuda reductions take f32 and write " + std::string(to_string(result)));
-    if (!detail::all_contiguous(v)) return Support::no("cuda reductions take contiguous tensors");
-    return Support::yes();
+    return detail::reduction_floating("cuda", d.op, v, is_arg_reduction(d.op) ? DType::i64 : DType::f32);
 }
 
 void run(KernelRunner& runner, op::Reduce const& d, OpViews const& v) {
@@ -210,15 +211,18 @@ void run(KernelRunner& runner, op::Reduce const& d, OpViews const& v) {
     std::uint64_t const out_address = runner.address(v.out[0]);
     // An empty axis reads nothing (the kernels write 0, or NaN for a mean, without touching in).
     if (shape.inner == 1 || shape.extent == 0)
-        reduce_rows(runner, op, mean, shape.outer * shape.inner, shape.extent, in_address, 0, false, out_address);
+        reduce_rows(runner, op, mean, v.in[0].dtype, shape.outer * shape.inner, shape.extent, in_address, 0, false,
+                    out_address);
     else
-        reduce_columns(runner, op, mean, shape, in_address, out_address);
+        reduce_columns(runner, op, mean, v.in[0].dtype, shape, in_address, out_address);
 }
 
-Support supports(KernelRunner const&, op::Dot const& d, OpViews const& v) { return detail::contiguous_f32("cuda", d.op, v); }
+Support supports(KernelRunner const&, op::Dot const& d, OpViews const& v) {
+    return detail::reduction_floating("cuda", d.op, v, DType::f32);
+}
 
 void run(KernelRunner& runner, op::Dot const&, OpViews const& v) {
-    reduce_rows(runner, Op::sum, false, 1, v.in[0].numel(), runner.address(v.in[0]), runner.address(v.in[1]), true,
+    reduce_rows(runner, Op::sum, false, v.in[0].dtype, 1, v.in[0].numel(), runner.address(v.in[0]), runner.address(v.in[1]), true,
                 runner.address(v.out[0]));
 }
 

@@ -4,24 +4,17 @@
 
 #include <string>
 
+#include "ptx/kernels/element_access.hpp"
 #include "ptx/kernels/strided_loop.hpp"
 
 namespace rayo::ptx::kernels {
 
 namespace {
 
+using element_detail::is_16bit;
+using element_detail::raw_type;
+
 bool castable(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::i32; }
-bool is_16bit(DType t) { return t == DType::f16 || t == DType::bf16; }
-
-// An element's raw register (.b16 for f16 / bf16, .f32, .s32) as an .f32 register (or .s32 for
-// i32): exact for every float type.
-Reg value_of(Kernel& k, DType type, Reg raw) {
-    if (type == DType::f32 || type == DType::i32) return raw;
-    if (type == DType::f16) return k.cvt(Type::f32, k.bitcast(Type::f16, raw));
-    return k.bitcast(Type::f32, k.shl(k.cvt(Type::u32, k.bitcast(Type::u16, raw)), 16));  // bf16: the top half of a float
-}
-
-Type raw_type(DType type) { return is_16bit(type) ? Type::b16 : type == DType::i32 ? Type::s32 : Type::f32; }
 
 // v (.s32) as a float rounded toward zero with its last bit set when inexact: rounding it once
 // more to a narrower float gives v rounded directly.
@@ -40,37 +33,23 @@ Reg convert(Kernel& k, DType from, DType to, Reg value) {
         // f32: one rounding; f16: the f32 is exact below 2^24, and past 65520 both give ±Inf.
         value = k.cvt(Type::f32, value, Rounding::rn);
     }
-    switch (to) {
-        case DType::f32: return value;
-        case DType::f16: return k.bitcast(Type::b16, k.cvt(Type::f16, value, Rounding::rn));
-        case DType::bf16: return k.bitcast(Type::b16, k.cvt(Type::bf16, value, Rounding::rn));
-        default: return k.cvt(Type::s32, value, Rounding::rzi);  // saturating; NaN gives 0
-    }
+    if (to == DType::i32) return k.cvt(Type::s32, value, Rounding::rzi);  // saturating; NaN gives 0
+    return element_detail::narrow(k, to, value);
 }
 
 // The raw register of one converted element.
 Reg cast_element(Kernel& k, CastKernelConfig const& config, Reg raw) {
     if (config.from == config.to) return raw;
-    return convert(k, config.from, config.to, value_of(k, config.from, raw));
+    return convert(k, config.from, config.to, element_detail::widen(k, config.from, raw));
 }
 
 // Four consecutive elements at a 4-element aligned address: one 16-byte (32-bit types) or 8-byte
 // (16-bit types) access each way.
 void cast_four(Kernel& k, CastKernelConfig const& config, Reg in, Reg out, Reg group) {
-    auto load = [&](DType type, Reg base) {
-        std::vector<Reg> raw;
-        Address const at = k.add(base, k.shl(group, is_16bit(type) ? 3 : 4));
-        if (!is_16bit(type)) return k.ld_vector(Space::global, raw_type(type), 4, at);
-        for (Reg word : k.ld_vector(Space::global, Type::b32, 2, at))
-            for (Reg half : k.split(word, Type::b16)) raw.push_back(half);
-        return raw;
-    };
     std::vector<Reg> results;
-    for (Reg raw : load(config.from, in)) results.push_back(cast_element(k, config, raw));
-    Address const to = k.add(out, k.shl(group, is_16bit(config.to) ? 3 : 4));
-    if (!is_16bit(config.to)) return k.st_vector(Space::global, raw_type(config.to), to, results);
-    std::vector<Reg> const words{k.join(Type::b32, results[0], results[1]), k.join(Type::b32, results[2], results[3])};
-    k.st_vector(Space::global, Type::b32, to, words);
+    for (Reg raw : element_detail::load_four_raw(k, config.from, k.add(in, k.shl(group, is_16bit(config.from) ? 3 : 4))))
+        results.push_back(cast_element(k, config, raw));
+    element_detail::store_four_raw(k, config.to, k.add(out, k.shl(group, is_16bit(config.to) ? 3 : 4)), results);
 }
 
 }  // namespace

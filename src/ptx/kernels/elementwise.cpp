@@ -5,6 +5,7 @@
 // CPU relies on x86 min/max returning the second operand for NaN, the kernels use min.NaN/max.NaN,
 // which return NaN, or plain min/max where the CPU's result is the non-NaN one.
 #include "rayo/ptx/kernels/elementwise.hpp"
+#include "ptx/kernels/element_access.hpp"
 #include "ptx/kernels/strided_layout.hpp"
 #include "ptx/kernels/strided_loop.hpp"
 
@@ -347,6 +348,7 @@ namespace {
 struct LoopShape {
     bool vectorized;
     unsigned unroll;
+    DType element;  // of every operand: f32, f16 or bf16
 };
 
 void check_shape(std::string const& name, LoopShape s, unsigned block_threads) {
@@ -355,26 +357,30 @@ void check_shape(std::string const& name, LoopShape s, unsigned block_threads) {
     if (block_threads == 0 || block_threads > 1024 || block_threads % 32 != 0)
         throw BuildError("ptx kernel '" + name + "': block_threads must be a multiple of 32 in [32, 1024], not " +
                          std::to_string(block_threads));
+    element_detail::check_floating(name, s.element);
 }
 
 Reg element_offset(Kernel& k, Reg base, Reg index, unsigned shift) { return k.add(base, k.shl(index, shift)); }
 
 // The element-wise loop shared by unary and binary kernels: `inputs` array parameters already
 // converted to global addresses, `out`, the element count `n`, and `compute` mapping one element's
-// input registers to its result.
+// input registers (.f32, widened from the stored type) to its result (rounded to it when stored).
 void elementwise_loop(Kernel& k, LoopShape shape, Reg out, std::vector<Reg> const& inputs, Reg n,
                       std::function<Reg(std::vector<Reg> const&)> const& compute) {
+    DType const type = shape.element;
+    unsigned const shift = element_detail::size_shift(type);
     // Global thread index and grid size, 64-bit: element counts may pass 2^32.
     Reg tid = k.special(Special::tid_x), ntid = k.special(Special::ntid_x);
     Reg ctaid = k.special(Special::ctaid_x), nctaid = k.special(Special::nctaid_x);
     Reg i = k.add(k.mul_wide(ctaid, ntid), k.cvt(Type::u64, tid));
     Reg stride = k.mul_wide(nctaid, ntid);
 
-    auto scalar_element = [&](Reg index) {
+    auto load_inputs = [&](Reg index) {
         std::vector<Reg> values;
-        for (Reg in : inputs) values.push_back(k.ld(Space::global, Type::f32, element_offset(k, in, index, 2)));
-        k.st(Space::global, Type::f32, element_offset(k, out, index, 2), compute(values));
+        for (Reg in : inputs) values.push_back(element_detail::load(k, type, element_offset(k, in, index, shift)));
+        return values;
     };
+    auto store = [&](Reg index, Reg value) { element_detail::store(k, type, element_offset(k, out, index, shift), value); };
     // Grid-stride over `count` from this thread's index, `shape.unroll` at a time while in range.
     auto strided_loop = [&](Reg count, std::function<void(std::vector<Reg> const&)> const& group) {
         loop_detail::strided_loop(k, i, count, stride, shape.unroll, group);
@@ -383,32 +389,28 @@ void elementwise_loop(Kernel& k, LoopShape shape, Reg out, std::vector<Reg> cons
     if (!shape.vectorized) {
         strided_loop(n, [&](std::vector<Reg> const& indices) {
             std::vector<std::vector<Reg>> loaded;
-            for (Reg index : indices) {
-                std::vector<Reg> values;
-                for (Reg in : inputs) values.push_back(k.ld(Space::global, Type::f32, element_offset(k, in, index, 2)));
-                loaded.push_back(std::move(values));
-            }
-            for (std::size_t g = 0; g < indices.size(); ++g)
-                k.st(Space::global, Type::f32, element_offset(k, out, indices[g], 2), compute(loaded[g]));
+            for (Reg index : indices) loaded.push_back(load_inputs(index));
+            for (std::size_t g = 0; g < indices.size(); ++g) store(indices[g], compute(loaded[g]));
         });
         return;
     }
 
-    // Head: the elements before `out` reaches a 16-byte boundary (the inputs share its alignment).
-    Reg head = k.min(k.shr(k.and_(k.neg(out), 15), 2), n);
-    k.if_then(k.setp(Cmp::lt, i, head), [&] { scalar_element(i); });
+    // Head: the elements before `out` reaches a group boundary (16 bytes for f32, 8 for 16-bit
+    // elements; the inputs share its alignment).
+    std::int64_t const group_bytes = std::int64_t{4} << shift;
+    Reg head = k.min(k.shr(k.and_(k.neg(out), group_bytes - 1), shift), n);
+    k.if_then(k.setp(Cmp::lt, i, head), [&] { store(i, compute(load_inputs(i))); });
     Reg rest = k.sub(n, head);
     Reg vectors = k.shr(rest, 2);
-    Reg vector_out = element_offset(k, out, head, 2);
+    Reg vector_out = element_offset(k, out, head, shift);
     std::vector<Reg> vector_in;
-    for (Reg in : inputs) vector_in.push_back(element_offset(k, in, head, 2));
+    for (Reg in : inputs) vector_in.push_back(element_offset(k, in, head, shift));
     strided_loop(vectors, [&](std::vector<Reg> const& indices) {
         // loaded[g][input] holds 4 registers.
         std::vector<std::vector<std::vector<Reg>>> loaded;
         for (Reg index : indices) {
             std::vector<std::vector<Reg>> per_input;
-            for (Reg in : vector_in)
-                per_input.push_back(k.ld_vector(Space::global, Type::f32, 4, element_offset(k, in, index, 4)));
+            for (Reg in : vector_in) per_input.push_back(element_detail::load_four(k, type, element_offset(k, in, index, shift + 2)));
             loaded.push_back(std::move(per_input));
         }
         for (std::size_t g = 0; g < indices.size(); ++g) {
@@ -418,13 +420,18 @@ void elementwise_loop(Kernel& k, LoopShape shape, Reg out, std::vector<Reg> cons
                 for (auto const& v : loaded[g]) values.push_back(v[static_cast<std::size_t>(lane)]);
                 results.push_back(compute(values));
             }
-            k.st_vector(Space::global, Type::f32, element_offset(k, vector_out, indices[g], 4), results);
+            element_detail::store_four(k, type, element_offset(k, vector_out, indices[g], shift + 2), results);
         }
     });
     // Tail: the last (n - head) % 4 elements, one per thread.
     Reg tail = k.and_(rest, 3);
-    k.if_then(k.setp(Cmp::lt, i, tail), [&] { scalar_element(k.add(k.add(head, k.shl(vectors, 2)), i)); });
+    k.if_then(k.setp(Cmp::lt, i, tail), [&] {
+        Reg const index = k.add(k.add(head, k.shl(vectors, 2)), i);
+        store(index, compute(load_inputs(index)));
+    });
 }
+
+using element_detail::element_suffix;
 
 std::string loop_suffix(bool vectorized, unsigned unroll) {
     return std::string(vectorized ? "_v4" : "_scalar") + "_u" + std::to_string(unroll);
@@ -455,9 +462,9 @@ Reg emit_binary(Kernel& k, std::string const& name, Op op, Reg x, Reg y) {
 }  // namespace
 
 Kernel unary(UnaryKernelConfig const& config) {
-    std::string const name =
-        "rayo_unary_" + std::string(to_string(config.op)) + loop_suffix(config.vectorized, config.unroll);
-    LoopShape const shape{config.vectorized, config.unroll};
+    std::string const name = "rayo_unary_" + std::string(to_string(config.op)) + loop_suffix(config.vectorized, config.unroll) +
+                             element_suffix(config.element);
+    LoopShape const shape{config.vectorized, config.unroll, config.element};
     check_shape(name, shape, config.block_threads);
     Kernel k(name);
     k.max_threads(config.block_threads);
@@ -473,8 +480,9 @@ Kernel unary(UnaryKernelConfig const& config) {
 
 Kernel binary(BinaryKernelConfig const& config) {
     std::string const name = "rayo_binary_" + std::string(to_string(config.op)) +
-                             (config.scalar_operand ? "_scalar" : "") + loop_suffix(config.vectorized, config.unroll);
-    LoopShape const shape{config.vectorized, config.unroll};
+                             (config.scalar_operand ? "_scalar" : "") + loop_suffix(config.vectorized, config.unroll) +
+                             element_suffix(config.element);
+    LoopShape const shape{config.vectorized, config.unroll, config.element};
     check_shape(name, shape, config.block_threads);
     Kernel k(name);
     k.max_threads(config.block_threads);
@@ -494,7 +502,8 @@ Kernel binary(BinaryKernelConfig const& config) {
 Kernel binary_broadcast(BinaryBroadcastKernelConfig const& config) {
     std::string const name = "rayo_binary_" + std::string(to_string(config.op)) + "_broadcast_r" + std::to_string(config.rank) +
                              (config.vectorized ? "_v4" : "") + (config.a_repeats_along_rows ? "_ra" : "") +
-                             (config.b_repeats_along_rows ? "_rb" : "");
+                             (config.b_repeats_along_rows ? "_rb" : "") + element_suffix(config.element);
+    check_shape(name, {config.vectorized, 1, config.element}, config.block_threads);
     if (config.rank < 1 || config.rank > max_broadcast_rank)
         throw BuildError("ptx kernel '" + name + "': rank " + std::to_string(config.rank) + " is not 1 to " +
                          std::to_string(max_broadcast_rank));
@@ -513,16 +522,16 @@ Kernel binary_broadcast(BinaryBroadcastKernelConfig const& config) {
         Reg const i = config.vectorized ? k.shl(q, 2) : q;
         auto const [ia, ib] = layout_detail::strided_offsets(k, layout, config.rank, i);
         auto load = [&](Reg base, Reg index, bool repeated) {
-            Address const at = k.element_address(base, index, 4);
-            if (width == 1 || repeated) return std::vector<Reg>(width, k.ld(Space::global, Type::f32, at));
-            return k.ld_vector(Space::global, Type::f32, 4, at);
+            Address const at = k.element_address(base, index, 1u << element_detail::size_shift(config.element));
+            if (width == 1 || repeated) return std::vector<Reg>(width, element_detail::load(k, config.element, at));
+            return element_detail::load_four(k, config.element, at);
         };
         std::vector<Reg> const x = load(a, ia, config.a_repeats_along_rows), y = load(b, ib, config.b_repeats_along_rows);
         std::vector<Reg> r;
         for (unsigned e = 0; e < width; ++e) r.push_back(emit_binary(k, name, config.op, x[e], y[e]));
-        Address const to = k.element_address(out, i, 4);
-        if (width == 1) k.st(Space::global, Type::f32, to, r[0]);
-        else k.st_vector(Space::global, Type::f32, to, r);
+        Address const to = k.element_address(out, i, 1u << element_detail::size_shift(config.element));
+        if (width == 1) element_detail::store(k, config.element, to, r[0]);
+        else element_detail::store_four(k, config.element, to, r);
     });
     return k;
 }

@@ -109,20 +109,21 @@ Reg scaled_sum(Kernel& k, std::vector<Reg> const& v) {
 void write_outputs(Kernel& k, NormConfig const& config, Params const& p, RowScale const& s,
                    std::vector<std::vector<Reg>> const& x, Reg gamma_at, Reg beta_at, Reg out_at, std::int64_t stride,
                    std::vector<Reg> const& ok) {
+    DType const element = config.element;
     unsigned const vector = static_cast<unsigned>(x.front().size());
     bool const layer = config.op == Op::layer_norm;
     for (std::size_t i = 0; i < x.size(); ++i) {
         auto const offset = static_cast<std::int64_t>(i) * stride;
         auto const present = [&](Reg has) { return ok[i].valid() ? k.and_pred(ok[i], has) : has; };
-        auto const g = load_vector(k, vector, Address(gamma_at, offset), present(p.has_gamma), 1.0f, Cache::nc);
+        auto const g = load_vector(k, element, vector, Address(gamma_at, offset), present(p.has_gamma), 1.0f, Cache::nc);
         std::vector<Reg> b;
-        if (layer) b = load_vector(k, vector, Address(beta_at, offset), present(p.has_beta), 0.0f, Cache::nc);
+        if (layer) b = load_vector(k, element, vector, Address(beta_at, offset), present(p.has_beta), 0.0f, Cache::nc);
         std::vector<Reg> y;
         for (std::size_t e = 0; e < x[i].size(); ++e) {
             Reg const n = normalized(k, config, s, x[i][e]);
             y.push_back(layer ? k.fma(n, g[e], b[e]) : k.mul(n, g[e]));
         }
-        store_vector(k, Address(out_at, offset), y, ok[i]);
+        store_vector(k, element, Address(out_at, offset), y, ok[i]);
     }
 }
 
@@ -172,10 +173,10 @@ void norm_loop(Kernel& k, NormConfig const& config, RowFrame const& f, Params co
     Reg const vectors = k.mov(Type::s32, k.shr(f.cols, log2_exact(c.vector)));
     Reg const row_in = k.add(p.in, f.row_offset);
     Reg const row_out = k.add(p.out, f.row_offset);
-    std::int64_t const stride = static_cast<std::int64_t>(c.block) * c.vector * 4;
-    unsigned const bytes = c.vector * 4;
+    unsigned const bytes = vector_bytes(c, f);
+    std::int64_t const stride = static_cast<std::int64_t>(c.block) * bytes;
     auto load = [&](Reg j, std::vector<Reg> const& ok) {
-        return load_vectors(k, c.vector, k.element_address(row_in, j, bytes), c.items, stride, ok, 0.0f);
+        return load_vectors(k, f.element, c.vector, k.element_address(row_in, j, bytes), c.items, stride, ok, 0.0f);
     };
 
     RowScale s;
@@ -241,7 +242,7 @@ void norm_loop(Kernel& k, NormConfig const& config, RowFrame const& f, Params co
 }  // namespace
 
 std::string normalization_name(NormConfig const& config) {
-    return std::string(to_string(config.op)) + "_" + to_string(config.row);
+    return std::string(to_string(config.op)) + "_" + to_string(config.row) + element_detail::element_suffix(config.element);
 }
 
 Kernel normalization(NormConfig const& config) {
@@ -266,7 +267,7 @@ Kernel normalization(NormConfig const& config) {
         p.beta = k.cvta_to_global(beta);
     }
     p.inverse_count = k.rcp(k.cvt(Type::f32, cols));
-    RowFrame const f = row_frame(k, config.row, rows, cols);
+    RowFrame const f = row_frame(k, config.row, config.element, rows, cols);
     if (config.row.layout == RowLayout::block_loop) norm_loop(k, config, f, p);
     else norm_registers(k, config, f, p);
     return k;

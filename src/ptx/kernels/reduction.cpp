@@ -5,6 +5,7 @@
 // every number, then the value, then the lower index — so the result does not depend on the tree's
 // shape, and max/min use max.NaN/min.NaN (sm_80), which propagate NaN.
 #include "rayo/ptx/kernels/reduction.hpp"
+#include "ptx/kernels/element_access.hpp"
 #include "ptx/kernels/strided_loop.hpp"
 
 #include <functional>
@@ -206,7 +207,10 @@ void store_result(Kernel& k, Op op, bool mean, ReduceStage stage, Accumulator co
     }
 }
 
-void check_common(std::string const& name, Op op, bool mean, unsigned unroll, unsigned block_threads) {
+using element_detail::element_suffix;
+
+void check_common(std::string const& name, Op op, bool mean, unsigned unroll, unsigned block_threads, DType element) {
+    element_detail::check_floating(name, element);
     if (unroll != 1 && unroll != 2 && unroll != 4)
         throw BuildError("ptx kernel '" + name + "': unroll must be 1, 2 or 4, not " + std::to_string(unroll));
     if (block_threads == 0 || block_threads > 1024 || block_threads % 32 != 0)
@@ -229,8 +233,8 @@ Kernel reduce_rows(ReduceRowsConfig const& config) {
     std::string const name = "rayo_reduce_rows_" + std::string(to_string(op)) + (config.mean ? "_mean" : "") + "_" +
                              std::string(to_string(config.source)) + "_" + std::string(to_string(config.stage)) + "_" +
                              std::string(to_string(config.group)) + (vectorized ? "_v4" : "_scalar") + "_u" +
-                             std::to_string(config.unroll);
-    check_common(name, op, config.mean, config.unroll, config.block_threads);
+                             std::to_string(config.unroll) + element_suffix(config.element);
+    check_common(name, op, config.mean, config.unroll, config.block_threads, config.element);
     if (config.source == ReduceSource::products && op != Op::sum)
         throw BuildError("ptx kernel '" + name + "': products (dot) are summed, not " + std::string(to_string(op)));
 
@@ -316,12 +320,14 @@ Kernel reduce_rows(ReduceRowsConfig const& config) {
             });
         } else {
             bool const products = config.source == ReduceSource::products;
-            Reg a_start = address(k, in, first, 2);
-            Reg b_start = products ? address(k, in_aux, first, 2) : Reg{};
-            // One element at byte offset `offset` (u64 elements) of the range.
+            DType const element = config.element;
+            unsigned const shift = element_detail::size_shift(element);
+            Reg a_start = address(k, in, first, shift);
+            Reg b_start = products ? address(k, in_aux, first, shift) : Reg{};
+            // Element `offset` (u64) of the range, as .f32.
             auto load_scalar = [&](Reg offset) {
-                Reg x = k.ld(Space::global, Type::f32, address(k, a_start, offset, 2));
-                return products ? k.mul(x, k.ld(Space::global, Type::f32, address(k, b_start, offset, 2))) : x;
+                Reg x = element_detail::load(k, element, address(k, a_start, offset, shift));
+                return products ? k.mul(x, element_detail::load(k, element, address(k, b_start, offset, shift))) : x;
             };
             if (!vectorized) {
                 strided_loop(k, lane, length, lanes, config.unroll, [&](std::vector<Reg> const& offsets) {
@@ -334,20 +340,22 @@ Kernel reduce_rows(ReduceRowsConfig const& config) {
                     }
                 });
             } else {
-                // Head: the elements before a_start reaches a 16-byte boundary, one per lane.
-                Reg head = k.min(k.shr(k.and_(k.neg(a_start), 15), 2), length);
+                // Head: the elements before a_start reaches a group boundary (16 bytes for f32, 8 for
+                // 16-bit elements), one per lane.
+                std::int64_t const group_bytes = std::int64_t{4} << shift;
+                Reg head = k.min(k.shr(k.and_(k.neg(a_start), group_bytes - 1), shift), length);
                 k.if_then(k.setp(Cmp::lt, lane, head),
                           [&] { acc.add_values({load_scalar(lane)}, element_index(lane)); });
                 Reg rest = k.sub(length, head);
                 Reg vectors = k.shr(rest, 2);
-                Reg a_vectors = address(k, a_start, head, 2);
-                Reg b_vectors = products ? address(k, b_start, head, 2) : Reg{};
+                Reg a_vectors = address(k, a_start, head, shift);
+                Reg b_vectors = products ? address(k, b_start, head, shift) : Reg{};
                 strided_loop(k, lane, vectors, lanes, config.unroll, [&](std::vector<Reg> const& vs) {
                     std::vector<std::vector<Reg>> loaded;
                     for (Reg v : vs) {
-                        auto xs = k.ld_vector(Space::global, Type::f32, 4, address(k, a_vectors, v, 4));
+                        auto xs = element_detail::load_four(k, element, address(k, a_vectors, v, shift + 2));
                         if (products) {
-                            auto ys = k.ld_vector(Space::global, Type::f32, 4, address(k, b_vectors, v, 4));
+                            auto ys = element_detail::load_four(k, element, address(k, b_vectors, v, shift + 2));
                             for (int e = 0; e < 4; ++e) xs[e] = k.mul(xs[e], ys[e]);
                         }
                         loaded.push_back(std::move(xs));
@@ -394,8 +402,10 @@ Kernel reduce_rows(ReduceRowsConfig const& config) {
 Kernel reduce_columns(ReduceColumnsConfig const& config) {
     Op const op = config.op;
     std::string const name = "rayo_reduce_columns_" + std::string(to_string(op)) + (config.mean ? "_mean" : "") + "_" +
-                             std::string(to_string(config.stage)) + "_u" + std::to_string(config.unroll);
-    check_common(name, op, config.mean, config.unroll, config.block_threads);
+                             std::string(to_string(config.stage)) + "_u" + std::to_string(config.unroll) +
+                             element_suffix(config.element);
+    check_common(name, op, config.mean, config.unroll, config.block_threads, config.element);
+    unsigned const shift = element_detail::size_shift(config.element);
 
     Kernel k(name);
     k.max_threads(config.block_threads);
@@ -413,7 +423,7 @@ Kernel reduce_columns(ReduceColumnsConfig const& config) {
                              k.cvt(Type::u64, k.special(Special::tid_x)));
     Reg column_step = k.mul_wide(k.special(Special::nctaid_x), k.special(Special::ntid_x));
     Reg slab_step = k.cvt(Type::u64, k.special(Special::nctaid_y));
-    Reg byte_step = k.shl(inner, 2);         // from one element of a column to the next
+    Reg byte_step = k.shl(inner, shift);     // from one element of a column to the next
     std::vector<Reg> byte_steps{byte_step};  // byte_steps[u - 1] = u * byte_step, u = 1 .. unroll
     for (unsigned u = 2; u <= config.unroll; ++u) byte_steps.push_back(k.add(byte_steps.back(), byte_step));
     bool const partial = config.stage == ReduceStage::partial;
@@ -445,7 +455,7 @@ Kernel reduce_columns(ReduceColumnsConfig const& config) {
         k.bra_if(k.setp(Cmp::ge, column, inner), column_done);
         {
             acc.reset();
-            Reg start = address(k, in, k.add(slab_first, column), 2);
+            Reg start = address(k, in, k.add(slab_first, column), shift);
             // Walks t = 0 .. length-1 along the axis; the pointer moves by byte_step per element.
             Reg t = k.mov(Type::u64, 0);
             Reg pointer = k.mov(Type::u64, start);
@@ -453,7 +463,7 @@ Kernel reduce_columns(ReduceColumnsConfig const& config) {
                 std::vector<Reg> xs;
                 for (unsigned u = 0; u < n; ++u) {
                     Reg at = u == 0 ? pointer : k.add(pointer, byte_steps[u - 1]);
-                    xs.push_back(k.ld(Space::global, Type::f32, at));
+                    xs.push_back(element_detail::load(k, config.element, at));
                 }
                 if (arg) {
                     for (unsigned u = 0; u < n; ++u)

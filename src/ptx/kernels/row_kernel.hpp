@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rayo/ptx/kernel.hpp"
+#include "ptx/kernels/element_access.hpp"
 #include "rayo/ptx/kernels/row_layout.hpp"
 
 namespace rayo::ptx::kernels::row_detail {
@@ -119,6 +120,8 @@ struct RowFrame {
     Reg position;       // the thread's index among the row's threads (lane in group, or tid)
     Reg warp, warp_lane;  // block layouts: for the reduction through shared memory
     Reg cols;           // .u32
+    DType element = DType::f32;  // of the row's tensors: f32, f16 or bf16 (values are .f32 in registers)
+    unsigned shift = 2;          // log2 of the element's bytes
     Reg row_offset;     // .u64 bytes from a tensor's start to the row
     Reg thread_offset;  // .u64 bytes from the row start to the thread's first element
     Reg remaining;      // .s32 register layouts: elements of the row from the thread's first on (0 past the last row)
@@ -128,9 +131,12 @@ struct RowFrame {
 
 inline unsigned log2_exact(unsigned v) { return static_cast<unsigned>(std::countr_zero(v)); }
 
-inline RowFrame row_frame(Kernel& k, RowConfig const& c, Reg rows, Reg cols) {
+inline RowFrame row_frame(Kernel& k, RowConfig const& c, DType element, Reg rows, Reg cols) {
+    element_detail::check_floating("row kernel", element);
     RowFrame f;
     f.cols = cols;
+    f.element = element;
+    f.shift = element_detail::size_shift(element);
     f.tid = k.special(Special::tid_x);
     Reg const block = k.special(Special::ctaid_x);
     if (c.layout == RowLayout::group) {
@@ -146,9 +152,9 @@ inline RowFrame row_frame(Kernel& k, RowConfig const& c, Reg rows, Reg cols) {
         f.warp = k.shr(f.tid, 5);
         f.warp_lane = k.and_(f.tid, 31);
     }
-    f.row_offset = k.shl(k.mul_wide(f.row, cols), 2);  // rows·cols may pass 2^32 elements
-    f.thread_offset = k.mul_wide(f.position, c.vector * 4);
-    f.stride_bytes = f.row_threads * c.vector * 4;
+    f.row_offset = k.shl(k.mul_wide(f.row, cols), f.shift);  // rows·cols may pass 2^32 elements
+    f.thread_offset = k.mul_wide(f.position, c.vector << f.shift);
+    f.stride_bytes = f.row_threads * (c.vector << f.shift);
     if (c.layout != RowLayout::block_loop) {
         Reg remaining = k.mov(Type::s32, k.sub(cols, k.mul(f.position, c.vector)));
         if (c.layout == RowLayout::group) remaining = k.selp(remaining, 0, f.row_valid, Type::s32);
@@ -164,46 +170,71 @@ struct Held {
     std::vector<Reg> ok;              // .pred per item
 };
 
-// One vector of `vector` floats at `at` into fresh registers; with a (valid) predicate that is
-// false, nothing is read and the registers keep `fill`.
-inline std::vector<Reg> load_vector(Kernel& k, unsigned vector, Address const& at, Reg ok, float fill,
+// One vector of `vector` elements of `element` at `at` into fresh .f32 registers (16-bit elements
+// widened: 1, 2 or 4 of them as one .b16, .b32 or .v2.b32 access); with a (valid) predicate that
+// is false, nothing is read and the registers keep `fill`.
+inline std::vector<Reg> load_vector(Kernel& k, DType element, unsigned vector, Address const& at, Reg ok, float fill,
                                     Cache cache = Cache::none) {
     std::vector<Reg> x;
     for (unsigned e = 0; e < vector; ++e) x.push_back(k.mov(Type::f32, fill));
     auto load = [&] {
-        if (vector == 1) k.ld(x[0], Space::global, Type::f32, at, cache);
-        else k.ld_vector(x, Space::global, Type::f32, at, cache);
+        if (element == DType::f32) {
+            if (vector == 1) k.ld(x[0], Space::global, Type::f32, at, cache);
+            else k.ld_vector(x, Space::global, Type::f32, at, cache);
+            return;
+        }
+        std::vector<Reg> raw;
+        if (vector == 1) raw.push_back(k.ld(Space::global, Type::b16, at, cache));
+        else
+            for (Reg word : vector == 2 ? std::vector<Reg>{k.ld(Space::global, Type::b32, at, cache)}
+                                        : k.ld_vector(Space::global, Type::b32, 2, at, cache))
+                for (Reg half : k.split(word, Type::b16)) raw.push_back(half);
+        for (unsigned e = 0; e < vector; ++e) k.mov(x[e], element_detail::widen(k, element, raw[e]));
     };
     if (ok.valid()) k.predicated(ok, true, load);
     else load();
     return x;
 }
 
-inline void store_vector(Kernel& k, Address const& at, std::vector<Reg> const& y, Reg ok) {
+// `y` (.f32) as `y.size()` elements of `element` at `at` (16-bit ones rounded to nearest even).
+inline void store_vector(Kernel& k, DType element, Address const& at, std::vector<Reg> const& y, Reg ok) {
     auto store = [&] {
-        if (y.size() == 1) k.st(Space::global, Type::f32, at, y[0]);
-        else k.st_vector(Space::global, Type::f32, at, y);
+        if (element == DType::f32) {
+            if (y.size() == 1) k.st(Space::global, Type::f32, at, y[0]);
+            else k.st_vector(Space::global, Type::f32, at, y);
+            return;
+        }
+        std::vector<Reg> raw;
+        for (Reg v : y) raw.push_back(element_detail::narrow(k, element, v));
+        if (raw.size() == 1) return k.st(Space::global, Type::b16, at, raw[0]);
+        std::vector<Reg> words;
+        for (std::size_t e = 0; e < raw.size(); e += 2) words.push_back(k.join(Type::b32, raw[e], raw[e + 1]));
+        if (words.size() == 1) k.st(Space::global, Type::b32, at, words[0]);
+        else k.st_vector(Space::global, Type::b32, at, words);
     };
     if (ok.valid()) k.predicated(ok, true, store);
     else store();
 }
 
 // `count` vectors at address + i·stride_bytes (i < count), predicated by ok[i].
-inline std::vector<std::vector<Reg>> load_vectors(Kernel& k, unsigned vector, Reg address, unsigned count,
+inline std::vector<std::vector<Reg>> load_vectors(Kernel& k, DType element, unsigned vector, Reg address, unsigned count,
                                                   std::int64_t stride_bytes, std::vector<Reg> const& ok, float fill,
                                                   Cache cache = Cache::none) {
     std::vector<std::vector<Reg>> x;
     for (unsigned i = 0; i < count; ++i)
-        x.push_back(load_vector(k, vector, Address(address, static_cast<std::int64_t>(i) * stride_bytes), ok[i], fill,
-                                cache));
+        x.push_back(load_vector(k, element, vector, Address(address, static_cast<std::int64_t>(i) * stride_bytes), ok[i],
+                                fill, cache));
     return x;
 }
 
-inline void store_vectors(Kernel& k, Reg address, std::int64_t stride_bytes, std::vector<std::vector<Reg>> const& y,
-                          std::vector<Reg> const& ok) {
+inline void store_vectors(Kernel& k, DType element, Reg address, std::int64_t stride_bytes,
+                          std::vector<std::vector<Reg>> const& y, std::vector<Reg> const& ok) {
     for (std::size_t i = 0; i < y.size(); ++i)
-        store_vector(k, Address(address, static_cast<std::int64_t>(i) * stride_bytes), y[i], ok[i]);
+        store_vector(k, element, Address(address, static_cast<std::int64_t>(i) * stride_bytes), y[i], ok[i]);
 }
+
+// The bytes of one vector of the row's elements (a step of the loop layout's index j).
+inline unsigned vector_bytes(RowConfig const& c, RowFrame const& f) { return c.vector << f.shift; }
 
 // The thread's first element of a tensor laid out like the rows (with_row) or like one row (gamma,
 // beta).
@@ -223,7 +254,7 @@ inline std::vector<Reg> item_predicates(Kernel& k, RowConfig const& c, RowFrame 
 inline Held load_held(Kernel& k, RowConfig const& c, RowFrame const& f, Reg thread_in, float fill) {
     Held h;
     h.ok = item_predicates(k, c, f);
-    h.x = load_vectors(k, c.vector, thread_in, c.items, f.stride_bytes, h.ok, fill);
+    h.x = load_vectors(k, f.element, c.vector, thread_in, c.items, f.stride_bytes, h.ok, fill);
     return h;
 }
 

@@ -54,7 +54,7 @@ void softmax_registers(Kernel& k, SoftmaxConfig const& config, RowFrame const& f
         for (std::size_t i = 0; i < h.x.size(); ++i)
             for (Reg e : h.x[i]) y[i].push_back(k.mul(e, inverse));
     }
-    store_vectors(k, thread_address(k, f, out), f.stride_bytes, y, h.ok);
+    store_vectors(k, f.element, thread_address(k, f, out), f.stride_bytes, y, h.ok);
 }
 
 // The online pair (max m, sum s of e^(x - m)) folded with more values or another pair. A maximum
@@ -94,11 +94,12 @@ void softmax_loop(Kernel& k, SoftmaxConfig const& config, RowFrame const& f, Reg
     Reg const vectors = k.mov(Type::s32, k.shr(f.cols, log2_exact(c.vector)));
     Reg const row_in = k.add(in, f.row_offset);
     Reg const row_out = k.add(out, f.row_offset);
-    std::int64_t const stride = static_cast<std::int64_t>(c.block) * c.vector * 4;
+    unsigned const bytes = vector_bytes(c, f);
+    std::int64_t const stride = static_cast<std::int64_t>(c.block) * bytes;
 
     Online running{k.mov(Type::f32, -infinity), k.mov(Type::f32, 0.0f)};
     loop_row(k, c, f, vectors, [&](Reg j, std::vector<Reg> const& ok) {
-        auto const x = load_vectors(k, c.vector, k.element_address(row_in, j, c.vector * 4), c.items, stride, ok,
+        auto const x = load_vectors(k, f.element, c.vector, k.element_address(row_in, j, bytes), c.items, stride, ok,
                                     -infinity);
         Online const next = fold_values(k, running, flatten(x));
         k.mov(running.max, next.max);
@@ -122,22 +123,22 @@ void softmax_loop(Kernel& k, SoftmaxConfig const& config, RowFrame const& f, Reg
         neg_max = k.neg(max);
     }
     loop_row(k, c, f, vectors, [&](Reg j, std::vector<Reg> const& ok) {
-        Reg const at_in = k.element_address(row_in, j, c.vector * 4);
-        Reg const at_out = k.element_address(row_out, j, c.vector * 4);
-        auto const x = load_vectors(k, c.vector, at_in, c.items, stride, ok, 0.0f);
+        Reg const at_in = k.element_address(row_in, j, bytes);
+        Reg const at_out = k.element_address(row_out, j, bytes);
+        auto const x = load_vectors(k, f.element, c.vector, at_in, c.items, stride, ok, 0.0f);
         std::vector<std::vector<Reg>> y(x.size());
         for (std::size_t i = 0; i < x.size(); ++i)
             for (Reg v : x[i])
                 y[i].push_back(config.op == Op::log_softmax ? log_output(k, v, shift)
                                           : k.mul(exp_difference(k, v, max, neg_max), inverse));
-        store_vectors(k, at_out, stride, y, ok);
+        store_vectors(k, f.element, at_out, stride, y, ok);
     });
 }
 
 }  // namespace
 
 std::string softmax_name(SoftmaxConfig const& config) {
-    return std::string(to_string(config.op)) + "_" + to_string(config.row);
+    return std::string(to_string(config.op)) + "_" + to_string(config.row) + element_detail::element_suffix(config.element);
 }
 
 Kernel softmax(SoftmaxConfig const& config) {
@@ -151,7 +152,7 @@ Kernel softmax(SoftmaxConfig const& config) {
     Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
     Reg const rows = k.param(Type::u32, "rows");
     Reg const cols = k.param(Type::u32, "cols");
-    RowFrame const f = row_frame(k, config.row, rows, cols);
+    RowFrame const f = row_frame(k, config.row, config.element, rows, cols);
     if (config.row.layout == RowLayout::block_loop) softmax_loop(k, config, f, in, out);
     else softmax_registers(k, config, f, in, out);
     return k;

@@ -3,7 +3,7 @@
 
 namespace rayo::vulkan::ops {
 
-Support supports(ShaderRunner const&, op::Norm const& d, OpViews const& v) { return row_shader_supports(d.op, v); }
+Support supports(ShaderRunner const& r, op::Norm const& d, OpViews const& v) { return row_shader_supports(r, d.op, v); }
 
 void run(ShaderRunner& r, op::Norm const& d, OpViews const& v) {
     TensorView const* gamma = v.in[1].present ? &v.in[1] : nullptr;

@@ -1,14 +1,15 @@
 // The reduction family on Vulkan: sum, mean, max, min, argmax, argmin over [outer, extent, inner]
 // and dot (shaders/reduce.comp or reduce_subgroup.comp). Long extents are split into chunks reduced
 // by separate workgroups (or invocations) into a scratch buffer of partials, which a second
-// dispatch combines in chunk order: deterministic, no atomics.
+// dispatch combines in chunk order: deterministic, no atomics. f16 and bf16 inputs through the
+// _element16 builds, reduced in f32 into f32 results.
 #include <algorithm>
 #include <bit>
 #include <limits>
 #include <string>
 
 #include "dispatch/operand_checks.hpp"
-#include "vulkan/ops/ops.hpp"
+#include "vulkan/ops/element_type.hpp"
 
 namespace rayo::vulkan::ops {
 
@@ -30,15 +31,12 @@ constexpr std::size_t max_chunks = 1024;            // the combine pass reads <=
 
 constexpr std::size_t u32_limit = 0xffffffffu;
 
-Support reduce_supports(Op op, op::ReduceShape shape, OpViews const& v) {
-    DType const result = is_arg_reduction(op) ? DType::i64 : DType::f32;
-    for (TensorView const& in : v.in)
-        if (in.dtype != DType::f32) return Support::no("vulkan reductions take f32 tensors");
-    if (v.out[0].dtype != result) return Support::no("vulkan reductions write " + std::string(to_string(result)));
-    if (!detail::all_contiguous(v)) return Support::no("vulkan reductions take contiguous tensors");
+Support reduce_supports(ShaderRunner const& r, Op op, op::ReduceShape shape, OpViews const& v) {
+    Support const s = detail::reduction_floating("vulkan", op, v, is_arg_reduction(op) ? DType::i64 : DType::f32);
+    if (!s.native) return s;
     if (shape.outer * shape.inner > u32_limit || shape.extent > u32_limit || shape.inner > u32_limit)
         return Support::no("vulkan reductions count outputs and extents in 32 bits");
-    return Support::yes();
+    return element_type_supported(r, op, v.in[0].dtype);
 }
 
 // Reduces in (·other, for dot) into out: `op` sum, max, min, argmax or argmin, `mean` dividing sums.
@@ -56,7 +54,6 @@ void reduce_to(ShaderRunner& r, Op op, op::ReduceShape shape, bool mean, TensorV
     }
 
     std::uint32_t const wg = std::bit_floor(std::min<std::uint32_t>(r.workgroup_size(), 256));
-    Shader const shader = r.subgroups() ? Shader::reduce_subgroup : Shader::reduce;
 
     // Chunks per output: enough parallel work for a GPU without more than max_partials partials.
     // A workgroup per output for long contiguous runs; short ones (and columns) an invocation each.
@@ -72,8 +69,9 @@ void reduce_to(ShaderRunner& r, Op op, op::ReduceShape shape, bool mean, TensorV
     std::size_t const chunk_len = (shape.extent + chunks - 1) / chunks;
     chunks = (shape.extent + chunk_len - 1) / chunk_len;  // no empty chunks
 
-    Binding const x = r.bind(in, numel * sizeof(float), Access::read, "reduction input");
-    Binding const y = other ? r.bind(*other, numel * sizeof(float), Access::read, "dot input") : x.untouched();
+    std::size_t const size = bytes_for(in.dtype, 1);
+    Binding const x = r.bind(in, numel * size, Access::read, "reduction input");
+    Binding const y = other ? r.bind(*other, numel * size, Access::read, "dot input") : x.untouched();
     Binding const result = r.bind(out, outputs * (arg ? 8 : 4), Access::write, "reduction output");
     ReducePush push;
     push.outputs = static_cast<std::uint32_t>(outputs);
@@ -81,8 +79,8 @@ void reduce_to(ShaderRunner& r, Op op, op::ReduceShape shape, bool mean, TensorV
     push.inner = static_cast<std::uint32_t>(shape.inner);
     push.chunks = static_cast<std::uint32_t>(chunks);
     push.chunk_len = static_cast<std::uint32_t>(chunk_len);
-    push.x_offset = x.element_offset(sizeof(float));
-    push.y_offset = y.element_offset(sizeof(float));
+    push.x_offset = x.element_offset(size);
+    push.y_offset = y.element_offset(size);
     push.out_offset = result.element_offset(sizeof(std::uint32_t));
     push.mean = mean ? 1 : 0;
 
@@ -92,27 +90,36 @@ void reduce_to(ShaderRunner& r, Op op, op::ReduceShape shape, bool mean, TensorV
     std::uint32_t const first_groups =
         static_cast<std::uint32_t>(std::min<std::size_t>(rows ? work : (work + wg - 1) / wg, r.max_groups()));
     Mode const first_mode = rows ? rows_mode : columns_mode;
+    // The build for the input's element type, with `mode`, `product` and `final` set.
+    auto build = [&](Mode mode, std::uint32_t with_product, std::uint32_t final_pass, SpecConstants& constants) {
+        constants = {code, wg, mode, with_product, final_pass};
+        return r.subgroups() ? element_build(Shader::reduce_subgroup, Shader::reduce_subgroup_element16, in.dtype, constants)
+                             : element_build(Shader::reduce, Shader::reduce_element16, in.dtype, constants);
+    };
+    SpecConstants constants{};
     if (chunks == 1) {
-        r.dispatch(shader, {code, wg, first_mode, product, 1}, {x, result, x.untouched(), y}, push, {first_groups});
+        Shader const shader = build(first_mode, product, 1, constants);
+        r.dispatch(shader, constants, {x, result, x.untouched(), y}, push, {first_groups});
         return;
     }
     ScratchBuffer partials = r.scratch(work * partial_bytes);
-    r.dispatch(shader, {code, wg, first_mode, product, 0}, {x, result.untouched(), partials.bind(Access::write), y}, push,
-               {first_groups});
+    Shader const first = build(first_mode, product, 0, constants);
+    r.dispatch(first, constants, {x, result.untouched(), partials.bind(Access::write), y}, push, {first_groups});
     std::uint32_t const groups = static_cast<std::uint32_t>(std::min<std::size_t>(outputs, r.max_groups()));
-    r.dispatch(shader, {code, wg, combine_mode, 0, 1}, {x, result, partials.bind(Access::read), y}, push, {groups});
+    Shader const combine = build(combine_mode, 0, 1, constants);
+    r.dispatch(combine, constants, {x, result, partials.bind(Access::read), y}, push, {groups});
 }
 
 }  // namespace
 
-Support supports(ShaderRunner const&, op::Reduce const& d, OpViews const& v) { return reduce_supports(d.op, d.shape, v); }
+Support supports(ShaderRunner const& r, op::Reduce const& d, OpViews const& v) { return reduce_supports(r, d.op, d.shape, v); }
 
 void run(ShaderRunner& r, op::Reduce const& d, OpViews const& v) {
     reduce_to(r, d.op == Op::mean ? Op::sum : d.op, d.shape, d.op == Op::mean, v.in[0], nullptr, v.out[0]);
 }
 
-Support supports(ShaderRunner const&, op::Dot const& d, OpViews const& v) {
-    return reduce_supports(d.op, {1, v.in[0].numel(), 1}, v);
+Support supports(ShaderRunner const& r, op::Dot const& d, OpViews const& v) {
+    return reduce_supports(r, d.op, {1, v.in[0].numel(), 1}, v);
 }
 
 void run(ShaderRunner& r, op::Dot const&, OpViews const& v) {

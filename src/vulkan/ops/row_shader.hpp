@@ -6,8 +6,9 @@
 
 namespace rayo::vulkan::ops {
 
-// yes for contiguous f32 operands of fewer than 2^32 elements.
-[[nodiscard]] Support row_shader_supports(Op op, OpViews const& v);
+// yes for contiguous operands of one floating type (f16 and bf16 where the device has 16-bit
+// storage) of fewer than 2^32 elements.
+[[nodiscard]] Support row_shader_supports(ShaderRunner const& r, Op op, OpViews const& v);
 
 // Records `op` (softmax, log_softmax, layer_norm, rms_norm) over the rows of `in` into `out`;
 // gamma and beta are the norms' affine parameters (null when absent).

@@ -1,4 +1,4 @@
-// The layer_norm and rms_norm kernel generator: every row of an f32 matrix normalised, then
+// The layer_norm and rms_norm kernel generator: every row of an f32, f16 or bf16 matrix normalised, then
 // optionally scaled by gamma and shifted by beta (one value per column).
 //
 //   using namespace rayo::ptx;
@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <string>
 
+#include "rayo/dtype.hpp"
 #include "rayo/export.hpp"
 #include "rayo/op_table.hpp"
 #include "rayo/ptx/kernel.hpp"
@@ -38,10 +39,16 @@ namespace rayo::ptx::kernels {
 struct RAYO_API NormConfig {
     Op op = Op::layer_norm;  // layer_norm or rms_norm
     RowConfig row;  // how a row is spread over threads (choose_row_config)
+    // The element type of the rows (and of gamma, beta): f32, f16 or bf16. 16-bit elements are
+    // widened to f32 as they are loaded and rounded to nearest even as they are stored; everything
+    // between runs in f32 as for f32 rows. A vector of them is 2, 4 or 8 bytes, so rows (and gamma,
+    // beta) must be aligned to vector·2 bytes.
+    DType element = DType::f32;
 };
 
 // The kernel's name spells every generator parameter (e.g. layer_norm_block_v4_g1_t256_i4,
-// rms_norm_group_v1_g4_t128_i2), so equal names mean equal kernels.
+// rms_norm_group_v1_g4_t128_i2, rms_norm_group_v1_g4_t128_i2_bf16), so equal names mean equal
+// kernels.
 [[nodiscard]] RAYO_API std::string normalization_name(NormConfig const& config);
 
 // The kernel. Throws BuildError for a row config the generator does not take (see validate()).

@@ -1,5 +1,5 @@
-// Reduction kernels: sum (and mean), max, min, argmax, argmin of f32 data along one axis, and dot
-// products, as PTX. Deterministic: every result comes from a fixed tree (per-thread runs in index
+// Reduction kernels: sum (and mean), max, min, argmax, argmin of f32, f16 or bf16 data along one
+// axis, and dot products, as PTX (16-bit values widened to f32 as they are loaded; results f32). Deterministic: every result comes from a fixed tree (per-thread runs in index
 // order, warp butterfly shuffles, shared memory across warps, and for long rows a fixed split into
 // parts whose partial results a second launch combines in order) and never from float atomics, so
 // repeated runs on one device give the same bits.
@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "rayo/dtype.hpp"
 #include "rayo/export.hpp"
 #include "rayo/op_table.hpp"
 #include "rayo/ptx/kernel.hpp"
@@ -63,6 +64,9 @@ struct RAYO_API ReduceRowsConfig {
     bool vectorized = true;
     unsigned unroll = 4;           // loads in flight per thread and loop iteration: 1, 2 or 4
     unsigned block_threads = 256;  // .maxntid; the block must be a multiple of 32 threads
+    // Of the values (in, and in_aux for products): f32, f16 or bf16; a vector load of 16-bit ones is
+    // 8 bytes (ld.global.v2.b32), so products need in and in_aux at one address modulo 8.
+    DType element = DType::f32;
 };
 
 // Reduces rows x extent values (row-major, contiguous). Parameters, in order, all .u64:
@@ -72,7 +76,7 @@ struct RAYO_API ReduceRowsConfig {
 // w / parts (part = w % parts); stage final needs parts = 1 (chunk is then unused). count: the
 // divisor of a mean (the length of the original axis). Work items are spread over the launch with
 // grid-stride loops (over threads, warps or blocks as the group says): any 1-D launch works.
-// Named rayo_reduce_rows_<op>[_mean]_<source>_<stage>_<group>_<v4|scalar>_u<unroll>.
+// Named rayo_reduce_rows_<op>[_mean]_<source>_<stage>_<group>_<v4|scalar>_u<unroll>[_f16|_bf16].
 [[nodiscard]] RAYO_API Kernel reduce_rows(ReduceRowsConfig const& config);
 
 struct RAYO_API ReduceColumnsConfig {
@@ -81,6 +85,7 @@ struct RAYO_API ReduceColumnsConfig {
     ReduceStage stage = ReduceStage::final;
     unsigned unroll = 4;           // loads along the axis in flight per thread: 1, 2 or 4
     unsigned block_threads = 256;  // .maxntid
+    DType element = DType::f32;    // of in: f32, f16 or bf16
 };
 
 // Reduces [outer, extent, inner] f32 values along the middle axis. Parameters, in order, all
@@ -88,7 +93,7 @@ struct RAYO_API ReduceColumnsConfig {
 //   out, out_index, in, outer, extent, inner, chunk, parts, count
 // Output (o, j) = o * inner + j. A 2-D launch: x covers j (threads of consecutive j read
 // consecutive addresses), y covers the (o, part) slabs; both grid-stride, so any grid works.
-// Named rayo_reduce_columns_<op>[_mean]_<stage>_u<unroll>.
+// Named rayo_reduce_columns_<op>[_mean]_<stage>_u<unroll>[_f16|_bf16].
 [[nodiscard]] RAYO_API Kernel reduce_columns(ReduceColumnsConfig const& config);
 
 }  // namespace rayo::ptx::kernels

@@ -1,4 +1,4 @@
-// The softmax and log_softmax kernel generator: every row of an f32 matrix, normalised.
+// The softmax and log_softmax kernel generator: every row of an f32, f16 or bf16 matrix, normalised.
 //
 //   using namespace rayo::ptx;
 //   kernels::SoftmaxConfig config{.op = rayo::Op::softmax, .row = kernels::choose_row_config(cols, 4)};
@@ -24,6 +24,7 @@
 
 #include <string>
 
+#include "rayo/dtype.hpp"
 #include "rayo/export.hpp"
 #include "rayo/op_table.hpp"
 #include "rayo/ptx/kernel.hpp"
@@ -34,10 +35,16 @@ namespace rayo::ptx::kernels {
 struct RAYO_API SoftmaxConfig {
     Op op = Op::softmax;  // softmax or log_softmax
     RowConfig row;     // how a row is spread over threads (choose_row_config)
+    // The element type of the rows (and of gamma, beta): f32, f16 or bf16. 16-bit elements are
+    // widened to f32 as they are loaded and rounded to nearest even as they are stored; everything
+    // between runs in f32 as for f32 rows. A vector of them is 2, 4 or 8 bytes, so rows (and gamma,
+    // beta) must be aligned to vector·2 bytes.
+    DType element = DType::f32;
 };
 
 // The kernel's name spells every generator parameter (e.g. softmax_block_v4_g1_t256_i4,
-// log_softmax_group_v1_g8_t128_i2), so equal names mean equal kernels.
+// log_softmax_group_v1_g8_t128_i2, softmax_block_v4_g1_t256_i4_f16), so equal names mean equal
+// kernels.
 [[nodiscard]] RAYO_API std::string softmax_name(SoftmaxConfig const& config);
 
 // The kernel. Throws BuildError for a row config the generator does not take (see validate()).
