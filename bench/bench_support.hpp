@@ -138,6 +138,19 @@ void register_softmax_norm();
 void register_matmul();
 void register_quant();
 // The anchor cases on a GPU (nothing when the benchmark device is the CPU).
+// A prompt's token embeddings: `count` rows of an f16 table [rows, dim] on bench_device(), into a
+// preallocated output (a model's activation buffer); bytes as read plus written.
+inline void run_embedding(benchmark::State& state, std::int64_t rows, std::int64_t dim, std::int64_t count) {
+    rayo::Device const device = bench_device();
+    auto const table = random_tensor<rayo::half>(rayo::Shape{rows, dim}, device);
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(count));
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>(i * 7919 % static_cast<std::size_t>(rows));
+    auto const id_tensor = rayo::Tensor<std::int32_t>::from(ids, rayo::Shape{count}, device);
+    auto const out = rayo::Tensor<rayo::half>::empty(rayo::Shape{count, dim}, device);
+    time_op(state, device, [&] { rayo::embedding_into(table, id_tensor, out); });
+    report(state, {.bytes = 2.0 * static_cast<double>(count * dim) * sizeof(rayo::half)});
+}
+
 void register_gpu();
 void register_model_ops();
 
