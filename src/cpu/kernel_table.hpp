@@ -41,6 +41,10 @@ struct KernelTable {
     // tensors go through the f32 kernels a block at a time.
     void (*widen)(DType type, void const* in, float* out, std::size_t n);
     void (*narrow)(DType type, float const* in, void* out, std::size_t n);
+    // out[r·out_stride + c] = in[c·in_stride + r] for r < rows, c < cols: 32-bit elements of a
+    // transposing copy (rayo/cpu/transpose.hpp).
+    void (*transpose32)(std::uint32_t const* in, std::size_t in_stride, std::uint32_t* out, std::size_t out_stride,
+                        std::size_t rows, std::size_t cols);
 
     // Reduces in[0..n): sum -> value; max/min -> value (NaN if any); argmax/argmin -> value and
     // first index of the extreme (the first NaN if any).

@@ -11,6 +11,7 @@
 #include "rayo/cpu/quantize.hpp"
 #include "rayo/cpu/reduction.hpp"
 #include "rayo/cpu/softmax.hpp"
+#include "rayo/cpu/transpose.hpp"
 
 namespace rayo::cpu {
 
@@ -38,6 +39,7 @@ constexpr KernelTable make_kernel_table(CpuArch arch) {
         .binary_broadcast = &binary_broadcast_kernel<A>,
         .widen = &widen_kernel<A>,
         .narrow = &narrow_kernel<A>,
+        .transpose32 = &transpose32_kernel<A>,
         .reduce = &reduce_kernel<A>,
         .reduce_columns = &reduce_columns_kernel<A>,
         .dot = &dot_kernel<A>,

@@ -19,12 +19,19 @@ void copy_row(std::byte const* from, std::size_t from_step, std::byte* to, std::
     for (std::size_t j = 0; j < count; ++j) std::memcpy(to + j * to_step * Bytes, from + j * from_step * Bytes, Bytes);
 }
 
-// A batch of transpositions by square blocks, split over the pool. A block is read along in's rows
-// into a local tile and written along out's rows from the tile's columns: both sides touch whole
-// cache lines in order, where walking a column of a wide matrix directly would evict its own lines
-// (rows 2^k apart share L1 sets).
+// A kernel table's transposition of one block (KernelTable::transpose32).
 template <class E>
-void transpose_blocks(ThreadPool& pool, detail::Transposition const& t, E const* from, E* to) {
+using BlockTranspose = void (*)(E const* in, std::size_t in_stride, E* out, std::size_t out_stride, std::size_t rows,
+                                std::size_t cols);
+
+// A batch of transpositions by square blocks, split over the pool: each block by the instruction
+// set's kernel where there is one (32-bit elements), else read along in's rows into a local tile
+// and written along out's rows from the tile's columns. Either way both sides touch whole cache
+// lines in order, where walking a column of a wide matrix directly would evict its own lines (rows
+// 2^k apart share L1 sets).
+template <class E>
+void transpose_blocks(ThreadPool& pool, detail::Transposition const& t, E const* from, E* to,
+                      BlockTranspose<E> block_transpose = nullptr) {
     constexpr std::size_t block = 64 / sizeof(E) * 2;  // two cache lines of elements a side
     std::size_t const block_rows = (t.rows + block - 1) / block, block_cols = (t.cols + block - 1) / block;
     std::size_t const per_matrix = block_rows * block_cols;
@@ -35,6 +42,10 @@ void transpose_blocks(ThreadPool& pool, detail::Transposition const& t, E const*
             std::size_t const r1 = std::min(r0 + block, t.rows), c1 = std::min(c0 + block, t.cols);
             E const* in = from + matrix * t.in_batch;
             E* out = to + matrix * t.out_batch;
+            if (block_transpose) {
+                block_transpose(in + c0 * t.in_stride + r0, t.in_stride, out + r0 * t.out_stride + c0, t.out_stride, r1 - r0, c1 - c0);
+                continue;
+            }
             E tile[block][block + 1];
             for (std::size_t c = c0; c < c1; ++c)
                 for (std::size_t r = r0; r < r1; ++r) tile[c - c0][r - r0] = in[c * t.in_stride + r];
@@ -60,7 +71,7 @@ void run(KernelRunner& r, op::Copy const&, OpViews const& v) {
     detail::StridedLayout const l = detail::collapse(v.out[0], views);
     if (auto const t = detail::as_transposition(l)) {
         if (bytes == 2) transpose_blocks(r.pool(), *t, data<std::uint16_t const>(v.in[0]), data<std::uint16_t>(v.out[0]));
-        else transpose_blocks(r.pool(), *t, data<std::uint32_t const>(v.in[0]), data<std::uint32_t>(v.out[0]));
+        else transpose_blocks(r.pool(), *t, data<std::uint32_t const>(v.in[0]), data<std::uint32_t>(v.out[0]), r.kernels().transpose32);
         return;
     }
     std::size_t const inner = l.inner(), last = l.rank - 1;
