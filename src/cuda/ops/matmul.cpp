@@ -2,10 +2,11 @@
 // on the tensor cores with f32 accumulation, an f32 a rounded to b's type on the way
 // (rayo::ptx::kernels::gemm says how accurate that is); the GEMM variant comes from
 // rayo::ptx::kernels::choose_gemm_config. K-quant weights go to linear_kquant (quantization.cpp).
+#include <array>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
-#include <vector>
 
 #include "cuda/ops/ops.hpp"
 #include "dispatch/operand_checks.hpp"
@@ -82,12 +83,16 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
                           .shared_bytes = launch.shared_bytes};
     // The kernel's name spells every generator parameter; the target completes the key.
     std::string const key = "matmul/" + ptx::kernels::gemm_name(config) + "/" + std::string(ptx::to_string(runner.target()));
-    // The parameters the variant declares, in order (rayo/ptx/kernels/gemm.hpp).
+    // The parameters the variant declares, in order (rayo/ptx/kernels/gemm.hpp), on the stack: no
+    // allocation per launch.
     std::uint64_t bias_address = config.bias ? runner.address(v.in[2]) : 0;
-    std::vector<void*> arguments{&a_address, &b_address, &out_address, &m, &n, &k};
-    if (config.batched) arguments.insert(arguments.end(), {&a_batch, &b_batch, &out_batch});
-    if (config.bias) arguments.push_back(&bias_address);
-    runner.launch(key, [config] { return ptx::kernels::gemm(config); }, dims, arguments);
+    std::array<void*, 10> arguments{&a_address, &b_address, &out_address, &m, &n, &k};
+    std::size_t count = 6;
+    if (config.batched)
+        for (void* batch_step : {static_cast<void*>(&a_batch), static_cast<void*>(&b_batch), static_cast<void*>(&out_batch)})
+            arguments[count++] = batch_step;
+    if (config.bias) arguments[count++] = &bias_address;
+    runner.launch(key, [config] { return ptx::kernels::gemm(config); }, dims, std::span(arguments.data(), count));
 }
 
 }  // namespace rayo::cuda::ops
