@@ -23,12 +23,14 @@ namespace rayo {
 // Ops of one family share their operands' layout, their backend entry point and their source
 // file in each backend (src/<backend>/ops/<family>.cpp; unary and binary share elementwise.cpp).
 enum class OpFamily : std::uint8_t {
-    unary, binary, reduction, softmax, normalization, matmul, quantization, conversion, layout, gather
+    unary, binary, reduction, softmax, normalization, matmul, quantization, conversion, layout, gather,
+    rotary, attention, convolution, pooling
 };
 
 constexpr std::string_view to_string(OpFamily f) noexcept {
     constexpr std::string_view names[] = {"unary", "binary", "reduction", "softmax", "normalization", "matmul",
-                                          "quantization", "conversion", "layout", "gather"};
+                                          "quantization", "conversion", "layout", "gather",
+                                          "rotary", "attention", "convolution", "pooling"};
     return names[static_cast<std::size_t>(f)];
 }
 
@@ -53,6 +55,13 @@ enum class Op : std::uint8_t {
     copy,
     // gathers: rows picked by a tensor of ids
     embedding, index_select,
+    // rotary position embedding of [..., seq, heads, head_dim] by token positions
+    rope,
+    // softmax(q·kᵀ·scale + mask)·v over [batch, seq, heads, head_dim] operands
+    attention,
+    // 2-D convolution of [N, C, H, W] by [O, C/groups, KH, KW] and the 2-D pools
+    conv2d,
+    max_pool2d, avg_pool2d,
 };
 
 // A set of element types.
@@ -133,10 +142,15 @@ inline constexpr std::array op_table{
     OpInfo{Op::copy, "copy", OpFamily::layout, {}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
     OpInfo{Op::embedding, "embedding", OpFamily::gather, {}, {DType::f32, DType::f16, DType::bf16, DType::q4_k, DType::q6_k}},
     OpInfo{Op::index_select, "index_select", OpFamily::gather, {"axis"}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
+    OpInfo{Op::rope, "rope", OpFamily::rotary, {"freq_base", "freq_scale"}, detail::floating},
+    OpInfo{Op::attention, "attention", OpFamily::attention, {"scale"}, detail::floating},
+    OpInfo{Op::conv2d, "conv2d", OpFamily::convolution, {}, detail::floating},
+    OpInfo{Op::max_pool2d, "max_pool2d", OpFamily::pooling, {}, detail::floating},
+    OpInfo{Op::avg_pool2d, "avg_pool2d", OpFamily::pooling, {}, detail::floating},
 };
 
 // The rows are in the enum's order, one per op: an op's code is its row's index.
-static_assert(op_table.size() == static_cast<std::size_t>(Op::index_select) + 1, "one row per Op");
+static_assert(op_table.size() == static_cast<std::size_t>(Op::avg_pool2d) + 1, "one row per Op");
 static_assert([] {
     for (std::size_t i = 0; i < op_table.size(); ++i)
         if (static_cast<std::size_t>(op_table[i].op) != i) return false;

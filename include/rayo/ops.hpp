@@ -5,8 +5,10 @@
 // is written, so a failed call leaves every tensor as it was.
 #pragma once
 
+#include <array>
 #include <concepts>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -288,5 +290,107 @@ template <FloatingElement T, FloatingElement W>
 RAYO_API Tensor<T> rms_norm(Tensor<T> const& x, Tensor<W> const& gamma, float eps = 1e-6f);
 template <FloatingElement T, FloatingElement W, FloatingElement O>
 RAYO_API void rms_norm_into(Tensor<T> const& x, Tensor<W> const& gamma, float eps, Tensor<O> const& out);
+
+// ---- rotary position embedding -------------------------------------------------------------------
+// Which dimensions of a head rotate together.
+enum class RopeStyle {
+    adjacent,  // (0, 1), (2, 3), …: llama.cpp's rope for Llama-family GGUF weights (GGML_ROPE_TYPE_NORMAL)
+    halves,    // (0, n/2), (1, n/2 + 1), …: GPT-NeoX, Hugging Face's rotate_half
+};
+struct RopeParams {
+    RopeStyle style = RopeStyle::adjacent;
+    // The rotated prefix of each head (even, ≤ head_dim); 0: the whole head. The rest is copied.
+    int n_dims = 0;
+    float freq_base = 10000.0f;
+    // Linear position interpolation: positions are multiplied by it.
+    float freq_scale = 1.0f;
+    // f32 [n_dims/2]: pair p's frequency is divided by factors[p] (Llama-3's rope scaling as GGUF
+    // files carry it, `rope_freqs.weight`). On x's device.
+    std::optional<FTensor> freq_factors;
+};
+// x [..., seq, heads, head_dim] rotated pair by pair: pair p of the token at position pos turns by
+// pos · freq_scale · freq_base^(−2p/n_dims) / factors[p]. positions (i32) holds seq entries (shared
+// by the leading axes) or one per token (the product of the axes before heads). Computed in f32.
+template <FloatingElement T>
+RAYO_API Tensor<T> rope(Tensor<T> const& x, Tensor<std::int32_t> const& positions, RopeParams const& params = {});
+// out may be x itself (rotated in place).
+template <FloatingElement T>
+RAYO_API void rope_into(Tensor<T> const& x, Tensor<std::int32_t> const& positions, RopeParams const& params,
+                        Tensor<T> const& out);
+
+// ---- attention -------------------------------------------------------------------------------------
+struct AttentionParams {
+    // The scores' factor; 0: 1/√head_dim.
+    float scale = 0.0f;
+    // Query row i sees the keys at positions ≤ query_offset + i.
+    bool causal = false;
+    // The position of q's first row among the keys; by default kv_len − q_len (the queries are the
+    // last rows: prefill when equal, decode against a KV cache when q_len is 1).
+    std::optional<std::int64_t> query_offset;
+    // Added to the scores before the softmax: f32, broadcastable to [batch, heads, q_len, kv_len]
+    // (NumPy's rules: [q_len, kv_len], [batch, 1, 1, kv_len], …), −Inf hiding a key. On q's device.
+    std::optional<FTensor> mask;
+};
+// softmax(q·kᵀ·scale [+ mask]) · v, per batch and head, with q [batch, q_len, heads, head_dim] and
+// k, v [batch, kv_len, kv_heads, head_dim] (rank 3: batch 1), one floating type, kv_heads dividing
+// heads (grouped-query attention: query head h reads key/value head h / (heads / kv_heads)).
+// Result [batch, q_len, heads, head_dim] of q's type; scores, softmax and sums in f32, the score
+// matrix never stored. A query row that sees no key gives zeros, not NaN.
+template <FloatingElement T>
+RAYO_API Tensor<T> attention(Tensor<T> const& q, Tensor<T> const& k, Tensor<T> const& v,
+                             AttentionParams const& params = {});
+template <FloatingElement T>
+RAYO_API void attention_into(Tensor<T> const& q, Tensor<T> const& k, Tensor<T> const& v, AttentionParams const& params,
+                             Tensor<T> const& out);
+
+// ---- convolution and pooling: [N, C, H, W] images (rank 3: N = 1) --------------------------------
+// (height, width) pairs.
+struct Conv2dParams {
+    std::array<int, 2> stride{1, 1};
+    std::array<int, 2> padding{0, 0};  // zeros on each side
+    std::array<int, 2> dilation{1, 1};
+    int groups = 1;                    // depthwise: groups = C = O
+};
+// x [N, C, H, W] cross-correlated with w [O, C/groups, KH, KW] (as torch.nn.functional.conv2d) ->
+// [N, O, OH, OW], OH = (H + 2·padding − dilation·(KH − 1) − 1) / stride + 1, accumulated in f32.
+template <FloatingElement T>
+RAYO_API Tensor<T> conv2d(Tensor<T> const& x, Tensor<T> const& w, Conv2dParams const& params = {});
+template <FloatingElement T>
+RAYO_API void conv2d_into(Tensor<T> const& x, Tensor<T> const& w, Conv2dParams const& params, Tensor<T> const& out);
+// … + bias [O], added to each output channel.
+template <FloatingElement T>
+RAYO_API Tensor<T> conv2d(Tensor<T> const& x, Tensor<T> const& w, Tensor<T> const& bias, Conv2dParams const& params = {});
+template <FloatingElement T>
+RAYO_API void conv2d_into(Tensor<T> const& x, Tensor<T> const& w, Tensor<T> const& bias, Conv2dParams const& params,
+                          Tensor<T> const& out);
+
+// The output sizes of convolve2d, as scipy.signal.convolve2d names them.
+enum class ConvolveMode {
+    full,   // every overlap: [H + KH − 1, W + KW − 1]
+    same,   // the image's size, centred on the full result
+    valid,  // only where the kernel lies inside the image: [H − KH + 1, W − KW + 1]
+};
+// The true 2-D convolution (the kernel flipped) of one image [H, W] by kernel [KH, KW]: a conv2d
+// with one channel.
+template <FloatingElement T>
+RAYO_API Tensor<T> convolve2d(Tensor<T> const& image, Tensor<T> const& kernel, ConvolveMode mode = ConvolveMode::full);
+
+struct Pool2dParams {
+    std::array<int, 2> kernel{2, 2};
+    std::optional<std::array<int, 2>> stride;  // default: the kernel
+    std::array<int, 2> padding{0, 0};         // at most half the kernel
+    // avg_pool2d: padding cells count in the divisor (PyTorch's default).
+    bool count_include_pad = true;
+};
+// The maximum or mean of each window of each channel: x [N, C, H, W] -> [N, C, OH, OW],
+// OH = (H + 2·padding − kernel) / stride + 1. max_pool2d's padding is −Inf.
+template <FloatingElement T>
+RAYO_API Tensor<T> max_pool2d(Tensor<T> const& x, Pool2dParams const& params = {});
+template <FloatingElement T>
+RAYO_API void max_pool2d_into(Tensor<T> const& x, Pool2dParams const& params, Tensor<T> const& out);
+template <FloatingElement T>
+RAYO_API Tensor<T> avg_pool2d(Tensor<T> const& x, Pool2dParams const& params = {});
+template <FloatingElement T>
+RAYO_API void avg_pool2d_into(Tensor<T> const& x, Pool2dParams const& params, Tensor<T> const& out);
 
 }  // namespace rayo

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <variant>
 
@@ -124,10 +125,81 @@ struct Gather {
     std::size_t outer = 1, rows = 0, row = 0;
 };
 
+// Rotary position embedding of x seen as [tokens, heads, head_dim] (tokens = the product of the
+// axes before heads; token t's position is positions[t % positions], so positions holds one entry
+// per row of seq, shared by the leading axes, or one per token). Pair p < n_dims/2 of a head is
+// (p·2, p·2 + 1) for `halves` false (adjacent, llama.cpp's Llama rope) or (p, p + n_dims/2) for
+// `halves` (GPT-NeoX, Hugging Face's rotate_half); it turns by the angle
+// position · freq_scale · freq_base^(−2p/n_dims) / factor[p] (factor 1 without freq factors).
+// Dimensions from n_dims on are copied. in: x (f32, f16, bf16), positions (i32, contiguous)[,
+// factors (f32 [n_dims/2], contiguous)]; out: of x's shape and type (it may be x itself).
+struct Rope {
+    static constexpr OpFamily family = OpFamily::rotary;
+    Op op = Op::rope;
+    std::size_t tokens = 0, heads = 0, head_dim = 0, n_dims = 0, positions = 0;
+    bool halves = false;
+    float freq_base = 10000.0f, freq_scale = 1.0f;
+    bool has_factors = false;
+};
+
+// Scaled dot-product attention. q [batch, q_len, heads, head_dim], k and v [batch, kv_len,
+// kv_heads, head_dim], out [batch, q_len, heads, head_dim]: one floating type, contiguous; query
+// head h reads key/value head h / (heads / kv_heads). Row i of q sits at position query_offset + i
+// of the keys: with `causal`, it sees keys j ≤ query_offset + i. Scores are q·k·scale (+ the mask,
+// f32, its element (b, h, i, j) at b·mask_batch + h·mask_head + i·mask_row + j: a step of 0
+// broadcasts), softmax in f32, times v. A row that sees no key (or only −Inf scores) is zeros.
+// in: q, k, v[, mask]; out: o.
+struct Attention {
+    static constexpr OpFamily family = OpFamily::attention;
+    Op op = Op::attention;
+    std::size_t batch = 1, q_len = 0, kv_len = 0, heads = 0, kv_heads = 0, head_dim = 0;
+    float scale = 1.0f;
+    bool causal = false;
+    std::int64_t query_offset = 0;
+    bool has_mask = false;
+    std::size_t mask_batch = 0, mask_head = 0, mask_row = 0;
+};
+
+// out[n, o, y, x] = bias[o] + Σ over c of its group, i, j of in[n, c, y·stride_h − pad_h + i·dilation_h,
+// x·stride_w − pad_w + j·dilation_w] · w[o, c, i, j] (w[o, c, kh−1−i, kw−1−j] when `flip`: a true
+// convolution), reads outside the image counting as 0. Group g holds input channels
+// [g·c/groups, (g+1)·c/groups) and output channels [g·o/groups, (g+1)·o/groups). pad_h and pad_w
+// are the top and left padding; oh and ow the output's size (the bottom and right padding follow).
+struct Conv2dShape {
+    std::size_t n = 0, c = 0, h = 0, w = 0;
+    std::size_t o = 0, kh = 0, kw = 0;
+    std::size_t oh = 0, ow = 0;
+    std::size_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+    std::size_t groups = 1;
+    bool flip = false;
+};
+
+// in: x [n, c, h, w], w [o, c/groups, kh, kw][, bias [o]] (one floating type, contiguous); out:
+// [n, o, oh, ow] of that type, contiguous. Accumulated in f32.
+struct Conv2d {
+    static constexpr OpFamily family = OpFamily::convolution;
+    Op op = Op::conv2d;
+    Conv2dShape shape;
+    bool has_bias = false;
+};
+
+// max_pool2d or avg_pool2d over windows of planes [planes, h, w] (planes = n·c): out[p, y, x]
+// over in[p, y·stride_h − pad_h + i, x·stride_w − pad_w + j] for i < kh, j < kw inside the image;
+// the average divides by kh·kw (count_include_pad) or by the window's cells inside the image.
+// A NaN in a window makes its max NaN. in: x (floating, contiguous); out: [planes, oh, ow].
+struct Pool2d {
+    static constexpr OpFamily family = OpFamily::pooling;
+    Op op;
+    std::size_t planes = 0, h = 0, w = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+    std::size_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+    bool count_include_pad = true;
+};
+
 }  // namespace op
 
 using OpDescriptor = std::variant<op::Unary, op::Binary, op::Reduce, op::Dot, op::Softmax, op::Norm, op::Matmul,
-                                  op::Quantize, op::Dequantize, op::Cast, op::Copy, op::Gather>;
+                                  op::Quantize, op::Dequantize, op::Cast, op::Copy, op::Gather, op::Rope,
+                                  op::Attention, op::Conv2d, op::Pool2d>;
 
 [[nodiscard]] inline Op op_of(OpDescriptor const& d) noexcept {
     return std::visit([](auto const& f) { return f.op; }, d);

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     for (rayo::OpInfo const& row : rayo::op_table)
         out << "const uint RAYO_OP_" << upper(row.name) << " = " << static_cast<unsigned>(row.op) << "u;\n";
     out << "\n// Ops per family: a shader that switches over a family's ops checks the count it handles.\n";
-    for (unsigned i = 0; i <= static_cast<unsigned>(rayo::OpFamily::gather); ++i) {
+    for (unsigned i = 0; i <= static_cast<unsigned>(rayo::OpFamily::pooling); ++i) {
         auto const f = static_cast<rayo::OpFamily>(i);
         out << "#define RAYO_" << upper(to_string(f)) << "_OP_COUNT " << rayo::op_count(f) << "\n";
     }

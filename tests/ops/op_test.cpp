@@ -166,6 +166,23 @@ Probe probe(Op op, DType dtype) {
         case OpFamily::gather:
             return {op::Gather{op, 1, std::size_t(rows), std::size_t(cols)}, {view(dtype, {rows, cols}), view(DType::i32, {16})},
                     {view(dtype, {16, cols})}};
+        case OpFamily::rotary: {
+            TensorView const t = view(dtype, {16, 8, 128});
+            return {op::Rope{op, 16, 8, 128, 128, 16}, {t, view(DType::i32, {16})}, {t}};
+        }
+        case OpFamily::attention: {
+            TensorView const q = view(dtype, {1, 64, 8, 128}), kv = view(dtype, {1, 256, 2, 128});
+            op::Attention a{op, 1, 64, 256, 8, 2, 128, 0.088f, true, 192};
+            return {a, {q, kv, kv}, {q}};
+        }
+        case OpFamily::convolution: {
+            op::Conv2dShape c{.n = 2, .c = 16, .h = 20, .w = 20, .o = 32, .kh = 3, .kw = 3, .oh = 20, .ow = 20,
+                              .pad_h = 1, .pad_w = 1};
+            return {op::Conv2d{op, c}, {view(dtype, {2, 16, 20, 20}), view(dtype, {32, 16, 3, 3})},
+                    {view(dtype, {2, 32, 20, 20})}};
+        }
+        case OpFamily::pooling:
+            return {op::Pool2d{op, 32, 20, 20, 10, 10, 2, 2, 2, 2}, {view(dtype, {32, 20, 20})}, {view(dtype, {32, 10, 10})}};
     }
     return {};
 }

@@ -46,6 +46,15 @@ void run(KernelRunner&, op::Copy const&, OpViews const&);
 Support supports(KernelRunner const&, op::Gather const&, OpViews const&);
 void run(KernelRunner&, op::Gather const&, OpViews const&);
 
+Support supports(KernelRunner const&, op::Rope const&, OpViews const&);
+void run(KernelRunner&, op::Rope const&, OpViews const&);
+Support supports(KernelRunner const&, op::Attention const&, OpViews const&);
+void run(KernelRunner&, op::Attention const&, OpViews const&);
+Support supports(KernelRunner const&, op::Conv2d const&, OpViews const&);
+void run(KernelRunner&, op::Conv2d const&, OpViews const&);
+Support supports(KernelRunner const&, op::Pool2d const&, OpViews const&);
+void run(KernelRunner&, op::Pool2d const&, OpViews const&);
+
 // linear(x, w) with q4_k / q6_k weights (quantization.cpp), for matmul.cpp.
 void linear_kquant(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out);
 

@@ -47,6 +47,15 @@ void run(KernelRunner&, op::Copy const&, OpViews const&);
 Support supports(KernelRunner const&, op::Gather const&, OpViews const&);
 void run(KernelRunner&, op::Gather const&, OpViews const&);
 
+Support supports(KernelRunner const&, op::Rope const&, OpViews const&);
+void run(KernelRunner&, op::Rope const&, OpViews const&);
+Support supports(KernelRunner const&, op::Attention const&, OpViews const&);
+void run(KernelRunner&, op::Attention const&, OpViews const&);
+Support supports(KernelRunner const&, op::Conv2d const&, OpViews const&);
+void run(KernelRunner&, op::Conv2d const&, OpViews const&);
+Support supports(KernelRunner const&, op::Pool2d const&, OpViews const&);
+void run(KernelRunner&, op::Pool2d const&, OpViews const&);
+
 // out[m, n] = x[m, k] · w[n, k]ᵀ for f32 x and q4_k / q6_k w (quantization.cpp, for matmul.cpp). Up
 // to 8 rows of x take the integer GEMV (x quantized on the device to int8 main + residual, or main
 // only when rayo::kquant_activations() is q8_k); one row of x with q4_k weights and k <= 32768

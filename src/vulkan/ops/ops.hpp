@@ -46,6 +46,15 @@ void run(ShaderRunner&, op::Copy const&, OpViews const&);
 Support supports(ShaderRunner const&, op::Gather const&, OpViews const&);
 void run(ShaderRunner&, op::Gather const&, OpViews const&);
 
+Support supports(ShaderRunner const&, op::Rope const&, OpViews const&);
+void run(ShaderRunner&, op::Rope const&, OpViews const&);
+Support supports(ShaderRunner const&, op::Attention const&, OpViews const&);
+void run(ShaderRunner&, op::Attention const&, OpViews const&);
+Support supports(ShaderRunner const&, op::Conv2d const&, OpViews const&);
+void run(ShaderRunner&, op::Conv2d const&, OpViews const&);
+Support supports(ShaderRunner const&, op::Pool2d const&, OpViews const&);
+void run(ShaderRunner&, op::Pool2d const&, OpViews const&);
+
 // linear(x, w) with q4_k / q6_k weights and at most kquant_gemv_max_rows rows of x (quantization.cpp):
 // the f32 K-quant GEMV, for matmul.cpp.
 inline constexpr std::size_t kquant_gemv_max_rows = 16;

@@ -1,0 +1,10 @@
+#include <stdexcept>
+
+#include "cpu/ops/ops.hpp"
+
+namespace rayo::cpu::ops {
+
+Support supports(KernelRunner const&, op::Pool2d const&, OpViews const&) { return Support::no("cpu: not written yet"); }
+void run(KernelRunner&, op::Pool2d const&, OpViews const&) { throw std::logic_error("unreachable"); }
+
+}  // namespace rayo::cpu::ops

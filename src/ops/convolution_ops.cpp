@@ -1,0 +1,1 @@
+#include "rayo/ops.hpp"
