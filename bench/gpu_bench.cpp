@@ -98,6 +98,21 @@ void run_bmm(benchmark::State& state) {
     report(state, {.flops = 2.0 * static_cast<double>(batch * m * n * k)});
 }
 
+// ResNet-50's convolutions at batch 32 in f16, as torch.nn.functional.conv2d (cuDNN) runs them.
+struct ConvCase {
+    std::int64_t c, o, hw, k, stride;
+};
+void run_conv2d(benchmark::State& state, ConvCase cc) {
+    rayo::Device const device = bench_device();
+    std::int64_t const n = 32, pad = cc.k / 2, out_hw = (cc.hw + 2 * pad - cc.k) / cc.stride + 1;
+    auto const x = random_tensor<rayo::half>(rayo::Shape{n, cc.c, cc.hw, cc.hw}, device, {-1.0f, 1.0f}, 1);
+    auto const w = random_tensor<rayo::half>(rayo::Shape{cc.o, cc.c, cc.k, cc.k}, device, {-0.1f, 0.1f}, 2);
+    auto const out = output_tensor<rayo::half>(rayo::Shape{n, cc.o, out_hw, out_hw}, device);
+    rayo::Conv2dParams const params{.stride = {int(cc.stride), int(cc.stride)}, .padding = {int(pad), int(pad)}};
+    time_op(state, device, [&] { rayo::conv2d_into(x, w, params, out); });
+    report(state, {.flops = 2.0 * static_cast<double>(n * cc.o * out_hw * out_hw * cc.c * cc.k * cc.k)});
+}
+
 template <class T>
 void run_matmul(benchmark::State& state, std::int64_t n) {
     rayo::Device const device = bench_device();
@@ -250,6 +265,8 @@ void register_gpu() {
     add_benchmark("gpu/permute/4096x4096", run_permute);
     add_benchmark("gpu/embedding/4096_of_128256x4096_f16", [](benchmark::State& s) { run_embedding(s, 128256, 4096, 4096); });
     add_benchmark("gpu/bmm/32x512x128x512_f16", run_bmm);
+    add_benchmark("gpu/conv2d/n32_64x56x56_3x3_64_f16", [](benchmark::State& st) { run_conv2d(st, {64, 64, 56, 3, 1}); });
+    add_benchmark("gpu/conv2d/n32_256x56x56_1x1s2_512_f16", [](benchmark::State& st) { run_conv2d(st, {256, 512, 56, 1, 2}); });
     register_quant_linear<rayo::q4_k>();
     register_quant_linear<rayo::q6_k>();
     add_benchmark("gpu/tiny_op", run_tiny_op);
