@@ -41,11 +41,13 @@ struct SinCos {
     Reg sin, cos;
 };
 
-// sin and cos of a (|a| < 2^22): a = q·π/2 + r, r from exact products of q and the parts of π/2
+// sin and cos of a (|a| < 2^21): a = q·π/2 + r, r from exact products of q and the parts of π/2
 // (a − q·pio2_1 is exact), Taylor series to r^11 and r^12 (truncation under 1e-11 for
 // |r| <= π/4), then q's quadrant.
 SinCos sin_cos(Kernel& k, Reg a) {
-    Reg q = k.cvt(Type::f32, k.mul(a, two_over_pi), Rounding::rni);
+    // q = a·2/π rounded to an integer by the magic number (|q| < 2^22); t's low bits hold q.
+    Reg t = k.fma(a, two_over_pi, round_magic);
+    Reg q = k.sub(t, round_magic);
     Reg p1 = k.mul(q, pio2_1);
     Reg e1 = k.fma(q, pio2_1, k.neg(p1));
     Reg p2 = k.mul(q, pio2_2);
@@ -62,7 +64,7 @@ SinCos sin_cos(Kernel& k, Reg a) {
                    r2, 0x1.555556p-5f);
     Reg cos_r = k.fma(r2, k.fma(r2, cp, -0.5f), 1.0f);
     // Quadrant q: (sin, cos) = (S, C), (C, −S), (−S, −C), (−C, S).
-    Reg const quadrant = k.and_(k.cvt(Type::s32, q, Rounding::rzi), 3);
+    Reg const quadrant = k.and_(k.bitcast(Type::b32, t), 3);
     Reg const odd = k.setp(Cmp::ne, k.and_(quadrant, 1), 0);
     Reg const negate_sin = k.setp(Cmp::ne, k.and_(quadrant, 2), 0);
     Reg const negate_cos = k.setp(Cmp::ne, k.and_(k.add(quadrant, 1), 2), 0);
