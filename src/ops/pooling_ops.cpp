@@ -13,7 +13,11 @@ namespace rayo {
 
 namespace {
 
-std::string pair_text(std::array<int, 2> v) { return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ")"; }
+std::string pair_text(std::array<int, 2> v) {
+    std::string text(1, '(');
+    text.append(std::to_string(v[0])).append(", ").append(std::to_string(v[1])).push_back(')');
+    return text;
+}
 
 // The pool's geometry: every check of x's shape and the parameters, before anything runs.
 template <class T>
