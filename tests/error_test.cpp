@@ -101,6 +101,76 @@ TEST_F(Errors, GathersNameWhatIsWrong) {
     }
 }
 
+// rope checks x's rank, n_dims, the positions' and factors' lengths, freq_base and the devices
+// before anything runs; the positions' element type is checked when the call compiles.
+template <class Positions>
+concept RopePositions = requires(Tensor<float> const& x, Positions const& p) { rope(x, p); };
+static_assert(RopePositions<Tensor<std::int32_t>> && !RopePositions<Tensor<std::int64_t>> && !RopePositions<Tensor<float>>);
+
+RopeParams rope_params(int n_dims, float freq_base = 10000.0f, std::optional<FTensor> factors = {}) {
+    RopeParams p;
+    p.n_dims = n_dims;
+    p.freq_base = freq_base;
+    p.freq_factors = std::move(factors);
+    return p;
+}
+
+TEST_F(Errors, RopeNamesWhatIsWrong) {
+    Tensor<float> const x = Tensor<float>::zeros({2, 3, 4, 8});  // batch 2, seq 3, 4 heads of 8
+    Tensor<float> const x_before = x.clone();
+    Tensor<std::int32_t> const pos = Tensor<std::int32_t>::from(std::vector<std::int32_t>{0, 1, 2}, {3});
+    expect_error<ShapeError>([&] { (void)rope(Tensor<float>::zeros({3, 8}), pos); }, {"rope", "rank 3 or more", "[3, 8]"});
+    expect_error<ShapeError>([&] { (void)rope(x, pos, rope_params(3)); }, {"rope", "n_dims", "even", "head_dim = 8", "got 3"});
+    expect_error<ShapeError>([&] { (void)rope(x, pos, rope_params(10)); }, {"rope", "n_dims", "head_dim = 8", "got 10"});
+    expect_error<ShapeError>([&] { (void)rope(Tensor<float>::zeros({3, 4, 7}), pos); }, {"rope", "even head_dim", "7"});
+    Tensor<std::int32_t> const five = Tensor<std::int32_t>::zeros({5});
+    expect_error<ShapeError>([&] { (void)rope(x, five); }, {"rope", "positions has 5 entries", "seq = 3", "6"});
+    expect_error<ShapeError>([&] { (void)rope(x, pos, rope_params(6, 10000.0f, Tensor<float>::full({4}, 1.0f))); },
+                             {"rope", "freq_factors has shape [4]", "expected [3]", "n_dims = 6"});
+    expect_error<Error>([&] { (void)rope(x, pos, rope_params(0, 0.0f)); }, {"rope", "freq_base", "> 0"});
+    expect_error<Error>([&] { (void)rope(x, pos, rope_params(0, -2.0f)); }, {"rope", "freq_base", "-2"});
+    Tensor<float> rope_out = poisoned({2, 3, 4, 8});
+    Tensor<float> const rope_out_before = rope_out.clone();
+    expect_error<ShapeError>([&] { rope_into(x, pos, {}, Tensor<float>::zeros({2, 3, 4, 9})); }, {"rope", "out has shape"});
+    for (Device d : Device::all()) {
+        if (d.kind() == DeviceKind::cpu) continue;
+        expect_error<Error>([&] { rope_into(x, pos.to(d), {}, rope_out); }, {"rope", "different devices", "cpu", d.id()});
+        expect_error<Error>([&] { rope_into(x, pos, rope_params(0, 10000.0f, Tensor<float>::full({4}, 1.0f).to(d)), rope_out); },
+                            {"rope", "different devices", d.id()});
+    }
+    EXPECT_EQ(rope_out.to_vector(), rope_out_before.to_vector());
+    EXPECT_EQ(x.to_vector(), x_before.to_vector());
+}
+
+Pool2dParams pool_params(std::array<int, 2> kernel, std::array<int, 2> padding = {0, 0},
+                         std::optional<std::array<int, 2>> stride = {}) {
+    Pool2dParams p;
+    p.kernel = kernel;
+    p.padding = padding;
+    p.stride = stride;
+    return p;
+}
+
+// The pools check the kernel, stride, padding and the output's size before anything runs.
+TEST_F(Errors, PoolsNameWhatIsWrong) {
+    Tensor<float> const x = Tensor<float>::zeros({1, 2, 5, 6});
+    expect_error<ShapeError>([&] { (void)max_pool2d(Tensor<float>::zeros({5, 6})); }, {"max_pool2d", "[N, C, H, W]", "[5, 6]"});
+    expect_error<ShapeError>([&] { (void)max_pool2d(x, pool_params({0, 2})); }, {"max_pool2d", "kernel must be positive", "(0, 2)"});
+    expect_error<ShapeError>([&] { (void)avg_pool2d(x, pool_params({2, 2}, {0, 0}, std::array{2, -1})); },
+                             {"avg_pool2d", "stride must be positive", "(2, -1)"});
+    expect_error<ShapeError>([&] { (void)avg_pool2d(x, pool_params({3, 3}, {2, 1})); },
+                             {"avg_pool2d", "half the kernel", "padding (2, 1)", "kernel (3, 3)"});
+    expect_error<ShapeError>([&] { (void)max_pool2d(x, pool_params({2, 2}, {-1, 0})); }, {"max_pool2d", "padding (-1, 0)"});
+    expect_error<ShapeError>([&] { (void)max_pool2d(x, pool_params({8, 2}, {1, 0})); },
+                             {"max_pool2d", "kernel (8, 2)", "larger than the padded input (7, 6)"});
+    expect_error<ShapeError>([&] { (void)max_pool2d(Tensor<float>::zeros({1, 2, 0, 6})); }, {"max_pool2d", "empty", "[1, 2, 0, 6]"});
+    Tensor<float> pool_out = poisoned({1, 2, 2, 3});
+    Tensor<float> const pool_out_before = pool_out.clone();
+    expect_error<ShapeError>([&] { max_pool2d_into(x, pool_params({3, 3}), pool_out); },
+                             {"max_pool2d", "out has shape [1, 2, 2, 3]", "the result has shape [1, 2, 1, 2]"});
+    EXPECT_EQ(pool_out.to_vector(), pool_out_before.to_vector());
+}
+
 TEST_F(Errors, MatmulInnerDimensionMismatch) {
     expect_error<ShapeError>([&] { (void)matmul(a, b); }, {"inner dimensions", "[2, 3]", "[4, 3]"});
     expect_error<ShapeError>([&] { matmul_into(a, b, out); }, {"inner dimensions"});

@@ -10,6 +10,8 @@
 #include "rayo/ptx/kernels/gemm.hpp"
 #include "rayo/ptx/kernels/layout.hpp"
 #include "rayo/ptx/kernels/normalization.hpp"
+#include "rayo/ptx/kernels/pooling.hpp"
 #include "rayo/ptx/kernels/quant.hpp"
 #include "rayo/ptx/kernels/reduction.hpp"
+#include "rayo/ptx/kernels/rotary.hpp"
 #include "rayo/ptx/kernels/softmax.hpp"
