@@ -57,6 +57,7 @@ struct Plan {
     std::size_t pixels = 0;           // oh·ow
     std::size_t mr = 0, nr = 0;
     std::size_t kc = 0;               // depth of a packed block
+    std::size_t mc = 0;               // output channels of a row block (a multiple of mr)
     std::size_t og_padded = 0;        // og rounded up to mr: the rows of a packed A block
     std::size_t chunk = 0;            // pixels of one task (a multiple of nr)
     std::size_t chunks = 0;           // tasks per image and group
@@ -74,8 +75,11 @@ Plan make_plan(op::Conv2dShape const& s, KernelTable const& k, std::size_t threa
     // Equal depth blocks: 576 as 3 × 192, not 512 + 64.
     p.kc = p.depth ? round_up(ceil_div(p.depth, ceil_div(p.depth, b.kc)), 4) : 0;
     p.og_padded = round_up(p.og, p.mr);
-    // A packed B block takes about the L2 share of a packed A block of the GEMM driver.
-    std::size_t const cache_chunk = std::max(p.nr, round_down(b.mc * b.kc / std::max<std::size_t>(p.kc, 1), p.nr));
+    p.mc = std::max(p.mr, round_down(b.mc * b.kc / std::max<std::size_t>(p.kc, 1), p.mr));
+    // A packed B block takes about the L2 share of a packed A block of the GEMM driver, and so does
+    // the C tile that the depth blocks accumulate into.
+    std::size_t const budget = b.mc * b.kc;
+    std::size_t const cache_chunk = std::max(p.nr, round_down(budget / std::max({p.kc, p.og, std::size_t{1}}), p.nr));
     std::size_t chunks = ceil_div(p.pixels, cache_chunk);
     // Enough tasks for every thread twice over where the images and groups alone are too few.
     std::size_t const images = s.n * s.groups;
@@ -186,10 +190,14 @@ void run_tile(Plan const& p, KernelTable const& k, Operands const& ops, std::siz
         pack_im2col(p, x, d, kc, j0, count, panels);
         float const* a_block = ops.a_packed + (g * p.depth + d) * p.og_padded;
         bool const accumulate = d > 0 || prefill;
-        for (std::size_t jr = 0; jr < count; jr += p.nr) {
-            for (std::size_t ir = 0; ir < p.og; ir += p.mr)
-                k.gemm_micro(kc, a_block + ir * kc, panels + jr * kc, c + ir * ldc + jr, ldc, std::min(p.mr, p.og - ir),
-                             std::min(p.nr, count - jr), accumulate);
+        // Row blocks of mc keep their A panels in L2 while every B micro-panel passes them.
+        for (std::size_t ic = 0; ic < p.og; ic += p.mc) {
+            std::size_t const rows_end = std::min(p.og, ic + p.mc);
+            for (std::size_t jr = 0; jr < count; jr += p.nr) {
+                for (std::size_t ir = ic; ir < rows_end; ir += p.mr)
+                    k.gemm_micro(kc, a_block + ir * kc, panels + jr * kc, c + ir * ldc + jr, ldc,
+                                 std::min(p.mr, p.og - ir), std::min(p.nr, count - jr), accumulate);
+            }
         }
     }
     if (!direct) {
