@@ -3,7 +3,9 @@
 // 1×1 kernels at stride 1 and 2, a kernel as large as the padded input, rank-3 x, bias and no
 // bias, 0-sized batches and channel counts, NaN and ±Inf in x, one problem large enough for the
 // CPU's and GPUs' tiles) and convolve2d against scipy.signal.convolve2d's definition in all three
-// modes with odd and even kernels. Tolerance: that of a product of depth K = C/groups·KH·KW.
+// modes with odd and even kernels; a set of problems with 16 or more channels per group, the
+// shapes the CUDA backend's implicit GEMM takes. Tolerance: that of a product of depth
+// K = C/groups·KH·KW.
 #include "ops/harness.hpp"
 
 #include <cmath>
@@ -169,6 +171,30 @@ void check_conv2d(CaseContext& ctx) {
         if (fits(ctx, p)) run_problem<T>(ctx, p, index++);
 }
 
+// Problems with at least 16 input and 16 output channels per group, which the CUDA backend runs as
+// an implicit GEMM on the tensor cores at f16 / bf16: odd pixel counts and pixel tiles spanning
+// images, stride 2, padding, dilation 2, groups 2, weight rows not a multiple of 8 elements (copied
+// element by element), more output channels than a channel tile, 1×1 kernels, bias and none.
+std::vector<Problem> gemm_problems() {
+    return {
+        {1, 16, 9, 11, 16, 3, 3, {.padding = {1, 1}}, true},
+        {2, 20, 9, 7, 18, 3, 3, {.stride = {2, 2}, .padding = {1, 1}}},
+        {1, 16, 10, 9, 17, 3, 3, {.padding = {2, 2}, .dilation = {2, 2}}, true},
+        {2, 32, 7, 9, 32, 3, 2, {.stride = {2, 1}, .padding = {1, 0}, .groups = 2}, true},
+        {1, 16, 8, 8, 130, 1, 1, {.stride = {2, 2}}},
+        {3, 24, 5, 5, 20, 1, 1, {}, true},
+        {2, 16, 13, 11, 16, 3, 3, {.padding = {1, 1}}},
+    };
+}
+
+template <class T>
+void check_conv2d_gemm(CaseContext& ctx) {
+    std::size_t index = 0;
+    for (Problem const& p : gemm_problems())
+        if (fits(ctx, p)) run_problem<T>(ctx, p, index++);
+    run_problem<T>(ctx, {1, 16, 6, 7, 16, 3, 3, {.padding = {1, 1}}, true}, index, true);
+}
+
 template <class T>
 void check_conv2d_specials(CaseContext& ctx) {
     run_problem<T>(ctx, {1, 3, 6, 7, 4, 3, 3, {.padding = {1, 1}}, true}, 0, true);
@@ -238,6 +264,7 @@ template <class T>
 void add_cases(std::vector<OpCase>& c, std::string const& type) {
     c.push_back({"conv2d_" + type, Op::conv2d, dtype_of<T>, check_conv2d<T>});
     c.push_back({"conv2d_specials_" + type, Op::conv2d, dtype_of<T>, check_conv2d_specials<T>});
+    c.push_back({"conv2d_channels_" + type, Op::conv2d, dtype_of<T>, check_conv2d_gemm<T>});
     c.push_back({"convolve2d_" + type, Op::conv2d, dtype_of<T>, check_convolve2d<T>});
 }
 

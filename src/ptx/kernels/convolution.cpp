@@ -3,33 +3,11 @@
 
 #include <string>
 
+#include "ptx/kernels/convolution_params.hpp"
 #include "ptx/kernels/element_access.hpp"
 #include "ptx/kernels/strided_layout.hpp"
 
 namespace rayo::ptx::kernels {
-
-namespace {
-
-struct Conv2dParams {
-    Reg out, x, w, bias;
-    Reg total, c, h, w_in, o, kh, kw, oh, ow, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, cg, og;
-};
-
-Conv2dParams declare_params(Kernel& k) {
-    Conv2dParams p;
-    p.out = k.cvta_to_global(k.param(Type::u64, "out"));
-    p.x = k.cvta_to_global(k.param(Type::u64, "x"));
-    p.w = k.cvta_to_global(k.param(Type::u64, "w"));
-    p.bias = k.cvta_to_global(k.param(Type::u64, "bias"));
-    Reg* const sizes[] = {&p.total, &p.c, &p.h, &p.w_in, &p.o, &p.kh, &p.kw, &p.oh, &p.ow, &p.stride_h, &p.stride_w,
-                          &p.pad_h, &p.pad_w, &p.dilation_h, &p.dilation_w, &p.cg, &p.og};
-    char const* const names[] = {"total", "c", "h", "w_in", "o", "kh", "kw", "oh", "ow", "stride_h", "stride_w",
-                                 "pad_h", "pad_w", "dilation_h", "dilation_w", "cg", "og"};
-    for (std::size_t i = 0; i < std::size(sizes); ++i) *sizes[i] = k.param(Type::u32, names[i]);
-    return p;
-}
-
-}  // namespace
 
 Kernel conv2d_direct(Conv2dKernelConfig const& config) {
     using namespace element_detail;
@@ -39,10 +17,10 @@ Kernel conv2d_direct(Conv2dKernelConfig const& config) {
     check_floating(name, e);
     Kernel k(name);
     k.max_threads(config.block_threads);
-    Conv2dParams const p = declare_params(k);
+    conv_detail::Conv2dParams const p = conv_detail::declare_params(k, "total");
     Reg const taps = k.mul(p.kh, p.kw);
     Reg const plane = k.mul(p.h, p.w_in);
-    layout_detail::grid_loop_u32(k, p.total, [&](Reg index) {
+    layout_detail::grid_loop_u32(k, p.count, [&](Reg index) {
         // index = ((n·o + oc)·oh + y)·ow + x
         Reg rest = k.div(index, p.ow);
         Reg const ox = k.sub(index, k.mul(rest, p.ow));
