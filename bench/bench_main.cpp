@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     rayo_bench::register_softmax_norm();
     rayo_bench::register_matmul();
     rayo_bench::register_quant();
+    rayo_bench::register_convolution();
     rayo_bench::register_model_ops();
     rayo_bench::register_gpu();
     benchmark::RunSpecifiedBenchmarks();

@@ -137,6 +137,7 @@ void register_reductions();
 void register_softmax_norm();
 void register_matmul();
 void register_quant();
+void register_convolution();
 // The anchor cases on a GPU (nothing when the benchmark device is the CPU).
 // A prompt's token embeddings: `count` rows of an f16 table [rows, dim] on bench_device(), into a
 // preallocated output (a model's activation buffer); bytes as read plus written.

@@ -171,6 +171,42 @@ TEST_F(Errors, PoolsNameWhatIsWrong) {
     EXPECT_EQ(pool_out.to_vector(), pool_out_before.to_vector());
 }
 
+// conv2d's operands hold one element type, which the call's template checks when it compiles.
+template <class W>
+concept ConvWeights = requires(Tensor<float> const& x, W const& w) { conv2d(x, w); };
+static_assert(ConvWeights<Tensor<float>> && !ConvWeights<Tensor<half>> && !ConvWeights<Tensor<bfloat16>>);
+
+TEST_F(Errors, ConvolutionNamesWhatIsWrong) {
+    Tensor<float> const x = Tensor<float>::zeros({1, 4, 5, 5}), w = Tensor<float>::zeros({6, 4, 3, 3});
+    expect_error<ShapeError>([&] { (void)conv2d(x, w, {.padding = {-1, 0}}); }, {"conv2d", "padding", "(-1, 0)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, w, {.stride = {1, 0}}); }, {"conv2d", "stride", "(1, 0)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, w, {.dilation = {-2, 1}}); }, {"conv2d", "dilation", "(-2, 1)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, w, {.groups = 0}); }, {"conv2d", "groups", "0"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, Tensor<float>::zeros({6, 1, 3, 3}), {.groups = 3}); },
+                             {"conv2d", "groups (3)", "input channels C (4)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, Tensor<float>::zeros({3, 2, 3, 3}), {.groups = 2}); },
+                             {"conv2d", "groups (2)", "output channels O (3)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, Tensor<float>::zeros({6, 2, 3, 3})); },
+                             {"conv2d", "2 input channels per group", "C/groups = 4/1 = 4"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, Tensor<float>::zeros({6, 4, 7, 3})); },
+                             {"conv2d", "height (7", "padded input's (5 + 2·0 = 5)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, w, {.dilation = {1, 3}}); }, {"conv2d", "width (3, dilated to 7)", "= 5)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, w, Tensor<float>::zeros({4})); }, {"conv2d", "bias", "[4]", "expected [6]"});
+    expect_error<ShapeError>([&] { (void)conv2d(Tensor<float>::zeros({4, 5}), w); }, {"conv2d", "[N, C, H, W]", "[4, 5]"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, Tensor<float>::zeros({6, 4, 3})); }, {"conv2d", "[O, C/groups, KH, KW]", "[6, 4, 3]"});
+    expect_error<ShapeError>([&] { conv2d_into(x, w, {}, Tensor<float>::zeros({1, 6, 4, 3})); },
+                             {"conv2d", "out has shape [1, 6, 4, 3]", "the result has shape [1, 6, 3, 3]"});
+    expect_error<ShapeError>([&] { (void)convolve2d(Tensor<float>::zeros({4, 5}), Tensor<float>::zeros({6, 2}), ConvolveMode::valid); },
+                             {"convolve2d", "valid", "[4, 5]", "[6, 2]"});
+    expect_error<ShapeError>([&] { (void)convolve2d(x, Tensor<float>::zeros({3, 3})); }, {"convolve2d", "[H, W]", "[1, 4, 5, 5]"});
+    for (Device d : Device::all()) {
+        if (d.kind() == DeviceKind::cpu) continue;
+        expect_error<Error>([&] { (void)conv2d(x, w.to(d)); }, {"conv2d", "different devices", "cpu", d.id()});
+        expect_error<Error>([&] { (void)conv2d(x.to(d), w.to(d), Tensor<float>::zeros({6})); },
+                            {"conv2d", "different devices", d.id(), "cpu"});
+    }
+}
+
 TEST_F(Errors, MatmulInnerDimensionMismatch) {
     expect_error<ShapeError>([&] { (void)matmul(a, b); }, {"inner dimensions", "[2, 3]", "[4, 3]"});
     expect_error<ShapeError>([&] { matmul_into(a, b, out); }, {"inner dimensions"});

@@ -141,6 +141,14 @@ constexpr Row rows[] = {
     {Op::linear, DType::bf16, product(1e-5), product(5e-5), product(5e-5, 0x1p-8)},
     {Op::linear, DType::q4_k, relative(1e-3), relative(1e-5), relative(1e-3)},
     {Op::linear, DType::q6_k, relative(1e-3), relative(1e-5), relative(1e-3)},
+    // conv2d: a product of depth K = C/groups·KH·KW (1e-5·√K of Σ|x·w| in f32, 5e-5 where a GPU
+    // sums 16-bit products in another order), and for f16 and bf16 the result's rounding to the type
+    // (one ulp: 2^-10 or 2^-7 of Σ|x·w|, and f16's smallest subnormal).
+    same(Op::conv2d, DType::f32, product(1e-5)),
+    {Op::conv2d, DType::f16, {.rel = 1e-5, .abs = 0x1p-24, .rounding = 0x1p-10}, {.rel = 5e-5, .abs = 0x1p-24, .rounding = 0x1p-10},
+     {.rel = 5e-5, .abs = 0x1p-24, .rounding = 0x1p-10}},
+    {Op::conv2d, DType::bf16, {.rel = 1e-5, .rounding = 0x1p-7}, {.rel = 5e-5, .rounding = 0x1p-7},
+     {.rel = 5e-5, .rounding = 0x1p-7}},
     same(Op::quantize, DType::q4_k, exact),
     same(Op::quantize, DType::q6_k, exact),
     same(Op::quantize, DType::q8_k, exact),
