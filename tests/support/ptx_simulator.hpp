@@ -118,7 +118,7 @@ private:
         ld, st, mov, cvta, add, sub, mul, mad, fma, div, rem, min, max, neg, abs, and_, or_, xor_, not_, shl, shr,
         setp, selp, cvt, bra, ret, sqrt, rcp, ex2, bar, shfl, label, comment, dp4a, dp2a, prmt, bfe,
         cp_async, cp_commit, cp_wait, prefetch, bulk_prefetch, griddepcontrol, warp_bar,
-        mbarrier_init, mbarrier_arrive, mbarrier_try_wait, bulk_copy, fence
+        mbarrier_init, mbarrier_arrive, mbarrier_try_wait, bulk_copy, fence, ldmatrix, mma
     };
     struct Decoded {
         Op op = Op::comment;
@@ -132,6 +132,7 @@ private:
         bool a_signed = false, b_signed = false;  // dp4a, dp2a operands
         bool dp2a_high = false;                   // dp2a.hi: b's bytes 2 and 3
         bool expect_tx = false;                   // mbarrier.arrive.expect_tx: bytes announced
+        bool transpose = false;                   // ldmatrix .trans
         std::string shuffle;                 // shfl mode
         int vector = 1;                      // ld/st .v2/.v4
         ptx::Rounding rounding = ptx::Rounding::none;
@@ -241,6 +242,21 @@ private:
                      : tokens[1] == "try_wait" && tokens[2] == "parity" ? Op::mbarrier_try_wait
                      : (fail(i, "mbarrier form not simulated"), Op::fence);
                 d.expect_tx = tokens[1] == "arrive" && tokens[2] == "expect_tx";
+                code_.push_back(d);
+                continue;
+            }
+            // The warp-collective tensor-core loads and products: run once every lane is there, as shfl.
+            if (head == "ldmatrix") {  // ldmatrix.sync.aligned.m8n8.x<count>[.trans].shared.b16
+                d.op = Op::ldmatrix;
+                d.vector = tokens[4][1] - '0';
+                d.transpose = tokens[5] == "trans";
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "mma") {  // mma.sync.aligned.m16n8k16.row.col.f32.<in>.<in>.f32
+                if (tokens[3] != "m16n8k16" || tokens[6] != "f32") fail(i, "mma form not simulated");
+                d.op = Op::mma;
+                d.type = parse_type(tokens[7]);
                 code_.push_back(d);
                 continue;
             }
@@ -519,6 +535,13 @@ private:
 
     void shuffle(std::vector<Thread>& threads, unsigned first, unsigned last) {
         Decoded const& d = code_[threads[first].pc];
+        if (d.op == Op::ldmatrix || d.op == Op::mma) {
+            if (last - first != 32) throw SimulationError(kernel_.name() + ": a warp-collective matrix instruction in a partial warp");
+            if (d.op == Op::ldmatrix) load_matrices(threads, first, d);
+            else multiply_matrices(threads, first, d);
+            for (unsigned i = first; i < last; ++i) threads[i].state = Thread::State::running, ++threads[i].pc;
+            return;
+        }
         auto const& ops = d.in->operands;
         std::vector<std::uint64_t> values(32, 0);
         for (unsigned i = first; i < last; ++i) values[i - first] = read(threads[i], ops[1], ptx::Type::b32);
@@ -539,6 +562,71 @@ private:
     }
 
     void write(Thread& t, ptx::RegUse const& r, std::uint64_t v) { t.regs[r.reg.id()] = mask(r.expected, v); }
+
+    // ldmatrix: lanes 8·m to 8·m + 7 give the row addresses of 8×8 matrix m (16-bit elements); lane
+    // l receives, in its m-th register, row l / 4, columns 2·(l % 4) and 2·(l % 4) + 1 of matrix m
+    // (of its transpose with .trans), the lower column in the low half.
+    void load_matrices(std::vector<Thread>& threads, unsigned first, Decoded const& d) {
+        std::size_t const index = threads[first].pc;
+        auto const& ops = d.in->operands;
+        auto const& address = std::get<ptx::AddressUse>(ops[1]).address;
+        auto const& dst = std::get<ptx::VectorUse>(ops[0]).elements;
+        for (int m = 0; m < d.vector; ++m) {
+            std::uint16_t tile[8][8];
+            for (unsigned r = 0; r < 8; ++r) {
+                std::uint64_t const at = address_of(threads[first + 8 * m + r], address);
+                if (at % 16 != 0) fail(index, "ldmatrix row address not 16-byte aligned");
+                std::memcpy(tile[r], shared(index, at, 16, 16), 16);
+            }
+            for (unsigned l = 0; l < 32; ++l) {
+                unsigned const row = l / 4, col = 2 * (l % 4);
+                std::uint32_t const lo = d.transpose ? tile[col][row] : tile[row][col];
+                std::uint32_t const hi = d.transpose ? tile[col + 1][row] : tile[row][col + 1];
+                threads[first + l].regs[dst[static_cast<std::size_t>(m)].reg.id()] = lo | (hi << 16);
+            }
+        }
+    }
+
+    // mma.m16n8k16.row.col with f32 accumulators: d = a·b + c, each product and sum exact in double
+    // and rounded once to f32 (the hardware's order and rounding of the partial sums differ within
+    // f32 accumulation error). Fragments: g = lane / 4, t = lane % 4; a0..a3 hold a[g][2t..], a[g+8][2t..],
+    // a[g][2t+8..], a[g+8][2t+8..]; b0, b1 hold b[2t..][g], b[2t+8..][g]; c and d c[g][2t..], c[g+8][2t..].
+    void multiply_matrices(std::vector<Thread>& threads, unsigned first, Decoded const& d) {
+        auto const& ops = d.in->operands;
+        auto element = [&](std::uint64_t word, unsigned half) {
+            auto const bits16 = static_cast<std::uint16_t>(word >> (16 * half));
+            return d.type == ptx::Type::f16 ? static_cast<double>(half_to_float(bits16))
+                                            : static_cast<double>(std::bit_cast<float>(std::uint32_t{bits16} << 16));
+        };
+        auto regs = [&](std::size_t o) { return std::get<ptx::VectorUse>(ops[o]).elements; };
+        auto const dv = regs(0), av = regs(1), bv = regs(2), cv = regs(3);
+        double a[16][16], b[16][8], c[16][8];
+        for (unsigned l = 0; l < 32; ++l) {
+            Thread const& t = threads[first + l];
+            unsigned const g = l / 4, k = 2 * (l % 4);
+            for (unsigned e = 0; e < 2; ++e) {
+                a[g][k + e] = element(t.regs[av[0].reg.id()], e);
+                a[g + 8][k + e] = element(t.regs[av[1].reg.id()], e);
+                a[g][k + 8 + e] = element(t.regs[av[2].reg.id()], e);
+                a[g + 8][k + 8 + e] = element(t.regs[av[3].reg.id()], e);
+                b[k + e][g] = element(t.regs[bv[0].reg.id()], e);
+                b[k + 8 + e][g] = element(t.regs[bv[1].reg.id()], e);
+                c[g][k + e] = f32(t.regs[cv[e].reg.id()]);
+                c[g + 8][k + e] = f32(t.regs[cv[2 + e].reg.id()]);
+            }
+        }
+        for (unsigned l = 0; l < 32; ++l) {
+            Thread& t = threads[first + l];
+            unsigned const g = l / 4, k = 2 * (l % 4);
+            for (unsigned h = 0; h < 2; ++h)
+                for (unsigned e = 0; e < 2; ++e) {
+                    unsigned const row = g + 8 * h, col = k + e;
+                    double sum = c[row][col];
+                    for (unsigned p = 0; p < 16; ++p) sum += a[row][p] * b[p][col];
+                    t.regs[dv[2 * h + e].reg.id()] = bits(static_cast<float>(sum));
+                }
+        }
+    }
 
     void step_until_blocked(Thread& t) {
         auto const& body = kernel_.instructions();
@@ -580,7 +668,7 @@ private:
             case Op::bra: t.pc = d.target; return;
             case Op::ret: t.state = Thread::State::done; return;
             case Op::bar: t.state = Thread::State::barrier; return;
-            case Op::shfl: t.state = Thread::State::shuffle; return;
+            case Op::shfl: case Op::ldmatrix: case Op::mma: t.state = Thread::State::shuffle; return;
             case Op::ld: case Op::st: memory(t, index, d, in); break;
             case Op::prefetch: break;
             case Op::griddepcontrol: break;
