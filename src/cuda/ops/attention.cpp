@@ -1,7 +1,8 @@
 // The attention family on CUDA (rayo/ptx/kernels/attention.hpp): f16 and bf16 prefill on the
-// tensor cores (flash attention, 64 query rows a block); f32, and a few query rows a key/value head
-// (decode against a KV cache), on the SIMT kernel, whose warps split the keys when the rows alone
-// would leave multiprocessors idle, their partial states merged by attention_combine.
+// tensor cores (flash attention, 64 query rows a block) for head_dim 64, 80, 96, 128 and 256 and
+// 16-byte aligned operands; f32, other head_dims up to 256, unaligned views, and a few query rows a
+// key/value head (decode against a KV cache) on the SIMT kernel, whose warps split the keys when the
+// rows alone would leave multiprocessors idle, their partial states merged by attention_combine.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -19,14 +20,24 @@ namespace {
 
 namespace kernels = ptx::kernels;
 
-constexpr std::array<std::size_t, 5> native_head_dims{64, 80, 96, 128, 256};
+constexpr std::array<std::size_t, 5> tensor_core_head_dims{64, 80, 96, 128, 256};
+constexpr std::size_t max_head_dim = 256;
 constexpr unsigned tc_rows = 64;     // query rows a tensor-core block (4 warps)
 constexpr unsigned split_tile = 32;  // keys a SIMT tile
 // A split of the keys spans at least this many keys (4 tiles), so its fixed costs stay small.
 constexpr std::size_t min_split_keys = 128;
 
-bool takes_tensor_cores(op::Attention const& a, DType type, int multiprocessors) {
-    if (type == DType::f32) return false;
+// q, k, v and out start on 16-byte boundaries and their rows are multiples of 16 bytes.
+bool aligned(op::Attention const& a, OpViews const& v) {
+    if (a.head_dim * size_of(v.in[0].dtype) % 16 != 0) return false;
+    return std::ranges::all_of(std::array{&v.in[0], &v.in[1], &v.in[2], &v.out[0]},
+                               [](TensorView const* view) { return view->offset % 16 == 0; });
+}
+
+bool takes_tensor_cores(op::Attention const& a, OpViews const& v, int multiprocessors) {
+    if (v.in[0].dtype == DType::f32 || !aligned(a, v) ||
+        std::ranges::find(tensor_core_head_dims, a.head_dim) == tensor_core_head_dims.end())
+        return false;
     std::size_t const group = a.heads / a.kv_heads;
     std::size_t const blocks = a.batch * a.heads * ((a.q_len + tc_rows - 1) / tc_rows);
     // A few rows a key/value head (decode) read the keys once on the SIMT kernel instead.
@@ -87,7 +98,7 @@ void run_simt(KernelRunner& runner, op::Attention const& a, OpViews const& v, Fr
 
     kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::simt, .element = type, .head_dim = d,
                                           .mask = f.mask != 0, .warps = kernels::attention_simt_warps(type, d, rows),
-                                          .rows = rows, .partial = partial};
+                                          .rows = rows, .partial = partial, .aligned = aligned(a, v)};
     std::uint64_t const output_rows = a.batch * a.q_len * a.heads;
     std::optional<TemporaryBuffer> states;
     if (partial) states.emplace(runner, kernels::attention_partial_bytes(output_rows, splits, d));
@@ -111,11 +122,9 @@ void run_simt(KernelRunner& runner, op::Attention const& a, OpViews const& v, Fr
 
 }  // namespace
 
-Support supports(KernelRunner const&, op::Attention const& a, OpViews const& v) {
-    if (std::ranges::find(native_head_dims, a.head_dim) == native_head_dims.end())
-        return Support::no("cuda attention: head_dim " + std::to_string(a.head_dim) + " (the kernels take 64, 80, 96, 128, 256)");
-    for (TensorView const* view : {&v.in[0], &v.in[1], &v.in[2], &v.out[0]})
-        if (view->offset % 16 != 0) return Support::no("cuda attention: q, k, v and out must start on 16-byte boundaries");
+Support supports(KernelRunner const&, op::Attention const& a, OpViews const&) {
+    if (a.head_dim > max_head_dim)
+        return Support::no("cuda attention: head_dim " + std::to_string(a.head_dim) + " (the kernels take up to 256)");
     constexpr std::size_t limit = std::numeric_limits<std::int32_t>::max() / 2;
     if (a.q_len > limit || a.kv_len > limit || a.batch * a.q_len * a.heads * a.head_dim > std::numeric_limits<std::uint32_t>::max() ||
         a.batch * a.kv_len * a.kv_heads > std::numeric_limits<std::uint32_t>::max() || a.batch > 65535 || a.heads > 65535)
@@ -126,7 +135,7 @@ Support supports(KernelRunner const&, op::Attention const& a, OpViews const& v) 
 void run(KernelRunner& runner, op::Attention const& a, OpViews const& v) {
     if (v.out[0].numel() == 0) return;
     FrameArguments const f = frame_arguments(runner, a, v);
-    if (takes_tensor_cores(a, v.in[0].dtype, runner.multiprocessor_count())) run_tensor_cores(runner, a, v, f);
+    if (takes_tensor_cores(a, v, runner.multiprocessor_count())) run_tensor_cores(runner, a, v, f);
     else run_simt(runner, a, v, f);
 }
 

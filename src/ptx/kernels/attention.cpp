@@ -24,9 +24,14 @@ constexpr std::array<unsigned, 5> head_dims{64, 80, 96, 128, 256};
 void check_attention_config(AttentionConfig const& c) {
     std::string const name = "ptx kernel 'attention'";
     element_detail::check_floating(name, c.element);
-    if (std::ranges::find(head_dims, c.head_dim) == head_dims.end())
+    bool const tc = c.algorithm == AttentionAlgorithm::tensor_core;
+    if (tc && std::ranges::find(head_dims, c.head_dim) == head_dims.end())
         throw BuildError(name + ": head_dim " + std::to_string(c.head_dim) + " is not 64, 80, 96, 128 or 256");
-    if (c.algorithm == AttentionAlgorithm::tensor_core) {
+    if (c.head_dim < 1 || c.head_dim > 256) throw BuildError(name + ": head_dim " + std::to_string(c.head_dim) + " is not 1 to 256");
+    if (c.aligned && c.head_dim * (element_detail::is_16bit(c.element) ? 2 : 4) % 16 != 0)
+        throw BuildError(name + ": aligned rows are multiples of 16 bytes");
+    if (tc) {
+        if (!c.aligned) throw BuildError(name + ": tensor_core takes aligned operands");
         if (!element_detail::is_16bit(c.element)) throw BuildError(name + ": tensor_core takes f16 or bf16");
         if (c.warps != 4 && c.warps != 8) throw BuildError(name + ": tensor_core blocks have 4 or 8 warps");
         if (c.partial) throw BuildError(name + ": tensor_core writes no partial states");
@@ -45,6 +50,7 @@ std::string attention_name(AttentionConfig const& c) {
     if (!tc) name += "_r" + std::to_string(c.rows);
     if (c.mask) name += "_mask";
     if (c.partial) name += "_partial";
+    if (!c.aligned) name += "_u";
     return name;
 }
 
@@ -80,9 +86,15 @@ std::vector<AttentionConfig> attention_configs() {
             for (DType e : {DType::f32, DType::f16, DType::bf16})
                 for (unsigned rows : {1u, 2u, 4u})
                     for (bool partial : {false, true})
-                        configs.push_back({.algorithm = AttentionAlgorithm::simt, .element = e, .head_dim = d, .mask = mask,
-                                           .warps = attention_simt_warps(e, d, rows), .rows = rows, .partial = partial});
+                        for (bool aligned : {true, false})
+                            configs.push_back({.algorithm = AttentionAlgorithm::simt, .element = e, .head_dim = d,
+                                               .mask = mask, .warps = attention_simt_warps(e, d, rows), .rows = rows,
+                                               .partial = partial, .aligned = aligned});
         }
+    // A head_dim the tensor cores do not take, on the simt kernel.
+    for (DType e : {DType::f32, DType::f16, DType::bf16})
+        configs.push_back({.algorithm = AttentionAlgorithm::simt, .element = e, .head_dim = 40, .warps = attention_simt_warps(e, 40, 4),
+                           .rows = 4, .aligned = false});
     return configs;
 }
 

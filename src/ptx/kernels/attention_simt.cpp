@@ -6,6 +6,7 @@
 // Tile rows are head_dim elements and 16 padding bytes, so lane l reading 16 bytes of key row l
 // (the scores) meets 8 different 16-byte bank groups in each quarter warp.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,19 +24,20 @@ constexpr unsigned tile_keys = 32;
 
 // A warp's shared memory and how its tiles are copied.
 struct SimtLayout {
-    unsigned element_bytes, words, chunks, stride, tile_bytes, word_steps, q_bytes, stages, warp_bytes;
-    SimtLayout(AttentionConfig const& c) {
+    unsigned element_bytes, words, chunks, padded_dim, stride, tile_bytes, word_steps, q_bytes, stages, warp_bytes;
+    explicit SimtLayout(AttentionConfig const& c) {
         element_bytes = is_16bit(c.element) ? 2 : 4;
-        words = c.head_dim * element_bytes / 4;
-        chunks = words / 4;
+        chunks = (c.head_dim * element_bytes + 15) / 16;  // a row padded with zeros to whole chunks
+        words = chunks * 4;
+        padded_dim = words * 4 / element_bytes;
         stride = words * 4 + 16;
         tile_bytes = tile_keys * stride;
         word_steps = (words + 31) / 32;
-        q_bytes = c.rows * c.head_dim * 4;
+        q_bytes = c.rows * padded_dim * 4;
         // P·V lanes read words up to 32·word_steps of a row: the last row's may pass the tile.
         unsigned const slack = std::max(word_steps * 128, stride) - stride;
         auto bytes = [&](unsigned s) { return (q_bytes + s * 2 * tile_bytes + slack + 15) / 16 * 16; };
-        stages = bytes(2) <= attention_simt_block_budget ? 2 : 1;
+        stages = c.aligned && bytes(2) <= attention_simt_block_budget ? 2 : 1;
         warp_bytes = bytes(stages);
     }
 };
@@ -102,6 +104,30 @@ std::vector<Reg> word_values(Kernel& k, DType element, Reg word) {
     return {element_detail::widen(k, element, halves[0]), element_detail::widen(k, element, halves[1])};
 }
 
+// A warp's tile loaded element by element (unaligned operands): row r of the tile from the row at
+// `first` + r·row_bytes, zeros past `rows_left` rows and past head_dim.
+void load_tile(Kernel& k, DType element, unsigned head_dim, SimtLayout const& layout, Reg lane, Reg shared, Reg first,
+               Reg row_bytes, Reg rows_left) {
+    Type const raw = element_detail::raw_type(element);
+    Reg const row = k.reg(Type::u32);
+    k.for_range(row, 0u, tile_keys, 1u, [&] {
+        Reg const inside = k.setp(Cmp::lt, row, rows_left);
+        Reg const source = k.add(first, k.mul_wide(row, row_bytes));
+        Reg const target = k.add(shared, k.mul(row, layout.stride));
+        for (unsigned step = 0; step * 32 < layout.padded_dim; ++step) {
+            Reg const e = k.add(lane, step * 32);
+            Reg const value = is_16bit(element) ? k.mov(Type::b16, 0u) : k.mov(Type::f32, 0.0f);
+            Reg const ok = k.and_pred(inside, k.setp(Cmp::lt, e, head_dim));
+            k.predicated(ok, true, [&] {
+                k.ld(value, Space::global, raw, Address(k.add(source, k.mul_wide(e, layout.element_bytes))));
+            });
+            auto const store = [&] { k.st(Space::shared, raw, Address(k.add(target, k.mul(e, layout.element_bytes))), value); };
+            if ((step + 1) * 32 > layout.padded_dim) k.if_then(k.setp(Cmp::lt, e, layout.padded_dim), store);
+            else store();
+        }
+    });
+}
+
 }  // namespace
 
 unsigned attention_simt_warp_bytes(AttentionConfig const& config) { return SimtLayout(config).warp_bytes; }
@@ -164,15 +190,17 @@ Kernel attention_simt(AttentionConfig const& c) {
 
     k.comment("q rows, prescaled, into shared memory");
     for (unsigned r = 0; r < rows; ++r)
-        for (unsigned step = 0; step * 32 < d; ++step) {
+        for (unsigned step = 0; step * 32 < layout.padded_dim; ++step) {
             Reg const dim = k.add(lane, step * 32);
-            Reg const inside = d % 32 != 0 && (step + 1) * 32 > d ? k.setp(Cmp::lt, dim, d) : Reg{};
-            Reg const ok = inside.valid() ? k.and_pred(valid[r], inside) : valid[r];
+            Reg const inside = (step + 1) * 32 > layout.padded_dim ? k.setp(Cmp::lt, dim, layout.padded_dim) : Reg{};
+            Reg const ok = (step + 1) * 32 > d ? k.and_pred(valid[r], k.setp(Cmp::lt, dim, d)) : valid[r];
             Reg const raw = is_16bit(c.element) ? k.mov(Type::b16, 0u) : k.mov(Type::f32, 0.0f);
             Reg const at = k.element_address(f.q, k.add(k.mul(out_row[r], d), dim), layout.element_bytes);
             k.predicated(ok, true, [&] { k.ld(raw, Space::global, element_detail::raw_type(c.element), Address(at)); });
             Reg const value = k.mul(element_detail::widen(k, c.element, raw), f.scale_log2);
-            auto const store = [&] { k.st(Space::shared, Type::f32, Address(k.add(q_shared, k.shl(k.add(dim, r * d), 2u))), value); };
+            auto const store = [&] {
+                k.st(Space::shared, Type::f32, Address(k.add(q_shared, k.shl(k.add(dim, r * layout.padded_dim), 2u))), value);
+            };
             if (inside.valid()) k.predicated(inside, true, store);
             else store();
         }
@@ -182,14 +210,20 @@ Kernel attention_simt(AttentionConfig const& c) {
     Reg const row_bytes = k.mul(f.kv_heads, d * layout.element_bytes);
     Reg const kv_head = k.mul_wide(k.add(k.mul(k.mul(b, f.kv_len), f.kv_heads), hk), d * layout.element_bytes);
     Reg const k_head = k.add(f.k, kv_head), v_head = k.add(f.v, kv_head);
-    WarpTileCopy const copy(k, lane, layout, row_bytes);
+    std::optional<WarpTileCopy> copy;
+    if (c.aligned) copy.emplace(k, lane, layout, row_bytes);
     auto issue = [&](Reg tile) {
         Reg const first_key = k.add(key_begin, k.mul(tile, tile_keys));
         Reg const offset = k.mul_wide(first_key, row_bytes);
         Reg const left = k.sub(key_end, first_key);
         Reg const slot = slot_of(tile);
-        copy.issue(k, slot, k.add(k_head, offset), left, f.k);
-        copy.issue(k, k.add(slot, layout.tile_bytes), k.add(v_head, offset), left, f.v);
+        if (!c.aligned) {
+            load_tile(k, c.element, d, layout, lane, slot, k.add(k_head, offset), row_bytes, left);
+            load_tile(k, c.element, d, layout, lane, k.add(slot, layout.tile_bytes), k.add(v_head, offset), row_bytes, left);
+            return;
+        }
+        copy->issue(k, slot, k.add(k_head, offset), left, f.k);
+        copy->issue(k, k.add(slot, layout.tile_bytes), k.add(v_head, offset), left, f.v);
         k.cp_async_commit();
     };
 
@@ -215,7 +249,7 @@ Kernel attention_simt(AttentionConfig const& c) {
             for (unsigned r = 0; r < rows; ++r)
                 for (unsigned quad = 0; quad < per_chunk / 4; ++quad) {
                     auto const qv = k.ld_vector(Space::shared, Type::f32, 4,
-                                                Address(q_shared, static_cast<std::int64_t>((r * d + ch * per_chunk + quad * 4) * 4)));
+                                                Address(q_shared, static_cast<std::int64_t>((r * layout.padded_dim + ch * per_chunk + quad * 4) * 4)));
                     for (unsigned e = 0; e < 4; ++e) k.fma(score[r], qv[e], key_values[quad * 4 + e], score[r]);
                 }
         }
@@ -268,12 +302,12 @@ Kernel attention_simt(AttentionConfig const& c) {
         k.for_range(tile, 0u, tiles, 1u, [&] {
             k.bar_warp_sync();
             issue(tile);
-            k.cp_async_wait(0);
+            if (c.aligned) k.cp_async_wait(0);
             k.bar_warp_sync();
             compute(tile);
         });
     }
-    k.cp_async_wait(0);
+    if (c.aligned) k.cp_async_wait(0);
 
     // ---- the rows' results
     k.comment(c.partial ? "partial states: m, l, acc" : "out = acc / l");
@@ -291,28 +325,19 @@ Kernel attention_simt(AttentionConfig const& c) {
                 });
             Reg const base = c.partial ? k.add(acc_base, k.mul(state, std::uint64_t{d * 4u}))
                                        : k.add(f.out, k.mul_wide(out_row[r], d * layout.element_bytes));
-            for (unsigned step = 0; step < layout.word_steps; ++step) {
-                Reg const word = k.add(lane, step * 32);
-                Reg const* a = acc.data() + (r * layout.word_steps + step) * values_per_word;
-                auto const store = [&] {
-                    if (c.partial) {
-                        Reg const at = k.add(base, k.mul_wide(word, 4 * values_per_word));
-                        if (values_per_word == 1) k.st(Space::global, Type::f32, Address(at), a[0]);
-                        else k.st_vector(Space::global, Type::f32, Address(at), std::vector<Reg>{a[0], a[1]});
-                        return;
-                    }
-                    Reg const at = k.add(base, k.mul_wide(word, 4));
-                    if (values_per_word == 1) {
-                        k.st(Space::global, Type::f32, Address(at), k.mul(a[0], inverse));
-                    } else {
-                        Reg const packed = k.join(Type::b32, element_detail::narrow(k, c.element, k.mul(a[0], inverse)),
-                                                  element_detail::narrow(k, c.element, k.mul(a[1], inverse)));
-                        k.st(Space::global, Type::b32, Address(at), packed);
-                    }
-                };
-                if ((step + 1) * 32 > layout.words) k.if_then(k.setp(Cmp::lt, word, layout.words), store);
-                else store();
-            }
+            for (unsigned step = 0; step < layout.word_steps; ++step)
+                for (unsigned e = 0; e < values_per_word; ++e) {
+                    Reg const value = acc[(r * layout.word_steps + step) * values_per_word + e];
+                    Reg const dim = k.add(k.mul(k.add(lane, step * 32), values_per_word), e);
+                    auto const store = [&] {
+                        if (c.partial) k.st(Space::global, Type::f32, Address(k.add(base, k.mul_wide(dim, 4u))), value);
+                        else element_detail::store(k, c.element, Address(k.add(base, k.mul_wide(dim, layout.element_bytes))),
+                                                   k.mul(value, inverse));
+                    };
+                    if ((step * 32 + 31) * values_per_word + e >= d)
+                        k.if_then(k.setp(Cmp::lt, dim, d), store);
+                    else store();
+                }
         });
     }
     k.place(finished);

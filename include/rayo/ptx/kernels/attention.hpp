@@ -11,7 +11,8 @@
 // element type; query head h reads key/value head h / (heads / kv_heads); query row i sees key j
 // when !causal or j ≤ query_offset + i; the optional mask is f32, its element (b, h, i, j) at
 // b·mask_batch + h·mask_head + i·mask_row + j. Scores, softmax and sums are f32; a row that sees
-// no key (or only −Inf scores) gives zeros. Every base address is 16-byte aligned.
+// no key (or only −Inf scores) gives zeros. The tensor-core kernel needs 16-byte aligned operands;
+// the simt kernel too unless built with `aligned` false.
 //
 // Two algorithms, both needing sm_80 (cp.async):
 //   * tensor_core (f16, bf16): a block owns `warps` × 16 query rows of one (batch, head); each warp
@@ -54,11 +55,14 @@ enum class AttentionAlgorithm : std::uint8_t { tensor_core, simt };
 struct RAYO_API AttentionConfig {
     AttentionAlgorithm algorithm = AttentionAlgorithm::tensor_core;
     DType element = DType::f16;  // tensor_core: f16 or bf16; simt: f32, f16 or bf16
-    unsigned head_dim = 128;   // 64, 80, 96, 128 or 256
+    unsigned head_dim = 128;   // tensor_core: 64, 80, 96, 128 or 256; simt: 1 to 256
     bool mask = false;         // an additive f32 mask is read
     unsigned warps = 4;        // tensor_core: 4 or 8 (64 or 128 query rows a block); simt: 1 to 8
     unsigned rows = 4;         // simt: query rows a warp, 1 to 8
     bool partial = false;      // simt: write partial states instead of out
+    // simt: tiles copied by 16-byte cp.async (q, k, v and out 16-byte aligned, rows of a multiple
+    // of 16 bytes); false: element by element through registers (2-byte aligned 16-bit data).
+    bool aligned = true;
 };
 
 // Throws BuildError for a configuration the generator does not take.
