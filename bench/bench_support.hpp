@@ -137,6 +137,8 @@ void register_reductions();
 void register_softmax_norm();
 void register_matmul();
 void register_quant();
+// Attention prefill and decode on a GPU (nothing when the benchmark device is the CPU).
+void register_attention_gpu();
 // The anchor cases on a GPU (nothing when the benchmark device is the CPU).
 // A prompt's token embeddings: `count` rows of an f16 table [rows, dim] on bench_device(), into a
 // preallocated output (a model's activation buffer); bytes as read plus written.
