@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     rayo_bench::register_convolution();
     rayo_bench::register_model_ops();
     rayo_bench::register_gpu();
+    rayo_bench::register_attention_gpu();
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
 }

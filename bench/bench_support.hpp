@@ -138,7 +138,8 @@ void register_softmax_norm();
 void register_matmul();
 void register_quant();
 void register_convolution();
-// The anchor cases on a GPU (nothing when the benchmark device is the CPU).
+// Attention prefill and decode on a GPU (nothing when the benchmark device is the CPU).
+void register_attention_gpu();
 // A prompt's token embeddings: `count` rows of an f16 table [rows, dim] on bench_device(), into a
 // preallocated output (a model's activation buffer); bytes as read plus written.
 inline void run_embedding(benchmark::State& state, std::int64_t rows, std::int64_t dim, std::int64_t count) {

@@ -293,6 +293,55 @@ TEST_F(Errors, MixedElementTypesNameTheOpAndBothTypes) {
     for (half v : h_out.to_vector()) EXPECT_EQ(static_cast<float>(v), 7.0f);
 }
 
+// attention takes q, k and v of one element type: a mix does not compile.
+template <class K>
+concept AttentionKeys = requires(Tensor<float> const& q, K const& k) { attention(q, k, k); };
+static_assert(AttentionKeys<Tensor<float>> && !AttentionKeys<Tensor<half>> && !AttentionKeys<Tensor<bfloat16>>);
+
+// attention checks its operands and parameters before anything is written.
+TEST_F(Errors, AttentionNamesWhatIsWrong) {
+    Tensor<float> const q = Tensor<float>::zeros({2, 5, 4, 8}), kv = Tensor<float>::zeros({2, 7, 2, 8});
+    Tensor<float> o = poisoned({2, 5, 4, 8});
+    expect_error<ShapeError>([&] { (void)attention(q.reshape({10, 4, 8}), kv, kv); },
+                             {"attention", "q [10, 4, 8]", "k [2, 7, 2, 8]"});
+    expect_error<ShapeError>([&] { (void)attention(q.reshape({40, 8}), kv.reshape({28, 8}), kv.reshape({28, 8})); },
+                             {"attention", "[batch, len, heads, head_dim]", "q [40, 8]"});
+    expect_error<ShapeError>([&] { (void)attention(q, kv, Tensor<float>::zeros({2, 6, 2, 8})); },
+                             {"attention", "one shape", "k [2, 7, 2, 8]", "v [2, 6, 2, 8]"});
+    expect_error<ShapeError>([&] { (void)attention(q, Tensor<float>::zeros({2, 7, 2, 4}), Tensor<float>::zeros({2, 7, 2, 4})); },
+                             {"attention", "head_dim", "q [2, 5, 4, 8]", "k [2, 7, 2, 4]"});
+    expect_error<ShapeError>([&] { (void)attention(q, Tensor<float>::zeros({2, 7, 3, 8}), Tensor<float>::zeros({2, 7, 3, 8})); },
+                             {"attention", "heads 4", "kv_heads 3"});
+    expect_error<ShapeError>([&] { (void)attention(q, Tensor<float>::zeros({1, 7, 2, 8}), Tensor<float>::zeros({1, 7, 2, 8})); },
+                             {"attention", "batch", "q [2, 5, 4, 8]", "k [1, 7, 2, 8]"});
+    AttentionParams masked;
+    masked.mask = Tensor<float>::zeros({5, 6});
+    expect_error<ShapeError>([&] { attention_into(q, kv, kv, masked, o); },
+                             {"attention", "mask", "[5, 6]", "does not broadcast", "[2, 4, 5, 7]"});
+    masked.mask = Tensor<float>::zeros({3, 1, 1, 7});
+    expect_error<ShapeError>([&] { attention_into(q, kv, kv, masked, o); }, {"attention", "mask", "[3, 1, 1, 7]"});
+    masked.mask = Tensor<float>::zeros({1, 2, 1, 5, 7});
+    expect_error<ShapeError>([&] { attention_into(q, kv, kv, masked, o); }, {"attention", "mask", "[1, 2, 1, 5, 7]"});
+    AttentionParams at;
+    at.query_offset = -1;
+    expect_error<IndexError>([&] { attention_into(q, kv, kv, at, o); }, {"attention", "query_offset -1", "kv_len 7"});
+    at.query_offset = 8;
+    expect_error<IndexError>([&] { attention_into(q, kv, kv, at, o); }, {"attention", "query_offset 8", "kv_len 7"});
+    AttentionParams nan_scale;
+    nan_scale.scale = std::numeric_limits<float>::infinity();
+    expect_error<Error>([&] { attention_into(q, kv, kv, nan_scale, o); }, {"attention", "scale", "finite"});
+    expect_error<ShapeError>([&] { attention_into(q, kv, kv, {}, Tensor<float>::zeros({2, 5, 4, 7})); },
+                             {"attention", "out has shape [2, 5, 4, 7]", "[2, 5, 4, 8]"});
+    expect_error<Error>([&] { attention_into(q, kv, kv, {}, q); }, {"attention", "overlaps an input"});
+    for (Device d : Device::all()) {
+        if (d.kind() == DeviceKind::cpu) continue;
+        expect_error<Error>([&] { attention_into(q, kv.to(d), kv, {}, o); }, {"attention", "different devices", d.id()});
+        masked.mask = Tensor<float>::zeros({5, 7}, d);
+        expect_error<Error>([&] { attention_into(q, kv, kv, masked, o); }, {"attention", "different devices", d.id()});
+    }
+    for (float v : o.to_vector()) EXPECT_EQ(v, poison);
+}
+
 TEST_F(Errors, UnknownCpuArch) {
     expect_error<Error>([&] { set_cpu_arch(static_cast<CpuArch>(42)); }, {"not available"});
 }

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "rayo/cpu/attention_tile.hpp"
 #include "rayo/cpu/gemm_args.hpp"
 #include "rayo/cpu/quant_activation.hpp"
 #include "rayo/dtype.hpp"
@@ -62,6 +63,8 @@ struct KernelTable {
                             std::size_t rows, std::size_t cols);
     void (*rms_norm_rows)(float const* in, float const* gamma, float eps, float* out, std::size_t rows,
                           std::size_t cols);
+    // One tile of flash attention's online softmax (rayo/cpu/attention.hpp).
+    void (*attention_tile)(AttentionTile const& tile);
 
     // GEMM building blocks (see include/rayo/cpu/gemm.hpp): the register-blocked micro-kernel
     // and the packers that feed it.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cpu/kernel_table.hpp"
+#include "rayo/cpu/attention.hpp"
 #include "rayo/cpu/element_conversion.hpp"
 #include "rayo/cpu/elementwise.hpp"
 #include "rayo/cpu/gemm.hpp"
@@ -46,6 +47,7 @@ constexpr KernelTable make_kernel_table(CpuArch arch) {
         .softmax_rows = &softmax_rows_kernel<A>,
         .layer_norm_rows = &layer_norm_rows_kernel<A>,
         .rms_norm_rows = &rms_norm_rows_kernel<A>,
+        .attention_tile = &attention_tile_kernel<A>,
         .gemm_mr = gemm::mr<A>,
         .gemm_nr = gemm::nr<A>,
         .gemm_pack_a = &gemm::pack_a<A>,

@@ -172,6 +172,12 @@ constexpr Row rows[] = {
     same(Op::avg_pool2d, DType::f32, {.rel = 0x1p-23}),
     same(Op::avg_pool2d, DType::f16, {.rel = 0x1p-23, .abs = 0x1p-24, .rounding = 0x1p-10}),
     same(Op::avg_pool2d, DType::bf16, {.rel = 0x1p-23, .abs = 0x1p-130, .rounding = 0x1p-7}),
+    // Attention: the error of element c of row i, relative to max|v| · (1 + scale·|q_i|·max_j|k_j|)
+    // (attention_cases.cpp): the scores' f32 error grows with |q_i|·|k_j|, and moves the output by
+    // at most twice that times max|v|. 16-bit types add the output's rounding (one ulp of the type,
+    // |out| ≤ max|v|) and the weights rounded to the type on the way into weights·v on a GPU.
+    same(Op::attention, DType::f32, relative(2e-6)),
+    RAYO_SIXTEEN_BIT_ROWS_OF(Op::attention, relative(0x1p-10 + 0x1p-11 + 1e-5), relative(0x1p-7 + 0x1p-8 + 1e-5)),
 };
 
 }  // namespace

@@ -1,10 +1,169 @@
-#include <stdexcept>
+// Attention on the CPU, flash style: for each (batch, head, block of query rows) the keys are
+// walked a block at a time; q·kᵀ and weights·v run on the GEMM micro-kernel (the packers read
+// f16 and bf16 operands directly), and the online softmax between them (attention_tile_kernel)
+// keeps a running maximum and sum per row, so the score matrix is never stored. The tasks go to the
+// pool's threads heaviest first (a causal row block late in the sequence sees the most keys).
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
 
 #include "cpu/ops/ops.hpp"
+#include "dispatch/operand_checks.hpp"
+#include "rayo/cpu/attention.hpp"
 
 namespace rayo::cpu::ops {
 
-Support supports(KernelRunner const&, op::Attention const&, OpViews const&) { return Support::no("cpu: not written yet"); }
-void run(KernelRunner&, op::Attention const&, OpViews const&) { throw std::logic_error("unreachable"); }
+namespace {
+
+constexpr std::size_t key_block = 64;  // a multiple of every ISA's gemm_nr
+
+std::size_t round_up(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
+
+GemmType gemm_type(DType t) {
+    return t == DType::f16 ? GemmType::f16 : t == DType::bf16 ? GemmType::bf16 : GemmType::f32;
+}
+
+// One thread's buffers, 64-byte aligned as the micro-kernel's packed panels need.
+class Workspace {
+public:
+    Workspace(std::size_t block_q, std::size_t mr, std::size_t nr, std::size_t d) {
+        std::size_t const rows = round_up(block_q, mr), dim = round_up(d, nr);
+        sizes_[0] = rows * d;                // q, packed
+        sizes_[1] = key_block * d;           // k, packed
+        sizes_[2] = block_q * key_block;     // scores, then weights
+        sizes_[3] = rows * key_block;        // weights, packed
+        sizes_[4] = dim * key_block;         // v, packed
+        sizes_[5] = block_q * d;             // the running output rows
+        sizes_[6] = 2 * block_q + d;         // row maxima, sums and one output row
+        std::size_t total = 0;
+        for (std::size_t& s : sizes_) total += s = round_up(s, 16);
+        memory_.reset(static_cast<float*>(std::aligned_alloc(64, total * sizeof(float))));
+        if (!memory_) throw std::bad_alloc();
+    }
+    [[nodiscard]] float* part(std::size_t i) const {
+        float* p = memory_.get();
+        for (std::size_t j = 0; j < i; ++j) p += sizes_[j];
+        return p;
+    }
+
+private:
+    struct Free {
+        void operator()(float* p) const noexcept { std::free(p); }
+    };
+    std::size_t sizes_[7]{};
+    std::unique_ptr<float, Free> memory_;
+};
+
+// Everything one task reads: the operands' bases and the geometry.
+struct Problem {
+    op::Attention const& a;
+    KernelTable const& k;
+    DType type;
+    GemmType gtype;
+    std::byte const *q, *kk, *v;
+    float const* mask;
+    std::byte* out;
+    std::size_t block_q, q_blocks;
+    std::size_t elem;  // bytes per element
+};
+
+// Rows [i0, i0 + rows) of head h of batch b.
+void run_block(Problem const& p, Workspace const& w, std::size_t b, std::size_t h, std::size_t i0, std::size_t rows) {
+    op::Attention const& a = p.a;
+    KernelTable const& k = p.k;
+    std::size_t const d = a.head_dim, mr = k.gemm_mr, nr = k.gemm_nr;
+    std::size_t const hk = h / (a.heads / a.kv_heads);
+    std::size_t const q_row = a.heads * d, kv_row = a.kv_heads * d;
+    float *q_packed = w.part(0), *k_packed = w.part(1), *scores = w.part(2), *p_packed = w.part(3), *v_packed = w.part(4),
+          *acc = w.part(5), *row_max = w.part(6), *row_sum = row_max + p.block_q, *staged = row_sum + p.block_q;
+    std::fill(acc, acc + rows * d, 0.0f);
+    std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
+    std::fill(row_sum, row_sum + rows, 0.0f);
+
+    std::byte const* q_base = p.q + ((b * a.q_len + i0) * q_row + h * d) * p.elem;
+    std::byte const* k_base = p.kk + (b * a.kv_len * kv_row + hk * d) * p.elem;
+    std::byte const* v_base = p.v + (b * a.kv_len * kv_row + hk * d) * p.elem;
+    GemmArgs const qa{.m = rows, .n = 0, .k = d, .a = q_base, .a_type = p.gtype, .a_row = q_row, .a_col = 1};
+    k.gemm_pack_a(qa, 0, rows, 0, d, q_packed);
+
+    std::int64_t const first_pos = a.query_offset + static_cast<std::int64_t>(i0);
+    std::size_t kv_end = a.kv_len;
+    if (a.causal) kv_end = static_cast<std::size_t>(std::clamp<std::int64_t>(first_pos + static_cast<std::int64_t>(rows), 0,
+                                                                             static_cast<std::int64_t>(a.kv_len)));
+    for (std::size_t j0 = 0; j0 < kv_end; j0 += key_block) {
+        std::size_t const cols = std::min(key_block, kv_end - j0);
+        // scores = q · kᵀ over this block of keys.
+        GemmArgs const kt{.m = rows, .n = cols, .k = d, .b = k_base + j0 * kv_row * p.elem, .b_type = p.gtype,
+                          .b_row = 1, .b_col = kv_row};
+        k.gemm_pack_b(kt, 0, d, 0, cols, k_packed);
+        for (std::size_t r = 0; r < rows; r += mr)
+            for (std::size_t c = 0; c < cols; c += nr)
+                k.gemm_micro(d, q_packed + r * d, k_packed + c * d, scores + r * key_block + c, key_block,
+                             std::min(mr, rows - r), std::min(nr, cols - c), false);
+        // The online softmax: scores -> weights, the running rows rescaled.
+        AttentionTile tile{.scores = scores, .ld = key_block, .rows = rows, .cols = cols, .scale = a.scale,
+                           .row_max = row_max, .row_sum = row_sum, .out = acc, .ld_out = d, .out_cols = d};
+        if (p.mask) {
+            tile.mask = p.mask + b * a.mask_batch + h * a.mask_head + i0 * a.mask_row + j0;
+            tile.mask_row = a.mask_row;
+        }
+        if (a.causal) tile.visible = first_pos + 1 - static_cast<std::int64_t>(j0);
+        k.attention_tile(tile);
+        // acc += weights · v.
+        GemmArgs const pv{.m = rows, .n = d, .k = cols, .a = scores, .a_type = GemmType::f32, .a_row = key_block,
+                          .a_col = 1, .b = v_base + j0 * kv_row * p.elem, .b_type = p.gtype, .b_row = kv_row, .b_col = 1};
+        k.gemm_pack_a(pv, 0, rows, 0, cols, p_packed);
+        k.gemm_pack_b(pv, 0, cols, 0, d, v_packed);
+        for (std::size_t r = 0; r < rows; r += mr)
+            for (std::size_t c = 0; c < d; c += nr)
+                k.gemm_micro(cols, p_packed + r * cols, v_packed + c * cols, acc + r * d + c, d, std::min(mr, rows - r),
+                             std::min(nr, d - c), true);
+    }
+    // out = acc / sum; a row that saw no key (sum 0) is zeros.
+    std::byte* out_base = p.out + ((b * a.q_len + i0) * q_row + h * d) * p.elem;
+    for (std::size_t r = 0; r < rows; ++r) {
+        float const inv = row_sum[r] == 0.0f ? 0.0f : 1.0f / row_sum[r];
+        float* dst = p.type == DType::f32 ? reinterpret_cast<float*>(out_base + r * q_row * p.elem) : staged;
+        for (std::size_t c = 0; c < d; ++c) dst[c] = row_sum[r] == 0.0f ? 0.0f : acc[r * d + c] * inv;
+        if (p.type != DType::f32) k.narrow(p.type, staged, out_base + r * q_row * p.elem, d);
+    }
+}
+
+}  // namespace
+
+Support supports(KernelRunner const&, op::Attention const& a, OpViews const& v) {
+    DType const type = v.in[0].dtype;
+    if (!detail::is_floating(type) || v.in[1].dtype != type || v.in[2].dtype != type || v.out[0].dtype != type)
+        return detail::floating_types_only("cpu", a.op);
+    if (a.has_mask && v.in[3].dtype != DType::f32) return Support::no("cpu: attention takes an f32 mask");
+    return Support::yes();
+}
+
+void run(KernelRunner& r, op::Attention const& a, OpViews const& v) {
+    KernelTable const& k = r.kernels();
+    DType const type = v.in[0].dtype;
+    std::size_t const block_q = round_up(48, k.gemm_mr);
+    Problem const p{.a = a, .k = k, .type = type, .gtype = gemm_type(type), .q = data<std::byte const>(v.in[0]),
+                    .kk = data<std::byte const>(v.in[1]), .v = data<std::byte const>(v.in[2]),
+                    .mask = a.has_mask ? data<float const>(v.in[3]) : nullptr, .out = data<std::byte>(v.out[0]),
+                    .block_q = block_q, .q_blocks = (a.q_len + block_q - 1) / block_q, .elem = bytes_for(type, 1)};
+    std::size_t const tasks = a.batch * a.heads * p.q_blocks;
+    // Task t: query block (q_blocks − 1 − t / (batch·heads)), so the blocks that see most keys start first.
+    std::atomic<std::size_t> next{0};
+    ThreadPool& pool = r.pool();
+    std::size_t const flops_per_task = block_q * a.kv_len * a.head_dim;
+    std::size_t const parts = std::min({pool.size(), tasks, std::max<std::size_t>(1, tasks * flops_per_task / (1 << 18))});
+    pool.run_parts(parts, [&](std::size_t, std::size_t) {
+        Workspace const w(block_q, k.gemm_mr, k.gemm_nr, a.head_dim);
+        for (std::size_t t = next++; t < tasks; t = next++) {
+            std::size_t const bh = t % (a.batch * a.heads), qb = p.q_blocks - 1 - t / (a.batch * a.heads);
+            std::size_t const i0 = qb * block_q;
+            run_block(p, w, bh / a.heads, bh % a.heads, i0, std::min(block_q, a.q_len - i0));
+        }
+    });
+}
 
 }  // namespace rayo::cpu::ops
