@@ -81,7 +81,9 @@ ConvGeometry geometry_of(op::Conv2dShape const& s) {
 
 // Panels per task, at most `most`: the size whose tasks, each claimed by whichever thread is
 // least loaded, leave the busiest thread the least work (a task costing a quarter panel itself).
+// With many tasks per thread the largest size is balanced enough.
 std::size_t balanced_chunk(std::size_t panels, std::size_t most, std::size_t images, std::size_t threads) {
+    if (images * ceil_div(panels, most) >= 16 * threads) return most;
     std::size_t best = most;
     double best_cost = -1.0;
     std::vector<double> load(threads);
