@@ -4,6 +4,7 @@
 
 #include "cpu/kernel_table.hpp"
 #include "rayo/cpu/attention.hpp"
+#include "rayo/cpu/convolution.hpp"
 #include "rayo/cpu/element_conversion.hpp"
 #include "rayo/cpu/elementwise.hpp"
 #include "rayo/cpu/gemm.hpp"
@@ -54,6 +55,8 @@ constexpr KernelTable make_kernel_table(CpuArch arch) {
         .gemm_pack_b = &gemm::pack_b<A>,
         .gemm_micro = &gemm::micro<A>,
         .gemm_micro_direct_a = &gemm::micro_direct_a<A>,
+        .conv_pack_im2col = &conv::pack_im2col<A>,
+        .conv_depthwise = &conv::depthwise<A>,
         .quantize_q8_k = &kquant::quantize_q8_k_kernel<A>,
         .dequantize = &kquant::dequantize_kernel<A>,
         .quantize_activations = &kquant::quantize_activations_kernel<A>,

@@ -153,6 +153,14 @@ std::vector<Problem> problems() {
         {2, 32, 28, 30, 40, 3, 3, {.padding = {1, 1}}, true},
         {1, 64, 14, 14, 72, 1, 1, {}, true},
         {1, 16, 17, 17, 16, 3, 3, {.stride = {2, 2}, .padding = {1, 1}, .groups = 16}},
+        {1, 3, 9, 75, 3, 3, 3, {.padding = {1, 1}, .groups = 3}, true},
+        {2, 4, 12, 70, 4, 3, 3, {.stride = {2, 2}, .padding = {2, 2}, .dilation = {2, 2}, .groups = 4}},
+        {1, 2, 10, 40, 4, 3, 2, {.stride = {2, 3}, .padding = {1, 0}, .groups = 2}, true},
+        {1, 2, 15, 40, 2, 7, 7, {.padding = {3, 3}, .groups = 2}},
+        {1, 6, 13, 47, 10, 1, 1, {.stride = {2, 2}, .padding = {1, 1}}, true},
+        {2, 5, 7, 9, 7, 1, 1, {}, true},
+        {1, 3, 11, 67, 5, 3, 3, {.stride = {2, 2}, .padding = {1, 1}}},
+        {1, 3, 10, 37, 4, 2, 2, {.stride = {3, 3}}},
     };
 }
 
