@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     rayo_bench::register_matmul();
     rayo_bench::register_quant();
     rayo_bench::register_model_ops();
+    rayo_bench::register_attention_cpu();
     rayo_bench::register_gpu();
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

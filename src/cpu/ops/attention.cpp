@@ -2,7 +2,7 @@
 // walked a block at a time; q·kᵀ and weights·v run on the GEMM micro-kernel (the packers read
 // f16 and bf16 operands directly), and the online softmax between them (attention_tile_kernel)
 // keeps a running maximum and sum per row, so the score matrix is never stored. The tasks go to the
-// pool's threads heaviest first (a causal row block late in the sequence sees the most keys).
+// pool's threads a head at a time, each head's heaviest first.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -151,7 +151,9 @@ void run(KernelRunner& r, op::Attention const& a, OpViews const& v) {
                     .mask = a.has_mask ? data<float const>(v.in[3]) : nullptr, .out = data<std::byte>(v.out[0]),
                     .block_q = block_q, .q_blocks = (a.q_len + block_q - 1) / block_q, .elem = bytes_for(type, 1)};
     std::size_t const tasks = a.batch * a.heads * p.q_blocks;
-    // Task t: query block (q_blocks − 1 − t / (batch·heads)), so the blocks that see most keys start first.
+    // Task t: head t / q_blocks (its keys and values stay in the caches while the threads take its
+    // query blocks), the query blocks last to first (under causal, each head's heaviest first, so
+    // the run ends on light tasks).
     std::atomic<std::size_t> next{0};
     ThreadPool& pool = r.pool();
     std::size_t const flops_per_task = block_q * a.kv_len * a.head_dim;
@@ -159,7 +161,7 @@ void run(KernelRunner& r, op::Attention const& a, OpViews const& v) {
     pool.run_parts(parts, [&](std::size_t, std::size_t) {
         Workspace const w(block_q, k.gemm_mr, k.gemm_nr, a.head_dim);
         for (std::size_t t = next++; t < tasks; t = next++) {
-            std::size_t const bh = t % (a.batch * a.heads), qb = p.q_blocks - 1 - t / (a.batch * a.heads);
+            std::size_t const bh = t / p.q_blocks, qb = p.q_blocks - 1 - t % p.q_blocks;
             std::size_t const i0 = qb * block_q;
             run_block(p, w, bh / a.heads, bh % a.heads, i0, std::min(block_q, a.q_len - i0));
         }
