@@ -193,6 +193,8 @@ std::vector<Problem> problems() {
         {.batch = 1, .q_len = 1, .kv_len = 1000, .heads = 4, .kv_heads = 1, .head_dim = 64, .causal = true},
         {.batch = 2, .q_len = 1, .kv_len = 1100, .heads = 8, .kv_heads = 2, .head_dim = 128, .causal = true},
         {.batch = 2, .q_len = 3, .kv_len = 300, .heads = 2, .kv_heads = 2, .head_dim = 128, .mask = MaskKind::per_batch_key},
+        {.batch = 1, .q_len = 16, .kv_len = 40, .heads = 4, .kv_heads = 2, .head_dim = 128, .causal = true,
+         .mask = MaskKind::per_batch_key},
         {.batch = 1, .q_len = 17, .kv_len = 17, .heads = 2, .kv_heads = 1, .head_dim = 256, .causal = true,
          .mask = MaskKind::per_batch_key},
         {.batch = 1, .q_len = 12, .kv_len = 20, .heads = 2, .kv_heads = 2, .head_dim = 40, .mask = MaskKind::rows_by_keys,
