@@ -84,6 +84,8 @@ Support supports(ShaderRunner const& r, op::Attention const& a, OpViews const& v
     Plan const p = plan(a, r.physical().loop_iteration_limit);
     if (p.row_groups > r.max_groups() || a.batch * a.heads > r.max_groups() || p.splits > r.max_groups())
         return Support::no("vulkan: attention with more query blocks or batch·heads than one dispatch's groups");
+    if (p.splits > 1 && a.batch * a.q_len * a.heads * p.splits * (a.head_dim + 2) > 0xffffffffu)
+        return Support::no("vulkan: attention whose split partial rows pass 2^32 values");
     if (a.query_offset > INT32_MAX || a.query_offset < -INT32_MAX)
         return Support::no("vulkan: attention with a query_offset past 32 bits");
     return element_type_supported(r, a.op, type);
