@@ -63,8 +63,8 @@ Plan plan(op::Attention const& a, std::uint64_t loop_limit) {
         p.splits = std::max(p.splits, (a.kv_len + most_keys - 1) / most_keys);
     }
     std::size_t const per = (a.kv_len + p.splits - 1) / p.splits;
-    p.keys_per_split = (per + key_block - 1) / key_block * key_block;
-    p.splits = (a.kv_len + p.keys_per_split - 1) / p.keys_per_split;
+    p.keys_per_split = std::max<std::size_t>(key_block, (per + key_block - 1) / key_block * key_block);
+    p.splits = std::max<std::size_t>(1, (a.kv_len + p.keys_per_split - 1) / p.keys_per_split);
     return p;
 }
 
