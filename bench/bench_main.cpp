@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     rayo_bench::register_quant();
     rayo_bench::register_convolution();
     rayo_bench::register_model_ops();
+    rayo_bench::register_attention_cpu();
     rayo_bench::register_gpu();
     rayo_bench::register_attention_gpu();
     benchmark::RunSpecifiedBenchmarks();

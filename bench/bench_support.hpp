@@ -155,5 +155,7 @@ inline void run_embedding(benchmark::State& state, std::int64_t rows, std::int64
 
 void register_gpu();
 void register_model_ops();
+// Attention against a matmul-softmax-matmul baseline (CPU only).
+void register_attention_cpu();
 
 }  // namespace rayo_bench

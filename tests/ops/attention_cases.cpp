@@ -3,7 +3,8 @@
 // thousand keys and more, which the GPUs split across workgroups), grouped-query (8 heads over 2)
 // and multi-head, masks [q_len, kv_len], [batch, 1, 1, kv_len] and [heads, q_len, 1] with −Inf
 // entries and fully hidden rows (zeros), more queries than keys under the causal default (the first
-// rows see nothing: zeros), NaN in q, k and v, rank-3 operands, and 0-sized problems; at f32, f16
+// rows see nothing: zeros), NaN in q, k and v (prefill, and decode through the key split), hidden
+// rows under the split, rank-3 operands, and 0-sized problems; at f32, f16
 // and bf16 (16-bit inputs are random floats rounded to the type, the reference computed from them).
 //
 // Tolerance (tolerances.cpp): |got − want| ≤ rel · max|v| · (1 + scale · |q_i| · max_j |k_j|) per
@@ -133,7 +134,7 @@ void check_problem(CaseContext& ctx, Problem const& p, std::size_t index) {
     std::vector<float> q(q16.begin(), q16.end()), k(k16.begin(), k16.end()), v(v16.begin(), v16.end());
     if (p.nans) {
         float const nan = std::numeric_limits<float>::quiet_NaN();
-        q[(1 * p.heads + 0) * d + 3] = nan;                    // row 1 of head 0: NaN
+        q[(std::min<std::size_t>(1, p.q_len - 1) * p.heads + 0) * d + 3] = nan;  // row 1 (or 0) of head 0: NaN
         k[(2 * p.kv_heads + p.kv_heads - 1) * d + 5] = nan;    // key 2 of the last kv head: its heads NaN
         v[(3 * p.kv_heads + 0) * d + 7] = nan;                 // column 7 of kv head 0's heads: NaN
     }
@@ -193,11 +194,16 @@ std::vector<Problem> problems() {
         {.batch = 1, .q_len = 1, .kv_len = 1000, .heads = 4, .kv_heads = 1, .head_dim = 64, .causal = true},
         {.batch = 2, .q_len = 1, .kv_len = 1100, .heads = 8, .kv_heads = 2, .head_dim = 128, .causal = true},
         {.batch = 2, .q_len = 3, .kv_len = 300, .heads = 2, .kv_heads = 2, .head_dim = 128, .mask = MaskKind::per_batch_key},
+        {.batch = 1, .q_len = 16, .kv_len = 40, .heads = 4, .kv_heads = 2, .head_dim = 128, .causal = true,
+         .mask = MaskKind::per_batch_key},
         {.batch = 1, .q_len = 17, .kv_len = 17, .heads = 2, .kv_heads = 1, .head_dim = 256, .causal = true,
          .mask = MaskKind::per_batch_key},
         {.batch = 1, .q_len = 12, .kv_len = 20, .heads = 2, .kv_heads = 2, .head_dim = 40, .mask = MaskKind::rows_by_keys,
          .rank3 = true, .hide_rows = true},
         {.batch = 1, .q_len = 6, .kv_len = 10, .heads = 2, .kv_heads = 2, .head_dim = 64, .nans = true},
+        {.batch = 1, .q_len = 1, .kv_len = 700, .heads = 4, .kv_heads = 2, .head_dim = 64, .nans = true},
+        {.batch = 1, .q_len = 2, .kv_len = 600, .heads = 2, .kv_heads = 1, .head_dim = 64, .mask = MaskKind::rows_by_keys,
+         .hide_rows = true},
         {.batch = 1, .q_len = 7, .kv_len = 4, .heads = 2, .kv_heads = 1, .head_dim = 64, .causal = true},
         {.batch = 1, .q_len = 70, .kv_len = 130, .heads = 8, .kv_heads = 2, .head_dim = 64, .causal = true,
          .mask = MaskKind::per_head_row},

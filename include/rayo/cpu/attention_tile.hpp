@@ -14,8 +14,10 @@ struct AttentionTile {
     float scale = 1.0f;
     float const* mask = nullptr;  // the tile's first mask entry, rows `mask_row` apart; null: none
     std::size_t mask_row = 0;
-    // Row r sees the tile's first visible + r keys (none when that is ≤ 0, all when ≥ cols).
+    // Row r sees the tile's first visible + r·visible_step keys (none when that is ≤ 0, all when
+    // ≥ cols): step 1 for rows at successive query positions, 0 for heads at one position.
     std::int64_t visible = std::numeric_limits<std::int64_t>::max() / 2;
+    std::int64_t visible_step = 1;
     float* row_max = nullptr;  // the running maximum and sum of each row's weights
     float* row_sum = nullptr;
     float* out = nullptr;  // each row's running output (out_cols floats, `ld_out` apart), rescaled

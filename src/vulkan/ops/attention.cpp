@@ -42,7 +42,12 @@ struct Plan {
     std::size_t row_groups = 0, splits = 1, keys_per_split = 0;
 };
 
-Plan plan(op::Attention const& a) {
+// Loop iterations of one invocation per block of keys (attention.comp's loops over the block: the
+// dot products, the team's sums, the maximum, the weights; the loops over columns are unrolled),
+// and besides the blocks.
+constexpr std::uint64_t block_iterations = 4 * key_block + key_block / team + 1, other_iterations = 64;
+
+Plan plan(op::Attention const& a, std::uint64_t loop_limit) {
     Plan p;
     p.rows = a.q_len < 4 ? 1 : 4;
     p.row_groups = (a.q_len + p.rows - 1) / p.rows;
@@ -51,9 +56,15 @@ Plan plan(op::Attention const& a) {
         std::size_t const wanted = std::min((busy_groups + groups - 1) / groups, max_splits);
         p.splits = std::clamp<std::size_t>(a.kv_len / min_split_keys, 1, wanted);
     }
+    // A driver that cuts long loops short (lavapipe) gets as many splits as keep each within it.
+    if (loop_limit > other_iterations + block_iterations) {
+        std::uint64_t const blocks = (loop_limit - other_iterations) / block_iterations;
+        std::size_t const most_keys = static_cast<std::size_t>(std::min<std::uint64_t>(blocks, a.kv_len) * key_block);
+        p.splits = std::max(p.splits, (a.kv_len + most_keys - 1) / most_keys);
+    }
     std::size_t const per = (a.kv_len + p.splits - 1) / p.splits;
-    p.keys_per_split = (per + key_block - 1) / key_block * key_block;
-    p.splits = (a.kv_len + p.keys_per_split - 1) / p.keys_per_split;
+    p.keys_per_split = std::max<std::size_t>(key_block, (per + key_block - 1) / key_block * key_block);
+    p.splits = std::max<std::size_t>(1, (a.kv_len + p.keys_per_split - 1) / p.keys_per_split);
     return p;
 }
 
@@ -70,9 +81,11 @@ Support supports(ShaderRunner const& r, op::Attention const& a, OpViews const& v
     for (TensorView const* t : {&v.in[0], &v.in[1], &v.out[0]})
         if (t->numel() > 0xffffffffu) return Support::no("vulkan: attention over tensors of 2^32 elements or more");
     if (a.has_mask && v.in[3].numel() > 0xffffffffu) return Support::no("vulkan: attention with a mask of 2^32 elements or more");
-    Plan const p = plan(a);
-    if (p.row_groups > r.max_groups() || a.batch * a.heads > r.max_groups())
+    Plan const p = plan(a, r.physical().loop_iteration_limit);
+    if (p.row_groups > r.max_groups() || a.batch * a.heads > r.max_groups() || p.splits > r.max_groups())
         return Support::no("vulkan: attention with more query blocks or batch·heads than one dispatch's groups");
+    if (p.splits > 1 && a.batch * a.q_len * a.heads * p.splits * (a.head_dim + 2) > 0xffffffffu)
+        return Support::no("vulkan: attention whose split partial rows pass 2^32 values");
     if (a.query_offset > INT32_MAX || a.query_offset < -INT32_MAX)
         return Support::no("vulkan: attention with a query_offset past 32 bits");
     return element_type_supported(r, a.op, type);
@@ -86,7 +99,7 @@ void run(ShaderRunner& r, op::Attention const& a, OpViews const& v) {
     Binding const val = r.bind(vv, vv.bytes(), Access::read, "attention v");
     Binding const o = r.bind(out, out.bytes(), Access::write, "attention output");
     Binding const mask = a.has_mask ? r.bind(v.in[3], v.in[3].bytes(), Access::read, "attention mask") : q.untouched();
-    Plan const p = plan(a);
+    Plan const p = plan(a, r.physical().loop_iteration_limit);
     AttentionPush push;
     push.q_offset = q.element_offset(size);
     push.k_offset = k.element_offset(size);
@@ -104,10 +117,7 @@ void run(ShaderRunner& r, op::Attention const& a, OpViews const& v) {
     push.mask_row = static_cast<std::uint32_t>(a.mask_row);
     push.splits = static_cast<std::uint32_t>(p.splits);
     push.keys_per_split = static_cast<std::uint32_t>(p.keys_per_split);
-    // Per invocation: each block's dot products (BK · columns), the sums of the team's shares, and
-    // the softmax and weights·v (BK · columns).
-    std::size_t const columns = (a.head_dim + team - 1) / team;
-    r.check_loop_budget((p.keys_per_split / key_block + 1) * key_block * (2 * columns + 4) + 64,
+    r.check_loop_budget(p.keys_per_split / key_block * block_iterations + other_iterations,
                         "attention over " + std::to_string(p.keys_per_split) + " keys a workgroup");
     bool const split = p.splits > 1;
     std::size_t const rows = a.batch * a.q_len * a.heads;
