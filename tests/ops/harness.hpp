@@ -174,6 +174,17 @@ void for_each_castable_type(F&& f) {
     f.template operator()<std::int32_t>("i32");
 }
 
+// The cases add.template operator()<T>(cases) gives for T = f32, f16 and bf16, in that order: the
+// cases of a family of floating ops.
+template <class Add>
+[[nodiscard]] std::vector<OpCase> floating_cases(Add&& add) {
+    std::vector<OpCase> cases;
+    add.template operator()<float>(cases);
+    add.template operator()<half>(cases);
+    add.template operator()<bfloat16>(cases);
+    return cases;
+}
+
 // The cases of every family; each *_cases.cpp adds its own through a CaseRegistration.
 [[nodiscard]] std::vector<OpCase>& op_cases();
 struct CaseRegistration {

@@ -126,15 +126,7 @@ void add_cases(std::vector<OpCase>& c) {
                      dtype_of<T>, [include](CaseContext& ctx) { check_pool<T>(ctx, Op::avg_pool2d, include); }});
 }
 
-std::vector<OpCase> cases() {
-    std::vector<OpCase> c;
-    add_cases<float>(c);
-    add_cases<half>(c);
-    add_cases<bfloat16>(c);
-    return c;
-}
-
-CaseRegistration const registration(cases());
+CaseRegistration const registration(floating_cases([]<class T>(std::vector<OpCase>& c) { add_cases<T>(c); }));
 
 }  // namespace
 }  // namespace rayo::test::ops

@@ -148,15 +148,7 @@ void add_cases(std::vector<OpCase>& c) {
                          Op::rope, dtype_of<T>, [style, factors](CaseContext& ctx) { check_rope<T>(ctx, style, factors); }});
 }
 
-std::vector<OpCase> cases() {
-    std::vector<OpCase> c;
-    add_cases<float>(c);
-    add_cases<half>(c);
-    add_cases<bfloat16>(c);
-    return c;
-}
-
-CaseRegistration const registration(cases());
+CaseRegistration const registration(floating_cases([]<class T>(std::vector<OpCase>& c) { add_cases<T>(c); }));
 
 }  // namespace
 }  // namespace rayo::test::ops

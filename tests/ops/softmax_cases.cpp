@@ -61,15 +61,7 @@ void add_cases(std::vector<OpCase>& c) {
         c.push_back({std::string(to_string(op)) + dtype_suffix<T>(), op, dtype_of<T>, [op](CaseContext& ctx) { check<T>(ctx, op); }});
 }
 
-std::vector<OpCase> cases() {
-    std::vector<OpCase> c;
-    add_cases<float>(c);
-    add_cases<half>(c);
-    add_cases<bfloat16>(c);
-    return c;
-}
-
-CaseRegistration const registration(cases());
+CaseRegistration const registration(floating_cases([]<class T>(std::vector<OpCase>& c) { add_cases<T>(c); }));
 
 }  // namespace
 }  // namespace rayo::test::ops
