@@ -72,11 +72,14 @@ VkShaderModule PipelineCache::module(Shader shader, DenormMode mode) {
     auto const key = std::make_tuple(shader, mode);
     if (auto it = modules_.find(key); it != modules_.end()) return it->second;
     std::span<std::uint32_t const> code = mode == DenormMode::preserve ? shader_code(shader).denorm_preserve_code : shader_code(shader).code;
-    // The cooperative-matrix GEMM is compiled for VK_NV_cooperative_matrix; on a device that runs
-    // it through the KHR extension its SPIR-V is rewritten for that.
+    // The cooperative-matrix shaders (the GEMM and attention's, on the GEMM's matrix types) are
+    // compiled for VK_NV_cooperative_matrix; on a device that runs them through the KHR extension
+    // their SPIR-V is rewritten for that.
     std::vector<std::uint32_t> khr_code;
-    if (shader == Shader::matmul_coopmat &&
-        device_.physical().cooperative_matrix == PhysicalDevice::CooperativeMatrix::khr) {
+    bool const cooperative = shader == Shader::matmul_coopmat || shader == Shader::attention_coopmat_d64 ||
+                             shader == Shader::attention_coopmat_d80 || shader == Shader::attention_coopmat_d96 ||
+                             shader == Shader::attention_coopmat_d128 || shader == Shader::attention_coopmat_d256;
+    if (cooperative && device_.physical().cooperative_matrix == PhysicalDevice::CooperativeMatrix::khr) {
         khr_code = spirv::cooperative_matrix_nv_to_khr(code, spirv::gemm_matrix_types);
         code = khr_code;
     }

@@ -1,11 +1,16 @@
-// Attention on Vulkan: shaders/attention.comp, flash style (a team of invocations per query row,
-// the keys in blocks through an online softmax, the score matrix never in device memory), the
-// head dim a specialization constant (any up to 256). When the query rows alone give too few
-// workgroups to fill the device (decode: one row over a long KV cache) the keys are split across
-// workgroups, whose partial (maximum, sum, output) rows attention_combine.comp then reduces.
-// f16 and bf16 through the _element16 builds, computed in f32.
+// Attention on Vulkan, three shaders:
+// * f16 prefill on devices with cooperative matrices (tensor cores): attention_coopmat_d<D>.comp,
+//   flash attention with q·kᵀ and P·v on 16x16 by 16x8 fragments, 64 query rows a workgroup, for
+//   head_dim 64, 80, 96, 128 and 256 (a build each, so its loops unroll);
+// * everything else (decode, f32, bf16, unaligned views, other head dims, devices without those features):
+//   attention.comp, a team of invocations per query row, the keys in blocks through an online softmax,
+//   the head dim a specialization constant (any up to 256), split across workgroups with the same
+//   combining pass where the query rows alone give too few workgroups.
+// All compute in f32; the score matrix never reaches device memory.
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "dispatch/operand_checks.hpp"
@@ -31,7 +36,7 @@ struct CombinePush {
     std::uint32_t rows = 0, splits = 0, o_offset = 0;
 };
 
-// The shader's TEAM, BK, MAX_PER and MAX_ROWS.
+// attention.comp's TEAM, BK, MAX_PER and MAX_ROWS.
 constexpr std::size_t team = 16, key_block = 32, max_head_dim = 16 * team;
 // Workgroups the query rows should give before the keys are not split; a split takes at least
 // min_split_keys keys, and there are at most max_splits.
@@ -68,6 +73,58 @@ Plan plan(op::Attention const& a, std::uint64_t loop_limit) {
     return p;
 }
 
+// ---- attention_coopmat_d<D>.comp: its query rows a workgroup, key block and shared memory.
+constexpr std::size_t coop_rows = 64, coop_keys = 32, coop_subgroups = 4;
+
+std::optional<Shader> coopmat_shader(std::size_t head_dim) {
+    switch (head_dim) {
+        case 64: return Shader::attention_coopmat_d64;
+        case 80: return Shader::attention_coopmat_d80;
+        case 96: return Shader::attention_coopmat_d96;
+        case 128: return Shader::attention_coopmat_d128;
+        case 256: return Shader::attention_coopmat_d256;
+        default: return std::nullopt;
+    }
+}
+
+std::size_t coopmat_shared_bytes(std::size_t d) {
+    std::size_t const p_stride = d < 256 ? 40 : 32;
+    return 2 * coop_keys * (d + 8) * 2 + coop_subgroups * 16 * ((coop_keys + 4) * 4 + p_stride * 2 + 8 * 4);
+}
+
+// The element offset of each operand a multiple of 8 (16-byte runs).
+bool runs_aligned(std::initializer_list<std::uint32_t> offsets) {
+    return std::all_of(offsets.begin(), offsets.end(), [](std::uint32_t o) { return o % 8 == 0; });
+}
+
+enum class Path { portable, coopmat };
+
+struct Choice {
+    Path path = Path::portable;
+    Plan plan;  // rows, groups, splits
+};
+
+// Alignment is known only from the bindings, so run() decides; supports() needs no path.
+Choice choose(ShaderRunner const& r, op::Attention const& a, DType type, std::uint32_t q_off, std::uint32_t k_off,
+              std::uint32_t v_off, std::uint32_t o_off) {
+    Choice c;
+    std::uint32_t const shared = r.limits().maxComputeSharedMemorySize;
+    PhysicalDevice const& dev = r.physical();
+    // Fewer query rows than a subgroup's 16 (decode) fill the GPU better through the portable
+    // shader's key split.
+    if (a.q_len >= 16 && type == DType::f16 && coopmat_shader(a.head_dim) && dev.cooperative_matrix != PhysicalDevice::CooperativeMatrix::none &&
+        r.switches().cooperative_matrix && r.subgroups() && dev.subgroup_size == 32 &&
+        coopmat_shared_bytes(a.head_dim) <= shared && runs_aligned({q_off, k_off, v_off, o_off})) {
+        c.path = Path::coopmat;
+        c.plan.rows = coop_rows;
+        c.plan.row_groups = (a.q_len + coop_rows - 1) / coop_rows;
+        c.plan.keys_per_split = a.kv_len;
+        return c;
+    }
+    c.plan = plan(a, r.physical().loop_iteration_limit);
+    return c;
+}
+
 }  // namespace
 
 Support supports(ShaderRunner const& r, op::Attention const& a, OpViews const& v) {
@@ -91,6 +148,30 @@ Support supports(ShaderRunner const& r, op::Attention const& a, OpViews const& v
     return element_type_supported(r, a.op, type);
 }
 
+namespace {
+
+// The split rows (maximum, sum, unnormalised output) in `partials` reduced into the output.
+void combine_splits(ShaderRunner& r, op::Attention const& a, DType type, ScratchBuffer const& partials, Binding const& o,
+                    std::size_t splits, std::uint32_t o_offset) {
+    std::size_t const rows = a.batch * a.q_len * a.heads;
+    std::uint32_t const workgroup = r.workgroup_size();
+    auto const groups =
+        static_cast<std::uint32_t>(std::min<std::size_t>((rows * a.head_dim + workgroup - 1) / workgroup, r.max_groups()));
+    CombinePush combine{static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(splits), o_offset};
+    SpecConstants constants{0u, workgroup, static_cast<std::uint32_t>(a.head_dim)};
+    Shader const shader = element_build(Shader::attention_combine, Shader::attention_combine_element16, type, constants);
+    r.dispatch(shader, constants, {partials.bind(Access::read), o}, combine, {groups});
+}
+
+void check_combine_budget(ShaderRunner const& r, op::Attention const& a, std::size_t splits) {
+    std::size_t const threads = std::size_t{r.max_groups()} * r.workgroup_size();
+    std::size_t const elements = a.batch * a.q_len * a.heads * a.head_dim;
+    r.check_loop_budget((elements + threads - 1) / threads * 2 * splits,
+                        "attention's combination of " + std::to_string(splits) + " splits");
+}
+
+}  // namespace
+
 void run(ShaderRunner& r, op::Attention const& a, OpViews const& v) {
     TensorView const &qv = v.in[0], &kv = v.in[1], &vv = v.in[2], &out = v.out[0];
     std::size_t const size = bytes_for(qv.dtype, 1);
@@ -99,7 +180,6 @@ void run(ShaderRunner& r, op::Attention const& a, OpViews const& v) {
     Binding const val = r.bind(vv, vv.bytes(), Access::read, "attention v");
     Binding const o = r.bind(out, out.bytes(), Access::write, "attention output");
     Binding const mask = a.has_mask ? r.bind(v.in[3], v.in[3].bytes(), Access::read, "attention mask") : q.untouched();
-    Plan const p = plan(a, r.physical().loop_iteration_limit);
     AttentionPush push;
     push.q_offset = q.element_offset(size);
     push.k_offset = k.element_offset(size);
@@ -115,36 +195,35 @@ void run(ShaderRunner& r, op::Attention const& a, OpViews const& v) {
     push.mask_batch = static_cast<std::uint32_t>(a.mask_batch);
     push.mask_head = static_cast<std::uint32_t>(a.mask_head);
     push.mask_row = static_cast<std::uint32_t>(a.mask_row);
+    Choice const c = choose(r, a, qv.dtype, push.q_offset, push.k_offset, push.v_offset, push.o_offset);
+    Plan const& p = c.plan;
     push.splits = static_cast<std::uint32_t>(p.splits);
     push.keys_per_split = static_cast<std::uint32_t>(p.keys_per_split);
-    r.check_loop_budget(p.keys_per_split / key_block * block_iterations + other_iterations,
-                        "attention over " + std::to_string(p.keys_per_split) + " keys a workgroup");
-    bool const split = p.splits > 1;
-    std::size_t const rows = a.batch * a.q_len * a.heads;
-    std::uint32_t const workgroup = r.workgroup_size();
-    auto const combine_groups =
-        static_cast<std::uint32_t>(std::min<std::size_t>((rows * a.head_dim + workgroup - 1) / workgroup, r.max_groups()));
-    if (split) {
-        std::size_t const threads = std::size_t{combine_groups} * workgroup;
-        r.check_loop_budget((rows * a.head_dim + threads - 1) / threads * 2 * p.splits,
-                            "attention's combination of " + std::to_string(p.splits) + " splits");
-    }
-    SpecConstants constants{0u, p.rows * static_cast<std::uint32_t>(team), static_cast<std::uint32_t>(a.head_dim), p.rows,
-                            a.has_mask ? 1u : 0u, a.causal ? 1u : 0u, split ? 1u : 0u};
-    Shader const shader = element_build(Shader::attention, Shader::attention_element16, qv.dtype, constants);
-    Groups const groups{static_cast<std::uint32_t>(p.row_groups), static_cast<std::uint32_t>(a.batch * a.heads),
-                        static_cast<std::uint32_t>(p.splits)};
-    if (!split) {
-        r.dispatch(shader, constants, {q, k, val, mask, o, q.untouched()}, push, groups);
+    auto const flag = [](bool b) { return b ? 1u : 0u; };
+    auto const d = static_cast<std::uint32_t>(a.head_dim);
+
+    if (c.path == Path::coopmat) {
+        SpecConstants constants{0u, 128u, d, 0u, flag(a.has_mask), flag(a.causal)};
+        r.dispatch(*coopmat_shader(a.head_dim), constants, {q, k, val, mask, o}, push,
+                   {static_cast<std::uint32_t>(p.row_groups), static_cast<std::uint32_t>(a.batch * a.heads)});
         return;
     }
-    ScratchBuffer const partials = r.scratch(rows * p.splits * (a.head_dim + 2) * sizeof(float));
-    r.dispatch(shader, constants, {q, k, val, mask, o.untouched(), partials.bind(Access::write)}, push, groups);
-    CombinePush combine{static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(p.splits), push.o_offset};
-    SpecConstants combine_constants{0u, workgroup, static_cast<std::uint32_t>(a.head_dim)};
-    Shader const combine_shader =
-        element_build(Shader::attention_combine, Shader::attention_combine_element16, qv.dtype, combine_constants);
-    r.dispatch(combine_shader, combine_constants, {partials.bind(Access::read), o}, combine, {combine_groups});
+    bool const split = p.splits > 1;
+    std::size_t const rows = a.batch * a.q_len * a.heads;
+    if (split) check_combine_budget(r, a, p.splits);
+    std::optional<ScratchBuffer> partials;
+    if (split) partials.emplace(r.scratch(rows * p.splits * (a.head_dim + 2) * sizeof(float)));
+    Binding const partial_binding = split ? partials->bind(Access::write) : q.untouched();
+    Binding const direct_out = split ? o.untouched() : o;
+    r.check_loop_budget(p.keys_per_split / key_block * block_iterations + other_iterations,
+                        "attention over " + std::to_string(p.keys_per_split) + " keys a workgroup");
+    SpecConstants constants{0u, p.rows * static_cast<std::uint32_t>(team), d, p.rows, flag(a.has_mask), flag(a.causal),
+                            flag(split)};
+    Shader const shader = element_build(Shader::attention, Shader::attention_element16, qv.dtype, constants);
+    r.dispatch(shader, constants, {q, k, val, mask, direct_out, partial_binding}, push,
+               {static_cast<std::uint32_t>(p.row_groups), static_cast<std::uint32_t>(a.batch * a.heads),
+                static_cast<std::uint32_t>(p.splits)});
+    if (split) combine_splits(r, a, qv.dtype, *partials, o, p.splits, push.o_offset);
 }
 
 }  // namespace rayo::vulkan::ops

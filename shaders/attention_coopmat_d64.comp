@@ -1,0 +1,5 @@
+#version 450
+// attention over f16 tensors on cooperative matrices for head_dim 64 (attention_coopmat.glsl).
+#extension GL_GOOGLE_include_directive : require
+#define HEAD_DIM 64u
+#include "attention_coopmat.glsl"
