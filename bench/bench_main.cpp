@@ -19,8 +19,11 @@ int main(int argc, char** argv) {
     rayo_bench::register_softmax_norm();
     rayo_bench::register_matmul();
     rayo_bench::register_quant();
+    rayo_bench::register_convolution();
     rayo_bench::register_model_ops();
+    rayo_bench::register_attention_cpu();
     rayo_bench::register_gpu();
+    rayo_bench::register_attention_gpu();
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
 }

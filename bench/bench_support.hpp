@@ -137,7 +137,9 @@ void register_reductions();
 void register_softmax_norm();
 void register_matmul();
 void register_quant();
-// The anchor cases on a GPU (nothing when the benchmark device is the CPU).
+void register_convolution();
+// Attention prefill and decode on a GPU (nothing when the benchmark device is the CPU).
+void register_attention_gpu();
 // A prompt's token embeddings: `count` rows of an f16 table [rows, dim] on bench_device(), into a
 // preallocated output (a model's activation buffer); bytes as read plus written.
 inline void run_embedding(benchmark::State& state, std::int64_t rows, std::int64_t dim, std::int64_t count) {
@@ -153,5 +155,7 @@ inline void run_embedding(benchmark::State& state, std::int64_t rows, std::int64
 
 void register_gpu();
 void register_model_ops();
+// Attention against a matmul-softmax-matmul baseline (CPU only).
+void register_attention_cpu();
 
 }  // namespace rayo_bench

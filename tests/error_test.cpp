@@ -171,6 +171,42 @@ TEST_F(Errors, PoolsNameWhatIsWrong) {
     EXPECT_EQ(pool_out.to_vector(), pool_out_before.to_vector());
 }
 
+// conv2d's operands hold one element type, which the call's template checks when it compiles.
+template <class W>
+concept ConvWeights = requires(Tensor<float> const& x, W const& w) { conv2d(x, w); };
+static_assert(ConvWeights<Tensor<float>> && !ConvWeights<Tensor<half>> && !ConvWeights<Tensor<bfloat16>>);
+
+TEST_F(Errors, ConvolutionNamesWhatIsWrong) {
+    Tensor<float> const x = Tensor<float>::zeros({1, 4, 5, 5}), w = Tensor<float>::zeros({6, 4, 3, 3});
+    expect_error<ShapeError>([&] { (void)conv2d(x, w, {.padding = {-1, 0}}); }, {"conv2d", "padding", "(-1, 0)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, w, {.stride = {1, 0}}); }, {"conv2d", "stride", "(1, 0)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, w, {.dilation = {-2, 1}}); }, {"conv2d", "dilation", "(-2, 1)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, w, {.groups = 0}); }, {"conv2d", "groups", "0"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, Tensor<float>::zeros({6, 1, 3, 3}), {.groups = 3}); },
+                             {"conv2d", "groups (3)", "input channels C (4)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, Tensor<float>::zeros({3, 2, 3, 3}), {.groups = 2}); },
+                             {"conv2d", "groups (2)", "output channels O (3)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, Tensor<float>::zeros({6, 2, 3, 3})); },
+                             {"conv2d", "2 input channels per group", "C/groups = 4/1 = 4"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, Tensor<float>::zeros({6, 4, 7, 3})); },
+                             {"conv2d", "height (7", "padded input's (5 + 2·0 = 5)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, w, {.dilation = {1, 3}}); }, {"conv2d", "width (3, dilated to 7)", "= 5)"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, w, Tensor<float>::zeros({4})); }, {"conv2d", "bias", "[4]", "expected [6]"});
+    expect_error<ShapeError>([&] { (void)conv2d(Tensor<float>::zeros({4, 5}), w); }, {"conv2d", "[N, C, H, W]", "[4, 5]"});
+    expect_error<ShapeError>([&] { (void)conv2d(x, Tensor<float>::zeros({6, 4, 3})); }, {"conv2d", "[O, C/groups, KH, KW]", "[6, 4, 3]"});
+    expect_error<ShapeError>([&] { conv2d_into(x, w, {}, Tensor<float>::zeros({1, 6, 4, 3})); },
+                             {"conv2d", "out has shape [1, 6, 4, 3]", "the result has shape [1, 6, 3, 3]"});
+    expect_error<ShapeError>([&] { (void)convolve2d(Tensor<float>::zeros({4, 5}), Tensor<float>::zeros({6, 2}), ConvolveMode::valid); },
+                             {"convolve2d", "valid", "[4, 5]", "[6, 2]"});
+    expect_error<ShapeError>([&] { (void)convolve2d(x, Tensor<float>::zeros({3, 3})); }, {"convolve2d", "[H, W]", "[1, 4, 5, 5]"});
+    for (Device d : Device::all()) {
+        if (d.kind() == DeviceKind::cpu) continue;
+        expect_error<Error>([&] { (void)conv2d(x, w.to(d)); }, {"conv2d", "different devices", "cpu", d.id()});
+        expect_error<Error>([&] { (void)conv2d(x.to(d), w.to(d), Tensor<float>::zeros({6})); },
+                            {"conv2d", "different devices", d.id(), "cpu"});
+    }
+}
+
 TEST_F(Errors, MatmulInnerDimensionMismatch) {
     expect_error<ShapeError>([&] { (void)matmul(a, b); }, {"inner dimensions", "[2, 3]", "[4, 3]"});
     expect_error<ShapeError>([&] { matmul_into(a, b, out); }, {"inner dimensions"});
@@ -255,6 +291,55 @@ TEST_F(Errors, MixedElementTypesNameTheOpAndBothTypes) {
     EXPECT_EQ(h.to_vector(), hv);
     EXPECT_EQ(bf.to_vector(), bfv);
     for (half v : h_out.to_vector()) EXPECT_EQ(static_cast<float>(v), 7.0f);
+}
+
+// attention takes q, k and v of one element type: a mix does not compile.
+template <class K>
+concept AttentionKeys = requires(Tensor<float> const& q, K const& k) { attention(q, k, k); };
+static_assert(AttentionKeys<Tensor<float>> && !AttentionKeys<Tensor<half>> && !AttentionKeys<Tensor<bfloat16>>);
+
+// attention checks its operands and parameters before anything is written.
+TEST_F(Errors, AttentionNamesWhatIsWrong) {
+    Tensor<float> const q = Tensor<float>::zeros({2, 5, 4, 8}), kv = Tensor<float>::zeros({2, 7, 2, 8});
+    Tensor<float> o = poisoned({2, 5, 4, 8});
+    expect_error<ShapeError>([&] { (void)attention(q.reshape({10, 4, 8}), kv, kv); },
+                             {"attention", "q [10, 4, 8]", "k [2, 7, 2, 8]"});
+    expect_error<ShapeError>([&] { (void)attention(q.reshape({40, 8}), kv.reshape({28, 8}), kv.reshape({28, 8})); },
+                             {"attention", "[batch, len, heads, head_dim]", "q [40, 8]"});
+    expect_error<ShapeError>([&] { (void)attention(q, kv, Tensor<float>::zeros({2, 6, 2, 8})); },
+                             {"attention", "one shape", "k [2, 7, 2, 8]", "v [2, 6, 2, 8]"});
+    expect_error<ShapeError>([&] { (void)attention(q, Tensor<float>::zeros({2, 7, 2, 4}), Tensor<float>::zeros({2, 7, 2, 4})); },
+                             {"attention", "head_dim", "q [2, 5, 4, 8]", "k [2, 7, 2, 4]"});
+    expect_error<ShapeError>([&] { (void)attention(q, Tensor<float>::zeros({2, 7, 3, 8}), Tensor<float>::zeros({2, 7, 3, 8})); },
+                             {"attention", "heads 4", "kv_heads 3"});
+    expect_error<ShapeError>([&] { (void)attention(q, Tensor<float>::zeros({1, 7, 2, 8}), Tensor<float>::zeros({1, 7, 2, 8})); },
+                             {"attention", "batch", "q [2, 5, 4, 8]", "k [1, 7, 2, 8]"});
+    AttentionParams masked;
+    masked.mask = Tensor<float>::zeros({5, 6});
+    expect_error<ShapeError>([&] { attention_into(q, kv, kv, masked, o); },
+                             {"attention", "mask", "[5, 6]", "does not broadcast", "[2, 4, 5, 7]"});
+    masked.mask = Tensor<float>::zeros({3, 1, 1, 7});
+    expect_error<ShapeError>([&] { attention_into(q, kv, kv, masked, o); }, {"attention", "mask", "[3, 1, 1, 7]"});
+    masked.mask = Tensor<float>::zeros({1, 2, 1, 5, 7});
+    expect_error<ShapeError>([&] { attention_into(q, kv, kv, masked, o); }, {"attention", "mask", "[1, 2, 1, 5, 7]"});
+    AttentionParams at;
+    at.query_offset = -1;
+    expect_error<IndexError>([&] { attention_into(q, kv, kv, at, o); }, {"attention", "query_offset -1", "kv_len 7"});
+    at.query_offset = 8;
+    expect_error<IndexError>([&] { attention_into(q, kv, kv, at, o); }, {"attention", "query_offset 8", "kv_len 7"});
+    AttentionParams nan_scale;
+    nan_scale.scale = std::numeric_limits<float>::infinity();
+    expect_error<Error>([&] { attention_into(q, kv, kv, nan_scale, o); }, {"attention", "scale", "finite"});
+    expect_error<ShapeError>([&] { attention_into(q, kv, kv, {}, Tensor<float>::zeros({2, 5, 4, 7})); },
+                             {"attention", "out has shape [2, 5, 4, 7]", "[2, 5, 4, 8]"});
+    expect_error<Error>([&] { attention_into(q, kv, kv, {}, q); }, {"attention", "overlaps an input"});
+    for (Device d : Device::all()) {
+        if (d.kind() == DeviceKind::cpu) continue;
+        expect_error<Error>([&] { attention_into(q, kv.to(d), kv, {}, o); }, {"attention", "different devices", d.id()});
+        masked.mask = Tensor<float>::zeros({5, 7}, d);
+        expect_error<Error>([&] { attention_into(q, kv, kv, masked, o); }, {"attention", "different devices", d.id()});
+    }
+    for (float v : o.to_vector()) EXPECT_EQ(v, poison);
 }
 
 TEST_F(Errors, UnknownCpuArch) {

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "rayo/cpu/attention_tile.hpp"
+#include "rayo/cpu/convolution_args.hpp"
 #include "rayo/cpu/gemm_args.hpp"
 #include "rayo/cpu/quant_activation.hpp"
 #include "rayo/dtype.hpp"
@@ -62,6 +64,8 @@ struct KernelTable {
                             std::size_t rows, std::size_t cols);
     void (*rms_norm_rows)(float const* in, float const* gamma, float eps, float* out, std::size_t rows,
                           std::size_t cols);
+    // One tile of flash attention's online softmax (rayo/cpu/attention.hpp).
+    void (*attention_tile)(AttentionTile const& tile);
 
     // GEMM building blocks (see include/rayo/cpu/gemm.hpp): the register-blocked micro-kernel
     // and the packers that feed it.
@@ -81,6 +85,12 @@ struct KernelTable {
     void (*gemm_micro_direct_a)(GemmArgs const& args, std::size_t i0, std::size_t p0, std::size_t kc,
                                 float const* b_panel, float* c, std::size_t ldc, std::size_t mr_used,
                                 std::size_t nr_used, bool accumulate);
+
+    // conv2d (include/rayo/cpu/convolution.hpp): depth [d0, d0+kc) x pixels [j0, j0+count) of a
+    // plane group's im2col matrix packed as gemm_micro's B panels, and the direct depthwise kernel.
+    void (*conv_pack_im2col)(ConvGeometry const& g, float const* x, std::size_t d0, std::size_t kc, std::size_t j0,
+                             std::size_t count, float* packed);
+    void (*conv_depthwise)(DepthwiseArgs const& args);
 
     // K-quants (see include/rayo/cpu/quantize.hpp), byte for byte the scalar reference:
     // `blocks` blocks of 256 floats -> q8_k, and blocks of `type` (q4_k, q6_k, q8_k) -> floats.

@@ -3,6 +3,8 @@
 #pragma once
 
 #include "cpu/kernel_table.hpp"
+#include "rayo/cpu/attention.hpp"
+#include "rayo/cpu/convolution.hpp"
 #include "rayo/cpu/element_conversion.hpp"
 #include "rayo/cpu/elementwise.hpp"
 #include "rayo/cpu/gemm.hpp"
@@ -46,12 +48,15 @@ constexpr KernelTable make_kernel_table(CpuArch arch) {
         .softmax_rows = &softmax_rows_kernel<A>,
         .layer_norm_rows = &layer_norm_rows_kernel<A>,
         .rms_norm_rows = &rms_norm_rows_kernel<A>,
+        .attention_tile = &attention_tile_kernel<A>,
         .gemm_mr = gemm::mr<A>,
         .gemm_nr = gemm::nr<A>,
         .gemm_pack_a = &gemm::pack_a<A>,
         .gemm_pack_b = &gemm::pack_b<A>,
         .gemm_micro = &gemm::micro<A>,
         .gemm_micro_direct_a = &gemm::micro_direct_a<A>,
+        .conv_pack_im2col = &conv::pack_im2col<A>,
+        .conv_depthwise = &conv::depthwise<A>,
         .quantize_q8_k = &kquant::quantize_q8_k_kernel<A>,
         .dequantize = &kquant::dequantize_kernel<A>,
         .quantize_activations = &kquant::quantize_activations_kernel<A>,

@@ -141,6 +141,14 @@ constexpr Row rows[] = {
     {Op::linear, DType::bf16, product(1e-5), product(5e-5), product(5e-5, 0x1p-8)},
     {Op::linear, DType::q4_k, relative(1e-3), relative(1e-5), relative(1e-3)},
     {Op::linear, DType::q6_k, relative(1e-3), relative(1e-5), relative(1e-3)},
+    // conv2d: a product of depth K = C/groups·KH·KW (1e-5·√K of Σ|x·w| in f32, 5e-5 where a GPU
+    // sums 16-bit products in another order), and for f16 and bf16 the result's rounding to the type
+    // (one ulp: 2^-10 or 2^-7 of Σ|x·w|, and f16's smallest subnormal).
+    same(Op::conv2d, DType::f32, product(1e-5)),
+    {Op::conv2d, DType::f16, {.rel = 1e-5, .abs = 0x1p-24, .rounding = 0x1p-10}, {.rel = 5e-5, .abs = 0x1p-24, .rounding = 0x1p-10},
+     {.rel = 5e-5, .abs = 0x1p-24, .rounding = 0x1p-10}},
+    {Op::conv2d, DType::bf16, {.rel = 1e-5, .rounding = 0x1p-7}, {.rel = 5e-5, .rounding = 0x1p-7},
+     {.rel = 5e-5, .rounding = 0x1p-7}},
     same(Op::quantize, DType::q4_k, exact),
     same(Op::quantize, DType::q6_k, exact),
     same(Op::quantize, DType::q8_k, exact),
@@ -150,12 +158,14 @@ constexpr Row rows[] = {
     // rope, relative to each pair's magnitude |(a, b)|: rel of |(a, b)|·|angle| (the angle's error: the
     // GPUs compute it in f32, within 8 ulp of the angle; the CPU in double) and `rounding` of |(a, b)|
     // (the f32 rotation, 8·2^-24; f16 and bf16 one unit of the type more). See rotary_cases.cpp.
-    {Op::rope, DType::f32, {.abs = 1e-44, .rounding = 0x1p-21}, {.rel = 0x1p-21, .abs = 1e-44, .rounding = 0x1p-21},
+    // Vulkan allows 2^-125 more: a driver that flushes f32 subnormals flushes x·cos and y·sin
+    // before their sum, whose exact value may be normal.
+    {Op::rope, DType::f32, {.abs = 1e-44, .rounding = 0x1p-21}, {.rel = 0x1p-21, .abs = 0x1p-125, .rounding = 0x1p-21},
      {.rel = 0x1p-21, .abs = 1e-44, .rounding = 0x1p-21}},
     {Op::rope, DType::f16, {.abs = 0x1p-24, .rounding = 0x1p-10 + 0x1p-21},
      {.rel = 0x1p-21, .abs = 0x1p-24, .rounding = 0x1p-10 + 0x1p-21}, {.rel = 0x1p-21, .abs = 0x1p-24, .rounding = 0x1p-10 + 0x1p-21}},
     {Op::rope, DType::bf16, {.abs = 0x1p-130, .rounding = 0x1p-7 + 0x1p-21},
-     {.rel = 0x1p-21, .abs = 0x1p-130, .rounding = 0x1p-7 + 0x1p-21}, {.rel = 0x1p-21, .abs = 0x1p-130, .rounding = 0x1p-7 + 0x1p-21}},
+     {.rel = 0x1p-21, .abs = 0x1p-125, .rounding = 0x1p-7 + 0x1p-21}, {.rel = 0x1p-21, .abs = 0x1p-130, .rounding = 0x1p-7 + 0x1p-21}},
     // The pools: max picks a value (exact); the mean sums the window in f32 (2^-24 of Σ|x| per cell,
     // the case's scale Σ|x|·cells/divisor) and rounds once to f16 or bf16 (one unit of the type).
     same(Op::max_pool2d, DType::f32, exact),
@@ -164,6 +174,12 @@ constexpr Row rows[] = {
     same(Op::avg_pool2d, DType::f32, {.rel = 0x1p-23}),
     same(Op::avg_pool2d, DType::f16, {.rel = 0x1p-23, .abs = 0x1p-24, .rounding = 0x1p-10}),
     same(Op::avg_pool2d, DType::bf16, {.rel = 0x1p-23, .abs = 0x1p-130, .rounding = 0x1p-7}),
+    // Attention: the error of element c of row i, relative to max|v| · (1 + scale·|q_i|·max_j|k_j|)
+    // (attention_cases.cpp): the scores' f32 error grows with |q_i|·|k_j|, and moves the output by
+    // at most twice that times max|v|. 16-bit types add the output's rounding (one ulp of the type,
+    // |out| ≤ max|v|) and the weights rounded to the type on the way into weights·v on a GPU.
+    same(Op::attention, DType::f32, relative(2e-6)),
+    RAYO_SIXTEEN_BIT_ROWS_OF(Op::attention, relative(0x1p-10 + 0x1p-11 + 1e-5), relative(0x1p-7 + 0x1p-8 + 1e-5)),
 };
 
 }  // namespace

@@ -2,7 +2,7 @@
 // a kernel computes on a machine without a GPU. It executes a ptx::Kernel's recorded instructions
 // (not its text) thread by thread on host memory: global addresses are host pointers (each access
 // bounds- and alignment-checked against the buffers the test allows), shared memory is per block,
-// bar.sync waits for the block's threads and shfl.sync for the warp's lanes. Float arithmetic is
+// bar.sync waits for the block's threads and shfl.sync, ldmatrix and mma.sync for the warp's lanes. Float arithmetic is
 // the host's IEEE single/double arithmetic with round-to-nearest (fma is std::fma), which is what
 // the .rn instructions compute; rcp.approx is modelled as the correctly rounded reciprocal, and
 // ex2.approx.f32 as the correctly rounded 2^x with subnormal results flushed to zero (as .ftz
@@ -118,7 +118,7 @@ private:
         ld, st, mov, cvta, add, sub, mul, mad, fma, div, rem, min, max, neg, abs, and_, or_, xor_, not_, shl, shr,
         setp, selp, cvt, bra, ret, sqrt, rcp, ex2, bar, shfl, label, comment, dp4a, dp2a, prmt, bfe,
         cp_async, cp_commit, cp_wait, prefetch, bulk_prefetch, griddepcontrol, warp_bar,
-        mbarrier_init, mbarrier_arrive, mbarrier_try_wait, bulk_copy, fence
+        mbarrier_init, mbarrier_arrive, mbarrier_try_wait, bulk_copy, fence, ldmatrix, mma
     };
     struct Decoded {
         Op op = Op::comment;
@@ -132,6 +132,7 @@ private:
         bool a_signed = false, b_signed = false;  // dp4a, dp2a operands
         bool dp2a_high = false;                   // dp2a.hi: b's bytes 2 and 3
         bool expect_tx = false;                   // mbarrier.arrive.expect_tx: bytes announced
+        bool transpose = false;                   // ldmatrix.trans
         std::string shuffle;                 // shfl mode
         int vector = 1;                      // ld/st .v2/.v4
         ptx::Rounding rounding = ptx::Rounding::none;
@@ -241,6 +242,21 @@ private:
                      : tokens[1] == "try_wait" && tokens[2] == "parity" ? Op::mbarrier_try_wait
                      : (fail(i, "mbarrier form not simulated"), Op::fence);
                 d.expect_tx = tokens[1] == "arrive" && tokens[2] == "expect_tx";
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "ldmatrix") {  // ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16
+                d.op = Op::ldmatrix;
+                d.vector = tokens[4][1] - '0';
+                d.transpose = tokens[5] == "trans";
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "mma") {  // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32
+                if (tokens.size() != 10 || tokens[3] != "m16n8k16" || tokens[4] != "row" || tokens[5] != "col")
+                    fail(i, "mma form not simulated");
+                d.op = Op::mma;
+                d.source = tokens[7] == "bf16" ? ptx::Type::bf16 : ptx::Type::f16;
                 code_.push_back(d);
                 continue;
             }
@@ -504,7 +520,8 @@ private:
         return true;
     }
 
-    // shfl.sync: done once every lane of the warp is at the same one.
+    // shfl.sync, ldmatrix and mma.sync (warp-collective): done once every lane of the warp is at
+    // the same one.
     bool release_shuffle(std::vector<Thread>& threads, unsigned first, unsigned last) {
         std::size_t pc = 0;
         bool any = false;
@@ -513,8 +530,82 @@ private:
             if (any && threads[i].pc != pc) throw SimulationError(kernel_.name() + ": lanes of a warp at different shfl.sync");
             pc = threads[i].pc, any = true;
         }
-        if (any) shuffle(threads, first, last);
-        return any;
+        if (!any) return false;
+        Op const op = code_[pc].op;
+        if (op == Op::ldmatrix || op == Op::mma) {
+            if (last - first != 32) throw SimulationError(kernel_.name() + ": a warp-collective matrix instruction in a partial warp");
+            if (op == Op::ldmatrix) load_matrices(threads, first);
+            else multiply_matrices(threads, first);
+            for (unsigned i = first; i < last; ++i) threads[i].state = Thread::State::running, ++threads[i].pc;
+            return true;
+        }
+        shuffle(threads, first, last);
+        return true;
+    }
+
+    // ldmatrix.m8n8.x{1,2,4}.b16: lane 8·m + r names row r of matrix m (16 bytes in shared memory);
+    // register m of lane l receives that matrix's elements (l / 4, 2·(l % 4) + {0, 1}), or with
+    // .trans its elements (2·(l % 4) + {0, 1}, l / 4); the first element in the low half.
+    void load_matrices(std::vector<Thread>& threads, unsigned first) {
+        std::size_t const index = threads[first].pc;
+        Decoded const& d = code_[index];
+        auto const& ops = d.in->operands;
+        auto const& regs = std::get<ptx::VectorUse>(ops[0]).elements;
+        auto const element = [&](int m, unsigned row, unsigned col) {
+            Thread const& source = threads[first + static_cast<unsigned>(m) * 8 + row];
+            std::uint64_t const at = address_of(source, std::get<ptx::AddressUse>(ops[1]).address);
+            std::uint16_t v = 0;
+            std::memcpy(&v, static_cast<std::uint8_t*>(shared(index, at, 16)) + col * 2, 2);
+            return std::uint64_t{v};
+        };
+        for (unsigned l = 0; l < 32; ++l)
+            for (int m = 0; m < d.vector; ++m) {
+                unsigned const r = l / 4, c = 2 * (l % 4);
+                std::uint64_t const lo = d.transpose ? element(m, c, r) : element(m, r, c);
+                std::uint64_t const hi = d.transpose ? element(m, c + 1, r) : element(m, r, c + 1);
+                write(threads[first + l], regs[static_cast<std::size_t>(m)], lo | (hi << 16));
+            }
+    }
+
+    // mma.sync.m16n8k16.row.col, f16 / bf16 products summed in double with c and rounded to f32
+    // once (the hardware's sum is at least as exact as f32 per step). Lane l, g = l / 4, t = l % 4:
+    // a = {(g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8)} pairs along k; b = {(2t, g),
+    // (2t + 8, g)} pairs along k; c, d = (g, 2t + {0, 1}), (g + 8, 2t + {0, 1}).
+    void multiply_matrices(std::vector<Thread>& threads, unsigned first) {
+        Decoded const& d = code_[threads[first].pc];
+        auto const& ops = d.in->operands;
+        auto const value = [&](std::uint64_t bits16) {
+            auto const h = static_cast<std::uint16_t>(bits16);
+            return d.source == ptx::Type::bf16 ? double{std::bit_cast<float>(std::uint32_t{h} << 16)}
+                                               : double{half_to_float(h)};
+        };
+        double a[16][16], b[16][8], c[16][8];
+        for (unsigned l = 0; l < 32; ++l) {
+            Thread const& t = threads[first + l];
+            unsigned const g = l / 4, q = 2 * (l % 4);
+            auto const reg = [&](std::size_t operand, std::size_t e) {
+                return t.regs[std::get<ptx::VectorUse>(ops[operand]).elements[e].reg.id()];
+            };
+            for (unsigned e = 0; e < 4; ++e) {
+                unsigned const row = g + (e % 2) * 8, col = q + (e / 2) * 8;
+                a[row][col] = value(reg(1, e));
+                a[row][col + 1] = value(reg(1, e) >> 16);
+                c[g + (e / 2) * 8][q + e % 2] = f32(reg(3, e));
+            }
+            for (unsigned e = 0; e < 2; ++e) {
+                b[q + e * 8][g] = value(reg(2, e));
+                b[q + e * 8 + 1][g] = value(reg(2, e) >> 16);
+            }
+        }
+        for (unsigned l = 0; l < 32; ++l) {
+            unsigned const g = l / 4, q = 2 * (l % 4);
+            for (unsigned e = 0; e < 4; ++e) {
+                unsigned const row = g + (e / 2) * 8, col = q + e % 2;
+                double sum = c[row][col];
+                for (unsigned k = 0; k < 16; ++k) sum += a[row][k] * b[k][col];
+                write(threads[first + l], std::get<ptx::VectorUse>(ops[0]).elements[e], bits(static_cast<float>(sum)));
+            }
+        }
     }
 
     void shuffle(std::vector<Thread>& threads, unsigned first, unsigned last) {
@@ -580,7 +671,7 @@ private:
             case Op::bra: t.pc = d.target; return;
             case Op::ret: t.state = Thread::State::done; return;
             case Op::bar: t.state = Thread::State::barrier; return;
-            case Op::shfl: t.state = Thread::State::shuffle; return;
+            case Op::shfl: case Op::ldmatrix: case Op::mma: t.state = Thread::State::shuffle; return;
             case Op::ld: case Op::st: memory(t, index, d, in); break;
             case Op::prefetch: break;
             case Op::griddepcontrol: break;

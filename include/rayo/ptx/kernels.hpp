@@ -4,6 +4,7 @@
 //   std::string text = rayo::ptx::kernels::gemm({.tile = {128, 128, 32}}).emit(rayo::ptx::Target::sm_90);
 #pragma once
 
+#include "rayo/ptx/kernels/attention.hpp"
 #include "rayo/ptx/kernels/conversion.hpp"
 #include "rayo/ptx/kernels/elementwise.hpp"
 #include "rayo/ptx/kernels/gather.hpp"

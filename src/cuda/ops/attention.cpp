@@ -1,10 +1,142 @@
-#include <stdexcept>
+// The attention family on CUDA (rayo/ptx/kernels/attention.hpp): f16 and bf16 prefill on the
+// tensor cores (flash attention, 64 query rows a block) for head_dim 64, 80, 96, 128 and 256 and
+// 16-byte aligned operands; f32, other head_dims up to 256, unaligned views, and a few query rows a
+// key/value head (decode against a KV cache) on the SIMT kernel, whose warps split the keys when the
+// rows alone would leave multiprocessors idle, their partial states merged by attention_combine.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
 
 #include "cuda/ops/ops.hpp"
+#include "rayo/ptx/kernels/attention.hpp"
 
 namespace rayo::cuda::ops {
 
-Support supports(KernelRunner const&, op::Attention const&, OpViews const&) { return Support::no("cuda: not written yet"); }
-void run(KernelRunner&, op::Attention const&, OpViews const&) { throw std::logic_error("unreachable"); }
+namespace {
+
+namespace kernels = ptx::kernels;
+
+constexpr std::array<std::size_t, 5> tensor_core_head_dims{64, 80, 96, 128, 256};
+constexpr std::size_t max_head_dim = 256;
+constexpr unsigned tc_rows = 64;     // query rows a tensor-core block (4 warps)
+constexpr unsigned split_tile = 32;  // keys a SIMT tile
+// A split of the keys spans at least this many keys (4 tiles), so its fixed costs stay small.
+constexpr std::size_t min_split_keys = 128;
+
+// q, k, v and out start on 16-byte boundaries and their rows are multiples of 16 bytes.
+bool aligned(op::Attention const& a, OpViews const& v) {
+    if (a.head_dim * size_of(v.in[0].dtype) % 16 != 0) return false;
+    return std::ranges::all_of(std::array{&v.in[0], &v.in[1], &v.in[2], &v.out[0]},
+                               [](TensorView const* view) { return view->offset % 16 == 0; });
+}
+
+bool takes_tensor_cores(op::Attention const& a, OpViews const& v, int multiprocessors) {
+    if (v.in[0].dtype == DType::f32 || !aligned(a, v) ||
+        std::ranges::find(tensor_core_head_dims, a.head_dim) == tensor_core_head_dims.end())
+        return false;
+    std::size_t const group = a.heads / a.kv_heads;
+    std::size_t const blocks = a.batch * a.heads * ((a.q_len + tc_rows - 1) / tc_rows);
+    // A few rows a key/value head (decode) read the keys once on the SIMT kernel instead.
+    return a.q_len > 4 && !(a.q_len * group <= 64 && blocks < static_cast<std::size_t>(multiprocessors));
+}
+
+// The parameters both kernels start with.
+struct FrameArguments {
+    std::uint64_t q, k, v, out, mask;
+    std::uint32_t q_len, kv_len, heads, kv_heads;
+    std::int32_t query_offset;
+    std::uint32_t causal;
+    float scale_log2;
+    std::uint64_t mask_batch, mask_head, mask_row;
+};
+
+FrameArguments frame_arguments(KernelRunner& runner, op::Attention const& a, OpViews const& v) {
+    auto const offset = std::clamp<std::int64_t>(a.query_offset, -static_cast<std::int64_t>(a.q_len),
+                                                 static_cast<std::int64_t>(a.kv_len));
+    bool const mask = a.has_mask && v.in.size() > 3 && v.in[3].present;
+    return {.q = runner.address(v.in[0]), .k = runner.address(v.in[1]), .v = runner.address(v.in[2]),
+            .out = runner.address(v.out[0]), .mask = mask ? runner.address(v.in[3]) : 0,
+            .q_len = static_cast<std::uint32_t>(a.q_len), .kv_len = static_cast<std::uint32_t>(a.kv_len),
+            .heads = static_cast<std::uint32_t>(a.heads), .kv_heads = static_cast<std::uint32_t>(a.kv_heads),
+            .query_offset = static_cast<std::int32_t>(offset), .causal = a.causal ? 1u : 0u,
+            .scale_log2 = static_cast<float>(a.scale * 1.4426950408889634), .mask_batch = a.mask_batch,
+            .mask_head = a.mask_head, .mask_row = a.mask_row};
+}
+
+void run_tensor_cores(KernelRunner& runner, op::Attention const& a, OpViews const& v, FrameArguments const& f) {
+    kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::tensor_core, .element = v.in[0].dtype,
+                                          .head_dim = static_cast<unsigned>(a.head_dim), .mask = f.mask != 0, .warps = 4};
+    LaunchDims const dims{.grid = {static_cast<unsigned>((a.q_len + tc_rows - 1) / tc_rows), static_cast<unsigned>(a.heads),
+                                   static_cast<unsigned>(a.batch)},
+                          .block = {config.warps * 32, 1, 1},
+                          .shared_bytes = kernels::attention_shared_bytes(config)};
+    KernelKey key;
+    key << "attention/" << kernels::attention_name(config) << "/" << ptx::to_string(runner.target());
+    runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
+               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row);
+}
+
+void run_simt(KernelRunner& runner, op::Attention const& a, OpViews const& v, FrameArguments const& f) {
+    DType const type = v.in[0].dtype;
+    auto const d = static_cast<unsigned>(a.head_dim);
+    std::size_t const group = a.heads / a.kv_heads, group_rows = a.q_len * group;
+    unsigned const rows = group_rows <= 1 ? 1 : group_rows <= 2 ? 2 : 4;
+    std::size_t const workers = a.batch * a.kv_heads * ((group_rows + rows - 1) / rows);
+    // Enough warps to keep every multiprocessor busy (16 a multiprocessor), each split at least
+    // min_split_keys long.
+    std::size_t const wanted = static_cast<std::size_t>(std::max(runner.multiprocessor_count(), 1)) * 16;
+    std::size_t const most = std::max<std::size_t>((a.kv_len + min_split_keys - 1) / min_split_keys, 1);
+    auto splits = static_cast<unsigned>(std::clamp<std::size_t>((wanted + workers - 1) / workers, 1, std::min<std::size_t>(most, 1024)));
+    std::size_t const per_split = (a.kv_len + splits - 1) / splits;
+    auto const split_keys = static_cast<std::uint32_t>(std::max<std::size_t>((per_split + split_tile - 1) / split_tile * split_tile, split_tile));
+    splits = static_cast<unsigned>(std::max<std::size_t>((a.kv_len + split_keys - 1) / split_keys, 1));
+    bool const partial = splits > 1;
+
+    kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::simt, .element = type, .head_dim = d,
+                                          .mask = f.mask != 0, .warps = kernels::attention_simt_warps(type, d, rows),
+                                          .rows = rows, .partial = partial, .aligned = aligned(a, v)};
+    std::uint64_t const output_rows = a.batch * a.q_len * a.heads;
+    std::optional<TemporaryBuffer> states;
+    if (partial) states.emplace(runner, kernels::attention_partial_bytes(output_rows, splits, d));
+    std::uint64_t const partials = partial ? states->address() : 0;
+    std::size_t const items = workers * splits;
+    LaunchDims const dims{.grid = {static_cast<unsigned>((items + config.warps - 1) / config.warps), 1, 1},
+                          .block = {config.warps * 32, 1, 1},
+                          .shared_bytes = kernels::attention_shared_bytes(config)};
+    KernelKey key;
+    key << "attention/" << kernels::attention_name(config) << "/" << ptx::to_string(runner.target());
+    runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
+               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row,
+               static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits), split_keys, partials);
+    if (!partial) return;
+    KernelKey combine;
+    combine << "attention_combine/" << to_string(type) << "/d" << d << "/" << ptx::to_string(runner.target());
+    LaunchDims const combine_dims{.grid = {static_cast<unsigned>((output_rows + 3) / 4), 1, 1}, .block = {128, 1, 1}};
+    runner.run(combine.view(), [type, d] { return kernels::attention_combine(type, d); }, combine_dims, partials, f.out,
+               static_cast<std::uint32_t>(output_rows), static_cast<std::uint32_t>(splits));
+}
+
+}  // namespace
+
+Support supports(KernelRunner const&, op::Attention const& a, OpViews const&) {
+    if (a.head_dim > max_head_dim)
+        return Support::no("cuda attention: head_dim " + std::to_string(a.head_dim) + " (the kernels take up to 256)");
+    constexpr std::size_t limit = std::numeric_limits<std::int32_t>::max() / 2;
+    if (a.q_len > limit || a.kv_len > limit || a.batch * a.q_len * a.heads * a.head_dim > std::numeric_limits<std::uint32_t>::max() ||
+        a.batch * a.kv_len * a.kv_heads > std::numeric_limits<std::uint32_t>::max() || a.batch > 65535 || a.heads > 65535)
+        return Support::no("cuda attention: sizes past the kernels' 32-bit indices");
+    return Support::yes();
+}
+
+void run(KernelRunner& runner, op::Attention const& a, OpViews const& v) {
+    if (v.out[0].numel() == 0) return;
+    FrameArguments const f = frame_arguments(runner, a, v);
+    if (takes_tensor_cores(a, v, runner.multiprocessor_count())) run_tensor_cores(runner, a, v, f);
+    else run_simt(runner, a, v, f);
+}
 
 }  // namespace rayo::cuda::ops

@@ -1,0 +1,98 @@
+// The attention kernels: softmax(q·kᵀ·scale [+ mask]) · v per batch and head without storing the
+// score matrix (flash attention), as PTX.
+//
+//   using namespace rayo::ptx;
+//   kernels::AttentionConfig const c{.algorithm = kernels::AttentionAlgorithm::tensor_core,
+//                                    .element = DType::f16, .head_dim = 128};
+//   std::string const ptx = kernels::attention(c).emit(Target::sm_90);
+//
+// Operands, as op::Attention (src/dispatch/op_descriptor.hpp) documents them: q [batch, q_len,
+// heads, head_dim], k and v [batch, kv_len, kv_heads, head_dim], out like q, contiguous, one
+// element type; query head h reads key/value head h / (heads / kv_heads); query row i sees key j
+// when !causal or j ≤ query_offset + i; the optional mask is f32, its element (b, h, i, j) at
+// b·mask_batch + h·mask_head + i·mask_row + j. Scores, softmax and sums are f32; a row that sees
+// no key (or only −Inf scores) gives zeros. The tensor-core kernel needs 16-byte aligned operands;
+// the simt kernel too unless built with `aligned` false.
+//
+// Two algorithms, both needing sm_80 (cp.async):
+//   * tensor_core (f16, bf16): a block owns `warps` × 16 query rows of one (batch, head); each warp
+//     keeps its 16 rows of q as mma fragments and walks the key blocks of 64 keys, which cp.async
+//     brings into shared memory one block ahead of use; S = q·kᵀ on mma.sync.m16n8k16 (f32),
+//     an online softmax in registers (exp2 of log2e-prescaled scores), P rounded to the element type
+//     and fed straight back as the A operand of O += P·V (V through ldmatrix.trans). Key blocks
+//     past the causal limit of the block's last row are never visited; only blocks that cross the
+//     diagonal, the end of the keys, or a mask take the masked path. Grid: x = ⌈q_len / (16·warps)⌉
+//     (the longest causal blocks first), y = heads, z = batch; 32·warps threads.
+//   * simt (any element type): every warp is an independent worker over `rows` query rows of one
+//     (batch, key/value head) — the rows are (query i, head of the group) pairs, i·group + g, so one
+//     warp serves all query heads that share a key/value head — and one split of the keys. Tiles
+//     of 32 keys are copied by cp.async into the warp's own shared memory, double-buffered; lane l
+//     scores key l against every row (q, prescaled, broadcast from shared memory), the tile's
+//     softmax update is done across lanes, and P·V with lanes along head_dim. With `partial` the
+//     warp writes its unnormalised state (row max m, sum l in the exp2 domain, acc[head_dim]) for
+//     attention_combine to merge; else the normalised row to out.
+//
+// tensor_core parameters, in order: q, k, v, out, mask (.u64), q_len, kv_len, heads, kv_heads
+// (.u32), query_offset (.s32), causal (.u32, 0 or 1), scale_log2 (.f32: scale·log2(e)),
+// mask_batch, mask_head, mask_row (.u64 elements). simt: the same, then batch, splits, split_keys
+// (.u32: keys a split, a multiple of 32) and partials (.u64: the m/l pairs of every (output row,
+// split), then their acc rows; see attention_partial_bytes). Grid: x = ⌈batch · kv_heads ·
+// ⌈q_len·group / rows⌉ · splits / warps⌉, 32·warps threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rayo/dtype.hpp"
+#include "rayo/export.hpp"
+#include "rayo/ptx/kernel.hpp"
+
+namespace rayo::ptx::kernels {
+
+enum class AttentionAlgorithm : std::uint8_t { tensor_core, simt };
+
+struct RAYO_API AttentionConfig {
+    AttentionAlgorithm algorithm = AttentionAlgorithm::tensor_core;
+    DType element = DType::f16;  // tensor_core: f16 or bf16; simt: f32, f16 or bf16
+    unsigned head_dim = 128;   // tensor_core: 64, 80, 96, 128 or 256; simt: 1 to 256
+    bool mask = false;         // an additive f32 mask is read
+    unsigned warps = 4;        // tensor_core: 4 or 8 (64 or 128 query rows a block); simt: 1 to 8
+    unsigned rows = 4;         // simt: query rows a warp, 1 to 8
+    bool partial = false;      // simt: write partial states instead of out
+    // simt: tiles copied by 16-byte cp.async (q, k, v and out 16-byte aligned, rows of a multiple
+    // of 16 bytes); false: element by element through registers (2-byte aligned 16-bit data).
+    bool aligned = true;
+};
+
+// Throws BuildError for a configuration the generator does not take.
+RAYO_API void check_attention_config(AttentionConfig const& config);
+
+// The kernel's name, which spells every field (equal names, equal kernels).
+[[nodiscard]] RAYO_API std::string attention_name(AttentionConfig const& config);
+
+[[nodiscard]] RAYO_API Kernel attention(AttentionConfig const& config);
+
+// What a simt block may hold of shared memory (every sm_80+ device has it): a warp's two
+// tile slots when they fit in it (with its q rows), else one.
+inline constexpr unsigned attention_simt_block_budget = 96 * 1024;
+// A simt warp's shared bytes, and the warps a simt block of that config should have (≤ 4, within
+// the budget).
+[[nodiscard]] RAYO_API unsigned attention_simt_warp_bytes(AttentionConfig const& config);
+[[nodiscard]] RAYO_API unsigned attention_simt_warps(DType element, unsigned head_dim, unsigned rows);
+
+// Dynamic shared memory a block of attention(config) needs.
+[[nodiscard]] RAYO_API unsigned attention_shared_bytes(AttentionConfig const& config);
+
+// Bytes of the partial states of `rows` output rows ([batch, q_len, heads] rows) in `splits` splits.
+[[nodiscard]] RAYO_API std::uint64_t attention_partial_bytes(std::uint64_t rows, unsigned splits, unsigned head_dim);
+
+// Merges the partial states of a simt kernel with `partial`: out row r = Σ_s acc_s·2^(m_s − M) /
+// Σ_s l_s·2^(m_s − M), M = max_s m_s (zeros where every l_s is 0). One warp a row, 4 warps a block.
+// Parameters: partials, out (.u64), rows, splits (.u32). Grid: x = ⌈rows / 4⌉, 128 threads.
+[[nodiscard]] RAYO_API Kernel attention_combine(DType element, unsigned head_dim);
+
+// Every configuration rayo's CUDA attention may run (for the assembly tests).
+[[nodiscard]] RAYO_API std::vector<AttentionConfig> attention_configs();
+
+}  // namespace rayo::ptx::kernels

@@ -1,0 +1,268 @@
+// The tensor-core flash-attention kernel (rayo/ptx/kernels/attention.hpp, algorithm tensor_core).
+//
+// Shared memory: the block's q tile, then two slots of (k tile, v tile) of 64 keys; every tile row
+// is head_dim 16-bit elements and 16 padding bytes, so the 8 rows one ldmatrix phase reads start
+// on 8 different 16-byte bank groups (the row length is an odd number of 16-byte chunks).
+//
+// Fragments (mma.m16n8k16, g = lane / 4, t = lane % 4): a warp's S tile of 16 rows × 64 keys is 8
+// n-tiles of 4 f32 (rows g and g + 8, keys 2t and 2t + 1); the A operand of P·V for keys 16·kk..
+// is n-tiles 2kk and 2kk + 1 of S packed to 16 bits, so P never leaves the registers; O is
+// head_dim / 8 n-tiles laid out like S.
+#include <string>
+#include <vector>
+
+#include "ptx/kernels/attention_common.hpp"
+#include "ptx/kernels/element_access.hpp"
+
+namespace rayo::ptx::kernels {
+
+namespace {
+
+using namespace attention_detail;
+
+constexpr unsigned key_block = 64;
+
+// Copies a tile of `rows` tensor rows (head_dim 16-bit elements, `row_bytes` apart in global
+// memory) into shared memory, 16-byte chunks spread over the block's threads; rows at or past
+// `limit` are zero-filled. Per thread: the passes it takes part in, fixed at construction.
+struct TileCopy {
+    unsigned rows = 0, chunks = 0, rows_per_pass = 0, passes = 0, stride = 0;
+    Reg row;             // the thread's row in pass 0
+    Reg shared_offset;   // its chunk's offset in the tile in pass 0
+    Reg global_offset;   // .u64 its chunk's offset from the tile's first row in pass 0
+    Reg pass_bytes;      // .u64 global bytes between passes
+    std::vector<Reg> takes_part;  // per pass: the thread has a chunk of the tile (invalid: all do)
+
+    TileCopy(Kernel& k, Reg tid, unsigned threads, unsigned tile_rows, unsigned head_dim, unsigned row_stride,
+             Reg row_bytes) {
+        rows = tile_rows;
+        chunks = head_dim / 8;
+        stride = row_stride;
+        rows_per_pass = threads / chunks;
+        passes = (rows + rows_per_pass - 1) / rows_per_pass;
+        row = k.div(tid, chunks);
+        Reg const chunk = k.rem(tid, chunks);
+        shared_offset = k.add(k.mul(row, stride), k.shl(chunk, 4));
+        global_offset = k.add(k.mul_wide(row, row_bytes), k.cvt(Type::u64, k.shl(chunk, 4)));
+        pass_bytes = k.mul_wide(row_bytes, rows_per_pass);
+        for (unsigned p = 0; p < passes; ++p)
+            takes_part.push_back(threads % chunks == 0 && (p + 1) * rows_per_pass <= rows
+                                     ? Reg{}
+                                     : k.setp(Cmp::lt, row, rows - p * rows_per_pass));
+    }
+
+    // Issues the copies of the tile whose first row is at `first` (.u64 global address) into
+    // `shared` (the tile's base), `rows_left` (.u32) rows of it inside the tensor; `base` is any
+    // valid global address (the source of zero-filling copies).
+    void issue(Kernel& k, Reg shared, Reg first, Reg rows_left, Reg base) const {
+        Reg address = k.add(first, global_offset);
+        Reg const at = k.add(shared, shared_offset);
+        for (unsigned p = 0; p < passes; ++p) {
+            if (p > 0) address = k.add(address, pass_bytes);
+            auto const copy = [&, p] {
+                Reg const inside = k.setp(Cmp::lt, k.add(row, p * rows_per_pass), rows_left);
+                Reg const from = k.selp(address, base, inside, Type::u64);
+                k.cp_async(k.add(at, p * rows_per_pass * stride), Address(from), 16, k.selp(16u, 0u, inside, Type::u32));
+            };
+            if (takes_part[p].valid()) k.if_then(takes_part[p], copy);
+            else copy();
+        }
+    }
+};
+
+// Two f32 values as one .b32 of two 16-bit elements (lo in the low half), rounded to nearest.
+Reg pack_pair(Kernel& k, DType element, Reg lo, Reg hi) {
+    return k.join(Type::b32, element_detail::narrow(k, element, lo), element_detail::narrow(k, element, hi));
+}
+
+}  // namespace
+
+namespace detail {
+
+Kernel attention_tensor_core(AttentionConfig const& c) {
+    unsigned const d = c.head_dim, warps = c.warps, threads = warps * 32, block_rows = warps * 16;
+    unsigned const stride = d * 2 + 16, tile_bytes = key_block * stride, q_bytes = block_rows * stride;
+    unsigned const k_steps = d / 16, o_tiles = d / 8;
+    bool const q_in_registers = d <= 128;
+    Type const input = c.element == DType::f16 ? Type::f16 : Type::bf16;
+
+    Kernel k(attention_name(c));
+    k.max_threads(threads);
+    AttentionFrame const f = attention_frame(k);
+    Reg const smem = k.shared_address(k.dynamic_shared(128));
+    Reg const tid = k.special(Special::tid_x);
+    Reg const lane = k.and_(tid, 31u), warp = k.shr(tid, 5u);
+    Reg const g = k.shr(lane, 2u), t = k.and_(lane, 3u);
+
+    // ---- the block's rows: the longest causal blocks first
+    k.comment("block: rows, head, batch; the key blocks its rows see");
+    Reg const block = k.sub(k.sub(k.special(Special::nctaid_x), 1u), k.special(Special::ctaid_x));
+    Reg const row0 = k.mul(block, block_rows);
+    Reg const h = k.special(Special::ctaid_y), b = k.special(Special::ctaid_z);
+    Reg const hk = k.div(h, k.div(f.heads, f.kv_heads));
+    Reg const last_row = k.sub(k.min(k.add(row0, block_rows), f.q_len), 1u);
+    Reg const keys_seen = k.max(k.add(last_visible_key(k, f, last_row), 1), 0);
+    Reg const blocks = k.div(k.add(k.bitcast(Type::u32, keys_seen), key_block - 1), key_block);
+    Reg const first_row_end = last_visible_key(k, f, row0);  // blocks past it need masking
+
+    // ---- global tiles and their copies
+    Reg const q_row_bytes = k.mul(f.heads, d * 2), kv_row_bytes = k.mul(f.kv_heads, d * 2);
+    Reg const q_first = k.add(f.q, k.mul_wide(k.add(k.mul(k.add(k.mul(b, f.q_len), row0), f.heads), h), d * 2));
+    Reg const kv_head = k.mul_wide(k.add(k.mul(k.mul(b, f.kv_len), f.kv_heads), hk), d * 2);
+    Reg const k_first = k.add(f.k, kv_head), v_first = k.add(f.v, kv_head);
+    Reg const kv_block_bytes = k.mul_wide(kv_row_bytes, key_block);
+    TileCopy const q_copy(k, tid, threads, block_rows, d, stride, q_row_bytes);
+    TileCopy const kv_copy(k, tid, threads, key_block, d, stride, kv_row_bytes);
+    Reg const kv_smem = k.add(smem, q_bytes);
+    auto issue_block = [&](Reg jb) {
+        Reg const slot = k.add(kv_smem, k.mul(k.and_(jb, 1u), 2 * tile_bytes));
+        Reg const offset = k.mul(k.cvt(Type::u64, jb), kv_block_bytes);
+        Reg const left = k.sub(f.kv_len, k.mul(jb, key_block));
+        kv_copy.issue(k, slot, k.add(k_first, offset), left, f.k);
+        kv_copy.issue(k, k.add(slot, tile_bytes), k.add(v_first, offset), left, f.v);
+    };
+
+    k.comment("prologue: q, then key block 0");
+    q_copy.issue(k, smem, q_first, k.sub(f.q_len, row0), f.q);
+    k.cp_async_commit();
+    Reg const zero = k.mov(Type::u32, 0u);
+    k.if_then(k.setp(Cmp::gt, blocks, 0u), [&] { issue_block(zero); });
+    k.cp_async_commit();
+    k.cp_async_wait(1);
+    k.bar_sync();
+
+    // ---- per-lane ldmatrix offsets
+    Reg const lane_row16 = k.and_(lane, 15u), lane_half = k.shr(lane, 4u);
+    Reg const q_offset = k.add(smem, k.add(k.mul(k.add(k.mul(warp, 16u), lane_row16), stride), k.shl(lane_half, 4u)));
+    Reg const k_offset = k.add(k.mul(k.add(k.and_(lane, 7u), k.shl(lane_half, 3u)), stride),
+                               k.shl(k.and_(k.shr(lane, 3u), 1u), 4u));
+    Reg const v_offset = k.add(k.mul(lane_row16, stride), k.shl(lane_half, 4u));
+    auto q_fragment = [&](unsigned ks) { return k.ldmatrix(4, false, k.add(q_offset, ks * 32)); };
+    std::vector<std::vector<Reg>> q_frag;
+    if (q_in_registers)
+        for (unsigned ks = 0; ks < k_steps; ++ks) q_frag.push_back(q_fragment(ks));
+
+    // ---- the lane's two rows (g and g + 8 of the warp's 16)
+    Reg const lane_row = k.add(row0, k.add(k.mul(warp, 16u), g));
+    std::vector<Reg> row_end, mask_row;  // per half: the last key seen; the mask row's address
+    for (unsigned half = 0; half < 2; ++half) {
+        Reg const row = k.add(lane_row, half * 8);
+        row_end.push_back(last_visible_key(k, f, row));
+        if (c.mask) mask_row.push_back(mask_row_address(k, f, b, h, k.min(row, k.sub(k.max(f.q_len, 1u), 1u))));
+    }
+    std::vector<Reg> m(2), l(2), o(o_tiles * 4);
+    for (unsigned half = 0; half < 2; ++half) m[half] = k.mov(Type::f32, minus_infinity), l[half] = k.mov(Type::f32, 0.0f);
+    for (Reg& r : o) r = k.mov(Type::f32, 0.0f);
+    std::vector<Reg> s(8 * 4);
+    for (Reg& r : s) r = k.reg(Type::f32);
+    Reg const key_col = k.bitcast(Type::s32, k.shl(t, 1u));  // the lane's first key in an n-tile
+
+    // ---- the key blocks
+    Reg const jb = k.reg(Type::u32);
+    k.for_range(jb, 0u, blocks, 1u, [&] {
+        k.bar_sync();  // every warp is done with the slot the next block goes to
+        Reg const next = k.add(jb, 1u);
+        k.if_then(k.setp(Cmp::lt, next, blocks), [&] { issue_block(next); });
+        k.cp_async_commit();
+        k.cp_async_wait(1);
+        k.bar_sync();
+        Reg const k_slot = k.add(kv_smem, k.mul(k.and_(jb, 1u), 2 * tile_bytes));
+        Reg const v_slot = k.add(k_slot, tile_bytes);
+
+        k.comment("S = q k^T");
+        for (Reg r : s) k.mov(r, 0.0f);
+        for (unsigned ks = 0; ks < k_steps; ++ks) {
+            std::vector<Reg> const a = q_in_registers ? q_frag[ks] : q_fragment(ks);
+            for (unsigned np = 0; np < key_block / 16; ++np) {
+                std::vector<Reg> const kf = k.ldmatrix(4, false, k.add(k_slot, k.add(k_offset, np * 16 * stride + ks * 32)));
+                for (unsigned e = 0; e < 2; ++e) {
+                    std::span<Reg const> const acc(s.data() + (np * 2 + e) * 4, 4);
+                    std::vector<Reg> const bf{kf[e * 2], kf[e * 2 + 1]};
+                    k.mma_m16n8k16(input, acc, a, bf, acc);
+                }
+            }
+        }
+
+        k.comment("scores to the exp2 domain; hidden keys to -Inf where the block needs it");
+        Reg const block_key = k.bitcast(Type::s32, k.mul(jb, key_block));
+        auto scale = [&] {
+            for (Reg r : s) k.mul(r, r, f.scale_log2);
+        };
+        auto scale_and_hide = [&] {
+            scale();
+            Reg const lane_key = k.add(block_key, key_col);
+            for (unsigned nt = 0; nt < 8; ++nt)
+                for (unsigned e = 0; e < 4; ++e) {
+                    unsigned const half = e / 2;
+                    Reg const key = k.add(lane_key, static_cast<int>(nt * 8 + e % 2));
+                    Reg const seen = k.setp(Cmp::le, key, row_end[half]);
+                    Reg const r = s[nt * 4 + e];
+                    if (c.mask) {
+                        Reg const at = k.add(mask_row[half], k.shl(k.cvt(Type::u64, k.bitcast(Type::u32, key)), 2u));
+                        k.predicated(seen, true, [&] { k.fma(r, k.ld(Space::global, Type::f32, Address(at)), log2e, r); });
+                    }
+                    k.selp(r, r, minus_infinity, seen);
+                }
+        };
+        if (c.mask) scale_and_hide();
+        else k.if_then_else(k.setp(Cmp::gt, k.add(block_key, static_cast<int>(key_block - 1)), first_row_end), scale_and_hide, scale);
+
+        k.comment("online softmax: row max over the quad, P = exp2(S - max), rescale O and l");
+        for (unsigned half = 0; half < 2; ++half) {
+            Reg block_max = s[half * 2];
+            for (unsigned nt = 0; nt < 8; ++nt)
+                for (unsigned e = 0; e < 2; ++e) block_max = k.max(block_max, s[nt * 4 + half * 2 + e]);
+            SoftmaxStep const step = softmax_step(k, m[half], butterfly_max(k, block_max, 2));
+            Reg sum = k.mov(Type::f32, 0.0f);
+            for (unsigned nt = 0; nt < 8; ++nt)
+                for (unsigned e = 0; e < 2; ++e) {
+                    Reg const r = s[nt * 4 + half * 2 + e];
+                    k.mov(r, k.ex2_approx(k.sub(r, step.subtract)));
+                    sum = k.add(sum, r);
+                }
+            k.fma(l[half], l[half], step.alpha, sum);
+            for (unsigned nt = 0; nt < o_tiles; ++nt)
+                for (unsigned e = 0; e < 2; ++e) k.mul(o[nt * 4 + half * 2 + e], o[nt * 4 + half * 2 + e], step.alpha);
+        }
+
+        k.comment("O += P v");
+        for (unsigned kk = 0; kk < key_block / 16; ++kk) {
+            Reg const* p0 = s.data() + kk * 8;
+            std::vector<Reg> const a{pack_pair(k, c.element, p0[0], p0[1]), pack_pair(k, c.element, p0[2], p0[3]),
+                                     pack_pair(k, c.element, p0[4], p0[5]), pack_pair(k, c.element, p0[6], p0[7])};
+            for (unsigned np = 0; np < d / 16; ++np) {
+                std::vector<Reg> const vf = k.ldmatrix(4, true, k.add(v_slot, k.add(v_offset, kk * 16 * stride + np * 32)));
+                for (unsigned e = 0; e < 2; ++e) {
+                    std::span<Reg const> const acc(o.data() + (np * 2 + e) * 4, 4);
+                    std::vector<Reg> const bf{vf[e * 2], vf[e * 2 + 1]};
+                    k.mma_m16n8k16(input, acc, a, bf, acc);
+                }
+            }
+        }
+    });
+    k.cp_async_wait(0);
+
+    // ---- epilogue: O / l to out
+    k.comment("epilogue: O / l, rounded to the element type");
+    Reg const out_row_bytes = k.mul_wide(f.heads, d * 2);
+    Reg const out_lane = k.add(k.add(f.out, k.mul_wide(k.add(k.mul(k.add(k.mul(b, f.q_len), lane_row), f.heads), h), d * 2)),
+                               k.cvt(Type::u64, k.shl(t, 2u)));
+    for (unsigned half = 0; half < 2; ++half) {
+        Reg const inverse = inverse_sum(k, butterfly_sum(k, l[half], 2));
+        Reg const row = k.add(lane_row, half * 8);
+        Reg const at = half == 0 ? out_lane : k.add(out_lane, k.mul(out_row_bytes, std::uint64_t{8}));
+        std::vector<Reg> words;
+        for (unsigned nt = 0; nt < o_tiles; ++nt) {
+            Reg const* r = o.data() + nt * 4 + half * 2;
+            words.push_back(pack_pair(k, c.element, k.mul(r[0], inverse), k.mul(r[1], inverse)));
+        }
+        k.if_then(k.setp(Cmp::lt, row, f.q_len), [&] {
+            for (unsigned nt = 0; nt < o_tiles; ++nt) k.st(Space::global, Type::b32, Address(at, nt * 16), words[nt]);
+        });
+    }
+    return k;
+}
+
+}  // namespace detail
+
+}  // namespace rayo::ptx::kernels

@@ -1,0 +1,107 @@
+// The attention generators: configuration checks, names, shared memory, and every variant the
+// CUDA attention may load (attention_configs, the combine kernels) assembled by ptxas for sm_80
+// and sm_90; the prefill kernel rayo runs for head_dim 128 without spills.
+#include "support/ptxas.hpp"
+
+#include <rayo/ptx/kernels/attention.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace rayo::test {
+namespace {
+
+using namespace rayo::ptx;
+using namespace rayo::ptx::kernels;
+
+TEST(PtxAttention, RejectsConfigsItCannotBuild) {
+    EXPECT_THROW(check_attention_config({.head_dim = 72}), BuildError);
+    EXPECT_THROW(check_attention_config({.element = DType::f32}), BuildError) << "tensor cores take 16-bit elements";
+    EXPECT_THROW(check_attention_config({.warps = 2}), BuildError);
+    EXPECT_THROW(check_attention_config({.partial = true}), BuildError);
+    EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::simt, .element = DType::i32}), BuildError);
+    EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::simt, .rows = 9}), BuildError);
+    EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::simt, .element = DType::f32, .head_dim = 256,
+                                         .warps = 4}),
+                 BuildError)
+        << "four warps of f32 rows of 256 need more shared memory than a block has";
+    EXPECT_NO_THROW(check_attention_config({.algorithm = AttentionAlgorithm::simt, .element = DType::f32, .head_dim = 80,
+                                            .warps = 1, .rows = 3}));
+}
+
+TEST(PtxAttention, NamesSpellEveryFieldAndSharedMemoryFits) {
+    EXPECT_EQ(attention_name({}), "rayo_attention_tc_f16_d128_w4");
+    EXPECT_EQ(attention_name({.algorithm = AttentionAlgorithm::simt, .element = DType::bf16, .head_dim = 80, .mask = true,
+                              .warps = 2, .rows = 4, .partial = true}),
+              "rayo_attention_simt_bf16_d80_w2_r4_mask_partial");
+    EXPECT_EQ(attention_shared_bytes({}), (64u + 256u) * 272u);
+    std::set<std::string> names;
+    for (AttentionConfig const& c : attention_configs()) {
+        EXPECT_TRUE(names.insert(attention_name(c)).second) << "two variants named " << attention_name(c);
+        EXPECT_EQ(attention(c).name(), attention_name(c));
+        EXPECT_LE(attention_shared_bytes(c), 227u * 1024u) << attention_name(c);
+        if (c.algorithm == AttentionAlgorithm::simt) {
+            EXPECT_LE(attention_shared_bytes(c), attention_simt_block_budget);
+        }
+    }
+    EXPECT_EQ(attention_partial_bytes(3, 5, 64), 3u * 5u * (8u + 256u));
+}
+
+TEST(PtxAttention, EmitsTheTensorCoreInstructions) {
+    std::string const text = attention({.element = DType::bf16}).emit(Target::sm_80);
+    EXPECT_NE(text.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), std::string::npos);
+    EXPECT_NE(text.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), std::string::npos);
+    EXPECT_NE(text.find("cp.async.cg.shared.global"), std::string::npos);
+    EXPECT_NE(text.find("ex2.approx"), std::string::npos);
+}
+
+TEST(PtxAttention, EveryVariantEmitsForEveryTarget) {
+    for (Target t : {Target::sm_80, Target::sm_86, Target::sm_89, Target::sm_90, Target::sm_90a}) {
+        for (AttentionConfig const& c : attention_configs()) EXPECT_NO_THROW((void)attention(c).emit(t)) << attention_name(c);
+        for (DType e : {DType::f32, DType::f16, DType::bf16}) EXPECT_NO_THROW((void)attention_combine(e, 80).emit(t));
+    }
+}
+
+// ---- ptxas
+
+TEST(PtxAttention, EveryVariantAssemblesForSm80AndSm90) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (Target t : {Target::sm_80, Target::sm_90}) {
+        for (AttentionConfig const& c : attention_configs()) {
+            SCOPED_TRACE(attention_name(c) + " " + std::string(to_string(t)));
+            expect_assembles(attention(c), t);
+        }
+        for (DType e : {DType::f32, DType::f16, DType::bf16})
+            for (unsigned d : {64u, 80u, 96u, 128u, 256u}) expect_assembles(attention_combine(e, d), t);
+    }
+}
+
+// The prefill kernel of head_dim 128 keeps q, S and O in registers without spilling.
+TEST(PtxAttention, PrefillKernelDoesNotSpill) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    namespace fs = std::filesystem;
+    for (DType e : {DType::f16, DType::bf16}) {
+        Kernel const kernel = attention({.element = e});
+        fs::path const dir = fs::path(RAYO_PTX_TEST_DIR);
+        fs::create_directories(dir);
+        fs::path const source = dir / (kernel.name() + ".usage.ptx"), log = dir / (kernel.name() + ".usage.log");
+        std::ofstream(source) << kernel.emit(Target::sm_90);
+        std::string const command = "'" + ptxas_path() + "' -v -arch=sm_90 '" + source.string() + "' -o /dev/null > '" +
+                                    log.string() + "' 2>&1";
+        ASSERT_EQ(std::system(command.c_str()), 0);
+        std::stringstream text;
+        text << std::ifstream(log).rdbuf();
+        std::smatch match;
+        std::string const s = text.str();
+        ASSERT_TRUE(std::regex_search(s, match, std::regex(R"((\d+) bytes spill stores)"))) << s;
+        EXPECT_EQ(std::stoi(match[1]), 0) << s;
+    }
+}
+
+}  // namespace
+}  // namespace rayo::test
