@@ -59,6 +59,7 @@ class GGMLType(IntEnum):
     """The ggml tensor types this tooling writes (ids as ggml numbers them)."""
     F32 = 0
     F16 = 1
+    Q8_0 = 8  # written only as a type rayo-llama refuses (tests/llama/check_bad_input.py)
     Q4_K = 12
     Q6_K = 14
     BF16 = 30
@@ -68,6 +69,7 @@ class GGMLType(IntEnum):
 BLOCK_LAYOUT = {
     GGMLType.F32: (1, 4),
     GGMLType.F16: (1, 2),
+    GGMLType.Q8_0: (32, 34),
     GGMLType.BF16: (1, 2),
     GGMLType.Q4_K: (256, 144),
     GGMLType.Q6_K: (256, 210),
