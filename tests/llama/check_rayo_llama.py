@@ -3,7 +3,10 @@
 reference.py and rayo-llama on one device, and compares every prompt position's logits and the
 greedy tokens.
 
-    check_rayo_llama.py RAYO_LLAMA --type q4_k --device cpu --work DIR [--tie] [--rope-freqs]
+    check_rayo_llama.py RAYO_LLAMA --type q4_k --device cpu --work DIR [--tie] [--rope-freqs] [--hf]
+
+--hf takes the model and its logits from transformers' LlamaForCausalLM at random initialisation
+(hf_to_gguf.py, on a machine with torch and transformers) instead of make_model.py and reference.py.
 
 Logits must lie within `tolerance · max|logit|` of the reference (per weight type, below); the
 greedy tokens must agree, except after a step whose reference margin between its two best tokens
@@ -49,14 +52,20 @@ def main() -> int:
     p.add_argument("--n-predict", type=int, default=8)
     p.add_argument("--tie", action="store_true")
     p.add_argument("--rope-freqs", action="store_true")
+    p.add_argument("--hf", action="store_true",
+                   help="the model and its logits from transformers' LlamaForCausalLM (hf_to_gguf.py; needs torch)")
     a = p.parse_args()
 
     work = a.work
     work.mkdir(parents=True, exist_ok=True)
     extra = (["--tie"] if a.tie else []) + (["--rope-freqs"] if a.rope_freqs else [])
-    run([sys.executable, HERE / "make_model.py", "--type", a.type, "--out", work, *extra])
-    run([sys.executable, HERE / "reference.py", work / "reference.npz", "--prompt-tokens", PROMPT,
-         "--n-predict", str(a.n_predict), "--out", work])
+    if a.hf:
+        print(run([sys.executable, HERE / "hf_to_gguf.py", "--type", a.type, "--out", work, "--prompt-tokens", PROMPT,
+                   "--n-predict", str(a.n_predict), *extra]).strip().splitlines()[-1])
+    else:
+        run([sys.executable, HERE / "make_model.py", "--type", a.type, "--out", work, *extra])
+        run([sys.executable, HERE / "reference.py", work / "reference.npz", "--prompt-tokens", PROMPT,
+             "--n-predict", str(a.n_predict), "--out", work])
     out = run([a.rayo_llama, work / "model.gguf", "--device", a.device, "--prompt-tokens", PROMPT,
                "--n-predict", str(a.n_predict), "--logits", work / "rayo_logits.txt"])
 
