@@ -1,0 +1,404 @@
+// A Llama-family language model from a GGUF file, on any rayo device, with rayo's public API only:
+// the hyper-parameters and tensor names as llama.cpp writes them (`llama.*` keys, `blk.N.attn_q`,
+// ...), weights loaded once onto the device straight from the mapped file, a KV cache on the
+// device, and a forward pass of embedding → per layer (rms_norm, q/k/v, rope, attention, output
+// projection, rms_norm, SwiGLU feed-forward) → rms_norm → logits.
+//
+//   auto file = rayo::gguf::File::open("model.gguf");
+//   rayo_llama::Model model(file, rayo::Device::best());
+//   rayo::FTensor logits = model.forward(prompt, 0);   // [vocab]: the last token's logits
+//
+// llama.cpp's converter reorders the rows of each head of Q and K so that its rope on adjacent
+// pairs reproduces Hugging Face's rotate_half rope; so this model rotates adjacent pairs
+// (RopeStyle::adjacent) on the file's weights as they are.
+#pragma once
+
+#include <rayo/rayo.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace rayo_llama {
+
+// What is wrong with a model file or a request (a missing key, a shape that disagrees, a token
+// outside the vocabulary): rayo-llama prints it and exits with code 2.
+class ModelError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// ---- hyper-parameters --------------------------------------------------------------------------------
+
+struct Hyperparameters {
+    std::size_t layers = 0, width = 0, ffn_width = 0, heads = 0, kv_heads = 0, head_dim = 0;
+    std::size_t rope_dims = 0, context = 0, vocab = 0;
+    float rope_base = 10000.0f, rms_eps = 1e-5f;
+};
+
+namespace detail {
+
+// A metadata number of any integer type (writers differ: u32, i32, u64).
+inline std::optional<std::uint64_t> integer(rayo::gguf::Metadata const& md, std::string_view key) {
+    rayo::gguf::Value const* v = md.find(key);
+    if (!v) return std::nullopt;
+    return std::visit(
+        [&](auto const& x) -> std::uint64_t {
+            using X = std::decay_t<decltype(x)>;
+            if constexpr (std::is_integral_v<X> && !std::is_same_v<X, bool>) {
+                if (x < 0) throw ModelError("metadata " + std::string(key) + " is negative: " + std::to_string(x));
+                return static_cast<std::uint64_t>(x);
+            } else {
+                throw ModelError("metadata " + std::string(key) + " should be an integer, it is " +
+                                 std::string(rayo::gguf::to_string(rayo::gguf::type_of(*v))));
+            }
+        },
+        *v);
+}
+
+inline std::size_t required(rayo::gguf::Metadata const& md, std::string_view key) {
+    std::optional<std::uint64_t> const v = integer(md, key);
+    if (!v) throw ModelError("the file has no " + std::string(key) + " (a llama model needs it)");
+    if (*v == 0) throw ModelError("metadata " + std::string(key) + " is 0");
+    return static_cast<std::size_t>(*v);
+}
+
+inline float real(rayo::gguf::Metadata const& md, std::string_view key, float fallback) {
+    rayo::gguf::Value const* v = md.find(key);
+    if (!v) return fallback;
+    if (auto const* f = std::get_if<float>(v)) return *f;
+    if (auto const* d = std::get_if<double>(v)) return static_cast<float>(*d);
+    throw ModelError("metadata " + std::string(key) + " should be a float, it is " +
+                     std::string(rayo::gguf::to_string(rayo::gguf::type_of(*v))));
+}
+
+}  // namespace detail
+
+// The `llama.*` keys as llama.cpp reads them. The vocabulary's size comes from the token table
+// (`token_embd`), which every file has; head_dim is width / heads.
+inline Hyperparameters read_hyperparameters(rayo::gguf::File const& file) {
+    rayo::gguf::Metadata const& md = file.metadata();
+    rayo::gguf::Value const* arch = md.find("general.architecture");
+    if (!arch || !std::holds_alternative<std::string>(*arch))
+        throw ModelError("the file has no general.architecture string");
+    if (std::get<std::string>(*arch) != "llama")
+        throw ModelError("the file's architecture is '" + rayo::gguf::printable(std::get<std::string>(*arch)) +
+                         "'; rayo-llama runs 'llama'");
+    Hyperparameters h;
+    h.layers = detail::required(md, "llama.block_count");
+    h.width = detail::required(md, "llama.embedding_length");
+    h.ffn_width = detail::required(md, "llama.feed_forward_length");
+    h.heads = detail::required(md, "llama.attention.head_count");
+    h.kv_heads = detail::integer(md, "llama.attention.head_count_kv").value_or(h.heads);
+    h.context = detail::required(md, "llama.context_length");
+    if (h.kv_heads == 0 || h.heads % h.kv_heads != 0)
+        throw ModelError("llama.attention.head_count_kv = " + std::to_string(h.kv_heads) +
+                         " does not divide llama.attention.head_count = " + std::to_string(h.heads));
+    if (h.width % h.heads != 0)
+        throw ModelError("llama.embedding_length = " + std::to_string(h.width) +
+                         " is not a multiple of llama.attention.head_count = " + std::to_string(h.heads));
+    h.head_dim = h.width / h.heads;
+    h.rope_dims = detail::integer(md, "llama.rope.dimension_count").value_or(h.head_dim);
+    if (h.rope_dims > h.head_dim || h.rope_dims % 2 != 0)
+        throw ModelError("llama.rope.dimension_count = " + std::to_string(h.rope_dims) +
+                         " must be even and at most the head size " + std::to_string(h.head_dim));
+    h.rope_base = detail::real(md, "llama.rope.freq_base", 10000.0f);
+    h.rms_eps = detail::real(md, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    rayo::gguf::TensorInfo const* embd = file.find("token_embd.weight");
+    if (!embd) throw ModelError("the file has no tensor token_embd.weight");
+    if (embd->shape.rank() != 2 || static_cast<std::size_t>(embd->shape[1]) != h.width)
+        throw ModelError("token_embd.weight has shape " + embd->shape.to_string() + ", expected [vocab, " +
+                         std::to_string(h.width) + "]");
+    h.vocab = static_cast<std::size_t>(embd->shape[0]);
+    return h;
+}
+
+// ---- weights -------------------------------------------------------------------------------------------
+
+// A weight matrix [out, in] of any type linear() takes, as the file stores it.
+class Weight {
+public:
+    using Any = std::variant<rayo::Tensor<float>, rayo::Tensor<rayo::half>, rayo::Tensor<rayo::bfloat16>,
+                             rayo::Tensor<rayo::q4_k>, rayo::Tensor<rayo::q6_k>>;
+
+    explicit Weight(Any w) : w_(std::move(w)) {}
+
+    // x [rows, in] · wᵀ -> f32 [rows, out].
+    [[nodiscard]] rayo::FTensor apply(rayo::FTensor const& x) const {
+        return std::visit([&](auto const& w) { return rayo::linear(x, w); }, w_);
+    }
+    // The rows `ids` of the matrix as f32 (the token embeddings).
+    [[nodiscard]] rayo::FTensor rows(rayo::Tensor<std::int32_t> const& ids) const {
+        return std::visit(
+            [&](auto const& w) -> rayo::FTensor {
+                auto e = rayo::embedding(w, ids);
+                if constexpr (std::is_same_v<decltype(e), rayo::FTensor>) return e;
+                else return rayo::cast<float>(e);
+            },
+            w_);
+    }
+    [[nodiscard]] rayo::Shape const& shape() const {
+        return std::visit([](auto const& w) -> rayo::Shape const& { return w.shape(); }, w_);
+    }
+    [[nodiscard]] std::size_t bytes() const {
+        return std::visit([](auto const& w) { return w.bytes(); }, w_);
+    }
+
+private:
+    Any w_;
+};
+
+struct Layer {
+    rayo::FTensor attn_norm, ffn_norm;
+    Weight q, k, v, o, gate, up, down;
+};
+
+// Reports the bytes loaded so far out of the total, for a progress line.
+using LoadProgress = std::function<void(std::uint64_t done, std::uint64_t total)>;
+
+// Loads the file's tensors by name and checks each shape against the hyper-parameters.
+class WeightLoader {
+public:
+    WeightLoader(rayo::gguf::File const& file, rayo::Device device, LoadProgress progress)
+        : file_(file), device_(device), progress_(std::move(progress)) {
+        for (rayo::gguf::TensorInfo const& t : file.tensors()) total_ += t.bytes;
+    }
+
+    [[nodiscard]] bool has(std::string const& name) const { return file_.find(name) != nullptr; }
+
+    // A 2-D weight of shape [rows, cols].
+    Weight matrix(std::string const& name, std::size_t rows, std::size_t cols) {
+        rayo::gguf::TensorInfo const& info = find(name);
+        expect_shape(info, {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)});
+        if (!info.dtype) unsupported(info);
+        switch (*info.dtype) {
+            case rayo::DType::f32: return Weight(load<float>(info));
+            case rayo::DType::f16: return Weight(load<rayo::half>(info));
+            case rayo::DType::bf16: return Weight(load<rayo::bfloat16>(info));
+            case rayo::DType::q4_k: return Weight(load<rayo::q4_k>(info));
+            case rayo::DType::q6_k: return Weight(load<rayo::q6_k>(info));
+            default: unsupported(info);
+        }
+    }
+
+    // A 1-D f32 vector of `n` values (norm weights, rope frequency factors).
+    rayo::FTensor vector(std::string const& name, std::size_t n) {
+        rayo::gguf::TensorInfo const& info = find(name);
+        expect_shape(info, {static_cast<std::int64_t>(n)});
+        if (info.dtype != rayo::DType::f32) unsupported(info);
+        return load<float>(info);
+    }
+
+private:
+    rayo::gguf::TensorInfo const& find(std::string const& name) const {
+        rayo::gguf::TensorInfo const* info = file_.find(name);
+        if (!info) throw ModelError("the file has no tensor " + name);
+        return *info;
+    }
+
+    static void expect_shape(rayo::gguf::TensorInfo const& info, rayo::Shape const& want) {
+        if (info.shape != want)
+            throw ModelError(info.name + " has shape " + info.shape.to_string() + "; the hyper-parameters give " +
+                             want.to_string());
+    }
+
+    [[noreturn]] static void unsupported(rayo::gguf::TensorInfo const& info) {
+        throw rayo::Unsupported("tensor " + info.name + " is of type " + std::string(info.type_name) +
+                                "; rayo-llama takes f32, f16, bf16, q4_k and q6_k weights (f32 norms)");
+    }
+
+    template <class T>
+    rayo::Tensor<T> load(rayo::gguf::TensorInfo const& info) {
+        rayo::Tensor<T> t = file_.load<T>(info.name, device_);
+        done_ += info.bytes;
+        if (progress_) progress_(done_, total_);
+        return t;
+    }
+
+    rayo::gguf::File const& file_;
+    rayo::Device device_;
+    LoadProgress progress_;
+    std::uint64_t done_ = 0, total_ = 0;
+};
+
+// ---- the model -----------------------------------------------------------------------------------------
+
+// Every weight of the model, checked against the hyper-parameters.
+struct Weights {
+    Weight embeddings;
+    std::vector<Layer> layers;
+    rayo::FTensor output_norm;
+    Weight output;  // the embeddings when the file has no `output` (tied weights)
+    std::optional<rayo::FTensor> rope_factors;
+};
+
+inline Weights load_weights(rayo::gguf::File const& file, Hyperparameters const& hp, rayo::Device device,
+                            LoadProgress progress) {
+    WeightLoader w(file, device, std::move(progress));
+    std::size_t const d = hp.width, hd = hp.head_dim;
+    Weights out{.embeddings = w.matrix("token_embd.weight", hp.vocab, d),
+                .layers = {},
+                .output_norm = rayo::FTensor::empty(rayo::Shape{0}),
+                .output = w.matrix("token_embd.weight", hp.vocab, d),
+                .rope_factors = {}};
+    out.layers.reserve(hp.layers);
+    for (std::size_t i = 0; i < hp.layers; ++i) {
+        std::string const p = "blk." + std::to_string(i) + ".";
+        out.layers.push_back(Layer{.attn_norm = w.vector(p + "attn_norm.weight", d),
+                                   .ffn_norm = w.vector(p + "ffn_norm.weight", d),
+                                   .q = w.matrix(p + "attn_q.weight", hp.heads * hd, d),
+                                   .k = w.matrix(p + "attn_k.weight", hp.kv_heads * hd, d),
+                                   .v = w.matrix(p + "attn_v.weight", hp.kv_heads * hd, d),
+                                   .o = w.matrix(p + "attn_output.weight", d, hp.heads * hd),
+                                   .gate = w.matrix(p + "ffn_gate.weight", hp.ffn_width, d),
+                                   .up = w.matrix(p + "ffn_up.weight", hp.ffn_width, d),
+                                   .down = w.matrix(p + "ffn_down.weight", d, hp.ffn_width)});
+    }
+    out.output_norm = w.vector("output_norm.weight", d);
+    if (w.has("output.weight")) out.output = w.matrix("output.weight", hp.vocab, d);
+    if (w.has("rope_freqs.weight")) out.rope_factors = w.vector("rope_freqs.weight", hp.rope_dims / 2);
+    return out;
+}
+
+class Model {
+public:
+    // Loads every weight onto `device` and allocates a KV cache of the model's context length (or
+    // `context` tokens when smaller and non-zero).
+    Model(rayo::gguf::File const& file, rayo::Device device, LoadProgress progress = {}, std::size_t context = 0)
+        : hp_(read_hyperparameters(file)), device_(device), w_(load_weights(file, hp_, device, std::move(progress))) {
+        if (context != 0 && context < hp_.context) hp_.context = context;
+        rayo::Shape const cache_shape{static_cast<std::int64_t>(hp_.context), static_cast<std::int64_t>(hp_.kv_heads),
+                                      static_cast<std::int64_t>(hp_.head_dim)};
+        for (std::size_t i = 0; i < hp_.layers; ++i) {
+            k_cache_.push_back(rayo::FTensor::zeros(cache_shape, device));
+            v_cache_.push_back(rayo::FTensor::zeros(cache_shape, device));
+        }
+    }
+
+    [[nodiscard]] Hyperparameters const& hyperparameters() const noexcept { return hp_; }
+    [[nodiscard]] rayo::Device device() const noexcept { return device_; }
+
+    // Runs `tokens` at positions pos, pos + 1, ... (their keys and values join the cache) and
+    // returns the logits f32 [tokens, vocab] (all_logits) or [vocab] of the last token.
+    rayo::FTensor forward(std::span<std::int32_t const> tokens, std::size_t pos, bool all_logits = false) {
+        check_request(tokens, pos);
+        auto const n = static_cast<std::int64_t>(tokens.size());
+        std::vector<std::int32_t> positions(tokens.size());
+        for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<std::int32_t>(pos + i);
+        auto const ids = rayo::Tensor<std::int32_t>::from(tokens, rayo::Shape{n}, device_);
+        auto const at = rayo::Tensor<std::int32_t>::from(std::span<std::int32_t const>(positions), rayo::Shape{n}, device_);
+        rayo::FTensor x = w_.embeddings.rows(ids);
+        for (std::size_t l = 0; l < w_.layers.size(); ++l) {
+            x = rayo::add(x, attention_block(l, x, at, pos));
+            x = rayo::add(x, feed_forward(w_.layers[l], x));
+        }
+        if (!all_logits) x = x.slice(n - 1, n);
+        rayo::FTensor logits = w_.output.apply(rayo::rms_norm(x, w_.output_norm, hp_.rms_eps));
+        return all_logits ? logits : logits.reshape({static_cast<std::int64_t>(hp_.vocab)});
+    }
+
+private:
+    void check_request(std::span<std::int32_t const> tokens, std::size_t pos) const {
+        if (tokens.empty()) throw ModelError("no tokens to run");
+        for (std::size_t i = 0; i < tokens.size(); ++i)
+            if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= hp_.vocab)
+                throw ModelError("token " + std::to_string(tokens[i]) + " (at " + std::to_string(i) +
+                                 ") is outside the vocabulary of " + std::to_string(hp_.vocab) + " tokens");
+        if (pos + tokens.size() > hp_.context)
+            throw ModelError(std::to_string(pos + tokens.size()) + " tokens do not fit the context of " +
+                             std::to_string(hp_.context));
+    }
+
+    // rms_norm, q/k/v, rope, the new keys and values into the cache, attention over the cache,
+    // the output projection.
+    rayo::FTensor attention_block(std::size_t l, rayo::FTensor const& x, rayo::Tensor<std::int32_t> const& positions,
+                                  std::size_t pos) {
+        Layer const& layer = w_.layers[l];
+        auto const n = x.shape()[0];
+        auto const heads = static_cast<std::int64_t>(hp_.heads), kv_heads = static_cast<std::int64_t>(hp_.kv_heads),
+                   hd = static_cast<std::int64_t>(hp_.head_dim);
+        rayo::FTensor const h = rayo::rms_norm(x, layer.attn_norm, hp_.rms_eps);
+        rayo::RopeParams rope;
+        rope.style = rayo::RopeStyle::adjacent;
+        rope.n_dims = static_cast<int>(hp_.rope_dims);
+        rope.freq_base = hp_.rope_base;
+        rope.freq_factors = w_.rope_factors;
+        rayo::FTensor const q = rayo::rope(layer.q.apply(h).reshape({n, heads, hd}), positions, rope);
+        rayo::FTensor const k = rayo::rope(layer.k.apply(h).reshape({n, kv_heads, hd}), positions, rope);
+        rayo::FTensor const v = layer.v.apply(h).reshape({n, kv_heads, hd});
+        auto const end = static_cast<std::int64_t>(pos) + n;
+        rayo::copy_into(k, k_cache_[l].slice(static_cast<std::int64_t>(pos), end));
+        rayo::copy_into(v, v_cache_[l].slice(static_cast<std::int64_t>(pos), end));
+        rayo::AttentionParams causal;
+        causal.causal = true;  // the queries are the cache's last rows: each sees the keys up to its own
+        rayo::FTensor const a = rayo::attention(q, k_cache_[l].slice(0, end), v_cache_[l].slice(0, end), causal);
+        return layer.o.apply(a.reshape({n, heads * hd}));
+    }
+
+    // down(silu(gate(h)) · up(h)) of h = rms_norm(x).
+    rayo::FTensor feed_forward(Layer const& layer, rayo::FTensor const& x) const {
+        rayo::FTensor const h = rayo::rms_norm(x, layer.ffn_norm, hp_.rms_eps);
+        return layer.down.apply(rayo::mul(rayo::silu(layer.gate.apply(h)), layer.up.apply(h)));
+    }
+
+    Hyperparameters hp_;
+    rayo::Device device_;
+    Weights w_;
+    std::vector<rayo::FTensor> k_cache_, v_cache_;
+};
+
+// ---- the vocabulary ------------------------------------------------------------------------------------
+
+// The text of tokens from `tokenizer.ggml.tokens`: SentencePiece's ▁ as a space, <0xNN> byte tokens
+// as their byte. Empty when the file has no vocabulary.
+class Vocabulary {
+public:
+    explicit Vocabulary(rayo::gguf::File const& file) {
+        rayo::gguf::Value const* v = file.metadata().find("tokenizer.ggml.tokens");
+        if (!v) return;
+        auto const* a = std::get_if<rayo::gguf::Array>(v);
+        if (!a || a->type() != rayo::gguf::ValueType::string)
+            throw ModelError("tokenizer.ggml.tokens should be an array of strings");
+        tokens_ = a->get<std::string>();
+    }
+
+    [[nodiscard]] bool empty() const noexcept { return tokens_.empty(); }
+
+    [[nodiscard]] std::string text(std::int32_t id) const {
+        if (id < 0 || static_cast<std::size_t>(id) >= tokens_.size()) return {};
+        std::string const& piece = tokens_[static_cast<std::size_t>(id)];
+        if (piece.size() == 6 && piece.starts_with("<0x") && piece.back() == '>') {
+            unsigned byte = 0;
+            for (char c : std::string_view(piece).substr(3, 2)) {
+                int const digit = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+                if (digit < 0) return piece;
+                byte = byte * 16 + static_cast<unsigned>(digit);
+            }
+            return std::string(1, static_cast<char>(byte));
+        }
+        std::string out;
+        constexpr std::string_view space = "\xe2\x96\x81";  // U+2581 ▁
+        for (std::size_t i = 0; i < piece.size();) {
+            if (piece.compare(i, space.size(), space) == 0) {
+                out += ' ';
+                i += space.size();
+            } else {
+                out += piece[i++];
+            }
+        }
+        return out;
+    }
+
+private:
+    std::vector<std::string> tokens_;
+};
+
+}  // namespace rayo_llama

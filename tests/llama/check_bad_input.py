@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""rayo-llama on bad input: each case must print a message naming the problem and exit with code 2.
+
+    check_bad_input.py RAYO_LLAMA --work DIR
+
+The cases are variations of a tiny f16 model (another architecture, a missing key, a missing
+tensor, a tensor of the wrong shape or of a type rayo-llama does not take, heads that do not
+divide) and bad requests on a good model (a token outside the vocabulary, a prompt longer than the
+context, a token id that is not a number).
+"""
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import gguf_writer as gw  # noqa: E402
+
+
+def rewrite(src: Path, dst: Path, drop_key=None, set_key=None, drop_tensor=None, change_tensor=None) -> None:
+    """A copy of src with one key dropped or replaced, or one tensor dropped or changed."""
+    r = gw.GGUFReader(src)
+    w = gw.GGUFWriter(r.alignment)
+    for key, m in r.metadata.items():
+        if key == gw.ALIGNMENT_KEY or key == drop_key:
+            continue
+        if set_key and key == set_key[0]:
+            w.add(key, set_key[1], set_key[2])
+            continue
+        w.add(key, m.value_type, m.value, m.element_type)
+    for name, t in r.tensors.items():
+        if name == drop_tensor:
+            continue
+        ggml_type, ne, data = gw.GGMLType(t.ggml_type), list(t.ne), r.tensor_bytes(name)
+        if change_tensor and name == change_tensor[0]:
+            ggml_type, ne, data = change_tensor[1], change_tensor[2], change_tensor[3]
+        w.add_tensor(name, ggml_type, ne, data)
+    w.write(dst)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("rayo_llama", type=Path)
+    p.add_argument("--work", required=True, type=Path)
+    a = p.parse_args()
+    work = a.work
+    work.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, HERE / "make_model.py", "--type", "f16", "--out", work, "--no-reference",
+                    "--hidden", "32", "--ffn", "64", "--heads", "4", "--kv-heads", "2", "--vocab", "300", "--context", "16"],
+                   check=True, capture_output=True)
+    good = work / "model.gguf"
+    r = gw.GGUFReader(good)
+    q = r.tensors["blk.0.attn_q.weight"]
+    f16_bytes = r.tensor_bytes("blk.0.attn_q.weight")
+
+    files = {
+        "architecture": (dict(set_key=("general.architecture", gw.ValueType.STRING, "gpt2")), ["architecture", "gpt2"]),
+        "missing_key": (dict(drop_key="llama.block_count"), ["llama.block_count"]),
+        "missing_tensor": (dict(drop_tensor="blk.1.ffn_down.weight"), ["blk.1.ffn_down.weight"]),
+        "shape": (dict(change_tensor=("blk.0.attn_q.weight", gw.GGMLType.F16, [q.ne[0], q.ne[1] // 2],
+                                      f16_bytes[:len(f16_bytes) // 2])), ["blk.0.attn_q.weight", "shape"]),
+        "type": (dict(change_tensor=("blk.0.attn_q.weight", gw.GGMLType.Q8_0, [q.ne[0], q.ne[1]],
+                                     bytes(gw.tensor_nbytes(gw.GGMLType.Q8_0, q.ne)))), ["blk.0.attn_q.weight", "Q8_0"]),
+        "heads": (dict(set_key=("llama.attention.head_count_kv", gw.ValueType.U32, 3)), ["head_count_kv", "3"]),
+    }
+    failures = 0
+
+    def expect(what, args, words):
+        nonlocal failures
+        done = subprocess.run([a.rayo_llama, *map(str, args)], capture_output=True, text=True)
+        ok = done.returncode == 2 and all(w in done.stderr for w in words)
+        print(f"{'ok' if ok else 'FAILED'} {what}: exit {done.returncode}: {done.stderr.strip()}")
+        failures += not ok
+
+    for name, (change, words) in files.items():
+        path = work / f"bad_{name}.gguf"
+        rewrite(good, path, **change)
+        expect(name, [path, "--device", "cpu", "--prompt-tokens", "1,2"], words)
+    expect("token outside the vocabulary", [good, "--device", "cpu", "--prompt-tokens", "1,300"], ["300", "vocabulary"])
+    expect("negative token", [good, "--device", "cpu", "--prompt-tokens", "1,-3"], ["-3", "vocabulary"])
+    expect("prompt longer than the context", [good, "--device", "cpu", "--prompt-tokens", ",".join(["5"] * 17)],
+           ["17", "context of 16"])
+    expect("not a token id", [good, "--device", "cpu", "--prompt-tokens", "1,x"], ["'x'", "token id"])
+    expect("no prompt", [good, "--device", "cpu"], ["no prompt"])
+    expect("not a GGUF file", [HERE / "README.md", "--prompt-tokens", "1"], ["GGUF"])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
