@@ -72,10 +72,13 @@ VkShaderModule PipelineCache::module(Shader shader, DenormMode mode) {
     auto const key = std::make_tuple(shader, mode);
     if (auto it = modules_.find(key); it != modules_.end()) return it->second;
     std::span<std::uint32_t const> code = mode == DenormMode::preserve ? shader_code(shader).denorm_preserve_code : shader_code(shader).code;
-    // The cooperative-matrix GEMM is compiled for VK_NV_cooperative_matrix; on a device that runs
-    // it through the KHR extension its SPIR-V is rewritten for that.
+    // The cooperative-matrix GEMM and implicit-GEMM conv2d (same fragment shapes) are compiled for
+    // VK_NV_cooperative_matrix; on a device that runs them through the KHR extension their SPIR-V
+    // is rewritten for that.
     std::vector<std::uint32_t> khr_code;
-    if (shader == Shader::matmul_coopmat &&
+    bool const cooperative =
+        shader == Shader::matmul_coopmat || shader == Shader::conv2d_coopmat || shader == Shader::conv2d_coopmat_m64;
+    if (cooperative &&
         device_.physical().cooperative_matrix == PhysicalDevice::CooperativeMatrix::khr) {
         khr_code = spirv::cooperative_matrix_nv_to_khr(code, spirv::gemm_matrix_types);
         code = khr_code;
