@@ -5,7 +5,8 @@
 // backend rewrites the SPIR-V for it, as for the GEMM (spirv_cooperative_matrix.hpp: the fragment
 // shapes are the GEMM's). The next step's tiles are loaded into registers while this step's are
 // multiplied; one barrier a step. Each accumulator fragment goes out through a per-subgroup scratch
-// so that its values reach NCHW memory with the bias added and rounded as the element type.
+// so that its values reach NCHW memory with the bias added, rounded to f16 by the device's
+// conversion (to nearest, Inf and NaN kept).
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -18,6 +19,11 @@ const uint SUBGROUP_COLS = TILE_N / 64u;  // subgroups side by side along the pi
 const uint FRAGS_M = 4u, FRAGS_N = 8u, FRAG_N = 8u;
 
 shared float scratch[THREADS / 32u][16 * FRAG_N];  // one fragment per subgroup
+
+void store_half(Frame f, uint column, uint row, float value) {
+    if (column == NO_COLUMN || row >= p.og) return;
+    ys[column + row * f.out_plane] = float16BitsToUint16(float16_t(value));
+}
 
 void main() {
     uint t = gl_LocalInvocationID.x;
@@ -59,20 +65,24 @@ void main() {
         buf ^= 1u;
     }
 
-    // Lane l stores column l % 8 of rows l / 8, l / 8 + 4, ... of each fragment.
+    // Lane l stores column l % 8 of rows l / 8, l / 8 + 4, ... of each fragment: its columns' places
+    // in out found once, the bias of its rows once per row of fragments.
     uint row_in = lane / FRAG_N, col_in = lane % FRAG_N;
-    [[unroll]] for (uint j = 0u; j < FRAGS_N; ++j) {
-        uint c = f.col0 + sub_col + FRAG_N * j;
-        if (c >= p.pixels) continue;  // uniform over the subgroup
-        uint column = column_at(f, c + col_in);
-        [[unroll]] for (uint i = 0u; i < FRAGS_M; ++i) {
-            uint r = f.row0 + sub_row + 16u * i;
-            if (r >= p.og) continue;
+    uint columns[FRAGS_N];
+    [[unroll]] for (uint j = 0u; j < FRAGS_N; ++j) columns[j] = column_at(f, f.col0 + sub_col + FRAG_N * j + col_in);
+    const uint PER_LANE = 16u * FRAG_N / 32u;
+    [[unroll]] for (uint i = 0u; i < FRAGS_M; ++i) {
+        uint r = f.row0 + sub_row + 16u * i;
+        if (r >= p.og) continue;  // uniform over the subgroup
+        float bias[PER_LANE];
+        [[unroll]] for (uint q = 0u; q < PER_LANE; ++q) bias[q] = bias_of(f, r + row_in + 4u * q);
+        [[unroll]] for (uint j = 0u; j < FRAGS_N; ++j) {
+            if (f.col0 + sub_col + FRAG_N * j >= p.pixels) continue;
             coopMatStoreNV(acc[i][j], scratch[sg], 0u, FRAG_N, false);
             subgroupMemoryBarrierShared();
             subgroupBarrier();
-            [[unroll]] for (uint q = 0u; q < 16u * FRAG_N / 32u; ++q)
-                store_output(f, column, r + row_in + 4u * q, scratch[sg][lane + 32u * q]);
+            [[unroll]] for (uint q = 0u; q < PER_LANE; ++q)
+                store_half(f, columns[j], r + row_in + 4u * q, scratch[sg][lane + 32u * q] + bias[q]);
             subgroupBarrier();
         }
     }

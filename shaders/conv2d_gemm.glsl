@@ -190,9 +190,13 @@ uint column_at(Frame f, uint col) {
     return p.y_offset + (image * p.o + f.group * p.og) * f.out_plane + (col - image * f.out_plane);
 }
 
+// The bias of row (channel of the group) `row`, or 0.
+float bias_of(Frame f, uint row) {
+    return BIAS && row < p.og ? element_to_float(uint(bs[p.b_offset + f.group * p.og + row])) : 0.0;
+}
+
 // out at row (channel of the group) and a column's place: value + bias, rounded to the element.
 void store_output(Frame f, uint column, uint row, float value) {
     if (column == NO_COLUMN || row >= p.og) return;
-    if (BIAS) value += element_to_float(uint(bs[p.b_offset + f.group * p.og + row]));
-    ys[column + row * f.out_plane] = uint16_t(float_to_element(value));
+    ys[column + row * f.out_plane] = uint16_t(float_to_element(value + bias_of(f, row)));
 }
