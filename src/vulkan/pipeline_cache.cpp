@@ -72,11 +72,12 @@ VkShaderModule PipelineCache::module(Shader shader, DenormMode mode) {
     auto const key = std::make_tuple(shader, mode);
     if (auto it = modules_.find(key); it != modules_.end()) return it->second;
     std::span<std::uint32_t const> code = mode == DenormMode::preserve ? shader_code(shader).denorm_preserve_code : shader_code(shader).code;
-    // The cooperative-matrix shaders (the GEMM and attention's, on the GEMM's matrix types) are
-    // compiled for VK_NV_cooperative_matrix; on a device that runs them through the KHR extension
-    // their SPIR-V is rewritten for that.
+    // The cooperative-matrix shaders (the GEMM, the implicit-GEMM conv2d and attention, all on the
+    // GEMM's matrix types) are compiled for VK_NV_cooperative_matrix; on a device that runs them
+    // through the KHR extension their SPIR-V is rewritten for that.
     std::vector<std::uint32_t> khr_code;
-    bool const cooperative = shader == Shader::matmul_coopmat || shader == Shader::attention_coopmat_d64 ||
+    bool const cooperative = shader == Shader::matmul_coopmat || shader == Shader::conv2d_coopmat ||
+                             shader == Shader::conv2d_coopmat_m64 || shader == Shader::attention_coopmat_d64 ||
                              shader == Shader::attention_coopmat_d80 || shader == Shader::attention_coopmat_d96 ||
                              shader == Shader::attention_coopmat_d128 || shader == Shader::attention_coopmat_d256;
     if (cooperative && device_.physical().cooperative_matrix == PhysicalDevice::CooperativeMatrix::khr) {

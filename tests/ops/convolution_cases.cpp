@@ -192,6 +192,15 @@ std::vector<Problem> gemm_problems() {
         {1, 16, 8, 8, 130, 1, 1, {.stride = {2, 2}}},
         {3, 24, 5, 5, 20, 1, 1, {}, true},
         {2, 16, 13, 11, 16, 3, 3, {.padding = {1, 1}}},
+        // The Vulkan implicit GEMM's tiles (128 channels x 128 pixels, or 64 x 256 for groups of at
+        // most 64 outputs): two channel tiles and a partial last pixel tile; groups 2 at stride 2
+        // over three pixel tiles; k of 153 (weights element by element, a partial last k step); a
+        // 1x1 stride 2 with more channels than a tile; a 5x5 window with dilation along x.
+        {3, 32, 19, 17, 144, 3, 3, {.padding = {1, 1}}, true},
+        {2, 64, 37, 35, 96, 3, 3, {.stride = {2, 2}, .padding = {1, 1}, .groups = 2}, true},
+        {1, 17, 23, 21, 33, 3, 3, {.padding = {1, 1}}},
+        {2, 40, 15, 15, 136, 1, 1, {.stride = {2, 2}}, true},
+        {1, 24, 12, 30, 20, 5, 5, {.padding = {2, 2}, .dilation = {1, 2}}},
     };
 }
 
