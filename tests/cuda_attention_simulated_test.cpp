@@ -1,8 +1,8 @@
 // The CUDA attention kernels run through their glue (cuda::ops::run for op::Attention) in the host
 // PTX simulator, against a float64 reference on the inputs as stored: the tensor-core prefill kernel
 // (f16, bf16; causal, masked, grouped-query heads, partial query and key blocks, every native
-// head_dim), the SIMT kernel for f32, and the split-key decode path (partial states and their
-// combine) with several query heads a key/value head. Outputs start poisoned; rows that see no key
+// head_dim), the decode kernel (one split or several, merged by the combine, up to 16 rows a
+// key/value head), the SIMT kernel for f32, and its split-key path for other head_dims. Outputs start poisoned; rows that see no key
 // must come out as zeros.
 #include "support/ptx_simulator.hpp"
 #include "support/test_support.hpp"
@@ -152,8 +152,9 @@ void check(Case const& c) {
 }
 
 TEST(CudaAttentionSimulated, TensorCorePrefillMatchesFloat64) {
-    check({DType::f16, 2, 70, 90, 4, 2, 64, true, 20, false, "attention_tc_f16_d64"});    // partial q and key blocks
-    check({DType::bf16, 1, 33, 40, 2, 2, 80, false, 7, true, "attention_tc_bf16_d80_w4_mask"});
+    check({DType::f16, 2, 70, 90, 4, 2, 64, true, 20, false, "attention_tc_f16_d64_w4_m2"});  // partial q and key blocks
+    check({DType::f16, 1, 150, 200, 2, 1, 128, true, 50, false, "attention_tc_f16_d128_w4_m2"});  // several key blocks
+    check({DType::bf16, 1, 33, 40, 2, 2, 80, false, 7, true, "attention_tc_bf16_d80_w4_m2_mask"});
     check({DType::f16, 1, 20, 24, 2, 1, 96, true, -3, false, "attention_tc_f16_d96"});   // first rows see no key
     check({DType::bf16, 1, 9, 130, 2, 1, 128, true, 121, false, "attention_tc_bf16_d128"});
     check({DType::f16, 1, 17, 64, 2, 2, 256, false, 47, false, "attention_tc_f16_d256"});
@@ -165,8 +166,16 @@ TEST(CudaAttentionSimulated, SimtF32MatchesFloat64) {
     check({DType::f32, 1, 5, 40, 1, 1, 256, true, 35, false, "attention_simt_f32_d256_w1"});  // one tile slot
 }
 
+TEST(CudaAttentionSimulated, DecodeKernelMatchesFloat64) {
+    check({DType::f16, 2, 1, 300, 4, 1, 128, true, 299, false, "attention_decode_f16_d128_w4_partial"});
+    check({DType::bf16, 1, 3, 200, 8, 2, 80, false, 0, false, "attention_decode_bf16_d80_w4_partial"});  // 12 rows
+    check({DType::f16, 1, 2, 150, 16, 2, 64, true, 140, false, "attention_decode_f16_d64_w4_partial"});  // 16 rows
+    check({DType::bf16, 1, 1, 100, 2, 2, 96, true, 99, false, "attention_decode_bf16_d96_w4"});           // one split
+    check({DType::f16, 1, 2, 40, 4, 4, 256, true, -1, false, "attention_decode_f16_d256_w4"});            // row 0 sees no key
+}
+
 TEST(CudaAttentionSimulated, SplitKeyDecodeMatchesFloat64) {
-    check({DType::f16, 2, 1, 300, 4, 1, 128, true, 299, false, "attention_simt_f16_d128_w2_r4_partial"});
+    check({DType::f16, 2, 1, 300, 4, 1, 40, true, 299, false, "attention_simt_f16_d40"});
     check({DType::bf16, 1, 2, 200, 4, 2, 80, false, 198, true, "attention_simt_bf16_d80"});
     check({DType::f32, 1, 1, 129, 2, 2, 64, true, 128, false, "attention_simt_f32_d64"});
 }

@@ -24,6 +24,10 @@ TEST(PtxAttention, RejectsConfigsItCannotBuild) {
     EXPECT_THROW(check_attention_config({.element = DType::f32}), BuildError) << "tensor cores take 16-bit elements";
     EXPECT_THROW(check_attention_config({.warps = 2}), BuildError);
     EXPECT_THROW(check_attention_config({.partial = true}), BuildError);
+    EXPECT_THROW(check_attention_config({.warp_tiles = 3}), BuildError);
+    EXPECT_THROW(check_attention_config({.head_dim = 256, .warps = 8, .warp_tiles = 2}), BuildError) << "too much shared memory";
+    EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::decode, .mask = true}), BuildError);
+    EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::decode, .head_dim = 40}), BuildError);
     EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::simt, .element = DType::i32}), BuildError);
     EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::simt, .rows = 9}), BuildError);
     EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::simt, .element = DType::f32, .head_dim = 256,
@@ -40,6 +44,10 @@ TEST(PtxAttention, NamesSpellEveryFieldAndSharedMemoryFits) {
                               .warps = 2, .rows = 4, .partial = true}),
               "rayo_attention_simt_bf16_d80_w2_r4_mask_partial");
     EXPECT_EQ(attention_shared_bytes({}), (64u + 256u) * 272u);
+    EXPECT_EQ(attention_name({.warp_tiles = 2}), "rayo_attention_tc_f16_d128_w4_m2");
+    EXPECT_EQ(attention_shared_bytes({.warp_tiles = 2}), (128u + 256u) * 272u);
+    EXPECT_EQ(attention_name({.algorithm = AttentionAlgorithm::decode, .partial = true}), "rayo_attention_decode_f16_d128_w4_partial");
+    EXPECT_EQ(attention_shared_bytes({.algorithm = AttentionAlgorithm::decode}), (16u + 4u * 64u) * 272u);
     std::set<std::string> names;
     for (AttentionConfig const& c : attention_configs()) {
         EXPECT_TRUE(names.insert(attention_name(c)).second) << "two variants named " << attention_name(c);
@@ -81,12 +89,17 @@ TEST(PtxAttention, EveryVariantAssemblesForSm80AndSm90) {
     }
 }
 
-// The prefill kernel of head_dim 128 keeps q, S and O in registers without spilling.
-TEST(PtxAttention, PrefillKernelDoesNotSpill) {
+// The kernels rayo runs for head_dim 128 keep their fragments, S and O in registers: decode and the
+// one-tile prefill without spilling; the two-tile prefill (O and S of 32 rows, 192 registers) at
+// the 255-register limit with at most a few registers spilled.
+TEST(PtxAttention, Head128KernelsKeepTheirStateInRegisters) {
     RAYO_SKIP_WITHOUT_PTXAS();
     namespace fs = std::filesystem;
-    for (DType e : {DType::f16, DType::bf16}) {
-        Kernel const kernel = attention({.element = e});
+    for (AttentionConfig const& c : {AttentionConfig{.element = DType::f16, .warp_tiles = 2},
+                                     AttentionConfig{.element = DType::bf16, .warp_tiles = 2},
+                                     AttentionConfig{.element = DType::f16},
+                                     AttentionConfig{.algorithm = AttentionAlgorithm::decode, .partial = true}}) {
+        Kernel const kernel = attention(c);
         fs::path const dir = fs::path(RAYO_PTX_TEST_DIR);
         fs::create_directories(dir);
         fs::path const source = dir / (kernel.name() + ".usage.ptx"), log = dir / (kernel.name() + ".usage.log");
@@ -99,7 +112,7 @@ TEST(PtxAttention, PrefillKernelDoesNotSpill) {
         std::smatch match;
         std::string const s = text.str();
         ASSERT_TRUE(std::regex_search(s, match, std::regex(R"((\d+) bytes spill stores)"))) << s;
-        EXPECT_EQ(std::stoi(match[1]), 0) << s;
+        EXPECT_LE(std::stoi(match[1]), c.warp_tiles == 2 ? 32 : 0) << s;
     }
 }
 

@@ -1,8 +1,9 @@
 // The attention family on CUDA (rayo/ptx/kernels/attention.hpp): f16 and bf16 prefill on the
 // tensor cores (flash attention, 64 query rows a block) for head_dim 64, 80, 96, 128 and 256 and
 // 16-byte aligned operands; f32, other head_dims up to 256, unaligned views, and a few query rows a
-// key/value head (decode against a KV cache) on the SIMT kernel, whose warps split the keys when the
-// rows alone would leave multiprocessors idle, their partial states merged by attention_combine.
+// key/value head (decode against a KV cache) on the decode kernel (a block a split of 128 keys) or,
+// masked or outside its shapes, the SIMT kernel, whose warps split the keys when the rows alone
+// would leave multiprocessors idle; split partial states are merged by attention_combine.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -22,10 +23,15 @@ namespace kernels = ptx::kernels;
 
 constexpr std::array<std::size_t, 5> tensor_core_head_dims{64, 80, 96, 128, 256};
 constexpr std::size_t max_head_dim = 256;
-constexpr unsigned tc_rows = 64;     // query rows a tensor-core block (4 warps)
+// A tensor-core block: 4 warps of two m16 row tiles (128 query rows) up to head_dim 128, whose
+// O, S and row state fit the registers; one tile a warp (64 rows) for head_dim 256.
+constexpr unsigned tc_warps = 4;
+unsigned tc_warp_tiles(std::size_t head_dim) { return head_dim <= 128 ? 2 : 1; }
 constexpr unsigned split_tile = 32;  // keys a SIMT tile
 // A split of the keys spans at least this many keys (4 tiles), so its fixed costs stay small.
 constexpr std::size_t min_split_keys = 128;
+constexpr std::size_t decode_rows = 16;   // query rows a decode block (one m16 tile)
+constexpr std::int64_t decode_split = 128;  // keys a decode block (4 warps of 32)
 
 // q, k, v and out start on 16-byte boundaries and their rows are multiples of 16 bytes.
 bool aligned(op::Attention const& a, OpViews const& v) {
@@ -39,7 +45,10 @@ bool takes_tensor_cores(op::Attention const& a, OpViews const& v, int multiproce
         std::ranges::find(tensor_core_head_dims, a.head_dim) == tensor_core_head_dims.end())
         return false;
     std::size_t const group = a.heads / a.kv_heads;
-    std::size_t const blocks = a.batch * a.heads * ((a.q_len + tc_rows - 1) / tc_rows);
+    std::size_t const rows = tc_warps * 16 * tc_warp_tiles(a.head_dim);
+    std::size_t const row_blocks = (a.q_len + rows - 1) / rows;
+    if (row_blocks > 65535) return false;  // the grid's y
+    std::size_t const blocks = a.batch * a.heads * row_blocks;
     // A few rows a key/value head (decode) read the keys once on the SIMT kernel instead.
     return a.q_len > 4 && !(a.q_len * group <= 64 && blocks < static_cast<std::size_t>(multiprocessors));
 }
@@ -69,8 +78,10 @@ FrameArguments frame_arguments(KernelRunner& runner, op::Attention const& a, OpV
 
 void run_tensor_cores(KernelRunner& runner, op::Attention const& a, OpViews const& v, FrameArguments const& f) {
     kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::tensor_core, .element = v.in[0].dtype,
-                                          .head_dim = static_cast<unsigned>(a.head_dim), .mask = f.mask != 0, .warps = 4};
-    LaunchDims const dims{.grid = {static_cast<unsigned>((a.q_len + tc_rows - 1) / tc_rows), static_cast<unsigned>(a.heads),
+                                          .head_dim = static_cast<unsigned>(a.head_dim), .mask = f.mask != 0, .warps = tc_warps,
+                                          .warp_tiles = tc_warp_tiles(a.head_dim)};
+    std::size_t const rows = config.warps * 16 * config.warp_tiles;
+    LaunchDims const dims{.grid = {static_cast<unsigned>(a.heads), static_cast<unsigned>((a.q_len + rows - 1) / rows),
                                    static_cast<unsigned>(a.batch)},
                           .block = {config.warps * 32, 1, 1},
                           .shared_bytes = kernels::attention_shared_bytes(config)};
@@ -78,6 +89,50 @@ void run_tensor_cores(KernelRunner& runner, op::Attention const& a, OpViews cons
     key << "attention/" << kernels::attention_name(config) << "/" << ptx::to_string(runner.target());
     runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
                f.kv_len, f.heads, f.kv_heads, f.query_offset, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row);
+}
+
+// attention_combine over the partial states of `splits` splits of every output row.
+void run_combine(KernelRunner& runner, DType type, unsigned d, std::uint64_t partials, std::uint64_t out,
+                 std::uint64_t output_rows, unsigned splits) {
+    KernelKey combine;
+    combine << "attention_combine/" << to_string(type) << "/d" << d << "/" << ptx::to_string(runner.target());
+    LaunchDims const dims{.grid = {static_cast<unsigned>(output_rows), 1, 1}, .block = {kernels::attention_combine_threads, 1, 1}};
+    runner.run(combine.view(), [type, d] { return kernels::attention_combine(type, d); }, dims, partials, out,
+               static_cast<std::uint32_t>(output_rows), static_cast<std::uint32_t>(splits));
+}
+
+// Decode (a few query rows a key/value head, no mask, the tensor cores' head_dims): one block a
+// split of 128 keys of a (batch, key/value head), every key read once, the splits merged by
+// attention_combine.
+bool takes_decode(op::Attention const& a, OpViews const& v) {
+    return v.in[0].dtype != DType::f32 && aligned(a, v) && !a.has_mask && a.q_len * (a.heads / a.kv_heads) <= decode_rows &&
+           std::ranges::find(tensor_core_head_dims, a.head_dim) != tensor_core_head_dims.end();
+}
+
+void run_decode(KernelRunner& runner, op::Attention const& a, OpViews const& v, FrameArguments const& f) {
+    DType const type = v.in[0].dtype;
+    auto const d = static_cast<unsigned>(a.head_dim);
+    // Keys any row sees: the causal limit of the last row may end them early.
+    std::int64_t const seen = a.causal ? std::clamp<std::int64_t>(std::int64_t{f.query_offset} + static_cast<std::int64_t>(a.q_len), 0,
+                                                                   static_cast<std::int64_t>(a.kv_len))
+                                       : static_cast<std::int64_t>(a.kv_len);
+    auto const splits = static_cast<unsigned>(std::max<std::int64_t>((seen + decode_split - 1) / decode_split, 1));
+    bool const partial = splits > 1;
+    kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::decode, .element = type, .head_dim = d,
+                                          .warps = 4, .partial = partial};
+    std::uint64_t const output_rows = a.batch * a.q_len * a.heads;
+    std::optional<TemporaryBuffer> states;
+    if (partial) states.emplace(runner, kernels::attention_partial_bytes(output_rows, splits, d));
+    std::uint64_t const partials = partial ? states->address() : 0;
+    LaunchDims const dims{.grid = {splits, static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(a.batch)},
+                          .block = {config.warps * 32, 1, 1},
+                          .shared_bytes = kernels::attention_shared_bytes(config)};
+    KernelKey key;
+    key << "attention/" << kernels::attention_name(config) << "/" << ptx::to_string(runner.target());
+    runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
+               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row,
+               static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits), partials);
+    if (partial) run_combine(runner, type, d, partials, f.out, output_rows, splits);
 }
 
 void run_simt(KernelRunner& runner, op::Attention const& a, OpViews const& v, FrameArguments const& f) {
@@ -112,12 +167,7 @@ void run_simt(KernelRunner& runner, op::Attention const& a, OpViews const& v, Fr
     runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
                f.kv_len, f.heads, f.kv_heads, f.query_offset, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row,
                static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits), split_keys, partials);
-    if (!partial) return;
-    KernelKey combine;
-    combine << "attention_combine/" << to_string(type) << "/d" << d << "/" << ptx::to_string(runner.target());
-    LaunchDims const combine_dims{.grid = {static_cast<unsigned>((output_rows + 3) / 4), 1, 1}, .block = {128, 1, 1}};
-    runner.run(combine.view(), [type, d] { return kernels::attention_combine(type, d); }, combine_dims, partials, f.out,
-               static_cast<std::uint32_t>(output_rows), static_cast<std::uint32_t>(splits));
+    if (partial) run_combine(runner, type, d, partials, f.out, output_rows, splits);
 }
 
 }  // namespace
@@ -136,6 +186,7 @@ void run(KernelRunner& runner, op::Attention const& a, OpViews const& v) {
     if (v.out[0].numel() == 0) return;
     FrameArguments const f = frame_arguments(runner, a, v);
     if (takes_tensor_cores(a, v, runner.multiprocessor_count())) run_tensor_cores(runner, a, v, f);
+    else if (takes_decode(a, v)) run_decode(runner, a, v, f);
     else run_simt(runner, a, v, f);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 #include <string>
 
 #include "ptx/kernels/element_access.hpp"
@@ -13,6 +14,8 @@ namespace rayo::ptx::kernels {
 namespace detail {
 Kernel attention_tensor_core(AttentionConfig const& config);  // attention_tensor_core.cpp
 Kernel attention_simt(AttentionConfig const& config);         // attention_simt.cpp
+Kernel attention_decode(AttentionConfig const& config);       // attention_decode.cpp
+unsigned attention_decode_shared_bytes(AttentionConfig const& config);
 }  // namespace detail
 
 namespace {
@@ -24,17 +27,26 @@ constexpr std::array<unsigned, 5> head_dims{64, 80, 96, 128, 256};
 void check_attention_config(AttentionConfig const& c) {
     std::string const name = "ptx kernel 'attention'";
     element_detail::check_floating(name, c.element);
-    bool const tc = c.algorithm == AttentionAlgorithm::tensor_core;
+    bool const tc = c.algorithm != AttentionAlgorithm::simt;  // tensor_core or decode
     if (tc && std::ranges::find(head_dims, c.head_dim) == head_dims.end())
         throw BuildError(name + ": head_dim " + std::to_string(c.head_dim) + " is not 64, 80, 96, 128 or 256");
     if (c.head_dim < 1 || c.head_dim > 256) throw BuildError(name + ": head_dim " + std::to_string(c.head_dim) + " is not 1 to 256");
     if (c.aligned && c.head_dim * (element_detail::is_16bit(c.element) ? 2 : 4) % 16 != 0)
         throw BuildError(name + ": aligned rows are multiples of 16 bytes");
-    if (tc) {
+    if (c.algorithm == AttentionAlgorithm::decode) {
+        if (!c.aligned) throw BuildError(name + ": decode takes aligned operands");
+        if (!element_detail::is_16bit(c.element)) throw BuildError(name + ": decode takes f16 or bf16");
+        if (c.warps != 4) throw BuildError(name + ": decode blocks have 4 warps");
+        if (c.mask) throw BuildError(name + ": decode reads no mask");
+    } else if (tc) {
         if (!c.aligned) throw BuildError(name + ": tensor_core takes aligned operands");
         if (!element_detail::is_16bit(c.element)) throw BuildError(name + ": tensor_core takes f16 or bf16");
         if (c.warps != 4 && c.warps != 8) throw BuildError(name + ": tensor_core blocks have 4 or 8 warps");
+        if (c.warp_tiles != 1 && c.warp_tiles != 2) throw BuildError(name + ": tensor_core warps take 1 or 2 row tiles");
         if (c.partial) throw BuildError(name + ": tensor_core writes no partial states");
+        if (attention_shared_bytes(c) > 227 * 1024)
+            throw BuildError(name + ": " + std::to_string(c.warps * 16 * c.warp_tiles) + " query rows of " +
+                             std::to_string(c.head_dim) + " need more than 227 KiB of shared memory");
     } else {
         if (c.warps < 1 || c.warps > 8) throw BuildError(name + ": simt blocks have 1 to 8 warps");
         if (c.rows < 1 || c.rows > 8) throw BuildError(name + ": simt warps take 1 to 8 rows");
@@ -44,10 +56,11 @@ void check_attention_config(AttentionConfig const& c) {
 }
 
 std::string attention_name(AttentionConfig const& c) {
-    bool const tc = c.algorithm == AttentionAlgorithm::tensor_core;
-    std::string name = std::string("rayo_attention_") + (tc ? "tc_" : "simt_") + std::string(to_string(c.element)) + "_d" +
+    bool const tc = c.algorithm == AttentionAlgorithm::tensor_core, simt = c.algorithm == AttentionAlgorithm::simt;
+    std::string name = std::string("rayo_attention_") + (tc ? "tc_" : simt ? "simt_" : "decode_") + std::string(to_string(c.element)) + "_d" +
                        std::to_string(c.head_dim) + "_w" + std::to_string(c.warps);
-    if (!tc) name += "_r" + std::to_string(c.rows);
+    if (simt) name += "_r" + std::to_string(c.rows);
+    if (tc && c.warp_tiles != 1) name += "_m" + std::to_string(c.warp_tiles);
     if (c.mask) name += "_mask";
     if (c.partial) name += "_partial";
     if (!c.aligned) name += "_u";
@@ -56,8 +69,12 @@ std::string attention_name(AttentionConfig const& c) {
 
 Kernel attention(AttentionConfig const& config) {
     check_attention_config(config);
-    return config.algorithm == AttentionAlgorithm::tensor_core ? detail::attention_tensor_core(config)
-                                                               : detail::attention_simt(config);
+    switch (config.algorithm) {
+    case AttentionAlgorithm::tensor_core: return detail::attention_tensor_core(config);
+    case AttentionAlgorithm::decode: return detail::attention_decode(config);
+    case AttentionAlgorithm::simt: break;
+    }
+    return detail::attention_simt(config);
 }
 
 unsigned attention_simt_warps(DType element, unsigned head_dim, unsigned rows) {
@@ -67,8 +84,9 @@ unsigned attention_simt_warps(DType element, unsigned head_dim, unsigned rows) {
 
 unsigned attention_shared_bytes(AttentionConfig const& c) {
     if (c.algorithm == AttentionAlgorithm::simt) return c.warps * attention_simt_warp_bytes(c);
+    if (c.algorithm == AttentionAlgorithm::decode) return detail::attention_decode_shared_bytes(c);
     unsigned const stride = c.head_dim * 2 + 16;
-    return (c.warps * 16 + 4 * 64) * stride;
+    return (c.warps * 16 * c.warp_tiles + 4 * 64) * stride;
 }
 
 std::uint64_t attention_partial_bytes(std::uint64_t rows, unsigned splits, unsigned head_dim) {
@@ -80,9 +98,14 @@ std::vector<AttentionConfig> attention_configs() {
     for (unsigned d : head_dims)
         for (bool mask : {false, true}) {
             for (DType e : {DType::f16, DType::bf16})
-                for (unsigned warps : {4u, 8u})
+                for (auto [warps, tiles] : {std::pair{4u, 1u}, std::pair{8u, 1u}, std::pair{4u, 2u}})
                     configs.push_back({.algorithm = AttentionAlgorithm::tensor_core, .element = e, .head_dim = d,
-                                       .mask = mask, .warps = warps});
+                                       .mask = mask, .warps = warps, .warp_tiles = tiles});
+            if (!mask)
+                for (DType e : {DType::f16, DType::bf16})
+                    for (bool partial : {false, true})
+                        configs.push_back({.algorithm = AttentionAlgorithm::decode, .element = e, .head_dim = d,
+                                           .partial = partial});
             for (DType e : {DType::f32, DType::f16, DType::bf16})
                 for (unsigned rows : {1u, 2u, 4u})
                     for (bool partial : {false, true})

@@ -347,55 +347,93 @@ Kernel attention_simt(AttentionConfig const& c) {
 }  // namespace detail
 
 Kernel attention_combine(DType element, unsigned head_dim) {
+    constexpr unsigned warps = attention_combine_threads / 32, unroll = 4;
     unsigned const d = head_dim, steps = (d + 31) / 32;
     element_detail::check_floating("rayo_attention_combine", element);
     Kernel k("rayo_attention_combine" + element_detail::element_suffix(element) + "_d" + std::to_string(d));
-    k.max_threads(128);
+    k.max_threads(attention_combine_threads);
     Reg const partials = k.cvta_to_global(k.param(Type::u64, "partials"));
     Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
     Reg const rows = k.param(Type::u32, "rows");
     Reg const splits = k.param(Type::u32, "splits");
+    Symbol const shared = k.shared_array("states", Type::f32, warps * (2 + d), 16);
     Reg const tid = k.special(Special::tid_x);
-    Reg const lane = k.and_(tid, 31u);
-    Reg const row = k.add(k.mul(k.special(Special::ctaid_x), 4u), k.shr(tid, 5u));
-    k.if_then(k.setp(Cmp::lt, row, rows), [&] {
-        Reg const states = k.add(partials, k.mul(k.mul_wide(row, splits), std::uint64_t{8}));
-        Reg const acc_rows = k.add(k.add(partials, k.mul(k.mul_wide(rows, splits), std::uint64_t{8})),
-                                   k.mul(k.mul_wide(row, splits), std::uint64_t{d * 4u}));
-        Reg const s = k.reg(Type::u32);
-        Reg const top = k.mov(Type::f32, minus_infinity);
-        k.for_range(s, 0u, splits, 1u, [&] {
-            k.max(top, top, k.ld(Space::global, Type::f32, Address(k.add(states, k.mul_wide(s, 8u)))));
-        });
-        Reg const subtract = k.selp(0.0f, top, k.setp(Cmp::eq, top, minus_infinity), Type::f32);
-        Reg const total = k.mov(Type::f32, 0.0f);
-        std::vector<Reg> acc(steps), inside(steps);
-        for (unsigned i = 0; i < steps; ++i) {
-            acc[i] = k.mov(Type::f32, 0.0f);
-            if ((i + 1) * 32 > d) inside[i] = k.setp(Cmp::lt, k.add(lane, i * 32), d);
-        }
-        Reg const lane_bytes = k.cvt(Type::u64, k.shl(lane, 2u));
-        k.for_range(s, 0u, splits, 1u, [&] {
-            auto const ml = k.ld_vector(Space::global, Type::f32, 2, Address(k.add(states, k.mul_wide(s, 8u))));
-            Reg const weight = k.ex2_approx(k.sub(ml[0], subtract));
-            k.fma(total, ml[1], weight, total);
-            Reg const at = k.add(k.add(acc_rows, k.mul_wide(s, d * 4)), lane_bytes);
+    Reg const lane = k.and_(tid, 31u), warp = k.shr(tid, 5u);
+    Reg const row = k.special(Special::ctaid_x);
+    Reg const states = k.add(partials, k.mul(k.mul_wide(row, splits), std::uint64_t{8}));
+    Reg const acc_rows = k.add(k.add(partials, k.mul(k.mul_wide(rows, splits), std::uint64_t{8})),
+                               k.mul(k.mul_wide(row, splits), std::uint64_t{d * 4u}));
+    std::vector<Reg> inside(steps);
+    for (unsigned i = 0; i < steps; ++i)
+        if ((i + 1) * 32 > d) inside[i] = k.setp(Cmp::lt, k.add(lane, i * 32), d);
+    Reg const lane_bytes = k.cvt(Type::u64, k.shl(lane, 2u));
+
+    k.comment("each warp: splits warp, warp + 8, ..., `unroll` at a time, under a running max");
+    Reg const m = k.mov(Type::f32, minus_infinity), l = k.mov(Type::f32, 0.0f);
+    std::vector<Reg> acc(steps);
+    for (Reg& a : acc) a = k.mov(Type::f32, 0.0f);
+    Reg const s = k.reg(Type::u32);
+    k.for_range(s, warp, splits, warps * unroll, [&] {
+        std::vector<Reg> ms(unroll), ls(unroll);
+        std::vector<std::vector<Reg>> values(unroll, std::vector<Reg>(steps));
+        for (unsigned u = 0; u < unroll; ++u) {
+            Reg const split = k.add(s, u * warps);
+            Reg const valid = k.setp(Cmp::lt, split, splits);
+            ms[u] = k.mov(Type::f32, minus_infinity);
+            ls[u] = k.mov(Type::f32, 0.0f);
+            std::vector<Reg> const pair{ms[u], ls[u]};
+            k.predicated(valid, true, [&] {
+                k.ld_vector(pair, Space::global, Type::f32, Address(k.add(states, k.mul_wide(split, 8u))));
+            });
+            Reg const at = k.add(k.add(acc_rows, k.mul_wide(split, d * 4)), lane_bytes);
             for (unsigned i = 0; i < steps; ++i) {
-                auto const add = [&] {
-                    k.fma(acc[i], k.ld(Space::global, Type::f32, Address(at, static_cast<std::int64_t>(i * 128))), weight, acc[i]);
-                };
-                if (inside[i].valid()) k.predicated(inside[i], true, add);
-                else add();
+                values[u][i] = k.mov(Type::f32, 0.0f);
+                Reg const ok = inside[i].valid() ? k.and_pred(valid, inside[i]) : valid;
+                k.predicated(ok, true, [&] {
+                    k.ld(values[u][i], Space::global, Type::f32, Address(at, static_cast<std::int64_t>(i * 128)));
+                });
             }
-        });
-        Reg const inverse = inverse_sum(k, total);
-        Reg const out_row = k.add(out, k.mul_wide(row, d * static_cast<unsigned>(bytes_for(element, 1))));
-        for (unsigned i = 0; i < steps; ++i) {
-            Reg const at = k.add(out_row, k.mul_wide(k.add(lane, i * 32), static_cast<unsigned>(bytes_for(element, 1))));
-            auto const store = [&] { element_detail::store(k, element, Address(at), k.mul(acc[i], inverse)); };
-            if (inside[i].valid()) k.if_then(inside[i], store);
-            else store();
         }
+        Reg top = m;
+        for (Reg x : ms) top = k.max(top, x);
+        SoftmaxStep const step = softmax_step(k, m, top);
+        k.mul(l, l, step.alpha);
+        for (Reg a : acc) k.mul(a, a, step.alpha);
+        for (unsigned u = 0; u < unroll; ++u) {
+            Reg const weight = k.ex2_approx(k.sub(ms[u], step.subtract));
+            k.fma(l, ls[u], weight, l);
+            for (unsigned i = 0; i < steps; ++i) k.fma(acc[i], values[u][i], weight, acc[i]);
+        }
+    });
+
+    k.comment("the warps' states meet in shared memory: m and l of warp w at w, w + 8, acc after");
+    Reg const base = k.shared_address(shared);
+    Reg const acc_at = k.add(base, 2 * warps * 4);
+    k.if_then(k.setp(Cmp::eq, lane, 0u), [&] {
+        k.st(Space::shared, Type::f32, Address(k.add(base, k.shl(warp, 2u))), m);
+        k.st(Space::shared, Type::f32, Address(k.add(base, k.shl(k.add(warp, warps), 2u))), l);
+    });
+    for (unsigned i = 0; i < steps; ++i) {
+        auto const store = [&] {
+            k.st(Space::shared, Type::f32, Address(k.add(acc_at, k.shl(k.add(k.mul(warp, d), k.add(lane, i * 32)), 2u))), acc[i]);
+        };
+        if (inside[i].valid()) k.if_then(inside[i], store);
+        else store();
+    }
+    k.bar_sync();
+    k.if_then(k.setp(Cmp::lt, tid, d), [&] {
+        std::vector<Reg> wm(warps);
+        Reg top = k.mov(Type::f32, minus_infinity);
+        for (unsigned w = 0; w < warps; ++w) top = k.max(top, wm[w] = k.ld(Space::shared, Type::f32, Address(base, w * 4)));
+        Reg const subtract = k.selp(0.0f, top, k.setp(Cmp::eq, top, minus_infinity), Type::f32);
+        Reg total = k.mov(Type::f32, 0.0f), sum = k.mov(Type::f32, 0.0f);
+        for (unsigned w = 0; w < warps; ++w) {
+            Reg const weight = k.ex2_approx(k.sub(wm[w], subtract));
+            total = k.fma(k.ld(Space::shared, Type::f32, Address(base, (warps + w) * 4)), weight, total);
+            sum = k.fma(k.ld(Space::shared, Type::f32, Address(k.add(acc_at, k.shl(tid, 2u)), w * d * 4)), weight, sum);
+        }
+        Reg const at = k.add(out, k.mul_wide(k.add(k.mul(row, d), tid), static_cast<unsigned>(bytes_for(element, 1))));
+        element_detail::store(k, element, Address(at), k.mul(sum, inverse_sum(k, total)));
     });
     return k;
 }

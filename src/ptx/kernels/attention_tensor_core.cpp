@@ -1,6 +1,7 @@
 // The tensor-core flash-attention kernel (rayo/ptx/kernels/attention.hpp, algorithm tensor_core).
 //
-// Shared memory: the block's q tile, then two slots of (k tile, v tile) of 64 keys; every tile row
+// A warp owns warp_tiles m16 tiles of query rows (32 rows with 2: every k and v fragment it
+// loads feeds two mma). Shared memory: the block's q tile, then two slots of (k tile, v tile) of 64 keys; every tile row
 // is head_dim 16-bit elements and 16 padding bytes, so the 8 rows one ldmatrix phase reads start
 // on 8 different 16-byte bank groups (the row length is an odd number of 16-byte chunks).
 //
@@ -79,11 +80,19 @@ Reg pack_pair(Kernel& k, DType element, Reg lo, Reg hi) {
 
 namespace detail {
 
+// The first of the lane's query rows: the block's first row + warp · warp_rows + lane / 4.
+Reg first_lane_row(Kernel& k, unsigned warps, unsigned warp_rows) {
+    Reg const tid = k.special(Special::tid_x);
+    Reg const block = k.sub(k.sub(k.special(Special::nctaid_y), 1u), k.special(Special::ctaid_y));
+    return k.add(k.mul(block, warps * warp_rows), k.add(k.mul(k.shr(tid, 5u), warp_rows), k.shr(k.and_(tid, 31u), 2u)));
+}
+
 Kernel attention_tensor_core(AttentionConfig const& c) {
-    unsigned const d = c.head_dim, warps = c.warps, threads = warps * 32, block_rows = warps * 16;
+    unsigned const d = c.head_dim, warps = c.warps, tiles = c.warp_tiles, threads = warps * 32;
+    unsigned const warp_rows = 16 * tiles, block_rows = warps * warp_rows;
     unsigned const stride = d * 2 + 16, tile_bytes = key_block * stride, q_bytes = block_rows * stride;
     unsigned const k_steps = d / 16, o_tiles = d / 8;
-    bool const q_in_registers = d <= 128;
+    bool const q_in_registers = d * tiles <= 128;
     Type const input = c.element == DType::f16 ? Type::f16 : Type::bf16;
 
     Kernel k(attention_name(c));
@@ -94,11 +103,12 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
     Reg const lane = k.and_(tid, 31u), warp = k.shr(tid, 5u);
     Reg const g = k.shr(lane, 2u), t = k.and_(lane, 3u);
 
-    // ---- the block's rows: the longest causal blocks first
+    // ---- the block's rows: blocks start heads first, row blocks last to first, so the longest
+    // causal blocks of every head start first and the short ones fill the tail
     k.comment("block: rows, head, batch; the key blocks its rows see");
-    Reg const block = k.sub(k.sub(k.special(Special::nctaid_x), 1u), k.special(Special::ctaid_x));
+    Reg const block = k.sub(k.sub(k.special(Special::nctaid_y), 1u), k.special(Special::ctaid_y));
     Reg const row0 = k.mul(block, block_rows);
-    Reg const h = k.special(Special::ctaid_y), b = k.special(Special::ctaid_z);
+    Reg const h = k.special(Special::ctaid_x), b = k.special(Special::ctaid_z);
     Reg const hk = k.div(h, k.div(f.heads, f.kv_heads));
     Reg const last_row = k.sub(k.min(k.add(row0, block_rows), f.q_len), 1u);
     Reg const keys_seen = k.max(k.add(last_visible_key(k, f, last_row), 1), 0);
@@ -118,8 +128,8 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
         Reg const slot = k.add(kv_smem, k.mul(k.and_(jb, 1u), 2 * tile_bytes));
         Reg const offset = k.mul(k.cvt(Type::u64, jb), kv_block_bytes);
         Reg const left = k.sub(f.kv_len, k.mul(jb, key_block));
-        kv_copy.issue(k, slot, k.add(k_first, offset), left, f.k);
-        kv_copy.issue(k, k.add(slot, tile_bytes), k.add(v_first, offset), left, f.v);
+        kv_copy.issue(k, slot, k.add(k_first, offset), left, k_first);
+        kv_copy.issue(k, k.add(slot, tile_bytes), k.add(v_first, offset), left, v_first);
     };
 
     k.comment("prologue: q, then key block 0");
@@ -131,55 +141,63 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
     k.cp_async_wait(1);
     k.bar_sync();
 
-    // ---- per-lane ldmatrix offsets
+    // ---- per-lane ldmatrix offsets; the warp's row tiles
     Reg const lane_row16 = k.and_(lane, 15u), lane_half = k.shr(lane, 4u);
-    Reg const q_offset = k.add(smem, k.add(k.mul(k.add(k.mul(warp, 16u), lane_row16), stride), k.shl(lane_half, 4u)));
+    Reg const q_offset = k.add(smem, k.add(k.mul(k.add(k.mul(warp, warp_rows), lane_row16), stride), k.shl(lane_half, 4u)));
     Reg const k_offset = k.add(k.mul(k.add(k.and_(lane, 7u), k.shl(lane_half, 3u)), stride),
                                k.shl(k.and_(k.shr(lane, 3u), 1u), 4u));
     Reg const v_offset = k.add(k.mul(lane_row16, stride), k.shl(lane_half, 4u));
-    auto q_fragment = [&](unsigned ks) { return k.ldmatrix(4, false, k.add(q_offset, ks * 32)); };
-    std::vector<std::vector<Reg>> q_frag;
+    auto q_fragment = [&](unsigned i, unsigned ks) { return k.ldmatrix(4, false, k.add(q_offset, i * 16 * stride + ks * 32)); };
+    std::vector<std::vector<Reg>> q_frag;  // [tile · k_steps + ks]
     if (q_in_registers)
-        for (unsigned ks = 0; ks < k_steps; ++ks) q_frag.push_back(q_fragment(ks));
+        for (unsigned i = 0; i < tiles; ++i)
+            for (unsigned ks = 0; ks < k_steps; ++ks) q_frag.push_back(q_fragment(i, ks));
 
-    // ---- the lane's two rows (g and g + 8 of the warp's 16)
-    Reg const lane_row = k.add(row0, k.add(k.mul(warp, 16u), g));
-    std::vector<Reg> row_end, mask_row;  // per half: the last key seen; the mask row's address
-    for (unsigned half = 0; half < 2; ++half) {
-        Reg const row = k.add(lane_row, half * 8);
-        row_end.push_back(last_visible_key(k, f, row));
-        if (c.mask) mask_row.push_back(mask_row_address(k, f, b, h, k.min(row, k.sub(k.max(f.q_len, 1u), 1u))));
-    }
-    std::vector<Reg> m(2), l(2), o(o_tiles * 4);
-    for (unsigned half = 0; half < 2; ++half) m[half] = k.mov(Type::f32, minus_infinity), l[half] = k.mov(Type::f32, 0.0f);
+    // ---- the lane's rows: g and g + 8 of each of the warp's tiles; per (tile, half) index i·2 + half
+    Reg const lane_row = k.add(row0, k.add(k.mul(warp, warp_rows), g));
+    // The last key row (tile, half) sees, from the lane's first row's (few registers held across
+    // the loop: the masked path alone needs them).
+    Reg const lane_limit = k.add(f.query_offset, k.bitcast(Type::s32, lane_row));
+    Reg const last_key = k.sub(k.bitcast(Type::s32, f.kv_len), 1);
+    auto row_end = [&](unsigned rh) {
+        return k.selp(k.min(last_key, k.add(lane_limit, static_cast<int>(rh * 8))), last_key, f.causal, Type::s32);
+    };
+    std::vector<Reg> mask_row;  // the mask row's address
+    if (c.mask)
+        for (unsigned rh = 0; rh < 2 * tiles; ++rh)
+            mask_row.push_back(mask_row_address(k, f, b, h, k.min(k.add(lane_row, rh * 8), k.sub(k.max(f.q_len, 1u), 1u))));
+    std::vector<Reg> m(2 * tiles), l(2 * tiles), o(tiles * o_tiles * 4);
+    for (unsigned r = 0; r < 2 * tiles; ++r) m[r] = k.mov(Type::f32, minus_infinity), l[r] = k.mov(Type::f32, 0.0f);
     for (Reg& r : o) r = k.mov(Type::f32, 0.0f);
-    std::vector<Reg> s(8 * 4);
+    std::vector<Reg> s(tiles * 8 * 4);  // per tile 8 n-tiles of 4
     for (Reg& r : s) r = k.reg(Type::f32);
     Reg const key_col = k.bitcast(Type::s32, k.shl(t, 1u));  // the lane's first key in an n-tile
 
-    // ---- the key blocks
+    // ---- the key blocks: one barrier each (after it, every warp is done with the slot the next
+    // block goes to, and this block's copies have landed)
     Reg const jb = k.reg(Type::u32);
     k.for_range(jb, 0u, blocks, 1u, [&] {
-        k.bar_sync();  // every warp is done with the slot the next block goes to
+        k.cp_async_wait(0);
+        k.bar_sync();
         Reg const next = k.add(jb, 1u);
         k.if_then(k.setp(Cmp::lt, next, blocks), [&] { issue_block(next); });
         k.cp_async_commit();
-        k.cp_async_wait(1);
-        k.bar_sync();
         Reg const k_slot = k.add(kv_smem, k.mul(k.and_(jb, 1u), 2 * tile_bytes));
         Reg const v_slot = k.add(k_slot, tile_bytes);
 
         k.comment("S = q k^T");
         for (Reg r : s) k.mov(r, 0.0f);
         for (unsigned ks = 0; ks < k_steps; ++ks) {
-            std::vector<Reg> const a = q_in_registers ? q_frag[ks] : q_fragment(ks);
+            std::vector<std::vector<Reg>> a;
+            for (unsigned i = 0; i < tiles; ++i) a.push_back(q_in_registers ? q_frag[i * k_steps + ks] : q_fragment(i, ks));
             for (unsigned np = 0; np < key_block / 16; ++np) {
                 std::vector<Reg> const kf = k.ldmatrix(4, false, k.add(k_slot, k.add(k_offset, np * 16 * stride + ks * 32)));
-                for (unsigned e = 0; e < 2; ++e) {
-                    std::span<Reg const> const acc(s.data() + (np * 2 + e) * 4, 4);
-                    std::vector<Reg> const bf{kf[e * 2], kf[e * 2 + 1]};
-                    k.mma_m16n8k16(input, acc, a, bf, acc);
-                }
+                for (unsigned e = 0; e < 2; ++e)
+                    for (unsigned i = 0; i < tiles; ++i) {
+                        std::span<Reg const> const acc(s.data() + (i * 8 + np * 2 + e) * 4, 4);
+                        std::vector<Reg> const bf{kf[e * 2], kf[e * 2 + 1]};
+                        k.mma_m16n8k16(input, acc, a[i], bf, acc);
+                    }
             }
         }
 
@@ -191,52 +209,63 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
         auto scale_and_hide = [&] {
             scale();
             Reg const lane_key = k.add(block_key, key_col);
-            for (unsigned nt = 0; nt < 8; ++nt)
-                for (unsigned e = 0; e < 4; ++e) {
-                    unsigned const half = e / 2;
-                    Reg const key = k.add(lane_key, static_cast<int>(nt * 8 + e % 2));
-                    Reg const seen = k.setp(Cmp::le, key, row_end[half]);
-                    Reg const r = s[nt * 4 + e];
-                    if (c.mask) {
-                        Reg const at = k.add(mask_row[half], k.shl(k.cvt(Type::u64, k.bitcast(Type::u32, key)), 2u));
-                        k.predicated(seen, true, [&] { k.fma(r, k.ld(Space::global, Type::f32, Address(at)), log2e, r); });
+            std::vector<Reg> ends;
+            for (unsigned rh = 0; rh < 2 * tiles; ++rh) ends.push_back(row_end(rh));
+            for (unsigned i = 0; i < tiles; ++i)
+                for (unsigned nt = 0; nt < 8; ++nt)
+                    for (unsigned e = 0; e < 4; ++e) {
+                        unsigned const rh = i * 2 + e / 2;
+                        Reg const key = k.add(lane_key, static_cast<int>(nt * 8 + e % 2));
+                        Reg const seen = k.setp(Cmp::le, key, ends[rh]);
+                        Reg const r = s[(i * 8 + nt) * 4 + e];
+                        if (c.mask) {
+                            Reg const at = k.add(mask_row[rh], k.shl(k.cvt(Type::u64, k.bitcast(Type::u32, key)), 2u));
+                            k.predicated(seen, true, [&] { k.fma(r, k.ld(Space::global, Type::f32, Address(at)), log2e, r); });
+                        }
+                        k.selp(r, r, minus_infinity, seen);
                     }
-                    k.selp(r, r, minus_infinity, seen);
-                }
         };
         if (c.mask) scale_and_hide();
         else k.if_then_else(k.setp(Cmp::gt, k.add(block_key, static_cast<int>(key_block - 1)), first_row_end), scale_and_hide, scale);
 
         k.comment("online softmax: row max over the quad, P = exp2(S - max), rescale O and l");
-        for (unsigned half = 0; half < 2; ++half) {
-            Reg block_max = s[half * 2];
-            for (unsigned nt = 0; nt < 8; ++nt)
-                for (unsigned e = 0; e < 2; ++e) block_max = k.max(block_max, s[nt * 4 + half * 2 + e]);
-            SoftmaxStep const step = softmax_step(k, m[half], butterfly_max(k, block_max, 2));
-            Reg sum = k.mov(Type::f32, 0.0f);
-            for (unsigned nt = 0; nt < 8; ++nt)
-                for (unsigned e = 0; e < 2; ++e) {
-                    Reg const r = s[nt * 4 + half * 2 + e];
-                    k.mov(r, k.ex2_approx(k.sub(r, step.subtract)));
-                    sum = k.add(sum, r);
-                }
-            k.fma(l[half], l[half], step.alpha, sum);
-            for (unsigned nt = 0; nt < o_tiles; ++nt)
-                for (unsigned e = 0; e < 2; ++e) k.mul(o[nt * 4 + half * 2 + e], o[nt * 4 + half * 2 + e], step.alpha);
-        }
+        for (unsigned i = 0; i < tiles; ++i)
+            for (unsigned half = 0; half < 2; ++half) {
+                unsigned const rh = i * 2 + half;
+                Reg const* st = s.data() + i * 32;
+                Reg block_max = st[half * 2];
+                for (unsigned nt = 0; nt < 8; ++nt)
+                    for (unsigned e = 0; e < 2; ++e) block_max = k.max(block_max, st[nt * 4 + half * 2 + e]);
+                SoftmaxStep const step = softmax_step(k, m[rh], butterfly_max(k, block_max, 2));
+                Reg sum = k.mov(Type::f32, 0.0f);
+                for (unsigned nt = 0; nt < 8; ++nt)
+                    for (unsigned e = 0; e < 2; ++e) {
+                        Reg const r = st[nt * 4 + half * 2 + e];
+                        k.mov(r, k.ex2_approx(k.sub(r, step.subtract)));
+                        sum = k.add(sum, r);
+                    }
+                k.fma(l[rh], l[rh], step.alpha, sum);
+                Reg* ot = o.data() + i * o_tiles * 4;
+                for (unsigned nt = 0; nt < o_tiles; ++nt)
+                    for (unsigned e = 0; e < 2; ++e) k.mul(ot[nt * 4 + half * 2 + e], ot[nt * 4 + half * 2 + e], step.alpha);
+            }
 
         k.comment("O += P v");
         for (unsigned kk = 0; kk < key_block / 16; ++kk) {
-            Reg const* p0 = s.data() + kk * 8;
-            std::vector<Reg> const a{pack_pair(k, c.element, p0[0], p0[1]), pack_pair(k, c.element, p0[2], p0[3]),
-                                     pack_pair(k, c.element, p0[4], p0[5]), pack_pair(k, c.element, p0[6], p0[7])};
+            std::vector<std::vector<Reg>> a;
+            for (unsigned i = 0; i < tiles; ++i) {
+                Reg const* p0 = s.data() + i * 32 + kk * 8;
+                a.push_back({pack_pair(k, c.element, p0[0], p0[1]), pack_pair(k, c.element, p0[2], p0[3]),
+                             pack_pair(k, c.element, p0[4], p0[5]), pack_pair(k, c.element, p0[6], p0[7])});
+            }
             for (unsigned np = 0; np < d / 16; ++np) {
                 std::vector<Reg> const vf = k.ldmatrix(4, true, k.add(v_slot, k.add(v_offset, kk * 16 * stride + np * 32)));
-                for (unsigned e = 0; e < 2; ++e) {
-                    std::span<Reg const> const acc(o.data() + (np * 2 + e) * 4, 4);
-                    std::vector<Reg> const bf{vf[e * 2], vf[e * 2 + 1]};
-                    k.mma_m16n8k16(input, acc, a, bf, acc);
-                }
+                for (unsigned e = 0; e < 2; ++e)
+                    for (unsigned i = 0; i < tiles; ++i) {
+                        std::span<Reg const> const acc(o.data() + (i * o_tiles + np * 2 + e) * 4, 4);
+                        std::vector<Reg> const bf{vf[e * 2], vf[e * 2 + 1]};
+                        k.mma_m16n8k16(input, acc, a[i], bf, acc);
+                    }
             }
         }
     });
@@ -244,22 +273,29 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
 
     // ---- epilogue: O / l to out
     k.comment("epilogue: O / l, rounded to the element type");
+    // The lane's rows again from the special registers: nothing the loop does not use stays live
+    // across it.
+    Reg const out_row0 = first_lane_row(k, warps, warp_rows);
+    Reg const out_h = k.special(Special::ctaid_x), out_b = k.special(Special::ctaid_z);
+    Reg const out_t = k.and_(k.special(Special::tid_x), 3u);
     Reg const out_row_bytes = k.mul_wide(f.heads, d * 2);
-    Reg const out_lane = k.add(k.add(f.out, k.mul_wide(k.add(k.mul(k.add(k.mul(b, f.q_len), lane_row), f.heads), h), d * 2)),
-                               k.cvt(Type::u64, k.shl(t, 2u)));
-    for (unsigned half = 0; half < 2; ++half) {
-        Reg const inverse = inverse_sum(k, butterfly_sum(k, l[half], 2));
-        Reg const row = k.add(lane_row, half * 8);
-        Reg const at = half == 0 ? out_lane : k.add(out_lane, k.mul(out_row_bytes, std::uint64_t{8}));
-        std::vector<Reg> words;
-        for (unsigned nt = 0; nt < o_tiles; ++nt) {
-            Reg const* r = o.data() + nt * 4 + half * 2;
-            words.push_back(pack_pair(k, c.element, k.mul(r[0], inverse), k.mul(r[1], inverse)));
+    Reg const out_lane = k.add(k.add(f.out, k.mul_wide(k.add(k.mul(k.add(k.mul(out_b, f.q_len), out_row0), f.heads), out_h), d * 2)),
+                               k.cvt(Type::u64, k.shl(out_t, 2u)));
+    for (unsigned i = 0; i < tiles; ++i)
+        for (unsigned half = 0; half < 2; ++half) {
+            unsigned const rh = i * 2 + half;
+            Reg const inverse = inverse_sum(k, butterfly_sum(k, l[rh], 2));
+            Reg const row = k.add(out_row0, i * 16 + half * 8);
+            Reg const at = rh == 0 ? out_lane : k.add(out_lane, k.mul(out_row_bytes, std::uint64_t{rh * 8}));
+            std::vector<Reg> words;
+            for (unsigned nt = 0; nt < o_tiles; ++nt) {
+                Reg const* r = o.data() + (i * o_tiles + nt) * 4 + half * 2;
+                words.push_back(pack_pair(k, c.element, k.mul(r[0], inverse), k.mul(r[1], inverse)));
+            }
+            k.if_then(k.setp(Cmp::lt, row, f.q_len), [&] {
+                for (unsigned nt = 0; nt < o_tiles; ++nt) k.st(Space::global, Type::b32, Address(at, nt * 16), words[nt]);
+            });
         }
-        k.if_then(k.setp(Cmp::lt, row, f.q_len), [&] {
-            for (unsigned nt = 0; nt < o_tiles; ++nt) k.st(Space::global, Type::b32, Address(at, nt * 16), words[nt]);
-        });
-    }
     return k;
 }
 

@@ -14,15 +14,16 @@
 // no key (or only −Inf scores) gives zeros. The tensor-core kernel needs 16-byte aligned operands;
 // the simt kernel too unless built with `aligned` false.
 //
-// Two algorithms, both needing sm_80 (cp.async):
-//   * tensor_core (f16, bf16): a block owns `warps` × 16 query rows of one (batch, head); each warp
-//     keeps its 16 rows of q as mma fragments and walks the key blocks of 64 keys, which cp.async
+// Three algorithms, all needing sm_80 (cp.async):
+//   * tensor_core (f16, bf16): a block owns `warps` × 16 · warp_tiles query rows of one (batch,
+//     head); each warp takes its rows as mma fragments (kept in registers while they fit) and walks the key blocks of 64 keys, which cp.async
 //     brings into shared memory one block ahead of use; S = q·kᵀ on mma.sync.m16n8k16 (f32),
 //     an online softmax in registers (exp2 of log2e-prescaled scores), P rounded to the element type
 //     and fed straight back as the A operand of O += P·V (V through ldmatrix.trans). Key blocks
 //     past the causal limit of the block's last row are never visited; only blocks that cross the
-//     diagonal, the end of the keys, or a mask take the masked path. Grid: x = ⌈q_len / (16·warps)⌉
-//     (the longest causal blocks first), y = heads, z = batch; 32·warps threads.
+//     diagonal, the end of the keys, or a mask take the masked path; one barrier a key block. Grid:
+//     x = heads, y = ⌈q_len / (16·warps·warp_tiles)⌉ (row blocks taken last to first, so the
+//     longest causal blocks of every head start first), z = batch; 32·warps threads.
 //   * simt (any element type): every warp is an independent worker over `rows` query rows of one
 //     (batch, key/value head) — the rows are (query i, head of the group) pairs, i·group + g, so one
 //     warp serves all query heads that share a key/value head — and one split of the keys. Tiles
@@ -31,13 +32,21 @@
 //     softmax update is done across lanes, and P·V with lanes along head_dim. With `partial` the
 //     warp writes its unnormalised state (row max m, sum l in the exp2 domain, acc[head_dim]) for
 //     attention_combine to merge; else the normalised row to out.
+//   * decode (f16, bf16, the tensor_core head_dims, no mask): a block owns one split of
+//     32·warps keys of one (batch, key/value head) and every query row of its group (q_len ·
+//     heads / kv_heads ≤ 16, padded to one m16 tile), so every key is read once and the whole GPU
+//     streams the cache. All its k/v rows arrive by cp.async at once; each warp scores its 32 keys
+//     and adds P·V on mma.sync; the warps' states merge in shared memory into one a row: with
+//     `partial` a partial state for attention_combine (split = ctaid.x), else the normalised row.
 //
 // tensor_core parameters, in order: q, k, v, out, mask (.u64), q_len, kv_len, heads, kv_heads
 // (.u32), query_offset (.s32), causal (.u32, 0 or 1), scale_log2 (.f32: scale·log2(e)),
 // mask_batch, mask_head, mask_row (.u64 elements). simt: the same, then batch, splits, split_keys
 // (.u32: keys a split, a multiple of 32) and partials (.u64: the m/l pairs of every (output row,
 // split), then their acc rows; see attention_partial_bytes). Grid: x = ⌈batch · kv_heads ·
-// ⌈q_len·group / rows⌉ · splits / warps⌉, 32·warps threads.
+// ⌈q_len·group / rows⌉ · splits / warps⌉, 32·warps threads. decode: the frame, then batch, splits
+// (.u32) and partials (.u64); grid: x = splits (⌈keys seen / (32·warps)⌉), y = kv_heads, z =
+// batch; 32·warps threads.
 #pragma once
 
 #include <cstdint>
@@ -50,16 +59,17 @@
 
 namespace rayo::ptx::kernels {
 
-enum class AttentionAlgorithm : std::uint8_t { tensor_core, simt };
+enum class AttentionAlgorithm : std::uint8_t { tensor_core, simt, decode };
 
 struct RAYO_API AttentionConfig {
     AttentionAlgorithm algorithm = AttentionAlgorithm::tensor_core;
-    DType element = DType::f16;  // tensor_core: f16 or bf16; simt: f32, f16 or bf16
-    unsigned head_dim = 128;   // tensor_core: 64, 80, 96, 128 or 256; simt: 1 to 256
-    bool mask = false;         // an additive f32 mask is read
-    unsigned warps = 4;        // tensor_core: 4 or 8 (64 or 128 query rows a block); simt: 1 to 8
+    DType element = DType::f16;  // tensor_core, decode: f16 or bf16; simt: f32, f16 or bf16
+    unsigned head_dim = 128;   // tensor_core, decode: 64, 80, 96, 128 or 256; simt: 1 to 256
+    bool mask = false;         // an additive f32 mask is read (not decode)
+    unsigned warps = 4;        // tensor_core: 4 or 8; simt: 1 to 8; decode: 4
     unsigned rows = 4;         // simt: query rows a warp, 1 to 8
-    bool partial = false;      // simt: write partial states instead of out
+    unsigned warp_tiles = 1;   // tensor_core: m16 tiles of query rows a warp, 1 or 2
+    bool partial = false;      // simt, decode: write partial states instead of out
     // simt: tiles copied by 16-byte cp.async (q, k, v and out 16-byte aligned, rows of a multiple
     // of 16 bytes); false: element by element through registers (2-byte aligned 16-bit data).
     bool aligned = true;
@@ -75,6 +85,7 @@ RAYO_API void check_attention_config(AttentionConfig const& config);
 
 // What a simt block may hold of shared memory (every sm_80+ device has it): a warp's two
 // tile slots when they fit in it (with its q rows), else one.
+inline constexpr unsigned attention_combine_threads = 256;
 inline constexpr unsigned attention_simt_block_budget = 96 * 1024;
 // A simt warp's shared bytes, and the warps a simt block of that config should have (≤ 4, within
 // the budget).
@@ -87,9 +98,10 @@ inline constexpr unsigned attention_simt_block_budget = 96 * 1024;
 // Bytes of the partial states of `rows` output rows ([batch, q_len, heads] rows) in `splits` splits.
 [[nodiscard]] RAYO_API std::uint64_t attention_partial_bytes(std::uint64_t rows, unsigned splits, unsigned head_dim);
 
-// Merges the partial states of a simt kernel with `partial`: out row r = Σ_s acc_s·2^(m_s − M) /
-// Σ_s l_s·2^(m_s − M), M = max_s m_s (zeros where every l_s is 0). One warp a row, 4 warps a block.
-// Parameters: partials, out (.u64), rows, splits (.u32). Grid: x = ⌈rows / 4⌉, 128 threads.
+// Merges the partial states of a simt or decode kernel with `partial`: out row r = Σ_s
+// acc_s·2^(m_s − M) / Σ_s l_s·2^(m_s − M), M = max_s m_s (zeros where every l_s is 0). A block a
+// row: its 8 warps take every 8th split, 4 at a time, with a running max, then meet in shared
+// memory. Parameters: partials, out (.u64), rows, splits (.u32). Grid: x = rows, 256 threads.
 [[nodiscard]] RAYO_API Kernel attention_combine(DType element, unsigned head_dim);
 
 // Every configuration rayo's CUDA attention may run (for the assembly tests).
