@@ -68,26 +68,13 @@ def hf_greedy(model, prompt, n_predict):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--type", required=True, choices=lg.WEIGHT_TYPES)
-    p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--hidden", type=int, default=256)
-    p.add_argument("--ffn", type=int, default=512)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--kv-heads", type=int, default=2)
-    p.add_argument("--vocab", type=int, default=512)
-    p.add_argument("--context", type=int, default=256)
+    lg.add_shape_arguments(p)
     p.add_argument("--init-std", type=float, default=0.02, help="LlamaConfig.initializer_range")
-    p.add_argument("--tie", action="store_true")
-    p.add_argument("--rope-freqs", action="store_true", help="llama3 rope scaling, written as rope_freqs")
     p.add_argument("--prompt-tokens", default="1,300,301,302,42,7")
     p.add_argument("--n-predict", type=int, default=16)
     a = p.parse_args(argv)
 
-    hp = lg.HParams(n_layer=a.layers, n_embd=a.hidden, n_ff=a.ffn, n_head=a.heads, n_head_kv=a.kv_heads,
-                    n_vocab=a.vocab, n_ctx=a.context)
-    hp.check()
+    hp = lg.hparams_from_arguments(a, a.vocab)
     model = build_model(hp, a)
     divisors = rope_divisors(model, hp)
     if not a.rope_freqs and not np.allclose(divisors, 1, rtol=1e-6):

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Union
 
 import numpy as np
+from pathlib import Path
 
 import gguf_writer as gw
 from gguf_writer import GGMLType, ValueType
@@ -51,6 +52,30 @@ class HParams:
 
 
 # ---- the Q/K row order --------------------------------------------------------------------------
+
+
+def add_shape_arguments(p) -> None:
+    """The model-shape options the scripts share (argparse), defaults those of the CI models."""
+    p.add_argument("--type", required=True, choices=WEIGHT_TYPES, help="weight type of the 2-D tensors")
+    p.add_argument("--out", required=True, type=Path, help="output directory")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--ffn", type=int, default=512)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--kv-heads", type=int, default=2)
+    p.add_argument("--vocab", type=int, default=512)
+    p.add_argument("--context", type=int, default=256)
+    p.add_argument("--tie", action="store_true", help="no output tensor: the logits use token_embd")
+    p.add_argument("--rope-freqs", action="store_true", help="Llama-3-style rope_freqs factors")
+
+
+def hparams_from_arguments(a, n_vocab: int, **extra) -> HParams:
+    """HParams from add_shape_arguments' options, checked."""
+    hp = HParams(n_layer=a.layers, n_embd=a.hidden, n_ff=a.ffn, n_head=a.heads, n_head_kv=a.kv_heads,
+                 n_vocab=n_vocab, n_ctx=a.context, **extra)
+    hp.check()
+    return hp
 
 
 def gguf_row_order(head_dim: int) -> np.ndarray:

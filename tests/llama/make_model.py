@@ -38,20 +38,9 @@ def random_weight(seed: int, hf_name: str, shape: tuple[int, ...]):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--type", required=True, choices=lg.WEIGHT_TYPES, help="weight type of the 2-D tensors")
-    p.add_argument("--out", required=True, type=Path, help="output directory")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--hidden", type=int, default=256)
-    p.add_argument("--ffn", type=int, default=512)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--kv-heads", type=int, default=2)
-    p.add_argument("--vocab", type=int, default=512)
-    p.add_argument("--context", type=int, default=256)
+    lg.add_shape_arguments(p)
     p.add_argument("--rope-base", type=float, default=10000.0)
     p.add_argument("--rms-eps", type=float, default=1e-5)
-    p.add_argument("--tie", action="store_true", help="no output tensor: the logits use token_embd")
-    p.add_argument("--rope-freqs", action="store_true", help="add Llama-3-style rope_freqs factors")
     p.add_argument("--vocab-from", metavar="GGUF", help="copy tokenizer.* from this file (sets the vocabulary size)")
     p.add_argument("--no-vocab", action="store_true", help="write no tokenizer metadata")
     p.add_argument("--no-reference", action="store_true", help="skip reference.npz (for large models)")
@@ -59,9 +48,7 @@ def main(argv=None) -> int:
 
     vocabulary = None if a.no_vocab else lg.copied_vocabulary(a.vocab_from) if a.vocab_from else "builtin"
     n_vocab = lg.vocabulary_size(vocabulary) if isinstance(vocabulary, list) else a.vocab
-    hp = lg.HParams(n_layer=a.layers, n_embd=a.hidden, n_ff=a.ffn, n_head=a.heads, n_head_kv=a.kv_heads,
-                    n_vocab=n_vocab, n_ctx=a.context, rope_base=a.rope_base, rms_eps=a.rms_eps)
-    hp.check()
+    hp = lg.hparams_from_arguments(a, n_vocab, rope_base=a.rope_base, rms_eps=a.rms_eps)
     shapes = lg.hf_shapes(hp)
     weights = {name: random_weight(a.seed, name, shape) for name, shape in shapes.items()}
     factors = lg.llama3_rope_factors(hp) if a.rope_freqs else None
