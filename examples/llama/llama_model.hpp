@@ -357,8 +357,10 @@ private:
 
 // ---- the vocabulary ------------------------------------------------------------------------------------
 
-// The text of tokens from `tokenizer.ggml.tokens`: SentencePiece's ▁ as a space, <0xNN> byte tokens
-// as their byte. Empty when the file has no vocabulary.
+// The text of tokens from `tokenizer.ggml.tokens`. SentencePiece vocabularies (`tokenizer.ggml.model`
+// "llama"): ▁ is a space and <0xNN> a byte. Byte-level BPE vocabularies ("gpt2": Llama 3's) spell
+// each byte as one character (printable ASCII and Latin-1 as themselves, the other bytes as
+// U+0100 onwards, in order), which is undone. Empty when the file has no vocabulary.
 class Vocabulary {
 public:
     explicit Vocabulary(rayo::gguf::File const& file) {
@@ -368,6 +370,8 @@ public:
         if (!a || a->type() != rayo::gguf::ValueType::string)
             throw ModelError("tokenizer.ggml.tokens should be an array of strings");
         tokens_ = a->get<std::string>();
+        rayo::gguf::Value const* model = file.metadata().find("tokenizer.ggml.model");
+        byte_level_ = model && std::holds_alternative<std::string>(*model) && std::get<std::string>(*model) == "gpt2";
     }
 
     [[nodiscard]] bool empty() const noexcept { return tokens_.empty(); }
@@ -375,6 +379,11 @@ public:
     [[nodiscard]] std::string text(std::int32_t id) const {
         if (id < 0 || static_cast<std::size_t>(id) >= tokens_.size()) return {};
         std::string const& piece = tokens_[static_cast<std::size_t>(id)];
+        return byte_level_ ? byte_level_text(piece) : sentencepiece_text(piece);
+    }
+
+private:
+    static std::string sentencepiece_text(std::string const& piece) {
         if (piece.size() == 6 && piece.starts_with("<0x") && piece.back() == '>') {
             unsigned byte = 0;
             for (char c : std::string_view(piece).substr(3, 2)) {
@@ -397,8 +406,40 @@ public:
         return out;
     }
 
-private:
+    // Whether byte b stands for itself in a byte-level vocabulary.
+    static bool spelled_as_itself(unsigned b) { return (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae; }
+
+    static std::string byte_level_text(std::string const& piece) {
+        std::string out;
+        for (std::size_t i = 0; i < piece.size();) {
+            // One UTF-8 code point of at most two bytes (the byte characters are below U+0144).
+            auto const lead = static_cast<unsigned char>(piece[i]);
+            unsigned code = lead;
+            std::size_t length = 1;
+            if ((lead & 0xe0) == 0xc0 && i + 1 < piece.size()) {
+                code = ((lead & 0x1fu) << 6) | (static_cast<unsigned char>(piece[i + 1]) & 0x3fu);
+                length = 2;
+            } else if (lead >= 0x80) {
+                return piece;  // not a byte-level spelling: shown as it is
+            }
+            if (code < 0x100 && spelled_as_itself(code)) {
+                out += static_cast<char>(code);
+            } else if (code >= 0x100) {
+                unsigned n = code - 0x100, b = 0;  // the n-th byte that is not spelled as itself
+                for (; b < 0x100; ++b)
+                    if (!spelled_as_itself(b) && n-- == 0) break;
+                if (b == 0x100) return piece;
+                out += static_cast<char>(b);
+            } else {
+                return piece;
+            }
+            i += length;
+        }
+        return out;
+    }
+
     std::vector<std::string> tokens_;
+    bool byte_level_ = false;
 };
 
 }  // namespace rayo_llama
