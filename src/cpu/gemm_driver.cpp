@@ -4,12 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <new>
 #include <string>
 
+#include "cpu/scratch_buffer.hpp"
 #include "cpu/thread_pool.hpp"
 
 namespace rayo::cpu {
@@ -80,35 +79,9 @@ std::size_t round_down(std::size_t value, std::size_t multiple) { return value /
 std::size_t round_up(std::size_t value, std::size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 std::size_t ceil_div(std::size_t value, std::size_t divisor) { return (value + divisor - 1) / divisor; }
 
-// 64-byte aligned scratch that grows on demand and lives as long as its (pool) thread.
-class PackBuffer {
-public:
-    PackBuffer() = default;
-    PackBuffer(PackBuffer const&) = delete;
-    PackBuffer& operator=(PackBuffer const&) = delete;
-    ~PackBuffer() { std::free(data_); }
-
-    float* get(std::size_t floats) {
-        // Slack past the end lets packers finish a panel with whole-vector stores.
-        std::size_t const bytes = round_up((floats + 64) * sizeof(float), 4096);
-        if (bytes > capacity_) {
-            std::free(data_);
-            data_ = nullptr;
-            capacity_ = 0;
-            data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
-            if (data_ == nullptr) throw std::bad_alloc();
-            capacity_ = bytes;
-        }
-        return data_;
-    }
-
-private:
-    float* data_ = nullptr;
-    std::size_t capacity_ = 0;
-};
-
-thread_local PackBuffer packed_a_buffer;
-thread_local PackBuffer packed_b_buffer;
+// Each pool thread's packed panels.
+thread_local ScratchBuffer packed_a_buffer;
+thread_local ScratchBuffer packed_b_buffer;
 
 // Products up to this many multiply-adds, or so narrow that each packed A panel would be used at
 // most twice, read an f32 A in place: packing it would cost more than it saves.

@@ -8,14 +8,13 @@
 // the image itself, packed by the GEMM's own B packer.
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <string>
 #include <vector>
 
 #include "cpu/gemm_driver.hpp"
 #include "cpu/ops/ops.hpp"
+#include "cpu/scratch_buffer.hpp"
 #include "dispatch/operand_checks.hpp"
 
 namespace rayo::cpu::ops {
@@ -26,34 +25,11 @@ std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 std::size_t round_up(std::size_t a, std::size_t b) { return ceil_div(a, b) * b; }
 std::size_t round_down(std::size_t a, std::size_t b) { return a / b * b; }
 
-// 64-byte aligned f32 scratch of one thread that grows on demand.
-class Scratch {
-public:
-    Scratch() = default;
-    Scratch(Scratch const&) = delete;
-    Scratch& operator=(Scratch const&) = delete;
-    ~Scratch() { std::free(data_); }
-    float* get(std::size_t floats) {
-        std::size_t const bytes = round_up((floats + 64) * sizeof(float), 4096);
-        if (bytes > capacity_) {
-            std::free(data_);
-            data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
-            capacity_ = data_ ? bytes : 0;
-            if (!data_) throw std::bad_alloc();
-        }
-        return data_;
-    }
-
-private:
-    float* data_ = nullptr;
-    std::size_t capacity_ = 0;
-};
-
 // Each thread's packed B block and C tile.
-thread_local Scratch panel_scratch;
-thread_local Scratch tile_scratch;
+thread_local ScratchBuffer panel_scratch;
+thread_local ScratchBuffer tile_scratch;
 // The calling thread's operands as f32, kept between calls so that no call pays page faults.
-thread_local Scratch input_scratch, bias_scratch, weight_scratch, packed_scratch;
+thread_local ScratchBuffer input_scratch, bias_scratch, weight_scratch, packed_scratch;
 
 // How a run is cut into tasks, and the implicit GEMM's sizes and blocking.
 struct Plan {
@@ -267,7 +243,7 @@ void run_depthwise(Plan const& p, KernelTable const& k, Operands const& ops, std
 }
 
 // A 16-bit operand of `count` values widened to f32 (f32 ones are read in place).
-float const* as_f32(KernelTable const& k, TensorView const& v, std::size_t count, Scratch& storage) {
+float const* as_f32(KernelTable const& k, TensorView const& v, std::size_t count, ScratchBuffer& storage) {
     if (v.dtype == DType::f32) return data<float const>(v);
     float* const values = storage.get(count);
     if (count) k.widen(v.dtype, data<std::byte const>(v), values, count);
