@@ -91,15 +91,32 @@ void run_tensor_cores(KernelRunner& runner, op::Attention const& a, OpViews cons
                f.kv_len, f.heads, f.kv_heads, f.query_offset, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row);
 }
 
-// attention_combine over the partial states of `splits` splits of every output row.
-void run_combine(KernelRunner& runner, DType type, unsigned d, std::uint64_t partials, std::uint64_t out,
-                 std::uint64_t output_rows, unsigned splits) {
-    KernelKey combine;
-    combine << "attention_combine/" << to_string(type) << "/d" << d << "/" << ptx::to_string(runner.target());
-    LaunchDims const dims{.grid = {static_cast<unsigned>(output_rows), 1, 1}, .block = {kernels::attention_combine_threads, 1, 1}};
-    runner.run(combine.view(), [type, d] { return kernels::attention_combine(type, d); }, dims, partials, out,
-               static_cast<std::uint32_t>(output_rows), static_cast<std::uint32_t>(splits));
-}
+// The partial (max, sum, O) states of every output row when the keys are split across blocks, in
+// a temporary, and attention_combine merging them into out.
+class SplitStates {
+public:
+    SplitStates(KernelRunner& runner, op::Attention const& a, unsigned splits, unsigned d)
+        : rows_(a.batch * a.q_len * a.heads), splits_(splits), d_(d) {
+        if (splits > 1) buffer_.emplace(runner, kernels::attention_partial_bytes(rows_, splits, d));
+    }
+    [[nodiscard]] bool partial() const noexcept { return buffer_.has_value(); }
+    [[nodiscard]] std::uint64_t address() const noexcept { return buffer_ ? buffer_->address() : 0; }
+
+    void combine(KernelRunner& runner, DType type, std::uint64_t out) const {
+        if (!buffer_) return;
+        KernelKey key;
+        key << "attention_combine/" << to_string(type) << "/d" << d_ << "/" << ptx::to_string(runner.target());
+        LaunchDims const dims{.grid = {static_cast<unsigned>(rows_), 1, 1}, .block = {kernels::attention_combine_threads, 1, 1}};
+        unsigned const d = d_;
+        runner.run(key.view(), [type, d] { return kernels::attention_combine(type, d); }, dims, buffer_->address(), out,
+                   static_cast<std::uint32_t>(rows_), static_cast<std::uint32_t>(splits_));
+    }
+
+private:
+    std::uint64_t rows_;
+    unsigned splits_, d_;
+    std::optional<TemporaryBuffer> buffer_;
+};
 
 // Decode (a few query rows a key/value head, no mask, the tensor cores' head_dims): one block a
 // split of 128 keys of a (batch, key/value head), every key read once, the splits merged by
@@ -117,13 +134,9 @@ void run_decode(KernelRunner& runner, op::Attention const& a, OpViews const& v, 
                                                                    static_cast<std::int64_t>(a.kv_len))
                                        : static_cast<std::int64_t>(a.kv_len);
     auto const splits = static_cast<unsigned>(std::max<std::int64_t>((seen + decode_split - 1) / decode_split, 1));
-    bool const partial = splits > 1;
+    SplitStates const states(runner, a, splits, d);
     kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::decode, .element = type, .head_dim = d,
-                                          .warps = 4, .partial = partial};
-    std::uint64_t const output_rows = a.batch * a.q_len * a.heads;
-    std::optional<TemporaryBuffer> states;
-    if (partial) states.emplace(runner, kernels::attention_partial_bytes(output_rows, splits, d));
-    std::uint64_t const partials = partial ? states->address() : 0;
+                                          .warps = 4, .partial = states.partial()};
     LaunchDims const dims{.grid = {splits, static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(a.batch)},
                           .block = {config.warps * 32, 1, 1},
                           .shared_bytes = kernels::attention_shared_bytes(config)};
@@ -131,8 +144,8 @@ void run_decode(KernelRunner& runner, op::Attention const& a, OpViews const& v, 
     key << "attention/" << kernels::attention_name(config) << "/" << ptx::to_string(runner.target());
     runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
                f.kv_len, f.heads, f.kv_heads, f.query_offset, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row,
-               static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits), partials);
-    if (partial) run_combine(runner, type, d, partials, f.out, output_rows, splits);
+               static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits), states.address());
+    states.combine(runner, type, f.out);
 }
 
 void run_simt(KernelRunner& runner, op::Attention const& a, OpViews const& v, FrameArguments const& f) {
@@ -149,15 +162,10 @@ void run_simt(KernelRunner& runner, op::Attention const& a, OpViews const& v, Fr
     std::size_t const per_split = (a.kv_len + splits - 1) / splits;
     auto const split_keys = static_cast<std::uint32_t>(std::max<std::size_t>((per_split + split_tile - 1) / split_tile * split_tile, split_tile));
     splits = static_cast<unsigned>(std::max<std::size_t>((a.kv_len + split_keys - 1) / split_keys, 1));
-    bool const partial = splits > 1;
-
+    SplitStates const states(runner, a, splits, d);
     kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::simt, .element = type, .head_dim = d,
                                           .mask = f.mask != 0, .warps = kernels::attention_simt_warps(type, d, rows),
-                                          .rows = rows, .partial = partial, .aligned = aligned(a, v)};
-    std::uint64_t const output_rows = a.batch * a.q_len * a.heads;
-    std::optional<TemporaryBuffer> states;
-    if (partial) states.emplace(runner, kernels::attention_partial_bytes(output_rows, splits, d));
-    std::uint64_t const partials = partial ? states->address() : 0;
+                                          .rows = rows, .partial = states.partial(), .aligned = aligned(a, v)};
     std::size_t const items = workers * splits;
     LaunchDims const dims{.grid = {static_cast<unsigned>((items + config.warps - 1) / config.warps), 1, 1},
                           .block = {config.warps * 32, 1, 1},
@@ -166,8 +174,8 @@ void run_simt(KernelRunner& runner, op::Attention const& a, OpViews const& v, Fr
     key << "attention/" << kernels::attention_name(config) << "/" << ptx::to_string(runner.target());
     runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
                f.kv_len, f.heads, f.kv_heads, f.query_offset, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row,
-               static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits), split_keys, partials);
-    if (partial) run_combine(runner, type, d, partials, f.out, output_rows, splits);
+               static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits), split_keys, states.address());
+    states.combine(runner, type, f.out);
 }
 
 }  // namespace
