@@ -255,10 +255,13 @@ Weight = Union[np.ndarray, Callable[[], np.ndarray]]
 
 def write_llama_gguf(path, hp: HParams, weights: dict[str, Weight], weight_type: str, *, tie: bool = False,
                      rope_factors: np.ndarray | None = None, vocabulary: list[gw.Metadatum] | str | None = "builtin",
-                     name: str = "rayo-llama test model", keep_reference: bool = True) -> dict[str, np.ndarray]:
+                     name: str = "rayo-llama test model", keep_reference: bool = True,
+                     same_as: Callable[[str], str] | None = None) -> dict[str, np.ndarray]:
     """Writes `weights` (Hugging Face names and layout, float arrays or functions giving them) as a
     llama GGUF file. Returns, when keep_reference, every weight as the file stores it after
-    decoding, in Hugging Face layout (lm_head = embed_tokens when tied) -- float32 arrays."""
+    decoding, in Hugging Face layout (lm_head = embed_tokens when tied) -- float32 arrays.
+    `same_as` maps a weight's name to a key; weights of one key and one type are encoded once and
+    their bytes repeated (for large benchmark models whose layers share their values)."""
     hp.check()
     if weight_type not in WEIGHT_TYPES:
         raise ValueError(f"weight type {weight_type!r} is not one of {WEIGHT_TYPES}")
@@ -288,9 +291,18 @@ def write_llama_gguf(path, hp: HParams, weights: dict[str, Weight], weight_type:
 
     shapes = hf_shapes(hp)
     reference: dict[str, np.ndarray] = {}
+    encoded: dict[tuple[str, GGMLType], bytes] = {}
 
     def producer(gguf_name: str, hf_name: str, ggml_type: GGMLType):
         def make() -> bytes:
+            if same_as is not None:
+                key = (same_as(hf_name), ggml_type)
+                if key not in encoded:
+                    encoded[key] = encode()
+                return encoded[key]
+            return encode()
+
+        def encode() -> bytes:
             x = weights[hf_name]
             x = np.asarray(x() if callable(x) else x, dtype=np.float32)
             if x.shape != shapes[hf_name]:
