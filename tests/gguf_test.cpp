@@ -274,6 +274,31 @@ TEST(Gguf, GettersCheckTheStoredType) {
     EXPECT_EQ(gguf::to_string(*f.metadata().find("test.string")), "\"hello, gguf\"");
 }
 
+// load_into fills rows of a larger tensor (how a fused projection joins stored weights) and
+// leaves the rest, and the destination on every error, as it was.
+TEST(Gguf, LoadIntoFillsAViewAndChecksItsShape) {
+    auto const a = random_floats(3 * 5, fresh_seed()), b = random_floats(2 * 5, fresh_seed());
+    gguf::TensorToWrite const w[] = {gguf::TensorToWrite("a", Tensor<float>::from(std::span<float const>(a), Shape{3, 5})),
+                                     gguf::TensorToWrite("b", Tensor<float>::from(std::span<float const>(b), Shape{2, 5}))};
+    File const file = parse(gguf::write_to_memory(gguf::Metadata{}, w));
+    for (Device device : Device::all()) {
+        SCOPED_TRACE(device.id());
+        auto const joined = Tensor<float>::full(Shape{7, 5}, -1.0f, device);
+        file.load_into("b", joined.slice(0, 2));
+        file.load_into<float>("a", joined.slice(3, 6));
+        std::vector<float> want(b);
+        want.insert(want.end(), 5, -1.0f);
+        want.insert(want.end(), a.begin(), a.end());
+        want.insert(want.end(), 5, -1.0f);
+        EXPECT_EQ(joined.to_vector(), want);
+        EXPECT_THROW(file.load_into("a", joined.slice(0, 2)), ShapeError);
+        EXPECT_THROW(file.load_into("a", joined.slice(0, 3).reshape({5, 3})), ShapeError);
+        EXPECT_THROW(file.load_into("a", Tensor<half>::zeros(Shape{3, 5}, device)), DTypeError);
+        EXPECT_THROW(file.load_into("c", joined.slice(0, 3)), Error);
+        EXPECT_EQ(joined.to_vector(), want);
+    }
+}
+
 TEST(Gguf, LoadWithTheWrongTypeIsADTypeErrorNamingBoth) {
     File const f = parse(gguf::write_to_memory(gguf::Metadata{}, samples::every_type_tensors()));
     try {

@@ -135,6 +135,9 @@ public:
     [[nodiscard]] rayo::FTensor apply(rayo::FTensor const& x) const {
         return std::visit([&](auto const& w) { return rayo::linear(x, w); }, w_);
     }
+    void apply_into(rayo::FTensor const& x, rayo::FTensor const& out) const {
+        std::visit([&](auto const& w) { rayo::linear_into(x, w, out); }, w_);
+    }
     // The rows `ids` of the matrix as f32 (the token embeddings).
     [[nodiscard]] rayo::FTensor rows(rayo::Tensor<std::int32_t> const& ids) const {
         return std::visit(
@@ -142,6 +145,14 @@ public:
                 auto e = rayo::embedding(w, ids);
                 if constexpr (std::is_same_v<decltype(e), rayo::FTensor>) return e;
                 else return rayo::cast<float>(e);
+            },
+            w_);
+    }
+    void rows_into(rayo::Tensor<std::int32_t> const& ids, rayo::FTensor const& out) const {
+        std::visit(
+            [&](auto const& w) {
+                if constexpr (std::is_same_v<decltype(rayo::embedding(w, ids)), rayo::FTensor>) rayo::embedding_into(w, ids, out);
+                else rayo::cast_into(rayo::embedding(w, ids), out);
             },
             w_);
     }
@@ -156,9 +167,68 @@ private:
     Any w_;
 };
 
+// Several projections of one input (q, k and v; gate and up), stored as separate matrices. Those of
+// one type that follow each other are joined by rows when the weights load, so that one linear
+// reads the input once and launches once for all of them: in a decode step, where each matrix
+// product is a short GEMV, the launches saved are a large share of the step.
+class Projections {
+public:
+    struct Group {
+        Weight weight;       // its rows: those of `parts` projections, one after another
+        std::size_t parts;   // how many projections it holds
+    };
+
+    Projections(std::vector<Group> groups, std::vector<std::int64_t> part_rows)
+        : groups_(std::move(groups)), part_rows_(std::move(part_rows)) {}
+
+    // The rows of every projection together.
+    [[nodiscard]] std::int64_t rows() const {
+        std::int64_t n = 0;
+        for (std::int64_t r : part_rows_) n += r;
+        return n;
+    }
+    [[nodiscard]] std::size_t launches() const noexcept { return groups_.size(); }
+
+    // x [1, in] → out [rows()]: each projection's values at its rows' place, in order.
+    void apply_one_into(rayo::FTensor const& x, rayo::FTensor const& out) const {
+        std::int64_t at = 0;
+        std::size_t part = 0;
+        for (Group const& g : groups_) {
+            std::int64_t rows = 0;
+            for (std::size_t i = 0; i < g.parts; ++i) rows += part_rows_[part++];
+            g.weight.apply_into(x, out.slice(at, at + rows).reshape({1, rows}));
+            at += rows;
+        }
+    }
+    // x [n, in] → one f32 [n, rows] per projection.
+    [[nodiscard]] std::vector<rayo::FTensor> apply(rayo::FTensor const& x) const {
+        std::vector<rayo::FTensor> out;
+        std::size_t part = 0;
+        for (Group const& g : groups_) {
+            rayo::FTensor const y = g.weight.apply(x);
+            std::int64_t at = 0;
+            for (std::size_t i = 0; i < g.parts; ++i, ++part) {
+                out.push_back(g.parts == 1 ? y : rayo::narrow(y, 1, at, part_rows_[part]));
+                at += part_rows_[part];
+            }
+        }
+        return out;
+    }
+    [[nodiscard]] std::size_t bytes() const {
+        std::size_t n = 0;
+        for (Group const& g : groups_) n += g.weight.bytes();
+        return n;
+    }
+
+private:
+    std::vector<Group> groups_;
+    std::vector<std::int64_t> part_rows_;
+};
+
 struct Layer {
     rayo::FTensor attn_norm, ffn_norm;
-    Weight q, k, v, o, gate, up, down;
+    Projections qkv, gate_up;  // q | k | v and gate | up
+    Weight o, down;
 };
 
 // Reports the bytes loaded so far out of the total, for a progress line.
@@ -176,17 +246,22 @@ public:
 
     // A 2-D weight of shape [rows, cols].
     Weight matrix(std::string const& name, std::size_t rows, std::size_t cols) {
-        rayo::gguf::TensorInfo const& info = find(name);
-        expect_shape(info, {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)});
-        if (!info.dtype) unsupported(info);
-        switch (*info.dtype) {
-            case rayo::DType::f32: return Weight(load<float>(info));
-            case rayo::DType::f16: return Weight(load<rayo::half>(info));
-            case rayo::DType::bf16: return Weight(load<rayo::bfloat16>(info));
-            case rayo::DType::q4_k: return Weight(load<rayo::q4_k>(info));
-            case rayo::DType::q6_k: return Weight(load<rayo::q6_k>(info));
-            default: unsupported(info);
+        return joined({{name, rows}}, cols);
+    }
+
+    // The matrices `parts` (name, rows), each of `cols` columns, those of one type that follow
+    // each other joined by rows.
+    Projections projections(std::vector<std::pair<std::string, std::size_t>> const& parts, std::size_t cols) {
+        std::vector<Projections::Group> groups;
+        std::vector<std::int64_t> rows;
+        for (std::size_t i = 0; i < parts.size();) {
+            std::size_t j = i + 1;
+            while (j < parts.size() && checked(parts[j], cols).dtype == checked(parts[i], cols).dtype) ++j;
+            groups.push_back({joined({parts.begin() + static_cast<std::ptrdiff_t>(i),
+                                      parts.begin() + static_cast<std::ptrdiff_t>(j)}, cols), j - i});
+            for (; i < j; ++i) rows.push_back(static_cast<std::int64_t>(parts[i].second));
         }
+        return Projections(std::move(groups), std::move(rows));
     }
 
     // A 1-D f32 vector of `n` values (norm weights, rope frequency factors).
@@ -194,7 +269,7 @@ public:
         rayo::gguf::TensorInfo const& info = find(name);
         expect_shape(info, {static_cast<std::int64_t>(n)});
         if (info.dtype != rayo::DType::f32) unsupported(info);
-        return load<float>(info);
+        return load<float>({{name, n}}, 0);
     }
 
 private:
@@ -202,6 +277,30 @@ private:
         rayo::gguf::TensorInfo const* info = file_.find(name);
         if (!info) throw ModelError("the file has no tensor " + name);
         return *info;
+    }
+
+    // The tensor `part` names, checked to be a matrix of part.second rows and `cols` columns of a
+    // type a weight may have.
+    rayo::gguf::TensorInfo const& checked(std::pair<std::string, std::size_t> const& part, std::size_t cols) const {
+        rayo::gguf::TensorInfo const& info = find(part.first);
+        expect_shape(info, {static_cast<std::int64_t>(part.second), static_cast<std::int64_t>(cols)});
+        if (!info.dtype) unsupported(info);
+        switch (*info.dtype) {
+            case rayo::DType::f32: case rayo::DType::f16: case rayo::DType::bf16: case rayo::DType::q4_k:
+            case rayo::DType::q6_k: return info;
+            default: unsupported(info);
+        }
+    }
+
+    // The matrices `parts` (all of one type) as one weight, joined by rows.
+    Weight joined(std::vector<std::pair<std::string, std::size_t>> const& parts, std::size_t cols) {
+        switch (*checked(parts.front(), cols).dtype) {
+            case rayo::DType::f32: return Weight(load<float>(parts, cols));
+            case rayo::DType::f16: return Weight(load<rayo::half>(parts, cols));
+            case rayo::DType::bf16: return Weight(load<rayo::bfloat16>(parts, cols));
+            case rayo::DType::q4_k: return Weight(load<rayo::q4_k>(parts, cols));
+            default: return Weight(load<rayo::q6_k>(parts, cols));
+        }
     }
 
     static void expect_shape(rayo::gguf::TensorInfo const& info, rayo::Shape const& want) {
@@ -215,11 +314,21 @@ private:
                                 "; rayo-llama takes f32, f16, bf16, q4_k and q6_k weights (f32 norms)");
     }
 
+    // The tensors `parts` loaded one after another into one tensor: [rows] for a vector (cols 0),
+    // [Σ rows, cols] for matrices.
     template <class T>
-    rayo::Tensor<T> load(rayo::gguf::TensorInfo const& info) {
-        rayo::Tensor<T> t = file_.load<T>(info.name, device_);
-        done_ += info.bytes;
-        if (progress_) progress_(done_, total_);
+    rayo::Tensor<T> load(std::vector<std::pair<std::string, std::size_t>> const& parts, std::size_t cols) {
+        std::int64_t total = 0;
+        for (auto const& part : parts) total += static_cast<std::int64_t>(part.second);
+        rayo::Tensor<T> t = rayo::Tensor<T>::empty(
+            cols ? rayo::Shape{total, static_cast<std::int64_t>(cols)} : rayo::Shape{total}, device_);
+        std::int64_t at = 0;
+        for (auto const& [name, rows] : parts) {
+            file_.load_into(name, t.slice(at, at + static_cast<std::int64_t>(rows)));
+            at += static_cast<std::int64_t>(rows);
+            done_ += find(name).bytes;
+            if (progress_) progress_(done_, total_);
+        }
         return t;
     }
 
@@ -252,15 +361,15 @@ inline Weights load_weights(rayo::gguf::File const& file, Hyperparameters const&
     out.layers.reserve(hp.layers);
     for (std::size_t i = 0; i < hp.layers; ++i) {
         std::string const p = "blk." + std::to_string(i) + ".";
-        out.layers.push_back(Layer{.attn_norm = w.vector(p + "attn_norm.weight", d),
-                                   .ffn_norm = w.vector(p + "ffn_norm.weight", d),
-                                   .q = w.matrix(p + "attn_q.weight", hp.heads * hd, d),
-                                   .k = w.matrix(p + "attn_k.weight", hp.kv_heads * hd, d),
-                                   .v = w.matrix(p + "attn_v.weight", hp.kv_heads * hd, d),
-                                   .o = w.matrix(p + "attn_output.weight", d, hp.heads * hd),
-                                   .gate = w.matrix(p + "ffn_gate.weight", hp.ffn_width, d),
-                                   .up = w.matrix(p + "ffn_up.weight", hp.ffn_width, d),
-                                   .down = w.matrix(p + "ffn_down.weight", d, hp.ffn_width)});
+        out.layers.push_back(Layer{
+            .attn_norm = w.vector(p + "attn_norm.weight", d),
+            .ffn_norm = w.vector(p + "ffn_norm.weight", d),
+            .qkv = w.projections({{p + "attn_q.weight", hp.heads * hd},
+                                  {p + "attn_k.weight", hp.kv_heads * hd},
+                                  {p + "attn_v.weight", hp.kv_heads * hd}}, d),
+            .gate_up = w.projections({{p + "ffn_gate.weight", hp.ffn_width}, {p + "ffn_up.weight", hp.ffn_width}}, d),
+            .o = w.matrix(p + "attn_output.weight", d, hp.heads * hd),
+            .down = w.matrix(p + "ffn_down.weight", d, hp.ffn_width)});
     }
     out.output_norm = w.vector("output_norm.weight", d);
     if (w.has("output.weight")) out.output = w.matrix("output.weight", hp.vocab, d);
@@ -281,6 +390,10 @@ public:
             k_cache_.push_back(rayo::FTensor::zeros(cache_shape, device));
             v_cache_.push_back(rayo::FTensor::zeros(cache_shape, device));
         }
+        rope_.style = rayo::RopeStyle::adjacent;
+        rope_.n_dims = static_cast<int>(hp_.rope_dims);
+        rope_.freq_base = hp_.rope_base;
+        rope_.freq_factors = w_.rope_factors;
     }
 
     [[nodiscard]] Hyperparameters const& hyperparameters() const noexcept { return hp_; }
@@ -291,13 +404,16 @@ public:
     rayo::FTensor forward(std::span<std::int32_t const> tokens, std::size_t pos, bool all_logits = false) {
         check_request(tokens, pos);
         auto const n = static_cast<std::int64_t>(tokens.size());
-        std::vector<std::int32_t> positions(tokens.size());
-        for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<std::int32_t>(pos + i);
-        auto const ids = rayo::Tensor<std::int32_t>::from(tokens, rayo::Shape{n}, device_);
-        auto const at = rayo::Tensor<std::int32_t>::from(std::span<std::int32_t const>(positions), rayo::Shape{n}, device_);
+        // The ids and their positions in one upload.
+        std::vector<std::int32_t> host(tokens.begin(), tokens.end());
+        for (std::size_t i = 0; i < tokens.size(); ++i) host.push_back(static_cast<std::int32_t>(pos + i));
+        auto const ids_positions = rayo::Tensor<std::int32_t>::from(std::span<std::int32_t const>(host), rayo::Shape{2, n}, device_);
+        rayo::Tensor<std::int32_t> const ids = ids_positions.slice(0, 1).reshape({n});
+        rayo::Tensor<std::int32_t> const positions = ids_positions.slice(1, 2).reshape({n});
+        if (n == 1 && !all_logits) return decode_step(ids, positions, pos);
         rayo::FTensor x = w_.embeddings.rows(ids);
         for (std::size_t l = 0; l < w_.layers.size(); ++l) {
-            x = rayo::add(x, attention_block(l, x, at, pos));
+            x = rayo::add(x, attention_block(l, x, positions, pos));
             x = rayo::add(x, feed_forward(w_.layers[l], x));
         }
         if (!all_logits) x = x.slice(n - 1, n);
@@ -325,34 +441,89 @@ private:
         auto const n = x.shape()[0];
         auto const heads = static_cast<std::int64_t>(hp_.heads), kv_heads = static_cast<std::int64_t>(hp_.kv_heads),
                    hd = static_cast<std::int64_t>(hp_.head_dim);
-        rayo::FTensor const h = rayo::rms_norm(x, layer.attn_norm, hp_.rms_eps);
-        rayo::RopeParams rope;
-        rope.style = rayo::RopeStyle::adjacent;
-        rope.n_dims = static_cast<int>(hp_.rope_dims);
-        rope.freq_base = hp_.rope_base;
-        rope.freq_factors = w_.rope_factors;
-        rayo::FTensor const q = rayo::rope(layer.q.apply(h).reshape({n, heads, hd}), positions, rope);
-        rayo::FTensor const k = rayo::rope(layer.k.apply(h).reshape({n, kv_heads, hd}), positions, rope);
-        rayo::FTensor const v = layer.v.apply(h).reshape({n, kv_heads, hd});
+        std::vector<rayo::FTensor> const qkv = layer.qkv.apply(rayo::rms_norm(x, layer.attn_norm, hp_.rms_eps));
+        rayo::FTensor const q = rayo::rope(qkv[0].reshape({n, heads, hd}), positions, rope_);
+        rayo::FTensor const k = rayo::rope(qkv[1].reshape({n, kv_heads, hd}), positions, rope_);
         auto const end = static_cast<std::int64_t>(pos) + n;
         rayo::copy_into(k, k_cache_[l].slice(static_cast<std::int64_t>(pos), end));
-        rayo::copy_into(v, v_cache_[l].slice(static_cast<std::int64_t>(pos), end));
-        rayo::AttentionParams causal;
-        causal.causal = true;  // the queries are the cache's last rows: each sees the keys up to its own
-        rayo::FTensor const a = rayo::attention(q, k_cache_[l].slice(0, end), v_cache_[l].slice(0, end), causal);
+        rayo::copy_into(qkv[2].reshape({n, kv_heads, hd}), v_cache_[l].slice(static_cast<std::int64_t>(pos), end));
+        rayo::FTensor const a = rayo::attention(q, k_cache_[l].slice(0, end), v_cache_[l].slice(0, end), causal());
         return layer.o.apply(a.reshape({n, heads * hd}));
     }
 
     // down(silu(gate(h)) · up(h)) of h = rms_norm(x).
     rayo::FTensor feed_forward(Layer const& layer, rayo::FTensor const& x) const {
-        rayo::FTensor const h = rayo::rms_norm(x, layer.ffn_norm, hp_.rms_eps);
-        return layer.down.apply(rayo::mul(rayo::silu(layer.gate.apply(h)), layer.up.apply(h)));
+        std::vector<rayo::FTensor> const gate_up = layer.gate_up.apply(rayo::rms_norm(x, layer.ffn_norm, hp_.rms_eps));
+        return layer.down.apply(rayo::mul(rayo::silu(gate_up[0]), gate_up[1]));
+    }
+
+    static rayo::AttentionParams causal() {
+        rayo::AttentionParams p;
+        p.causal = true;  // the queries are the cache's last rows: each sees the keys up to its own
+        return p;
+    }
+
+    // The buffers of one decode step, kept between steps: a step then allocates nothing but its
+    // id upload, and runs its ops in place where they allow it.
+    struct DecodeBuffers {
+        rayo::FTensor x, h, qkv, attended, y, gate_up, logits;
+    };
+
+    DecodeBuffers& decode_buffers() {
+        if (!decode_) {
+            auto const d = static_cast<std::int64_t>(hp_.width), f = static_cast<std::int64_t>(hp_.ffn_width);
+            auto const q = static_cast<std::int64_t>(hp_.heads * hp_.head_dim);
+            auto const make = [&](rayo::Shape shape) { return rayo::FTensor::empty(std::move(shape), device_); };
+            decode_ = DecodeBuffers{.x = make({1, d}), .h = make({1, d}), .qkv = make({w_.layers.front().qkv.rows()}),
+                                    .attended = make({1, q}), .y = make({1, d}), .gate_up = make({2 * f}),
+                                    .logits = make({static_cast<std::int64_t>(hp_.vocab)})};
+        }
+        return *decode_;
+    }
+
+    // One token at `pos` through the model with the ops writing into the decode buffers; q and k
+    // sit next to each other in the projection's output, so one rope turns both.
+    rayo::FTensor decode_step(rayo::Tensor<std::int32_t> const& ids, rayo::Tensor<std::int32_t> const& positions,
+                              std::size_t pos) {
+        DecodeBuffers& b = decode_buffers();
+        auto const heads = static_cast<std::int64_t>(hp_.heads), kv_heads = static_cast<std::int64_t>(hp_.kv_heads),
+                   hd = static_cast<std::int64_t>(hp_.head_dim), f = static_cast<std::int64_t>(hp_.ffn_width);
+        auto const at = static_cast<std::int64_t>(pos);
+        rayo::FTensor const qk = b.qkv.slice(0, (heads + kv_heads) * hd).reshape({1, heads + kv_heads, hd});
+        rayo::FTensor const q = b.qkv.slice(0, heads * hd).reshape({1, heads, hd});
+        rayo::FTensor const k = b.qkv.slice(heads * hd, (heads + kv_heads) * hd).reshape({1, kv_heads, hd});
+        rayo::FTensor const v = b.qkv.slice((heads + kv_heads) * hd, (heads + 2 * kv_heads) * hd).reshape({1, kv_heads, hd});
+        rayo::FTensor const gate = b.gate_up.slice(0, f).reshape({1, f}), up = b.gate_up.slice(f, 2 * f).reshape({1, f});
+        w_.embeddings.rows_into(ids, b.x);
+        for (std::size_t l = 0; l < w_.layers.size(); ++l) {
+            Layer const& layer = w_.layers[l];
+            rayo::rms_norm_into(b.x, layer.attn_norm, hp_.rms_eps, b.h);
+            layer.qkv.apply_one_into(b.h, b.qkv);
+            rayo::rope_into(qk, positions, rope_, qk);
+            rayo::copy_into(k, k_cache_[l].slice(at, at + 1));
+            rayo::copy_into(v, v_cache_[l].slice(at, at + 1));
+            rayo::attention_into(q, k_cache_[l].slice(0, at + 1), v_cache_[l].slice(0, at + 1), causal(),
+                                 b.attended.reshape({1, heads, hd}));
+            layer.o.apply_into(b.attended, b.y);
+            rayo::add_into(b.x, b.y, b.x);
+            rayo::rms_norm_into(b.x, layer.ffn_norm, hp_.rms_eps, b.h);
+            layer.gate_up.apply_one_into(b.h, b.gate_up);
+            rayo::silu_into(gate, gate);
+            rayo::mul_into(gate, up, gate);
+            layer.down.apply_into(gate, b.y);
+            rayo::add_into(b.x, b.y, b.x);
+        }
+        rayo::rms_norm_into(b.x, w_.output_norm, hp_.rms_eps, b.h);
+        w_.output.apply_into(b.h, b.logits.reshape({1, static_cast<std::int64_t>(hp_.vocab)}));
+        return b.logits;
     }
 
     Hyperparameters hp_;
     rayo::Device device_;
     Weights w_;
     std::vector<rayo::FTensor> k_cache_, v_cache_;
+    rayo::RopeParams rope_;
+    std::optional<DecodeBuffers> decode_;
 };
 
 // ---- the vocabulary ------------------------------------------------------------------------------------

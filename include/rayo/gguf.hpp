@@ -259,11 +259,20 @@ public:
     // The same, reporting progress in bytes copied (rayo/progress.hpp).
     template <Element T>
     [[nodiscard]] Tensor<T> load(std::string_view name, Device device, ProgressCallback const& progress) const;
+    // The tensor's bytes copied into `dst`, a tensor of the stored shape on any device: a view into
+    // a larger tensor too, such as rows of a weight that joins several stored ones
+    // (w.slice(0, 4096) of a fused q/k/v projection). The errors of load(), and ShapeError naming
+    // both shapes when dst's differs; dst is untouched on every error.
+    template <Element T>
+    void load_into(std::string_view name, Tensor<T> const& dst, ProgressCallback const& progress = {}) const;
 
 private:
     File();
     struct Mapping;
     void parse();
+    // The tensor's entry, checked to be loadable as T.
+    template <Element T>
+    [[nodiscard]] TensorInfo const& tensor_for(std::string_view name) const;
 
     std::unique_ptr<Mapping> mapping_;
     std::span<std::byte const> bytes_;

@@ -392,6 +392,13 @@ Tensor<T> File::load(std::string_view name, Device device) const {
 
 template <Element T>
 Tensor<T> File::load(std::string_view name, Device device, ProgressCallback const& progress) const {
+    Tensor<T> tensor = Tensor<T>::empty(tensor_for<T>(name).shape, device);
+    load_into(name, tensor, progress);
+    return tensor;
+}
+
+template <Element T>
+TensorInfo const& File::tensor_for(std::string_view name) const {
     TensorInfo const& t = tensor(name);
     if (!t.dtype) {
         std::string loadable;
@@ -406,20 +413,27 @@ Tensor<T> File::load(std::string_view name, Device device, ProgressCallback cons
                          std::string(t.type_name) + " (rayo " + std::string(to_string(*t.dtype)) + "), not " +
                          std::string(to_string(dtype_of<T>)) + ": load it as Tensor<" +
                          std::string(to_string(*t.dtype)) + ">");
-    Tensor<T> tensor = Tensor<T>::empty(t.shape, device);
+    return t;
+}
+
+template <Element T>
+void File::load_into(std::string_view name, Tensor<T> const& dst, ProgressCallback const& progress) const {
+    TensorInfo const& t = tensor_for<T>(name);
+    if (dst.shape() != t.shape)
+        throw ShapeError("GGUF " + source_ + ": tensor \"" + printable(t.name) + "\" has shape " + t.shape.to_string() +
+                         ", the tensor to load it into " + dst.shape().to_string());
     if (progress) progress(0, t.bytes);
     // In 32 pieces of at least 1 MiB when someone is watching; at once otherwise.
     std::uint64_t const piece = progress ? std::max<std::uint64_t>(std::uint64_t{1} << 20, (t.bytes + 31) / 32) : t.bytes;
     std::byte const* src = bytes_.data() + data_offset_ + t.offset;
-    auto& storage = rayo::detail::TensorAccess::storage(tensor);
-    std::size_t const offset = rayo::detail::TensorAccess::offset(tensor);
+    auto& storage = rayo::detail::TensorAccess::storage(dst);
+    std::size_t const offset = rayo::detail::TensorAccess::offset(dst);
     for (std::uint64_t done = 0; done < t.bytes;) {
         std::uint64_t const n = std::min(piece, t.bytes - done);
         storage.upload(offset + static_cast<std::size_t>(done), src + done, static_cast<std::size_t>(n));
         done += n;
         if (progress) progress(done, t.bytes);
     }
-    return tensor;
 }
 
 template Tensor<float> File::load<float>(std::string_view, Device) const;
@@ -438,5 +452,14 @@ template Tensor<std::int64_t> File::load<std::int64_t>(std::string_view, Device,
 template Tensor<q4_k> File::load<q4_k>(std::string_view, Device, ProgressCallback const&) const;
 template Tensor<q6_k> File::load<q6_k>(std::string_view, Device, ProgressCallback const&) const;
 template Tensor<q8_k> File::load<q8_k>(std::string_view, Device, ProgressCallback const&) const;
+
+template void File::load_into<float>(std::string_view, Tensor<float> const&, ProgressCallback const&) const;
+template void File::load_into<half>(std::string_view, Tensor<half> const&, ProgressCallback const&) const;
+template void File::load_into<bfloat16>(std::string_view, Tensor<bfloat16> const&, ProgressCallback const&) const;
+template void File::load_into<std::int32_t>(std::string_view, Tensor<std::int32_t> const&, ProgressCallback const&) const;
+template void File::load_into<std::int64_t>(std::string_view, Tensor<std::int64_t> const&, ProgressCallback const&) const;
+template void File::load_into<q4_k>(std::string_view, Tensor<q4_k> const&, ProgressCallback const&) const;
+template void File::load_into<q6_k>(std::string_view, Tensor<q6_k> const&, ProgressCallback const&) const;
+template void File::load_into<q8_k>(std::string_view, Tensor<q8_k> const&, ProgressCallback const&) const;
 
 }  // namespace rayo::gguf
