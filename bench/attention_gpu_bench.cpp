@@ -12,13 +12,14 @@ namespace {
 
 using Half = rayo::Tensor<rayo::half>;
 
-void run_prefill(benchmark::State& state, std::int64_t len, bool causal) {
+template <class T>
+void run_prefill(benchmark::State& state, std::int64_t len, bool causal, std::int64_t kv_heads = 32) {
     rayo::Device const device = bench_device();
     std::int64_t const heads = 32, d = 128;
-    Half const q = random_tensor<rayo::half>(rayo::Shape{1, len, heads, d}, device, {-1.0f, 1.0f}, 1);
-    Half const k = random_tensor<rayo::half>(rayo::Shape{1, len, heads, d}, device, {-1.0f, 1.0f}, 2);
-    Half const v = random_tensor<rayo::half>(rayo::Shape{1, len, heads, d}, device, {-1.0f, 1.0f}, 3);
-    Half const out = output_tensor<rayo::half>(rayo::Shape{1, len, heads, d}, device);
+    auto const q = random_tensor<T>(rayo::Shape{1, len, heads, d}, device, {-1.0f, 1.0f}, 1);
+    auto const k = random_tensor<T>(rayo::Shape{1, len, kv_heads, d}, device, {-1.0f, 1.0f}, 2);
+    auto const v = random_tensor<T>(rayo::Shape{1, len, kv_heads, d}, device, {-1.0f, 1.0f}, 3);
+    auto const out = output_tensor<T>(rayo::Shape{1, len, heads, d}, device);
     rayo::AttentionParams params;
     params.causal = causal;
     time_op(state, device, [&] { rayo::attention_into(q, k, v, params, out); });
@@ -56,7 +57,12 @@ void register_attention_gpu() {
     for (std::int64_t len : {1024, 4096})
         for (bool causal : {true, false})
             add_benchmark("gpu/attention/prefill/f16_h32_d128_s" + std::to_string(len) + (causal ? "_causal" : ""),
-                          [=](benchmark::State& st) { run_prefill(st, len, causal); });
+                          [=](benchmark::State& st) { run_prefill<rayo::half>(st, len, causal); });
+    // A Llama-3-8B prompt of 512 tokens (8 key/value heads), in f16 and f32.
+    add_benchmark("gpu/attention/prefill/f16_h32_kv8_d128_s512_causal",
+                  [](benchmark::State& st) { run_prefill<rayo::half>(st, 512, true, 8); });
+    add_benchmark("gpu/attention/prefill/f32_h32_kv8_d128_s512_causal",
+                  [](benchmark::State& st) { run_prefill<float>(st, 512, true, 8); });
     for (std::int64_t cache : {1024, 8192})
         for (bool cold : {true, false})
             add_benchmark("gpu/attention/decode/f16_h32_kv8_d128_cache" + std::to_string(cache) + (cold ? "/cold" : "/hot"),
