@@ -54,7 +54,8 @@ protected:
         device.synchronize();
 #if RAYO_TEST_VULKAN
         if (device.kind() == DeviceKind::vulkan) {
-            EXPECT_EQ(vulkan::validation_message_count(), messages_before) << "the validation layer reported messages (logged above)";
+            EXPECT_EQ(vulkan::validation_message_count(), messages_before)
+                << "the validation layer reported messages (logged above)";
         }
 #endif
 #if RAYO_TEST_SIMULATED_CUDA

@@ -91,7 +91,8 @@ void MemoryPool::reset_peaks() {
     // Zero is the one value these attributes take: it resets them to the current counts.
     for (auto const which : {CUmemPool_attribute::used_mem_high, CUmemPool_attribute::reserved_mem_high}) {
         std::uint64_t zero = 0;
-        check(d.cuMemPoolSetAttribute(pool_, which, &zero), context.label() + ": cuMemPoolSetAttribute (a high watermark)");
+        check(d.cuMemPoolSetAttribute(pool_, which, &zero),
+              context.label() + ": cuMemPoolSetAttribute (resetting a high watermark)");
     }
 }
 

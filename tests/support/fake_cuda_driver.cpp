@@ -54,7 +54,9 @@ struct Pool {
             sizes.erase(it);
         }
     }
-    void trim(std::uint64_t keep) { reserved = std::max(round_up(used, chunk), std::min(reserved, round_up(keep, chunk))); }
+    void trim(std::uint64_t keep) {
+        reserved = std::max(round_up(used, chunk), std::min(reserved, round_up(keep, chunk)));
+    }
 };
 
 struct State {
