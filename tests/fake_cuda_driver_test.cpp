@@ -7,6 +7,8 @@
 
 #include <dlfcn.h>
 
+#include "support/memory_usage_checks.hpp"
+
 #include <cstddef>
 #include <cstdlib>
 #include <string>
@@ -185,6 +187,18 @@ TEST_F(FakeCuda, TheGemvReadsXBeforeItsWaitOnlyOnceTheHostHasWaitedSinceXWasWrit
     device.synchronize();
     linear_into(x, w, y);
     EXPECT_EQ(x_first(), sm90);
+}
+
+// Device::memory_usage() reads the pool's counts (in use rounded to the driver's granule, reserved
+// in whole chunks), and reset_peak_memory() resets its high watermarks the one way the driver takes.
+TEST_F(FakeCuda, MemoryUsageIsThePoolsCountsAndPeaksReset) {
+    check_tensor_counts(device, 1);
+    check_tensor_counts(device, 3'000'001);
+    check_op_counts(device);
+    check_concurrent_reads(device);
+    MemoryUsage const u = device.memory_usage();
+    EXPECT_GE(u.reserved_bytes, std::size_t{2} << 20) << u;  // the fake reserves 2 MiB chunks
+    EXPECT_EQ(u.reserved_bytes % (std::size_t{2} << 20), 0u) << u;
 }
 
 }  // namespace

@@ -243,6 +243,8 @@ public:
     }
 
     [[nodiscard]] bool has(std::string const& name) const { return file_.find(name) != nullptr; }
+    // The bytes of the tensors loaded onto the device so far.
+    [[nodiscard]] std::size_t device_bytes() const noexcept { return device_bytes_; }
 
     // A 2-D weight of shape [rows, cols].
     Weight matrix(std::string const& name, std::size_t rows, std::size_t cols) {
@@ -329,6 +331,7 @@ private:
             done_ += find(name).bytes;
             if (progress_) progress_(done_, total_);
         }
+        device_bytes_ += t.bytes();
         return t;
     }
 
@@ -336,6 +339,7 @@ private:
     rayo::Device device_;
     LoadProgress progress_;
     std::uint64_t done_ = 0, total_ = 0;
+    std::size_t device_bytes_ = 0;
 };
 
 // ---- the model -----------------------------------------------------------------------------------------
@@ -345,18 +349,20 @@ struct Weights {
     Weight embeddings;
     std::vector<Layer> layers;
     rayo::FTensor output_norm;
-    Weight output;  // the embeddings when the file has no `output` (tied weights)
+    Weight output;  // the embeddings' own tensor when the file has no `output` (tied weights)
     std::optional<rayo::FTensor> rope_factors;
+    std::size_t device_bytes = 0;  // of every tensor above, each counted once
 };
 
 inline Weights load_weights(rayo::gguf::File const& file, Hyperparameters const& hp, rayo::Device device,
                             LoadProgress progress) {
     WeightLoader w(file, device, std::move(progress));
     std::size_t const d = hp.width, hd = hp.head_dim;
-    Weights out{.embeddings = w.matrix("token_embd.weight", hp.vocab, d),
+    Weight const embeddings = w.matrix("token_embd.weight", hp.vocab, d);
+    Weights out{.embeddings = embeddings,
                 .layers = {},
                 .output_norm = rayo::FTensor::empty(rayo::Shape{0}),
-                .output = w.matrix("token_embd.weight", hp.vocab, d),
+                .output = embeddings,  // shares the tensor, not a second copy on the device
                 .rope_factors = {}};
     out.layers.reserve(hp.layers);
     for (std::size_t i = 0; i < hp.layers; ++i) {
@@ -374,6 +380,7 @@ inline Weights load_weights(rayo::gguf::File const& file, Hyperparameters const&
     out.output_norm = w.vector("output_norm.weight", d);
     if (w.has("output.weight")) out.output = w.matrix("output.weight", hp.vocab, d);
     if (w.has("rope_freqs.weight")) out.rope_factors = w.vector("rope_freqs.weight", hp.rope_dims / 2);
+    out.device_bytes = w.device_bytes();
     return out;
 }
 
@@ -398,6 +405,14 @@ public:
 
     [[nodiscard]] Hyperparameters const& hyperparameters() const noexcept { return hp_; }
     [[nodiscard]] rayo::Device device() const noexcept { return device_; }
+    // The bytes the weights take on the device.
+    [[nodiscard]] std::size_t weight_bytes() const noexcept { return w_.device_bytes; }
+    // The bytes the KV cache takes on the device: keys and values of every layer for the whole context.
+    [[nodiscard]] std::size_t cache_bytes() const noexcept {
+        std::size_t bytes = 0;
+        for (std::size_t l = 0; l < k_cache_.size(); ++l) bytes += k_cache_[l].bytes() + v_cache_[l].bytes();
+        return bytes;
+    }
 
     // Runs `tokens` at positions pos, pos + 1, ... (their keys and values join the cache) and
     // returns the logits f32 [tokens, vocab] (all_logits) or [vocab] of the last token.

@@ -3,8 +3,9 @@
 //   rayo-llama MODEL.gguf --prompt-tokens 1,15043,3186 [--n-predict 32] [--device cuda:0]
 //
 // Prints the generated token ids (and their text when the file has a vocabulary), then the load
-// time, the prefill and decode rates. Bad input (a file of another architecture, a missing tensor,
-// a token outside the vocabulary, a prompt longer than the context) is a message and exit code 2.
+// time, the prefill and decode rates, then the device's peak memory beside what the weights and the
+// KV cache take. Bad input (a file of another architecture, a missing tensor, a token outside the
+// vocabulary, a prompt longer than the context) is a message and exit code 2.
 #include <rayo/rayo.hpp>
 
 #include <cctype>
@@ -172,6 +173,11 @@ int run(Options const& o) {
     std::printf("load %.2f s, prefill %zu tokens %.1f tokens/s, decode %zu tokens %.1f tokens/s\n", load_s,
                 o.prompt.size(), static_cast<double>(o.prompt.size()) / prefill_s, steps,
                 steps ? static_cast<double>(steps) / decode_s : 0.0);
+    // Everything the device's backend held at its peak since the start (the load included).
+    constexpr double mib = 1 << 20;
+    std::printf("peak device memory %.1f MiB (weights %.1f MiB, KV cache %.1f MiB)\n",
+                static_cast<double>(device.memory_usage().peak_reserved_bytes) / mib,
+                static_cast<double>(model.weight_bytes()) / mib, static_cast<double>(model.cache_bytes()) / mib);
     return 0;
 }
 

@@ -1,6 +1,7 @@
 // Devices: the CPU, and GPUs found at run time through the Vulkan loader or the CUDA driver.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,6 +21,21 @@ constexpr std::string_view to_string(DeviceKind k) noexcept {
     }
     return "?";
 }
+
+// The memory a device's backend holds, in bytes (Device::memory_usage). The peaks are the highest
+// values since the backend started or since the last Device::reset_peak_memory(). docs/api.md says
+// what each backend counts.
+struct MemoryUsage {
+    // Bytes of live tensors and temporaries handed out: at least the bytes asked for, as the
+    // allocator rounds them. A buffer freed while queued work still uses it may count until that
+    // work is done.
+    std::size_t in_use_bytes = 0;
+    std::size_t peak_in_use_bytes = 0;
+    // Device memory the backend holds from the driver, pools and blocks included (their free space
+    // too): what other processes cannot use. Never less than in_use_bytes.
+    std::size_t reserved_bytes = 0;
+    std::size_t peak_reserved_bytes = 0;
+};
 
 // A device is a small value (kind and index); the backend behind it lives for the whole process.
 class RAYO_API Device {
@@ -43,6 +59,10 @@ public:
     [[nodiscard]] std::string id() const;
     // Waits until every operation queued on this device has finished.
     void synchronize() const;
+    // What the device's backend holds now and at its peaks; safe to call from any thread.
+    [[nodiscard]] MemoryUsage memory_usage() const;
+    // Restarts the peaks of memory_usage() from the current values.
+    void reset_peak_memory() const;
 
     friend bool operator==(Device, Device) noexcept = default;
 

@@ -92,4 +92,8 @@ std::string Device::id() const {
 
 void Device::synchronize() const { detail::Registry::instance().backend(*this).synchronize(); }
 
+MemoryUsage Device::memory_usage() const { return detail::Registry::instance().backend(*this).memory_usage(); }
+
+void Device::reset_peak_memory() const { detail::Registry::instance().backend(*this).reset_peak_memory(); }
+
 }  // namespace rayo

@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "cpu/cpu_features.hpp"
+#include "cpu/host_memory.hpp"
 #include "cpu/kernel_runner.hpp"
 #include "cpu/ops/ops.hpp"
 #include "rayo/error.hpp"
@@ -21,6 +22,9 @@ namespace rayo::cpu {
 namespace {
 
 constexpr std::align_val_t buffer_alignment{64};
+// Each buffer starts with its size (what release() takes off the counts), padded to keep the
+// data aligned.
+constexpr std::size_t buffer_header_bytes = 64;
 
 // Buffers of 8 MiB and more ask for transparent huge pages over their 2 MiB-aligned interior
 // (Linux's "madvise" mode gives them only on request): an op that walks a large matrix by columns,
@@ -35,7 +39,11 @@ void ask_for_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] std::size_t b
 #endif
 }
 
+constinit detail::MemoryCounters host_memory_counters;
+
 }  // namespace
+
+detail::MemoryCounters& host_memory() noexcept { return host_memory_counters; }
 
 std::string CpuBackend::name() const {
     return cpu_features().brand + " (" + std::string(to_string(cpu_arch())) + ", " + std::to_string(num_threads()) +
@@ -43,18 +51,32 @@ std::string CpuBackend::name() const {
 }
 
 std::uintptr_t CpuBackend::allocate(std::size_t bytes) {
+    std::size_t const held = buffer_header_bytes + std::max<std::size_t>(bytes, 1);
+    void* block = nullptr;
     try {
-        void* const p = ::operator new(std::max<std::size_t>(bytes, 1), buffer_alignment);
-        ask_for_huge_pages(p, bytes);
-        return reinterpret_cast<std::uintptr_t>(p);
+        block = ::operator new(held, buffer_alignment);
     } catch (std::bad_alloc const&) {
         throw OutOfMemory("cpu: cannot allocate " + std::to_string(bytes) + " bytes of host memory");
     }
+    ask_for_huge_pages(block, held);
+    std::memcpy(block, &bytes, sizeof bytes);
+    host_memory().reserved.add(held);
+    host_memory().in_use.add(bytes);
+    return reinterpret_cast<std::uintptr_t>(block) + buffer_header_bytes;
 }
 
 void CpuBackend::release(std::uintptr_t buffer) noexcept {
-    ::operator delete(reinterpret_cast<void*>(buffer), buffer_alignment);
+    void* const block = reinterpret_cast<void*>(buffer - buffer_header_bytes);
+    std::size_t bytes = 0;
+    std::memcpy(&bytes, block, sizeof bytes);
+    host_memory().in_use.subtract(bytes);
+    host_memory().reserved.subtract(buffer_header_bytes + std::max<std::size_t>(bytes, 1));
+    ::operator delete(block, buffer_alignment);
 }
+
+MemoryUsage CpuBackend::memory_usage() const { return host_memory().usage(); }
+
+void CpuBackend::reset_peak_memory() { host_memory().reset_peaks(); }
 
 void CpuBackend::upload(std::uintptr_t dst, std::size_t offset, void const* src, std::size_t bytes) {
     std::memmove(reinterpret_cast<void*>(dst + offset), src, bytes);

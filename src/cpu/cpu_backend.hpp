@@ -21,6 +21,9 @@ public:
     void fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes, void const* pattern,
               std::size_t pattern_bytes) override;
     void synchronize() override {}
+    // Host memory of every CpuBackend together (cpu/host_memory.hpp).
+    [[nodiscard]] MemoryUsage memory_usage() const override;
+    void reset_peak_memory() override;
 
     [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& views) const override;
     void run(detail::OpDescriptor const& op, detail::OpViews const& views) override;

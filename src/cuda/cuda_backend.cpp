@@ -272,6 +272,16 @@ bool CudaBackend::settled(std::uintptr_t handle) const noexcept {
     return it != buffers_.end() && it->second.written < drains_;
 }
 
+MemoryUsage CudaBackend::memory_usage() const {
+    std::lock_guard lock(mutex_);
+    return memory_.memory_usage();
+}
+
+void CudaBackend::reset_peak_memory() {
+    std::lock_guard lock(mutex_);
+    memory_.reset_peaks();
+}
+
 MemoryStats CudaBackend::memory_stats() const {
     std::lock_guard lock(mutex_);
     return {buffers_.size(), memory_.usage(), memory_.device_memory()};

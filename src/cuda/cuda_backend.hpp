@@ -60,6 +60,10 @@ public:
     void fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes, void const* pattern,
               std::size_t pattern_bytes) override;
     void synchronize() override;
+    // The device's memory pool, which every allocation of the backend comes from: tensors,
+    // temporaries and the fault record.
+    [[nodiscard]] MemoryUsage memory_usage() const override;
+    void reset_peak_memory() override;
 
     // Defined in cuda_backend_ops.cpp: the op families of cuda/ops/, with the device's KernelRunner.
     [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& views) const override;

@@ -75,6 +75,31 @@ PoolUsage MemoryPool::usage() const {
     return {attribute(CUmemPool_attribute::reserved_mem_current), attribute(CUmemPool_attribute::used_mem_current)};
 }
 
+MemoryUsage MemoryPool::memory_usage() const {
+    MemoryUsage u;
+    u.in_use_bytes = attribute(CUmemPool_attribute::used_mem_current);
+    u.peak_in_use_bytes = attribute(CUmemPool_attribute::used_mem_high);
+    u.reserved_bytes = attribute(CUmemPool_attribute::reserved_mem_current);
+    u.peak_reserved_bytes = attribute(CUmemPool_attribute::reserved_mem_high);
+    // Four reads, not one snapshot: another user of the pool may allocate between them.
+    u.peak_in_use_bytes = std::max(u.peak_in_use_bytes, u.in_use_bytes);
+    u.reserved_bytes = std::max(u.reserved_bytes, u.in_use_bytes);
+    u.peak_reserved_bytes = std::max({u.peak_reserved_bytes, u.reserved_bytes, u.peak_in_use_bytes});
+    return u;
+}
+
+void MemoryPool::reset_peaks() {
+    PrimaryContext const& context = stream_.context();
+    ScopedCurrent const current(context);
+    Driver const& d = context.driver();
+    // Zero is the one value these attributes take: it resets them to the current counts.
+    for (auto const which : {CUmemPool_attribute::used_mem_high, CUmemPool_attribute::reserved_mem_high}) {
+        std::uint64_t zero = 0;
+        check(d.cuMemPoolSetAttribute(pool_, which, &zero),
+              context.label() + ": cuMemPoolSetAttribute (resetting a high watermark)");
+    }
+}
+
 DeviceMemoryInfo MemoryPool::device_memory() const {
     PrimaryContext const& context = stream_.context();
     ScopedCurrent const current(context);

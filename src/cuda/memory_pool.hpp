@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cuda/stream.hpp"
+#include "rayo/device.hpp"
 
 namespace rayo::cuda {
 
@@ -36,6 +37,10 @@ public:
     void free(CUdeviceptr pointer);
 
     [[nodiscard]] PoolUsage usage() const;
+    // The pool's counts and high watermarks (CU_MEMPOOL_ATTR_{USED,RESERVED}_MEM_{CURRENT,HIGH}).
+    [[nodiscard]] MemoryUsage memory_usage() const;
+    // Restarts both high watermarks from the current counts.
+    void reset_peaks();
     [[nodiscard]] DeviceMemoryInfo device_memory() const;
 
 private:

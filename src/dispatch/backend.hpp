@@ -47,6 +47,11 @@ public:
     virtual void fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes, void const* pattern,
                       std::size_t pattern_bytes) = 0;
     virtual void synchronize() = 0;
+    // What the backend holds on its device (Device::memory_usage): everything it allocated there,
+    // tensors, temporaries and the free space of its pools. Safe to call from any thread.
+    [[nodiscard]] virtual MemoryUsage memory_usage() const = 0;
+    // Restarts the peaks from the current values.
+    virtual void reset_peak_memory() = 0;
 
     // Ops. The views are validated by the op layer (shapes, types, devices, aliasing) before
     // either is called; `supports` judges what this backend's kernels can take (types, sizes,

@@ -21,7 +21,8 @@ std::string mib(VkDeviceSize bytes) {
 
 }  // namespace
 
-MemoryAllocator::MemoryAllocator(LogicalDevice const& device, MemoryKind kind) : device_(device) {
+MemoryAllocator::MemoryAllocator(LogicalDevice const& device, MemoryKind kind, detail::MemoryCounters& device_memory)
+    : device_(device) {
     auto const& physical = device.physical();
     bool const staging = kind == MemoryKind::staging;
     label_ = physical.name() + (staging ? " staging memory" : " device memory");
@@ -61,7 +62,9 @@ MemoryAllocator::MemoryAllocator(LogicalDevice const& device, MemoryKind kind) :
     if (!chosen) throw Unsupported(label_ + ": no memory type fits");
     memory_type_ = *chosen;
     host_visible_ = memory.memoryTypes[memory_type_].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
-    heap_bytes_ = memory.memoryHeaps[memory.memoryTypes[memory_type_].heapIndex].size;
+    VkMemoryHeap const& heap = memory.memoryHeaps[memory.memoryTypes[memory_type_].heapIndex];
+    heap_bytes_ = heap.size;
+    if (heap.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) counters_ = &device_memory;
     block_bytes_ = std::min({default_block_bytes, std::max<VkDeviceSize>(heap_bytes_ / 8, 1 << 20),
                              physical.max_allocation_bytes});
     alignment_ = std::max({alignment_, requirements.alignment, physical.properties.limits.minStorageBufferOffsetAlignment,
@@ -120,7 +123,9 @@ MemoryAllocator::Block MemoryAllocator::create_block(VkDeviceSize size, VkDevice
         block.mapped = static_cast<std::byte*>(p);
     }
     block.free_ranges.emplace(0, size);
+    block.allocation_bytes = requirements.size;
     reserved_bytes_ += size;
+    if (counters_) counters_->reserved.add(block.allocation_bytes);
     return block;
 }
 
@@ -130,6 +135,7 @@ void MemoryAllocator::destroy_block(Block& block) noexcept {
     fn.vkDestroyBuffer(device_.handle(), block.buffer, nullptr);
     fn.vkFreeMemory(device_.handle(), block.memory, nullptr);  // unmaps implicitly
     reserved_bytes_ -= block.size;
+    if (counters_) counters_->reserved.subtract(block.allocation_bytes);
     block = Block{};
 }
 
@@ -142,6 +148,7 @@ bool MemoryAllocator::carve(Block& block, std::uint32_t index, VkDeviceSize byte
         if (aligned > start) block.free_ranges.emplace(start, aligned - start);
         if (aligned + bytes < start + size) block.free_ranges.emplace(aligned + bytes, start + size - aligned - bytes);
         block.used += bytes;
+        if (counters_) counters_->in_use.add(bytes);
         out = {block.buffer, aligned, bytes, block.mapped ? block.mapped + aligned : nullptr, index};
         return true;
     }
@@ -224,6 +231,7 @@ MemoryAllocator::Block MemoryAllocator::create_block_or_release_kept(VkDeviceSiz
 void MemoryAllocator::free(Allocation const& a) noexcept {
     Block& block = blocks_[a.block];
     block.used -= a.size;
+    if (counters_) counters_->in_use.subtract(a.size);
     if (block.dedicated) {
         if (kept_bytes_ + block.size <= heap_bytes_ / 4) {
             block.kept = true;

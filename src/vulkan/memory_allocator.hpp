@@ -6,6 +6,11 @@
 // vkAllocateMemory of a large block costs far more than using it (the driver clears it), so
 // without the cache a loop that makes and drops large tensors measures allocation. Not
 // thread-safe: the backend's device mutex guards it.
+//
+// When its memory type lives in a device-local heap, the allocator counts into the backend's
+// MemoryCounters (Device::memory_usage): the bytes of every VkDeviceMemory it holds as reserved,
+// the ranges it hands out as in use. Memory in a host heap (staging on a discrete GPU) is not
+// device memory and is not counted.
 #pragma once
 
 #include <volk.h>
@@ -17,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "dispatch/memory_counter.hpp"
 #include "vulkan/logical_device.hpp"
 
 namespace rayo::vulkan {
@@ -36,7 +42,7 @@ enum class MemoryKind {
 
 class MemoryAllocator {
 public:
-    MemoryAllocator(LogicalDevice const& device, MemoryKind kind);
+    MemoryAllocator(LogicalDevice const& device, MemoryKind kind, detail::MemoryCounters& device_memory);
     ~MemoryAllocator();
     MemoryAllocator(MemoryAllocator const&) = delete;
     MemoryAllocator& operator=(MemoryAllocator const&) = delete;
@@ -53,12 +59,15 @@ public:
 
     [[nodiscard]] std::size_t block_count() const noexcept;
     [[nodiscard]] VkDeviceSize heap_bytes() const noexcept { return heap_bytes_; }
+    // Whether its memory counts as device memory (its heap is device-local).
+    [[nodiscard]] bool counts_device_memory() const noexcept { return counters_ != nullptr; }
 
 private:
     struct Block {
         VkDeviceMemory memory = VK_NULL_HANDLE;
         VkBuffer buffer = VK_NULL_HANDLE;
         VkDeviceSize size = 0;
+        VkDeviceSize allocation_bytes = 0;  // of the VkDeviceMemory: size, as the driver rounds it
         std::byte* mapped = nullptr;
         std::map<VkDeviceSize, VkDeviceSize> free_ranges;  // offset -> size
         VkDeviceSize used = 0;
@@ -86,6 +95,7 @@ private:
     VkDeviceSize reserved_bytes_ = 0;  // in blocks
     VkDeviceSize kept_bytes_ = 0;      // in kept dedicated blocks (part of reserved_bytes_)
     std::vector<Block> blocks_;        // a destroyed block leaves an empty slot (memory == null)
+    detail::MemoryCounters* counters_ = nullptr;  // the backend's, for a device-local heap
 };
 
 }  // namespace rayo::vulkan

@@ -20,8 +20,8 @@ using detail::TensorView;
 VulkanBackend::VulkanBackend(PhysicalDevice const& physical, int index)
     : index_(index),
       device_(physical),
-      device_memory_(device_, MemoryKind::device_local),
-      staging_memory_(device_, MemoryKind::staging),
+      device_memory_(device_, MemoryKind::device_local, memory_counters_),
+      staging_memory_(device_, MemoryKind::staging, memory_counters_),
       stream_(device_),
       pipelines_(device_) {}
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dispatch/backend.hpp"
+#include "dispatch/memory_counter.hpp"
 #include "vulkan/command_stream.hpp"
 #include "vulkan/diagnostics.hpp"
 #include "vulkan/logical_device.hpp"
@@ -40,6 +41,10 @@ public:
     void fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes, void const* pattern,
               std::size_t pattern_bytes) override;
     void synchronize() override;
+    // Device-local VkDeviceMemory: the tensor blocks, and the staging blocks where staging memory
+    // lives in a device-local heap (integrated GPUs, lavapipe). Lock-free.
+    [[nodiscard]] MemoryUsage memory_usage() const override { return memory_counters_.usage(); }
+    void reset_peak_memory() override { memory_counters_.reset_peaks(); }
 
     [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& views) const override;
     void run(detail::OpDescriptor const& op, detail::OpViews const& views) override;
@@ -83,6 +88,7 @@ private:
     int index_;
     // Destroyed in reverse: pipelines, the stream (waits for the GPU), memory, then the device.
     LogicalDevice device_;
+    detail::MemoryCounters memory_counters_;  // the allocators count into it
     MemoryAllocator device_memory_;
     MemoryAllocator staging_memory_;
     CommandStream stream_;

@@ -10,6 +10,7 @@
 
 #include "cuda/ops/ops.hpp"
 #include "dispatch/device_fault.hpp"
+#include "dispatch/memory_counter.hpp"
 #include "dispatch/registry.hpp"
 #include "rayo/error.hpp"
 #include "support/ptx_simulator.hpp"
@@ -36,10 +37,16 @@ public:
     [[nodiscard]] std::uintptr_t allocate(std::size_t bytes) override {
         auto const address = reinterpret_cast<std::uintptr_t>(::operator new(std::max<std::size_t>(bytes, 1), alignment));
         allocations_[address] = bytes;
+        memory_.reserved.add(bytes);
+        memory_.in_use.add(bytes);
         return address;
     }
     void release(std::uintptr_t buffer) noexcept override {
-        allocations_.erase(buffer);
+        if (auto const it = allocations_.find(buffer); it != allocations_.end()) {
+            memory_.in_use.subtract(it->second);
+            memory_.reserved.subtract(it->second);
+            allocations_.erase(it);
+        }
         ::operator delete(reinterpret_cast<void*>(buffer), alignment);
     }
     void upload(std::uintptr_t dst, std::size_t offset, void const* src, std::size_t bytes) override {
@@ -59,6 +66,9 @@ public:
         for (std::size_t i = 0; i + pattern_bytes <= bytes; i += pattern_bytes) std::memcpy(out + i, pattern, pattern_bytes);
     }
     void synchronize() override { raise_recorded_fault(); }
+    // Tensors only: each run()'s SimulatedRunner holds the temporaries of its op.
+    [[nodiscard]] MemoryUsage memory_usage() const override { return memory_.usage(); }
+    void reset_peak_memory() override { memory_.reset_peaks(); }
 
     [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& views) const override {
         ptxsim::SimulatedRunner runner(multiprocessors, ptx::Target::sm_90);
@@ -93,6 +103,7 @@ private:
     }
 
     std::map<std::uintptr_t, std::size_t> allocations_;
+    detail::MemoryCounters memory_;
     mutable detail::DeviceFaultRecord fault_{};
 };
 

@@ -1,11 +1,15 @@
 // A libcuda.so.1 for tests on machines without a GPU: one device (an sm_90 with 132
 // multiprocessors, or the compute capability RAYO_FAKE_CUDA_CC names, e.g. 80), host memory for
-// device memory, copies done at once, kernels recorded and never run. It lets CI drive rayo's CUDA
+// device memory, copies done at once, kernels recorded and never run. Its memory pool keeps the
+// counts a real one reports (CU_MEMPOOL_ATTR_*: bytes in use, reserved in 2 MiB steps and kept
+// until trimmed, and their high watermarks). It lets CI drive rayo's CUDA
 // runtime (discovery, memory, the module cache, the launch path) and ask what reached the driver
 // through the rayo_fake_cuda_* functions at the end. Only what rayo resolves is here.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,7 +19,7 @@
 namespace {
 
 using Result = int;
-constexpr Result success = 0, not_found = 500;
+constexpr Result success = 0, invalid_value = 1, not_found = 500;
 
 struct Module {
     std::string ptx;
@@ -28,8 +32,36 @@ struct Launch {
     bool starts_early;  // cuLaunchKernelEx with programmatic stream serialization allowed
 };
 
+// The device's default pool. Allocations are rounded up to 512 bytes; the pool reserves whole
+// 2 MiB chunks as it grows and keeps them when allocations are freed, until trimmed.
+struct Pool {
+    static constexpr std::uint64_t granule = 512, chunk = std::uint64_t{2} << 20;
+    std::map<std::uint64_t, std::uint64_t> sizes;  // address -> bytes counted
+    std::uint64_t used = 0, used_high = 0, reserved = 0, reserved_high = 0, release_threshold = 0;
+
+    static std::uint64_t round_up(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
+    void allocated(std::uint64_t address, std::size_t bytes) {
+        std::uint64_t const counted = round_up(std::max<std::uint64_t>(bytes, 1), granule);
+        sizes[address] = counted;
+        used += counted;
+        reserved = std::max(reserved, round_up(used, chunk));
+        used_high = std::max(used_high, used);
+        reserved_high = std::max(reserved_high, reserved);
+    }
+    void freed(std::uint64_t address) {
+        if (auto const it = sizes.find(address); it != sizes.end()) {
+            used -= it->second;
+            sizes.erase(it);
+        }
+    }
+    void trim(std::uint64_t keep) {
+        reserved = std::max(round_up(used, chunk), std::min(reserved, round_up(keep, chunk)));
+    }
+};
+
 struct State {
     std::mutex mutex;
+    Pool pool;
     std::vector<std::unique_ptr<Module>> modules;  // kept after unloading: launches refer to them
     std::vector<std::unique_ptr<Function>> functions;
     std::vector<Launch> launches;
@@ -167,18 +199,55 @@ Result cuDeviceGetDefaultMemPool(void** pool, int) {
     *pool = pool_handle;
     return success;
 }
-Result cuMemPoolSetAttribute(void*, int, void*) { return success; }
-Result cuMemPoolGetAttribute(void*, int, void* value) {
-    *static_cast<std::uint64_t*>(value) = 0;
+// CU_MEMPOOL_ATTR_*: 4 release threshold, 5 and 6 reserved (current, high), 7 and 8 used.
+Result cuMemPoolSetAttribute(void*, int attribute, void* value) {
+    std::uint64_t const v = *static_cast<std::uint64_t*>(value);
+    std::lock_guard lock(state().mutex);
+    Pool& pool = state().pool;
+    switch (attribute) {
+        case 4: pool.release_threshold = v; return success;
+        case 6:
+            if (v != 0) return invalid_value;  // a high watermark only resets
+            pool.reserved_high = pool.reserved;
+            return success;
+        case 8:
+            if (v != 0) return invalid_value;
+            pool.used_high = pool.used;
+            return success;
+        default: return invalid_value;
+    }
+}
+Result cuMemPoolGetAttribute(void*, int attribute, void* value) {
+    std::lock_guard lock(state().mutex);
+    Pool const& pool = state().pool;
+    auto& out = *static_cast<std::uint64_t*>(value);
+    switch (attribute) {
+        case 4: out = pool.release_threshold; return success;
+        case 5: out = pool.reserved; return success;
+        case 6: out = pool.reserved_high; return success;
+        case 7: out = pool.used; return success;
+        case 8: out = pool.used_high; return success;
+        default: return invalid_value;
+    }
+}
+Result cuMemPoolTrimTo(void*, std::size_t keep) {
+    std::lock_guard lock(state().mutex);
+    state().pool.trim(keep);
     return success;
 }
-Result cuMemPoolTrimTo(void*, std::size_t) { return success; }
 Result cuMemAllocFromPoolAsync(std::uint64_t* address, std::size_t bytes, void*, void*) {
     // 256-byte aligned, as the driver's allocations are.
     *address = reinterpret_cast<std::uintptr_t>(std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256));
-    return *address ? success : 2;
+    if (!*address) return 2;
+    std::lock_guard lock(state().mutex);
+    state().pool.allocated(*address, bytes);
+    return success;
 }
 Result cuMemFreeAsync(std::uint64_t address, void*) {
+    {
+        std::lock_guard lock(state().mutex);
+        state().pool.freed(address);
+    }
     std::free(as_pointer(address));
     return success;
 }
