@@ -205,6 +205,8 @@ std::vector<Problem> problems() {
         {.batch = 1, .q_len = 2, .kv_len = 600, .heads = 2, .kv_heads = 1, .head_dim = 64, .mask = MaskKind::rows_by_keys,
          .hide_rows = true},
         {.batch = 1, .q_len = 7, .kv_len = 4, .heads = 2, .kv_heads = 1, .head_dim = 64, .causal = true},
+        // Decode over a short cache: splits of one tile where longer ones leave multiprocessors idle.
+        {.batch = 1, .q_len = 1, .kv_len = 100, .heads = 4, .kv_heads = 1, .head_dim = 128, .causal = true},
         {.batch = 1, .q_len = 70, .kv_len = 130, .heads = 8, .kv_heads = 2, .head_dim = 64, .causal = true,
          .mask = MaskKind::per_head_row},
         {.batch = 2, .q_len = 0, .kv_len = 9, .heads = 2, .kv_heads = 1, .head_dim = 64},

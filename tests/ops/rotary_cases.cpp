@@ -109,6 +109,8 @@ std::vector<RopeCase> rope_cases() {
         {Shape{4, 2, 6}, 6, false, 3000, 500000.0f, 0.25f},
         {Shape{3, 9, 5, 12}, 4, true, 100, 10000.0f, 4.0f},
         {Shape{6, 32, 128}, 0, false, 10000, 500000.0f},
+        {Shape{1, 13, 16}, 0, false, 5000},  // one token's heads split into groups (3 of 13 heads)
+        {Shape{1, 1, 40, 128}, 0, false, 10000, 500000.0f},
         {Shape{2, 3, 2, 80}, 64, false, 10000, 1000000.0f, 0.125f},
         {Shape{0, 2, 8}},
         {Shape{3, 0, 4}},

@@ -155,9 +155,13 @@ void run_simt(KernelRunner& runner, op::Attention const& a, OpViews const& v, Fr
     unsigned const rows = group_rows <= 1 ? 1 : group_rows <= 2 ? 2 : 4;
     std::size_t const workers = a.batch * a.kv_heads * ((group_rows + rows - 1) / rows);
     // Enough warps to keep every multiprocessor busy (16 a multiprocessor), each split at least
-    // min_split_keys long.
-    std::size_t const wanted = static_cast<std::size_t>(std::max(runner.multiprocessor_count(), 1)) * 16;
-    std::size_t const most = std::max<std::size_t>((a.kv_len + min_split_keys - 1) / min_split_keys, 1);
+    // min_split_keys long, or one tile long where such splits would leave multiprocessors without
+    // a warp (a decode step over a short cache).
+    auto const multiprocessors = static_cast<std::size_t>(std::max(runner.multiprocessor_count(), 1));
+    std::size_t const wanted = multiprocessors * 16;
+    std::size_t const long_splits = (a.kv_len + min_split_keys - 1) / min_split_keys;
+    std::size_t const most = std::max<std::size_t>(
+        workers * long_splits >= multiprocessors ? long_splits : (a.kv_len + split_tile - 1) / split_tile, 1);
     auto splits = static_cast<unsigned>(std::clamp<std::size_t>((wanted + workers - 1) / workers, 1, std::min<std::size_t>(most, 1024)));
     std::size_t const per_split = (a.kv_len + splits - 1) / splits;
     auto const split_keys = static_cast<std::uint32_t>(std::max<std::size_t>((per_split + split_tile - 1) / split_tile * split_tile, split_tile));

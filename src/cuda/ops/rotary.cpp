@@ -1,6 +1,8 @@
-// rope on CUDA: rayo_rope (rayo/ptx/kernels/rotary.hpp), one thread per (token, pair) applying its
-// angle to every head of the token, and out of place with n_dims < head_dim one per copied
-// dimension.
+// rope on CUDA: rayo_rope (rayo/ptx/kernels/rotary.hpp), one thread per (token, head group, pair)
+// applying its angle to the group's heads, and out of place with n_dims < head_dim one per copied
+// dimension. A token's heads split into groups of about 4 where the tokens alone would give few
+// threads (a decode step's one token): each thread's heads are a chain of dependent loads and
+// stores.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -30,8 +32,12 @@ void run(KernelRunner& runner, op::Rope const& d, OpViews const& v) {
                   factors_address = d.has_factors ? runner.address(v.in[2]) : positions_address;
     bool const copy_tail = out_address != x_address && d.n_dims < d.head_dim;
     auto lanes = static_cast<std::uint32_t>(d.n_dims / 2 + (copy_tail ? d.head_dim - d.n_dims : 0));
-    auto total = static_cast<std::uint32_t>(d.tokens * lanes);
-    if (total == 0) return;
+    if (d.tokens * lanes == 0) return;
+    // About 4 heads a thread (in at most 64 groups) when the tokens give fewer than 2^16 threads,
+    // else all of them.
+    std::size_t const groups =
+        d.tokens * lanes >= (std::size_t{1} << 16) ? 1 : std::clamp<std::size_t>(d.heads / 4, 1, 64);
+    auto total = static_cast<std::uint32_t>(d.tokens * lanes * groups);
     auto heads = static_cast<std::uint32_t>(d.heads), head_dim = static_cast<std::uint32_t>(d.head_dim),
          n_dims = static_cast<std::uint32_t>(d.n_dims), entries = static_cast<std::uint32_t>(d.positions);
     // The exponent's factor −2·ln(freq_base)/n_dims as a double-float.
@@ -46,7 +52,7 @@ void run(KernelRunner& runner, op::Rope const& d, OpViews const& v) {
     dims.block[0] = elementwise_block_threads;
     dims.grid[0] = static_cast<unsigned>(std::min<std::size_t>((total + dims.block[0] - 1) / dims.block[0], 0x7fffffff));
     runner.run(key.view(), [config] { return ptx::kernels::rope(config); }, dims, out_address, x_address, positions_address,
-               factors_address, total, lanes, heads, head_dim, n_dims, entries, c_hi, c_lo, freq_scale);
+               factors_address, total, lanes, static_cast<std::uint32_t>(groups), heads, head_dim, n_dims, entries, c_hi, c_lo, freq_scale);
 }
 
 }  // namespace rayo::cuda::ops

@@ -87,6 +87,7 @@ Kernel rope(RopeKernelConfig const& config) {
     Reg const factors = k.cvta_to_global(k.param(Type::u64, "factors"));
     Reg const total = k.param(Type::u32, "total");
     Reg const lanes = k.param(Type::u32, "lanes");
+    Reg const groups = k.param(Type::u32, "groups");
     Reg const heads = k.param(Type::u32, "heads");
     Reg const head_dim = k.param(Type::u32, "head_dim");
     Reg const n_dims = k.param(Type::u32, "n_dims");
@@ -96,11 +97,16 @@ Kernel rope(RopeKernelConfig const& config) {
     Reg const freq_scale = k.param(Type::f32, "freq_scale");
     unsigned const shift = ed::size_shift(config.element);
     Reg const half = k.shr(n_dims, 1);
-    Reg const head_step = k.shl(k.cvt(Type::u64, head_dim), shift);
+    // A thread takes heads g, g + groups, ... of its token and lane.
+    Reg const head_step = k.shl(k.cvt(Type::u64, k.mul(head_dim, groups)), shift);
+    Reg const token_lanes = k.mul(lanes, groups);
     layout_detail::grid_loop_u32(k, total, [&](Reg i) {
-        Reg const t = k.div(i, lanes);
-        Reg const lane = k.sub(i, k.mul(t, lanes));
-        Reg const row = k.mul_wide(t, k.mul(heads, head_dim));  // the token's first element, .u64
+        Reg const t = k.div(i, token_lanes);
+        Reg const in_token = k.sub(i, k.mul(t, token_lanes));
+        Reg const g = k.div(in_token, lanes);
+        Reg const lane = k.sub(in_token, k.mul(g, lanes));
+        // The first element of the token's head g, .u64.
+        Reg const row = k.add(k.mul_wide(t, k.mul(heads, head_dim)), k.mul_wide(g, head_dim));
         Reg const h = k.reg(Type::u32);
         k.if_then_else(
             k.setp(Cmp::lt, lane, half),
@@ -119,7 +125,7 @@ Kernel rope(RopeKernelConfig const& config) {
                 Reg const gap = config.halves ? k.shl(k.cvt(Type::u64, half), shift) : k.mov(Type::u64, std::uint64_t{1} << shift);
                 Reg const offset = k.shl(k.add(row, k.cvt(Type::u64, first)), shift);
                 Reg const src = k.add(x, offset), dst = k.add(out, offset);
-                k.for_range(h, 0u, heads, 1u, [&] {
+                k.for_range(h, g, heads, groups, [&] {
                     Reg const a = ed::load(k, config.element, Address(src));
                     Reg const b = ed::load(k, config.element, Address(k.add(src, gap)));
                     Reg const u = k.sub(k.mul(a, sc.cos), k.mul(b, sc.sin));
@@ -136,7 +142,7 @@ Kernel rope(RopeKernelConfig const& config) {
                 Reg const offset = k.shl(k.add(row, k.cvt(Type::u64, d)), shift);
                 Reg const src = k.add(x, offset), dst = k.add(out, offset);
                 Type const raw = ed::raw_type(config.element);
-                k.for_range(h, 0u, heads, 1u, [&] {
+                k.for_range(h, g, heads, groups, [&] {
                     k.st(Space::global, raw, Address(dst), k.ld(Space::global, raw, Address(src)));
                     k.add(src, src, head_step);
                     k.add(dst, dst, head_step);
