@@ -1,9 +1,9 @@
 #version 450
 // rope: x [tokens, heads, head_dim] rotated pair by pair (src/dispatch/op_descriptor.hpp, op::Rope).
-// One invocation per (token, lane) and step of a grid-stride loop: lanes [0, n_dims/2) are the
-// pairs, whose angle (and its cosine and sine) the invocation computes once and applies to every
-// head of its token; lanes [n_dims/2, lanes) copy one unrotated dimension of every head (the host
-// gives none when out is x). Neighbouring invocations touch neighbouring elements.
+// One invocation per (token, head group, lane) and step of a grid-stride loop: lanes [0, n_dims/2)
+// are the pairs, whose angle (and its cosine and sine) the invocation computes once and applies to
+// heads g, g + groups, ... of its token; lanes [n_dims/2, lanes) copy one unrotated dimension of
+// those heads (the host gives none when out is x). Neighbouring invocations touch neighbouring elements.
 // The angle in f32: freq_base^(−2p/n_dims) = e^(p·c) with c = −2·ln(freq_base)/n_dims a
 // double-float from the host, times the position, freq_scale, divided by the factor; then its
 // cosine and sine after a reduction by π/2 carried exactly (three-part π/2, exact products).
@@ -52,6 +52,7 @@ layout(push_constant) uniform Params {
     float c_hi;       // −2·ln(freq_base)/n_dims = c_hi + c_lo
     float c_lo;
     float freq_scale;
+    uint groups;      // head groups a token: group g takes heads g, g + groups, ...
 } params;
 
 // π/2 = P1 + P2 + P3 (P1 and P2 floats, P3 the rest rounded).
@@ -95,14 +96,16 @@ float rope_angle(uint p, int position) {
 
 void main() {
     uint half_dims = params.n_dims / 2;
-    uint total = params.tokens * params.lanes;
+    uint token_lanes = params.lanes * params.groups;
+    uint total = params.tokens * token_lanes;
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint i = gl_GlobalInvocationID.x; i < total; i += stride) {
-        uint t = i / params.lanes, lane = i - t * params.lanes;
+        uint t = i / token_lanes, in_token = i - t * token_lanes;
+        uint g = in_token / params.lanes, lane = in_token - g * params.lanes;
         uint row = t * params.heads * params.head_dim;
         if (lane >= half_dims) {
             uint d = params.n_dims + (lane - half_dims);
-            for (uint h = 0; h < params.heads; ++h)
+            for (uint h = g; h < params.heads; h += params.groups)
                 y[params.y_offset + row + h * params.head_dim + d] = x[params.x_offset + row + h * params.head_dim + d];
             continue;
         }
@@ -110,7 +113,7 @@ void main() {
         float s, c;
         rope_sincos(rope_angle(lane, position), s, c);
         uint first = HALVES ? lane : 2 * lane, second = HALVES ? lane + half_dims : 2 * lane + 1;
-        for (uint h = 0; h < params.heads; ++h) {
+        for (uint h = g; h < params.heads; h += params.groups) {
             uint head = row + h * params.head_dim;
             float a = element_value(x[params.x_offset + head + first]);
             float b = element_value(x[params.x_offset + head + second]);

@@ -19,6 +19,7 @@ struct RopePush {
     std::uint32_t tokens = 0, heads = 0, head_dim = 0, n_dims = 0, positions = 0, lanes = 0;
     std::uint32_t x_offset = 0, y_offset = 0, positions_offset = 0, factors_offset = 0;
     float c_hi = 0, c_lo = 0, freq_scale = 1;
+    std::uint32_t groups = 1;
 };
 
 }  // namespace
@@ -63,11 +64,16 @@ void run(ShaderRunner& r, op::Rope const& d, OpViews const& v) {
     std::uint32_t const workgroup = r.workgroup_size();
     SpecConstants constants{0u, workgroup, d.halves ? 1u : 0u, d.has_factors ? 1u : 0u};
     Shader const shader = element_build(Shader::rope, Shader::rope_element16, x.dtype, constants);
-    std::size_t const items = d.tokens * push.lanes;
-    if (items == 0) return;
+    if (d.tokens * push.lanes == 0) return;
+    // About 4 heads an invocation (in at most 64 groups) when the tokens give fewer than 2^16
+    // invocations (a decode step's one token), else all of them: each one's heads are a chain of
+    // dependent loads and stores.
+    push.groups = static_cast<std::uint32_t>(
+        d.tokens * push.lanes >= (std::size_t{1} << 16) ? 1 : std::clamp<std::size_t>(d.heads / 4, 1, 64));
+    std::size_t const items = d.tokens * push.lanes * push.groups;
     auto const groups = static_cast<std::uint32_t>(std::min<std::size_t>((items + workgroup - 1) / workgroup, r.max_groups()));
     std::uint64_t const threads = std::uint64_t{groups} * workgroup;
-    r.check_loop_budget((items + threads - 1) / threads * (d.heads + 8), "rope of " + std::to_string(d.heads) + " heads");
+    r.check_loop_budget((items + threads - 1) / threads * (d.heads / push.groups + 8), "rope of " + std::to_string(d.heads) + " heads");
     r.dispatch(shader, constants, {bx, bp, bf, by}, push, {groups});
 }
 
