@@ -156,6 +156,12 @@ public:
             },
             w_);
     }
+    // Rows [begin, end) of the matrix, a view.
+    [[nodiscard]] Weight row_range(std::int64_t begin, std::int64_t end) const {
+        return std::visit([&](auto const& w) { return Weight(w.slice(begin, end)); }, w_);
+    }
+    template <class T>
+    [[nodiscard]] bool is() const noexcept { return std::holds_alternative<rayo::Tensor<T>>(w_); }
     [[nodiscard]] rayo::Shape const& shape() const {
         return std::visit([](auto const& w) -> rayo::Shape const& { return w.shape(); }, w_);
     }
@@ -200,15 +206,15 @@ public:
             at += rows;
         }
     }
-    // x [n, in] → one f32 [n, rows] per projection.
+    // x [n, in] → one f32 [n, rows] per projection, each from its own rows of the joined weight
+    // (a view): for many rows of x a GEMM each costs no more, and no output needs splitting.
     [[nodiscard]] std::vector<rayo::FTensor> apply(rayo::FTensor const& x) const {
         std::vector<rayo::FTensor> out;
         std::size_t part = 0;
         for (Group const& g : groups_) {
-            rayo::FTensor const y = g.weight.apply(x);
             std::int64_t at = 0;
             for (std::size_t i = 0; i < g.parts; ++i, ++part) {
-                out.push_back(g.parts == 1 ? y : rayo::narrow(y, 1, at, part_rows_[part]));
+                out.push_back(g.weight.row_range(at, at + part_rows_[part]).apply(x));
                 at += part_rows_[part];
             }
         }
@@ -397,6 +403,7 @@ public:
             k_cache_.push_back(rayo::FTensor::zeros(cache_shape, device));
             v_cache_.push_back(rayo::FTensor::zeros(cache_shape, device));
         }
+        half_attention_ = device.kind() != rayo::DeviceKind::cpu && !w_.output.is<float>();
         rope_.style = rayo::RopeStyle::adjacent;
         rope_.n_dims = static_cast<int>(hp_.rope_dims);
         rope_.freq_base = hp_.rope_base;
@@ -462,7 +469,11 @@ private:
         auto const end = static_cast<std::int64_t>(pos) + n;
         rayo::copy_into(k, k_cache_[l].slice(static_cast<std::int64_t>(pos), end));
         rayo::copy_into(qkv[2].reshape({n, kv_heads, hd}), v_cache_[l].slice(static_cast<std::int64_t>(pos), end));
-        rayo::FTensor const a = rayo::attention(q, k_cache_[l].slice(0, end), v_cache_[l].slice(0, end), causal());
+        rayo::FTensor const keys = k_cache_[l].slice(0, end), values = v_cache_[l].slice(0, end);
+        rayo::FTensor const a =
+            half_attention_ ? rayo::cast<float>(rayo::attention(rayo::cast<rayo::half>(q), rayo::cast<rayo::half>(keys),
+                                                                rayo::cast<rayo::half>(values), causal()))
+                            : rayo::attention(q, keys, values, causal());
         return layer.o.apply(a.reshape({n, heads * hd}));
     }
 
@@ -538,6 +549,9 @@ private:
     Weights w_;
     std::vector<rayo::FTensor> k_cache_, v_cache_;
     rayo::RopeParams rope_;
+    // A prompt's attention runs on the GPUs' tensor cores in f16 (its queries, keys and values
+    // rounded as llama.cpp's default f16 cache holds them), except for a model of f32 weights.
+    bool half_attention_ = false;
     std::optional<DecodeBuffers> decode_;
 };
 
