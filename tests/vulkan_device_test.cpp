@@ -81,6 +81,18 @@ TEST_F(VulkanDevice, RoundTripsBytesThroughDeviceMemory) {
     EXPECT_EQ(Tensor<std::int32_t>::from(ints, {3}, device).to_vector(), ints);
 }
 
+// An upload larger than a staging block goes through the staging blocks already held, piece by
+// piece, and arrives whole.
+TEST_F(VulkanDevice, LargeUploadsCycleThroughTheStagingBlocks) {
+    (void)Tensor<float>::from(random_floats(1000, fresh_seed()), {1000}, device).to_vector();
+    std::size_t const before = vulkan::memory_stats(device).staging_blocks;
+    std::size_t const count = std::size_t{25} << 20;  // 100 MiB of floats
+    auto const v = random_floats(count, fresh_seed());
+    auto const t = Tensor<float>::from(v, {count}, device);
+    EXPECT_LE(vulkan::memory_stats(device).staging_blocks, before) << before;
+    EXPECT_TRUE(t.to_vector() == v);
+}
+
 // A tensor too large to share a block gets one of its own; freed, the block is kept and the next
 // tensor of about its size takes it (instead of a new vkAllocateMemory), with its own contents.
 TEST_F(VulkanDevice, KeepsFreedLargeBlocksForTheNextLargeTensor) {

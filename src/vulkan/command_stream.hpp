@@ -39,6 +39,8 @@ public:
     [[nodiscard]] VkDescriptorSet descriptor_set(VkDescriptorSetLayout layout);
     // Submits the batch being recorded when it has grown past the threshold.
     void submit_if_large();
+    // Submits the batch being recorded, if any, so that the GPU starts on it.
+    void flush() { submit(); }
 
     // The serial of the batch being recorded (what its commands complete with).
     [[nodiscard]] std::uint64_t recording_serial() const noexcept { return next_serial_; }

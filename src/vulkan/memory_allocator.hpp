@@ -58,6 +58,8 @@ public:
     [[nodiscard]] bool would_serve(Allocation const& freed, VkDeviceSize bytes) const noexcept;
 
     [[nodiscard]] std::size_t block_count() const noexcept;
+    // The size of a shared block (requests above half of it get a block of their own).
+    [[nodiscard]] VkDeviceSize block_bytes() const noexcept { return block_bytes_; }
     [[nodiscard]] VkDeviceSize heap_bytes() const noexcept { return heap_bytes_; }
     // Whether its memory counts as device memory (its heap is device-local).
     [[nodiscard]] bool counts_device_memory() const noexcept { return counters_ != nullptr; }

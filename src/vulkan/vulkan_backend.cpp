@@ -120,23 +120,47 @@ void VulkanBackend::release(std::uintptr_t handle) noexcept {
     }
 }
 
+Allocation VulkanBackend::staging_for(std::size_t bytes) {
+    reclaim();
+    std::optional<Allocation> reserved = staging_memory_.allocate_reserved(bytes);
+    while (!reserved) {
+        std::optional<std::uint64_t> serial;
+        for (PendingFree const& p : pending_)
+            if (p.staging && staging_memory_.would_serve(p.allocation, bytes)) serial = std::min(serial.value_or(p.serial), p.serial);
+        if (!serial) break;
+        stream_.wait(*serial);
+        reclaim();
+        reserved = staging_memory_.allocate_reserved(bytes);
+    }
+    return reserved ? *reserved : staging_memory_.allocate(bytes);
+}
+
 void VulkanBackend::upload(std::uintptr_t dst, std::size_t offset, void const* src, std::size_t bytes) {
     if (bytes == 0) return;
     std::lock_guard lock(mutex_);
     Buffer& b = buffer(dst);
     check_range(b, offset, bytes, "upload");
-    reclaim();
-    Allocation const staging = staging_memory_.allocate(bytes);
-    std::memcpy(staging.mapped, src, bytes);  // coherent: visible to the device at submit
-    BufferAccess const accesses[] = {{staging.buffer, staging.offset, bytes, false},
-                                     {b.allocation.buffer, b.allocation.offset + offset, bytes, true}};
-    VkCommandBuffer cmd = stream_.record(accesses);
-    VkBufferCopy region{staging.offset, b.allocation.offset + offset, bytes};
-    device_.fn().vkCmdCopyBuffer(cmd, staging.buffer, b.allocation.buffer, 1, &region);
-    std::uint64_t const serial = stream_.recording_serial();
-    b.last_use = serial;
-    free_after(serial, staging, true);
-    stream_.submit_if_large();
+    // In pieces of a quarter of a staging block, each submitted once copied, so that a large
+    // upload (a model's weights) reuses a few blocks, the GPU copying one piece while the host
+    // fills the next, instead of a dedicated staging allocation the size of the tensor.
+    std::size_t const piece = std::max<std::size_t>(staging_memory_.block_bytes() / 4, 1);
+    auto const* from = static_cast<std::byte const*>(src);
+    for (std::size_t done = 0; done < bytes;) {
+        std::size_t const n = std::min(piece, bytes - done);
+        Allocation const staging = staging_for(n);
+        std::memcpy(staging.mapped, from + done, n);  // coherent: visible to the device at submit
+        BufferAccess const accesses[] = {{staging.buffer, staging.offset, n, false},
+                                         {b.allocation.buffer, b.allocation.offset + offset + done, n, true}};
+        VkCommandBuffer cmd = stream_.record(accesses);
+        VkBufferCopy region{staging.offset, b.allocation.offset + offset + done, n};
+        device_.fn().vkCmdCopyBuffer(cmd, staging.buffer, b.allocation.buffer, 1, &region);
+        std::uint64_t const serial = stream_.recording_serial();
+        b.last_use = serial;
+        free_after(serial, staging, true);
+        done += n;
+        if (bytes > piece) stream_.flush();
+        else stream_.submit_if_large();
+    }
 }
 
 void VulkanBackend::download(std::uintptr_t src, std::size_t offset, void* dst, std::size_t bytes) {
