@@ -1,7 +1,7 @@
 // apply(u, v): the binary op OP (a specialization constant the including shader declares first) on
 // two floats, each an IEEE operation (div correctly rounded through rayo_div). Shared by
 // binary.comp and binary_broadcast.comp.
-#if RAYO_BINARY_OP_COUNT != 6
+#if RAYO_BINARY_OP_COUNT != 7
 #error "a binary op of rayo::op_table has no case in apply()"
 #endif
 
@@ -18,6 +18,7 @@ float apply(float u, float v) {
         case RAYO_OP_MINIMUM:
             return isnan(u) ? u : isnan(v) ? v : u < v ? u : v < u ? v
                  : uintBitsToFloat(floatBitsToUint(u) | floatBitsToUint(v));
+        case RAYO_OP_SWIGLU: { precise float r = rayo_silu(u) * v; return r; }
     }
     return u;
 }

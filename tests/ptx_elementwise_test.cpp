@@ -92,7 +92,7 @@ TEST(PtxElementwise, SixteenBitKernelsMoveSixteenBitElements) {
 
 TEST(PtxElementwise, EveryBinaryVariantAssembles) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    for (Op op : {Op::add, Op::sub, Op::mul, Op::div, Op::maximum, Op::minimum})
+    for (Op op : {Op::add, Op::sub, Op::mul, Op::div, Op::maximum, Op::minimum, Op::swiglu})
         for (bool scalar : {false, true})
             for (bool vectorized : {true, false})
                 for (Target target : {Target::sm_80, Target::sm_90}) {
@@ -104,7 +104,7 @@ TEST(PtxElementwise, EveryBinaryVariantAssembles) {
 
 TEST(PtxElementwise, EveryBroadcastVariantAssembles) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    for (Op op : {Op::add, Op::sub, Op::mul, Op::div, Op::maximum, Op::minimum})
+    for (Op op : {Op::add, Op::sub, Op::mul, Op::div, Op::maximum, Op::minimum, Op::swiglu})
         for (unsigned rank = 1; rank <= max_broadcast_rank; ++rank) {
             Target const target = rank % 2 ? Target::sm_80 : Target::sm_90;
             SCOPED_TRACE(binary_broadcast({.op = op, .rank = rank}).name() + " " + std::string(to_string(target)));

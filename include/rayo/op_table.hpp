@@ -39,7 +39,7 @@ enum class Op : std::uint8_t {
     // unary: y = f(x), element by element
     relu, leaky_relu, elu, sigmoid, tanh, silu, gelu, gelu_tanh, clip, exp, log, sqrt, abs, neg,
     // binary: element by element (NumPy broadcasting), a tensor or a scalar on the right
-    add, sub, mul, div, maximum, minimum,
+    add, sub, mul, div, maximum, minimum, swiglu,
     // reductions over everything or one axis; dot: the sum of a·b
     sum, mean, max, min, argmax, argmin, dot,
     // along the last axis
@@ -123,6 +123,7 @@ inline constexpr std::array op_table{
     OpInfo{Op::div, "div", OpFamily::binary, {}, detail::floating},
     OpInfo{Op::maximum, "maximum", OpFamily::binary, {}, detail::floating},
     OpInfo{Op::minimum, "minimum", OpFamily::binary, {}, detail::floating},
+    OpInfo{Op::swiglu, "swiglu", OpFamily::binary, {}, detail::floating},
     OpInfo{Op::sum, "sum", OpFamily::reduction, {"axis"}, detail::floating},
     OpInfo{Op::mean, "mean", OpFamily::reduction, {"axis"}, detail::floating},
     OpInfo{Op::max, "max", OpFamily::reduction, {"axis"}, detail::floating},

@@ -114,6 +114,12 @@ template <FloatingElement T, FloatingElement U> Tensor<T> minimum(Tensor<T> cons
 template <FloatingElement T, FloatingElement U, FloatingElement O> void minimum_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::minimum, a, b, out); }
 template <FloatingElement T> Tensor<T> minimum(Tensor<T> const& a, float s) { return binary(Op::minimum, a, s); }
 template <FloatingElement T, FloatingElement O> void minimum_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::minimum, a, s, out); }
+// silu(a)·b, computed in f32 and rounded once: a SwiGLU feed-forward's gate applied to its up
+// projection in one pass (Llama's down(swiglu(gate(x), up(x)))).
+template <FloatingElement T, FloatingElement U> Tensor<T> swiglu(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::swiglu, a, b); }
+template <FloatingElement T, FloatingElement U, FloatingElement O> void swiglu_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::swiglu, a, b, out); }
+template <FloatingElement T> Tensor<T> swiglu(Tensor<T> const& a, float s) { return binary(Op::swiglu, a, s); }
+template <FloatingElement T, FloatingElement O> void swiglu_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::swiglu, a, s, out); }
 template <FloatingElement T> Tensor<T> scale(Tensor<T> const& x, float s) { return binary(Op::mul, x, s); }
 template <FloatingElement T, FloatingElement O> void scale_into(Tensor<T> const& x, float s, Tensor<O> const& out) { binary_into(Op::mul, x, s, out); }
 // Sum of a·b over all elements (same shape, one element type); an f32 rank-0 tensor.

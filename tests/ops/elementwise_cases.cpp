@@ -87,6 +87,8 @@ struct BinaryOp {
     Op op;
     double (*reference)(double a, double b);
     Range range;
+    // The special values among a's (b always has them all).
+    Specials a_specials = Specials::all;
 };
 
 // NaN if either is NaN; +0 is the larger of the zeros.
@@ -107,7 +109,10 @@ std::vector<BinaryOp> binary_ops() {
             {Op::mul, [](double a, double b) { return a * b; }, {-4, 4}},
             {Op::div, [](double a, double b) { return a / b; }, {0.5f, 4}},
             {Op::maximum, maximum_ref, {-4, 4}},
-            {Op::minimum, minimum_ref, {-4, 4}}};
+            {Op::minimum, minimum_ref, {-4, 4}},
+            // silu(a) is rounded to f32 before the product; where it is subnormal (a tiny or below
+            // -87) its few bits would be scaled by b, so a stays a normal value of [-20, 20].
+            {Op::swiglu, [](double a, double b) { return silu_ref(a) * b; }, {-20, 20}, Specials::none}};
 }
 
 template <class T>
@@ -118,7 +123,8 @@ void check_binary(CaseContext& ctx, BinaryOp const& b, bool scalar) {
         Shape const& shape = shapes[i];
         SCOPED_TRACE("shape " + shape.to_string());
         Layout const layout = layouts[i % std::size(layouts)];
-        std::vector<T> const at = rounded_to<T>(ctx.values(shape.numel(), b.range)), bt = rounded_to<T>(ctx.values(shape.numel(), b.range));
+        std::vector<T> const at = rounded_to<T>(ctx.values(shape.numel(), b.range, b.a_specials)),
+                             bt = rounded_to<T>(ctx.values(shape.numel(), b.range));
         std::vector<float> const av(at.begin(), at.end()), bv(bt.begin(), bt.end());
         Guarded<T> out = ctx.output<T>(shape, layout.out);
         Tensor<T> const a = ctx.input(at, shape, layout.in);
@@ -178,7 +184,7 @@ void check_broadcast(CaseContext& ctx, BinaryOp const& b) {
         if (!ctx.fits(shape.numel())) continue;
         SCOPED_TRACE(p.a.to_string() + " " + std::string(to_string(b.op)) + " " + p.b.to_string());
         Layout const layout = layouts[i % std::size(layouts)];
-        std::vector<T> const at = rounded_to<T>(ctx.values(p.a.numel(), b.range)), bt = rounded_to<T>(ctx.values(p.b.numel(), b.range));
+        std::vector<T> const at = rounded_to<T>(ctx.values(p.a.numel(), b.range, b.a_specials)), bt = rounded_to<T>(ctx.values(p.b.numel(), b.range));
         std::vector<float> const av(at.begin(), at.end()), bv(bt.begin(), bt.end());
         Tensor<T> const a = ctx.input(at, p.a, layout.in), rhs = ctx.input(bt, p.b, layout.in + 1);
         Guarded<T> out = ctx.output<T>(shape, layout.out);

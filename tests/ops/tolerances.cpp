@@ -64,6 +64,7 @@ constexpr Row rows[] = {
     {Op::div, DType::f32, correctly_rounded, ulps(1), correctly_rounded},
     same(Op::maximum, DType::f32, exact),
     same(Op::minimum, DType::f32, exact),
+    same(Op::swiglu, DType::f32, ulps(5)),  // silu's 4 ulps, then one rounded product
     RAYO_SIXTEEN_BIT_ROWS(Op::relu, exact),
     RAYO_SIXTEEN_BIT_ROWS(Op::leaky_relu, nearly_correctly_rounded),
     RAYO_SIXTEEN_BIT_ROWS(Op::elu, nearly_correctly_rounded),
@@ -84,6 +85,7 @@ constexpr Row rows[] = {
     RAYO_SIXTEEN_BIT_ROWS(Op::div, nearly_correctly_rounded),
     RAYO_SIXTEEN_BIT_ROWS(Op::maximum, correctly_rounded),
     RAYO_SIXTEEN_BIT_ROWS(Op::minimum, correctly_rounded),
+    RAYO_SIXTEEN_BIT_ROWS(Op::swiglu, nearly_correctly_rounded),
     same(Op::sum, DType::f32, relative(1e-6)),
     same(Op::mean, DType::f32, relative(1e-6)),
     same(Op::max, DType::f32, exact),

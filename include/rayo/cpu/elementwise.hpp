@@ -51,7 +51,7 @@ void unary_kernel(Op op, float a, float b, float const* in, float* out, std::siz
 // Calls body(f) with f(x, y) the binary op on two batches of type B.
 template <class B, class Body>
 void with_binary_op(Op op, Body&& body) {
-    static_assert(op_count(OpFamily::binary) == 6, "a case for every binary op");
+    static_assert(op_count(OpFamily::binary) == 7, "a case for every binary op");
     // maximum/minimum: a NaN operand gives NaN; equal values give x & y (maximum: +0 over -0) or
     // x | y (minimum: -0 under +0), which are x for any other pair of equal values.
     auto nan_first = [](B x, B y, B r) { return xsimd::select(xsimd::isnan(x), x, xsimd::select(xsimd::isnan(y), y, r)); };
@@ -64,6 +64,7 @@ void with_binary_op(Op op, Body&& body) {
             return body([&](B x, B y) { return nan_first(x, y, xsimd::select(x > y, x, xsimd::select(x < y, y, x & y))); });
         case Op::minimum:
             return body([&](B x, B y) { return nan_first(x, y, xsimd::select(x < y, x, xsimd::select(x > y, y, x | y))); });
+        case Op::swiglu: return body([](B x, B y) { return math::silu(x) * y; });
         default: return;
     }
 }

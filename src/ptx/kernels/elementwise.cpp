@@ -439,7 +439,7 @@ std::string loop_suffix(bool vectorized, unsigned unroll) {
 
 // The binary op on two .f32 registers, one IEEE operation (div.rn).
 Reg emit_binary(Kernel& k, std::string const& name, Op op, Reg x, Reg y) {
-    static_assert(op_count(OpFamily::binary) == 6, "a case for every binary op");
+    static_assert(op_count(OpFamily::binary) == 7, "a case for every binary op");
     switch (op) {
         case Op::add: return k.add(x, y);
         case Op::sub: return k.sub(x, y);
@@ -455,6 +455,7 @@ Reg emit_binary(Kernel& k, std::string const& name, Op op, Reg x, Reg y) {
             r = k.selp(y, r, k.not_pred(k.setp(Cmp::eq, y, y)), Type::f32);
             return k.selp(x, r, k.not_pred(k.setp(Cmp::eq, x, x)), Type::f32);
         }
+        case Op::swiglu: return k.mul(silu_value(k, x), y);
         default: throw BuildError("ptx kernel '" + name + "': " + std::string(to_string(op)) + " is not a binary op");
     }
 }
