@@ -477,10 +477,10 @@ private:
         return layer.o.apply(a.reshape({n, heads * hd}));
     }
 
-    // down(silu(gate(h)) · up(h)) of h = rms_norm(x).
+    // down(swiglu(gate(h), up(h))) = down(silu(gate(h)) · up(h)) of h = rms_norm(x).
     rayo::FTensor feed_forward(Layer const& layer, rayo::FTensor const& x) const {
         std::vector<rayo::FTensor> const gate_up = layer.gate_up.apply(rayo::rms_norm(x, layer.ffn_norm, hp_.rms_eps));
-        return layer.down.apply(rayo::mul(rayo::silu(gate_up[0]), gate_up[1]));
+        return layer.down.apply(rayo::swiglu(gate_up[0], gate_up[1]));
     }
 
     static rayo::AttentionParams causal() {
@@ -534,8 +534,7 @@ private:
             rayo::add_into(b.x, b.y, b.x);
             rayo::rms_norm_into(b.x, layer.ffn_norm, hp_.rms_eps, b.h);
             layer.gate_up.apply_one_into(b.h, b.gate_up);
-            rayo::silu_into(gate, gate);
-            rayo::mul_into(gate, up, gate);
+            rayo::swiglu_into(gate, up, gate);
             layer.down.apply_into(gate, b.y);
             rayo::add_into(b.x, b.y, b.x);
         }
