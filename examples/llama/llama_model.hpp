@@ -15,9 +15,13 @@
 
 #include <rayo/rayo.hpp>
 
+#include <charconv>
+#include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -64,6 +68,14 @@ inline std::optional<std::uint64_t> integer(rayo::gguf::Metadata const& md, std:
         *v);
 }
 
+// A float or double as the shortest text that reads back as it.
+template <std::floating_point F>
+std::string number(F x) {
+    char buf[64];
+    auto const r = std::to_chars(buf, buf + sizeof buf, x);
+    return std::string(buf, r.ptr);
+}
+
 inline std::size_t required(rayo::gguf::Metadata const& md, std::string_view key) {
     std::optional<std::uint64_t> const v = integer(md, key);
     if (!v) throw ModelError("the file has no " + std::string(key) + " (a llama model needs it)");
@@ -75,7 +87,11 @@ inline float real(rayo::gguf::Metadata const& md, std::string_view key, float fa
     rayo::gguf::Value const* v = md.find(key);
     if (!v) return fallback;
     if (auto const* f = std::get_if<float>(v)) return *f;
-    if (auto const* d = std::get_if<double>(v)) return static_cast<float>(*d);
+    if (auto const* d = std::get_if<double>(v)) {
+        if (std::isfinite(*d) && std::abs(*d) > std::numeric_limits<float>::max())
+            throw ModelError("metadata " + std::string(key) + " = " + number(*d) + " is out of the range of a float");
+        return static_cast<float>(*d);
+    }
     throw ModelError("metadata " + std::string(key) + " should be a float, it is " +
                      std::string(rayo::gguf::to_string(rayo::gguf::type_of(*v))));
 }
@@ -107,17 +123,29 @@ inline Hyperparameters read_hyperparameters(rayo::gguf::File const& file) {
                          " is not a multiple of llama.attention.head_count = " + std::to_string(h.heads));
     h.head_dim = h.width / h.heads;
     h.rope_dims = detail::integer(md, "llama.rope.dimension_count").value_or(h.head_dim);
-    if (h.rope_dims > h.head_dim || h.rope_dims % 2 != 0)
+    if (h.rope_dims == 0 || h.rope_dims > h.head_dim || h.rope_dims % 2 != 0)
         throw ModelError("llama.rope.dimension_count = " + std::to_string(h.rope_dims) +
-                         " must be even and at most the head size " + std::to_string(h.head_dim));
+                         " must be even, non-zero and at most the head size " + std::to_string(h.head_dim));
     h.rope_base = detail::real(md, "llama.rope.freq_base", 10000.0f);
+    if (!std::isfinite(h.rope_base) || !(h.rope_base > 0.0f))
+        throw ModelError("llama.rope.freq_base = " + detail::number(h.rope_base) + " must be a finite number > 0");
     h.rms_eps = detail::real(md, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    if (!std::isfinite(h.rms_eps) || !(h.rms_eps >= 0.0f))
+        throw ModelError("llama.attention.layer_norm_rms_epsilon = " + detail::number(h.rms_eps) +
+                         " must be a finite number >= 0");
+    // Each layer has 9 tensors; checked before anything is sized by the layer count.
+    if (h.layers > file.tensors().size() / 9)
+        throw ModelError("llama.block_count = " + std::to_string(h.layers) + " needs 9 tensors a layer; the file holds " +
+                         std::to_string(file.tensors().size()) + " tensors");
     rayo::gguf::TensorInfo const* embd = file.find("token_embd.weight");
     if (!embd) throw ModelError("the file has no tensor token_embd.weight");
     if (embd->shape.rank() != 2 || static_cast<std::size_t>(embd->shape[1]) != h.width)
         throw ModelError("token_embd.weight has shape " + embd->shape.to_string() + ", expected [vocab, " +
                          std::to_string(h.width) + "]");
     h.vocab = static_cast<std::size_t>(embd->shape[0]);
+    if (h.vocab == 0 || h.vocab > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+        throw ModelError("token_embd.weight has shape " + embd->shape.to_string() +
+                         ": the vocabulary must hold 1 to 2^31 - 1 tokens");
     return h;
 }
 
@@ -397,11 +425,16 @@ public:
     Model(rayo::gguf::File const& file, rayo::Device device, LoadProgress progress = {}, std::size_t context = 0)
         : hp_(read_hyperparameters(file)), device_(device), w_(load_weights(file, hp_, device, std::move(progress))) {
         if (context != 0 && context < hp_.context) hp_.context = context;
-        rayo::Shape const cache_shape{static_cast<std::int64_t>(hp_.context), static_cast<std::int64_t>(hp_.kv_heads),
-                                      static_cast<std::int64_t>(hp_.head_dim)};
-        for (std::size_t i = 0; i < hp_.layers; ++i) {
-            k_cache_.push_back(rayo::FTensor::zeros(cache_shape, device));
-            v_cache_.push_back(rayo::FTensor::zeros(cache_shape, device));
+        rayo::Shape const cache_shape = kv_cache_shape();
+        try {
+            for (std::size_t i = 0; i < hp_.layers; ++i) {
+                k_cache_.push_back(rayo::FTensor::zeros(cache_shape, device));
+                v_cache_.push_back(rayo::FTensor::zeros(cache_shape, device));
+            }
+        } catch (rayo::OutOfMemory const& e) {
+            throw rayo::OutOfMemory(std::string(e.what()) + ", for a KV cache of " + std::to_string(hp_.context) +
+                                    " tokens (" + std::to_string(hp_.layers) + " layers x 2 x " +
+                                    cache_shape.to_string() + " f32)");
         }
         half_attention_ = device.kind() != rayo::DeviceKind::cpu && !w_.output.is<float>();
         rope_.style = rayo::RopeStyle::adjacent;
@@ -444,6 +477,16 @@ public:
     }
 
 private:
+    // [context, kv_heads, head_dim] per layer, keys and values. Positions are int32; a cache
+    // the device cannot hold is its OutOfMemory, raised when allocated.
+    [[nodiscard]] rayo::Shape kv_cache_shape() const {
+        constexpr auto max_position = static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max());
+        if (hp_.context > max_position)
+            throw ModelError("a context of " + std::to_string(hp_.context) + " tokens (llama.context_length) is more than " +
+                             std::to_string(max_position) + " positions");
+        return rayo::Shape{hp_.context, hp_.kv_heads, hp_.head_dim};
+    }
+
     void check_request(std::span<std::int32_t const> tokens, std::size_t pos) const {
         if (tokens.empty()) throw ModelError("no tokens to run");
         for (std::size_t i = 0; i < tokens.size(); ++i)
@@ -615,7 +658,7 @@ private:
             auto const lead = static_cast<unsigned char>(piece[i]);
             unsigned code = lead;
             std::size_t length = 1;
-            if ((lead & 0xe0) == 0xc0 && i + 1 < piece.size()) {
+            if ((lead & 0xe0) == 0xc0 && i + 1 < piece.size() && (static_cast<unsigned char>(piece[i + 1]) & 0xc0) == 0x80) {
                 code = ((lead & 0x1fu) << 6) | (static_cast<unsigned char>(piece[i + 1]) & 0x3fu);
                 length = 2;
             } else if (lead >= 0x80) {

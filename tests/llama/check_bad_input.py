@@ -5,8 +5,9 @@
 
 The cases are variations of a tiny f16 model (another architecture, a missing key, a missing
 tensor, a tensor of the wrong shape or of a type rayo-llama does not take, heads that do not
-divide) and bad requests on a good model (a token outside the vocabulary, a prompt longer than the
-context, a token id that is not a number).
+divide, a context past int32 positions, a KV cache of terabytes that the CPU cannot allocate) and
+bad requests on a good model (a token outside the vocabulary, a prompt longer than the context, a
+token id that is not a number).
 """
 
 import argparse
@@ -65,6 +66,7 @@ def main() -> int:
         "type": (dict(change_tensor=("blk.0.attn_q.weight", gw.GGMLType.Q8_0, [q.ne[0], q.ne[1]],
                                      bytes(gw.tensor_nbytes(gw.GGMLType.Q8_0, q.ne)))), ["blk.0.attn_q.weight", "Q8_0"]),
         "heads": (dict(set_key=("llama.attention.head_count_kv", gw.ValueType.U32, 3)), ["head_count_kv", "3"]),
+        "context": (dict(set_key=("llama.context_length", gw.ValueType.U64, 2**31)), ["2147483648", "positions"]),
     }
     failures = 0
 
@@ -79,6 +81,20 @@ def main() -> int:
         path = work / f"bad_{name}.gguf"
         rewrite(good, path, **change)
         expect(name, [path, "--device", "cpu", "--prompt-tokens", "1,2"], words)
+    # A KV cache of 2 TiB a layer (2^31 - 1 positions of one 256-wide head): OutOfMemory, unless
+    # the kernel grants any allocation (vm.overcommit_memory = 1) and would then fill it.
+    overcommit = Path("/proc/sys/vm/overcommit_memory")
+    if overcommit.exists() and overcommit.read_text().strip() == "1":
+        print("skipped KV cache out of memory: vm.overcommit_memory is 1")
+    else:
+        wide = work / "wide"
+        subprocess.run([sys.executable, HERE / "make_model.py", "--type", "f16", "--out", wide, "--no-reference",
+                        "--layers", "1", "--hidden", "256", "--ffn", "32", "--heads", "1", "--kv-heads", "1",
+                        "--vocab", "300", "--context", "16"], check=True, capture_output=True)
+        path = work / "bad_kv_cache.gguf"
+        rewrite(wide / "model.gguf", path, set_key=("llama.context_length", gw.ValueType.U32, 2**31 - 1))
+        expect("KV cache out of memory", [path, "--device", "cpu", "--prompt-tokens", "1,2"],
+               ["cannot allocate", "KV cache of 2147483647 tokens"])
     expect("token outside the vocabulary", [good, "--device", "cpu", "--prompt-tokens", "1,300"], ["300", "vocabulary"])
     expect("negative token", [good, "--device", "cpu", "--prompt-tokens", "1,-3"], ["-3", "vocabulary"])
     expect("prompt longer than the context", [good, "--device", "cpu", "--prompt-tokens", ",".join(["5"] * 17)],

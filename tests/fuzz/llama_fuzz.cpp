@@ -1,0 +1,141 @@
+// libFuzzer target: any bytes as a GGUF file, run as rayo-llama runs a model on the CPU: the
+// vocabulary (every token's text), the hyper-parameters, the model with its KV cache capped at a
+// few tokens, then a prompt of two tokens and one decode step. A file either runs or is refused
+// with rayo_llama::ModelError or a rayo::Error whose message is printable and short. Once a model
+// is built, its forward pass must run (anything but OutOfMemory is a finding: a file the loader
+// accepted that the ops refuse), and bad requests (a token outside the vocabulary, a prompt past
+// the context) must raise ModelError. Anything else, or a sanitizer report, is a finding.
+// Half the mutations are structure-aware (gguf_mutator.hpp): they change the hyper-parameters, the
+// vocabulary and the tensor table of files that parse.
+#include <rayo/rayo.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf_mutator.hpp"
+#include "llama_model.hpp"
+
+extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
+
+namespace {
+
+constexpr std::size_t context_cap = 8;
+constexpr std::size_t max_message = 1000;
+
+[[noreturn]] void finding(std::string_view what) {
+    std::cerr << "llama_fuzz: " << what << "\n";
+    std::abort();
+}
+
+void check_message(std::exception const& e) {
+    std::string_view const message = e.what();
+    if (message.empty()) finding("empty message");
+    if (message.size() > max_message) finding("message longer than " + std::to_string(max_message) + " bytes");
+    for (char c : message)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) finding("control character in message: " + std::string(message));
+}
+
+template <class Run>
+void expect_model_error(std::string_view request, Run run) {
+    try {
+        run();
+    } catch (rayo_llama::ModelError const& e) {
+        check_message(e);
+        return;
+    } catch (std::exception const& e) {
+        finding(std::string(request) + " raised something else than ModelError: " + e.what());
+    }
+    finding(std::string(request) + " ran");
+}
+
+std::size_t read_vocabulary(rayo::gguf::File const& file) {
+    rayo_llama::Vocabulary const vocab(file);
+    std::size_t sink = vocab.empty();
+    for (std::int32_t id = -1; id <= 4096; ++id) sink += vocab.text(id).size();
+    return sink;
+}
+
+void expect_logits(rayo::FTensor const& logits, rayo::Shape const& shape) {
+    if (logits.shape() != shape) finding("logits of shape " + logits.shape().to_string() + ", expected " + shape.to_string());
+    (void)logits.to_vector();
+}
+
+// The checks a built model must pass: a prompt, a decode step, and the requests it must refuse.
+void run_model(rayo_llama::Model& model, rayo_llama::Hyperparameters const& file_hp) {
+    rayo_llama::Hyperparameters const& hp = model.hyperparameters();
+    if (hp.context != std::min(file_hp.context, context_cap) || hp.vocab != file_hp.vocab)
+        finding("the model's hyper-parameters differ from the file's");
+    auto const last = static_cast<std::int32_t>(hp.vocab - 1);
+    std::vector<std::int32_t> const prompt{0, last};
+    std::size_t const n = std::min<std::size_t>(prompt.size(), hp.context);
+    auto const vocab = static_cast<std::int64_t>(hp.vocab);
+    try {
+        expect_logits(model.forward(std::span(prompt).first(n), 0), rayo::Shape{vocab});
+        if (n < hp.context) {
+            std::int32_t const next = last / 2;
+            expect_logits(model.forward(std::span(&next, 1), n, true), rayo::Shape{1, vocab});
+        }
+    } catch (rayo::OutOfMemory const& e) {
+        check_message(e);
+        return;
+    } catch (std::exception const& e) {
+        finding(std::string("the forward pass of a model that loaded failed: ") + e.what());
+    }
+    std::int32_t const outside = last + 1, negative = -1;
+    expect_model_error("a token outside the vocabulary", [&] { (void)model.forward(std::span(&outside, 1), 0); });
+    expect_model_error("a negative token", [&] { (void)model.forward(std::span(&negative, 1), 0); });
+    expect_model_error("no tokens", [&] { (void)model.forward({}, 0); });
+    expect_model_error("a token past the context", [&] { (void)model.forward(std::span(&last, 1), hp.context); });
+}
+
+void run_file(rayo::gguf::File const& file) {
+    try {
+        (void)read_vocabulary(file);
+    } catch (rayo_llama::ModelError const& e) {
+        check_message(e);
+    }
+    rayo_llama::Hyperparameters const hp = rayo_llama::read_hyperparameters(file);
+    rayo_llama::Model model(file, rayo::Device::cpu(), {}, context_cap);
+    run_model(model, hp);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    rayo::set_num_threads(1);
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size) {
+    std::span<std::byte const> const bytes(reinterpret_cast<std::byte const*>(data), size);
+    try {
+        rayo::gguf::File const file = rayo::gguf::File::from_memory(bytes, "fuzz");
+        run_file(file);
+    } catch (rayo_llama::ModelError const& e) {
+        check_message(e);
+    } catch (rayo::Error const& e) {
+        check_message(e);
+    }
+    return 0;
+}
+
+extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size, std::size_t max_size, unsigned seed) {
+    if (seed % 2 == 0) {
+        auto const out = rayo::fuzz::GgufMutator(seed).mutate(
+            std::span<std::byte const>(reinterpret_cast<std::byte const*>(data), size));
+        if (out && !out->empty() && out->size() <= max_size) {
+            std::memcpy(data, out->data(), out->size());
+            return out->size();
+        }
+    }
+    return LLVMFuzzerMutate(data, size, max_size);
+}
