@@ -3,30 +3,7 @@
 // families register in a fixed order.
 #include "bench_support.hpp"
 
-#include <chrono>
-#include <cstdlib>
 #include <iostream>
-
-namespace {
-
-// A GPU left idle runs its multiprocessors at a low clock that some drivers raise only after
-// seconds of sustained work (NVIDIA's Vulkan driver on an H200: 345 MHz, then 1965 MHz after 4 s
-// of f16 matmuls; compute-bound cases measured 3-5x slow before). rayo-bench keeps the device
-// busy with matmuls for RAYO_BENCH_WARMUP seconds (default 3 on a GPU, 0 on the CPU) first.
-void warm_up(rayo::Device device) {
-    char const* text = std::getenv("RAYO_BENCH_WARMUP");
-    double const seconds = text ? std::atof(text) : device.kind() == rayo::DeviceKind::cpu ? 0.0 : 3.0;
-    if (seconds <= 0) return;
-    auto const a = rayo_bench::random_tensor<rayo::half>(rayo::Shape{4096, 4096}, device, {-1.0f, 1.0f}, 1);
-    auto const out = rayo_bench::output_tensor(rayo::Shape{4096, 4096}, device);
-    auto const until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (std::chrono::steady_clock::now() < until) {
-        for (int i = 0; i < 16; ++i) rayo::matmul_into(a, a, out);
-        device.synchronize();
-    }
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
@@ -47,11 +24,6 @@ int main(int argc, char** argv) {
     rayo_bench::register_attention_cpu();
     rayo_bench::register_gpu();
     rayo_bench::register_attention_gpu();
-    try {
-        warm_up(rayo_bench::bench_device());
-    } catch (rayo::Error const& e) {
-        std::cerr << "rayo-bench: warm-up: " << e.what() << '\n';
-    }
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
 }

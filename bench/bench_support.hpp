@@ -5,8 +5,11 @@
 #include <benchmark/benchmark.h>
 #include <rayo/rayo.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <concepts>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <span>
 #include <string>
@@ -69,18 +72,64 @@ rayo::Tensor<T> output_tensor(rayo::Shape shape, rayo::Device device) {
     return rayo::Tensor<T>::zeros(std::move(shape), device);
 }
 
+// Seconds a case runs its op back to back before it is timed, where the GPU has been idle. NVIDIA's
+// Vulkan driver lowers an idle GPU's clocks (an H200's multiprocessors: 1980 -> 345 MHz 1.5-3 s
+// after its last work) and raises them only under continuous work, and Google Benchmark runs a
+// case's function several times, each first preparing its inputs on the host (seconds at the larger
+// sizes), so without this a Vulkan case is timed at whatever clock the idle left. A CUDA context
+// holds the clocks up itself. RAYO_BENCH_WARMUP=seconds sets it for any GPU; by default 0.5 on a
+// Vulkan device, 0 elsewhere.
+inline double warm_up_seconds(rayo::Device device) {
+    if (device.kind() == rayo::DeviceKind::cpu) return 0.0;
+    static double const from_environment = [] {
+        char const* text = std::getenv("RAYO_BENCH_WARMUP");
+        return text && *text ? std::atof(text) : -1.0;
+    }();
+    if (from_environment >= 0) return from_environment;
+    return device.kind() == rayo::DeviceKind::vulkan ? 0.5 : 0.0;
+}
+
+// Host time with no GPU work after which the clocks may have fallen: a third of the shortest fall
+// seen (1.5 s), so that consecutive runs of a quickly prepared case skip the warm-up.
+inline constexpr std::chrono::milliseconds idle_allowance{500};
+
+// When the last timed loop or warm-up ended (the GPU then had work).
+inline std::chrono::steady_clock::time_point& last_gpu_work() {
+    static std::chrono::steady_clock::time_point at{};
+    return at;
+}
+
+// Calls `op` for `seconds` in rounds of about 20 ms of calls (from one call's time), each round
+// synchronized so that the queue never runs far ahead of the GPU.
+template <class Op>
+void keep_busy(rayo::Device device, Op& op, double seconds, std::chrono::duration<double> one_call) {
+    using Clock = std::chrono::steady_clock;
+    auto const per_round = static_cast<long>(std::max(1.0, 0.02 / std::max(one_call.count(), 1e-6)));
+    auto const until = Clock::now() + std::chrono::duration<double>(seconds);
+    while (Clock::now() < until) {
+        for (long i = 0; i < per_round; ++i) op();
+        device.synchronize();
+    }
+}
+
 // Runs `op` twice untimed (first touch, thread-pool start, lazy kernel selection; the second call
 // after a host wait, as every timed call runs, loads the kernels a GPU picks once nothing it reads is
-// still being written), then in the timed loop. The device is synchronized inside the timed region
-// at the end of each batch, so queued GPU work is counted without serialising every call. An op that
-// throws skips the benchmark with its message instead of aborting the whole run.
+// still being written), then back to back for warm_up_seconds() where the GPU has been idle, then in
+// the timed loop. The device is synchronized inside the timed region at the end of each batch, so
+// queued GPU work is counted without serialising every call. An op that throws skips the benchmark
+// with its message instead of aborting the whole run.
 template <class Op>
 void time_op(benchmark::State& state, rayo::Device device, Op&& op) {
+    using Clock = std::chrono::steady_clock;
+    bool const idle = Clock::now() - last_gpu_work() > idle_allowance;
     try {
-        for (int warm = 0; warm < 2; ++warm) {
-            op();
-            device.synchronize();
-        }
+        op();
+        device.synchronize();
+        auto const start = Clock::now();
+        op();
+        device.synchronize();
+        if (double const seconds = warm_up_seconds(device); idle && seconds > 0)
+            keep_busy(device, op, seconds, Clock::now() - start);
     } catch (std::exception const& e) {
         state.SkipWithError(e.what());
         return;
@@ -90,6 +139,7 @@ void time_op(benchmark::State& state, rayo::Device device, Op&& op) {
         op();
         if (++done == state.max_iterations) device.synchronize();
     }
+    last_gpu_work() = Clock::now();
 }
 
 // Work done by one call; each non-zero field becomes a rate counter named by its unit, scaled so
