@@ -100,6 +100,8 @@ def main() -> int:
     expect("prompt longer than the context", [good, "--device", "cpu", "--prompt-tokens", ",".join(["5"] * 17)],
            ["17", "context of 16"])
     expect("not a token id", [good, "--device", "cpu", "--prompt-tokens", "1,x"], ["'x'", "token id"])
+    expect("unknown activation rounding", [good, "--device", "cpu", "--prompt-tokens", "1", "--activations", "q4"],
+           ["--activations", "'q4'"])
     expect("no prompt", [good, "--device", "cpu"], ["no prompt"])
     expect("not a GGUF file", [HERE / "README.md", "--prompt-tokens", "1"], ["GGUF"])
     return 1 if failures else 0
