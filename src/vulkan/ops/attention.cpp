@@ -38,9 +38,10 @@ struct CombinePush {
 
 // attention.comp's TEAM, BK, MAX_PER and MAX_ROWS.
 constexpr std::size_t team = 16, key_block = 32, max_head_dim = 16 * team;
-// Workgroups the query rows should give before the keys are not split; a split takes at least
-// min_split_keys keys, and there are at most max_splits.
-constexpr std::size_t busy_groups = 256, min_split_keys = 256, max_splits = 64;
+// Workgroups the query rows should give before the keys are not split (a workgroup of one query
+// row is only TEAM invocations, so a decode step wants many); a split takes at least one block of
+// keys, and there are at most max_splits.
+constexpr std::size_t busy_groups = 1024, min_split_keys = key_block, max_splits = 64;
 
 struct Plan {
     std::uint32_t rows = 4;  // query rows a workgroup
