@@ -280,7 +280,8 @@ TEST(Gguf, LoadIntoFillsAViewAndChecksItsShape) {
     auto const a = random_floats(3 * 5, fresh_seed()), b = random_floats(2 * 5, fresh_seed());
     gguf::TensorToWrite const w[] = {gguf::TensorToWrite("a", Tensor<float>::from(std::span<float const>(a), Shape{3, 5})),
                                      gguf::TensorToWrite("b", Tensor<float>::from(std::span<float const>(b), Shape{2, 5}))};
-    File const file = parse(gguf::write_to_memory(gguf::Metadata{}, w));
+    auto const bytes = gguf::write_to_memory(gguf::Metadata{}, w);  // parse() reads them in place
+    File const file = parse(bytes);
     for (Device device : Device::all()) {
         SCOPED_TRACE(device.id());
         auto const joined = Tensor<float>::full(Shape{7, 5}, -1.0f, device);
