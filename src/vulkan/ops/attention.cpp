@@ -1,8 +1,10 @@
-// Attention on Vulkan, three shaders:
+// Attention on Vulkan, four shaders:
 // * f16 prefill on devices with cooperative matrices (tensor cores): attention_coopmat_d<D>.comp,
 //   flash attention with q·kᵀ and P·v on 16x16 by 16x8 fragments, 64 query rows a workgroup, for
 //   head_dim 64, 80, 96, 128 and 256 (a build each, so its loops unroll);
-// * everything else (decode, f32, bf16, unaligned views, other head dims, devices without those features):
+// * one query row a head without a mask (a decode step): attention_decode.comp, a workgroup a split
+//   of 64 keys of a key/value head for all the query heads of its group, a key an invocation;
+// * everything else (f32, bf16, unaligned views, other head dims, devices without those features):
 //   attention.comp, a team of invocations per query row, the keys in blocks through an online softmax,
 //   the head dim a specialization constant (any up to 256), split across workgroups with the same
 //   combining pass where the query rows alone give too few workgroups.
@@ -30,6 +32,33 @@ struct AttentionPush {
     std::uint32_t mask_batch = 0, mask_head = 0, mask_row = 0;
     std::uint32_t splits = 1, keys_per_split = 0;
 };
+
+// Mirrors the push constants of shaders/attention_decode.comp.
+struct DecodePush {
+    std::uint32_t q_offset = 0, k_offset = 0, v_offset = 0;
+    std::uint32_t kv_len = 0, heads = 0, kv_heads = 0, seen = 0;
+    float scale = 1.0f;
+    std::uint32_t splits = 1;
+};
+
+// attention_decode.comp's keys a split (its workgroup) and its MAX_GROUP and MAX_D.
+constexpr std::size_t decode_keys = 64, decode_max_group = 8, decode_max_head_dim = 256;
+
+// One query row a head, no mask, a group the shader holds.
+bool takes_decode(op::Attention const& a) {
+    return a.q_len == 1 && !a.has_mask && a.kv_heads > 0 && a.heads / a.kv_heads <= decode_max_group &&
+           a.head_dim <= decode_max_head_dim;
+}
+
+// The keys the decode row sees: under causal, those up to its query offset.
+std::size_t decode_seen(op::Attention const& a) {
+    if (!a.causal) return a.kv_len;
+    return static_cast<std::size_t>(std::clamp<std::int64_t>(a.query_offset + 1, 0, static_cast<std::int64_t>(a.kv_len)));
+}
+
+std::size_t decode_splits(op::Attention const& a) {
+    return std::max<std::size_t>(1, (decode_seen(a) + decode_keys - 1) / decode_keys);
+}
 
 // Mirrors the push constants of shaders/attention_combine.comp.
 struct CombinePush {
@@ -139,6 +168,13 @@ Support supports(ShaderRunner const& r, op::Attention const& a, OpViews const& v
     for (TensorView const* t : {&v.in[0], &v.in[1], &v.out[0]})
         if (t->numel() > 0xffffffffu) return Support::no("vulkan: attention over tensors of 2^32 elements or more");
     if (a.has_mask && v.in[3].numel() > 0xffffffffu) return Support::no("vulkan: attention with a mask of 2^32 elements or more");
+    if (takes_decode(a)) {
+        if (decode_splits(a) > r.max_groups() || a.batch * a.kv_heads > r.max_groups())
+            return Support::no("vulkan: attention with more key splits or batch·heads than one dispatch's groups");
+        if (a.batch * a.heads * decode_splits(a) * (a.head_dim + 2) > 0xffffffffu)
+            return Support::no("vulkan: attention whose split partial rows pass 2^32 values");
+        return element_type_supported(r, a.op, type);
+    }
     Plan const p = plan(a, r.physical().loop_iteration_limit);
     if (p.row_groups > r.max_groups() || a.batch * a.heads > r.max_groups() || p.splits > r.max_groups())
         return Support::no("vulkan: attention with more query blocks or batch·heads than one dispatch's groups");
@@ -171,6 +207,30 @@ void check_combine_budget(ShaderRunner const& r, op::Attention const& a, std::si
                         "attention's combination of " + std::to_string(splits) + " splits");
 }
 
+// A decode step on attention_decode.comp, its splits merged by attention_combine.comp.
+void run_decode(ShaderRunner& r, op::Attention const& a, Binding const& q, Binding const& k, Binding const& val,
+                Binding const& o, DType type) {
+    std::size_t const size = bytes_for(type, 1), splits = decode_splits(a);
+    DecodePush push;
+    push.q_offset = q.element_offset(size);
+    push.k_offset = k.element_offset(size);
+    push.v_offset = val.element_offset(size);
+    push.kv_len = static_cast<std::uint32_t>(a.kv_len);
+    push.heads = static_cast<std::uint32_t>(a.heads);
+    push.kv_heads = static_cast<std::uint32_t>(a.kv_heads);
+    push.seen = static_cast<std::uint32_t>(decode_seen(a));
+    push.scale = a.scale;
+    push.splits = static_cast<std::uint32_t>(splits);
+    check_combine_budget(r, a, splits);
+    ScratchBuffer const partials = r.scratch(a.batch * a.heads * splits * (a.head_dim + 2) * sizeof(float));
+    SpecConstants constants{0u, static_cast<std::uint32_t>(decode_keys), static_cast<std::uint32_t>(a.head_dim),
+                            static_cast<std::uint32_t>(a.heads / a.kv_heads), static_cast<std::uint32_t>(decode_keys)};
+    Shader const shader = element_build(Shader::attention_decode, Shader::attention_decode_element16, type, constants);
+    r.dispatch(shader, constants, {q, k, val, partials.bind(Access::write)}, push,
+               {static_cast<std::uint32_t>(splits), static_cast<std::uint32_t>(a.batch * a.kv_heads)});
+    combine_splits(r, a, type, partials, o, splits, o.element_offset(size));
+}
+
 }  // namespace
 
 void run(ShaderRunner& r, op::Attention const& a, OpViews const& v) {
@@ -180,6 +240,7 @@ void run(ShaderRunner& r, op::Attention const& a, OpViews const& v) {
     Binding const k = r.bind(kv, kv.bytes(), Access::read, "attention k");
     Binding const val = r.bind(vv, vv.bytes(), Access::read, "attention v");
     Binding const o = r.bind(out, out.bytes(), Access::write, "attention output");
+    if (takes_decode(a)) return run_decode(r, a, q, k, val, o, qv.dtype);
     Binding const mask = a.has_mask ? r.bind(v.in[3], v.in[3].bytes(), Access::read, "attention mask") : q.untouched();
     AttentionPush push;
     push.q_offset = q.element_offset(size);
