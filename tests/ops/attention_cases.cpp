@@ -207,6 +207,10 @@ std::vector<Problem> problems() {
         {.batch = 1, .q_len = 7, .kv_len = 4, .heads = 2, .kv_heads = 1, .head_dim = 64, .causal = true},
         // Decode over a short cache: splits of one tile where longer ones leave multiprocessors idle.
         {.batch = 1, .q_len = 1, .kv_len = 100, .heads = 4, .kv_heads = 1, .head_dim = 128, .causal = true},
+        // Decode at an offset short of the cache's end (keys past it unseen), a group of 3, head_dim 40;
+        // and a group of 16 query heads a key/value head.
+        {.batch = 2, .q_len = 1, .kv_len = 90, .heads = 6, .kv_heads = 2, .head_dim = 40, .causal = true, .offset = 50},
+        {.batch = 1, .q_len = 1, .kv_len = 130, .heads = 16, .kv_heads = 1, .head_dim = 64, .causal = true},
         {.batch = 1, .q_len = 70, .kv_len = 130, .heads = 8, .kv_heads = 2, .head_dim = 64, .causal = true,
          .mask = MaskKind::per_head_row},
         {.batch = 2, .q_len = 0, .kv_len = 9, .heads = 2, .kv_heads = 1, .head_dim = 64},
