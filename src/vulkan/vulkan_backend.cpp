@@ -80,21 +80,7 @@ std::uintptr_t VulkanBackend::allocate(std::size_t bytes) {
                           std::to_string(bytes) + " bytes exceeds the largest storage buffer binding, " +
                           std::to_string(limits.maxStorageBufferRange) +
                           " bytes (maxStorageBufferRange); such a tensor must be split into smaller ones");
-    reclaim();
-    // A new block costs milliseconds of the driver's time (it clears the memory); when memory that
-    // could serve the request is only waiting for the GPU to finish with it (tensors made and
-    // dropped faster than the GPU runs, as in a loop), waiting for the oldest such batch is far
-    // cheaper, and memory stops growing with the host's lead.
-    std::optional<Allocation> reserved = device_memory_.allocate_reserved(bytes);
-    while (!reserved) {
-        std::optional<std::uint64_t> serial;
-        for (PendingFree const& p : pending_)
-            if (!p.staging && device_memory_.would_serve(p.allocation, bytes)) serial = std::min(serial.value_or(p.serial), p.serial);
-        if (!serial) break;
-        stream_.wait(*serial);
-        reclaim();
-        reserved = device_memory_.allocate_reserved(bytes);
-    }
+    std::optional<Allocation> const reserved = reserve_or_wait(false, bytes);
     Allocation a;
     try {
         a = reserved ? *reserved : device_memory_.allocate(bytes);
@@ -120,19 +106,20 @@ void VulkanBackend::release(std::uintptr_t handle) noexcept {
     }
 }
 
-Allocation VulkanBackend::staging_for(std::size_t bytes) {
+std::optional<Allocation> VulkanBackend::reserve_or_wait(bool staging, std::size_t bytes) {
+    MemoryAllocator& memory = staging ? staging_memory_ : device_memory_;
     reclaim();
-    std::optional<Allocation> reserved = staging_memory_.allocate_reserved(bytes);
+    std::optional<Allocation> reserved = memory.allocate_reserved(bytes);
     while (!reserved) {
         std::optional<std::uint64_t> serial;
         for (PendingFree const& p : pending_)
-            if (p.staging && staging_memory_.would_serve(p.allocation, bytes)) serial = std::min(serial.value_or(p.serial), p.serial);
+            if (p.staging == staging && memory.would_serve(p.allocation, bytes)) serial = std::min(serial.value_or(p.serial), p.serial);
         if (!serial) break;
         stream_.wait(*serial);
         reclaim();
-        reserved = staging_memory_.allocate_reserved(bytes);
+        reserved = memory.allocate_reserved(bytes);
     }
-    return reserved ? *reserved : staging_memory_.allocate(bytes);
+    return reserved;
 }
 
 void VulkanBackend::upload(std::uintptr_t dst, std::size_t offset, void const* src, std::size_t bytes) {
@@ -147,7 +134,8 @@ void VulkanBackend::upload(std::uintptr_t dst, std::size_t offset, void const* s
     auto const* from = static_cast<std::byte const*>(src);
     for (std::size_t done = 0; done < bytes;) {
         std::size_t const n = std::min(piece, bytes - done);
-        Allocation const staging = staging_for(n);
+        std::optional<Allocation> const reserved = reserve_or_wait(true, n);
+        Allocation const staging = reserved ? *reserved : staging_memory_.allocate(n);
         std::memcpy(staging.mapped, from + done, n);  // coherent: visible to the device at submit
         BufferAccess const accesses[] = {{staging.buffer, staging.offset, n, false},
                                          {b.allocation.buffer, b.allocation.offset + offset + done, n, true}};

@@ -72,9 +72,12 @@ private:
     Buffer& buffer(std::uintptr_t handle);
     void reclaim();  // frees what the GPU has finished with
     void free_after(std::uint64_t serial, Allocation const& a, bool staging);
-    // Staging memory for `bytes`, from the blocks held when staging memory that would serve is
-    // only waiting for the GPU: uploads larger than a block then cycle through the same blocks.
-    Allocation staging_for(std::size_t bytes);
+    // `bytes` of staging or device memory from the blocks already held, waiting for the oldest
+    // pending free that would serve rather than asking the driver for a new block (which costs
+    // milliseconds: it clears the memory). nullopt when nothing held or pending serves. Tensors
+    // made and dropped faster than the GPU runs, and uploads larger than a block, then cycle
+    // through the same blocks. Call with mutex_ held.
+    std::optional<Allocation> reserve_or_wait(bool staging, std::size_t bytes);
     void check_range(Buffer const& b, std::size_t offset, std::size_t bytes, char const* what) const;
     // The fault record (dispatch/device_fault.hpp) as a dispatch argument, allocated and cleared at
     // the first dispatch that asks; the next wait for the device reads it.
