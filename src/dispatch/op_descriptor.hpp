@@ -4,6 +4,7 @@
 // here and one file per backend (src/<backend>/ops/<family>.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -141,6 +142,15 @@ struct Rope {
     float freq_base = 10000.0f, freq_scale = 1.0f;
     bool has_factors = false;
 };
+
+// How many groups the GPU rope kernels split a token's heads into, for `lanes` threads a token:
+// about 4 heads a thread (at most 64 groups) where the tokens alone give fewer than 2^16 threads
+// (a decode step's one token), else one. A thread's heads are a chain of dependent loads and
+// stores: a Llama-3-8B decode step's 40 heads in one chain took 7.8 µs on an H200.
+[[nodiscard]] inline std::size_t rope_head_groups(Rope const& r, std::size_t lanes) {
+    if (r.tokens * lanes >= (std::size_t{1} << 16)) return 1;
+    return std::clamp<std::size_t>(r.heads / 4, 1, 64);
+}
 
 // Scaled dot-product attention. q [batch, q_len, heads, head_dim], k and v [batch, kv_len,
 // kv_heads, head_dim], out [batch, q_len, heads, head_dim]: one floating type, contiguous; query

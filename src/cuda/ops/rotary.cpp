@@ -1,8 +1,7 @@
 // rope on CUDA: rayo_rope (rayo/ptx/kernels/rotary.hpp), one thread per (token, head group, pair)
 // applying its angle to the group's heads, and out of place with n_dims < head_dim one per copied
-// dimension. A token's heads split into groups of about 4 where the tokens alone would give few
-// threads (a decode step's one token): each thread's heads are a chain of dependent loads and
-// stores.
+// dimension; a token's heads split into groups where the tokens alone give few threads
+// (op::rope_head_groups).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -33,10 +32,7 @@ void run(KernelRunner& runner, op::Rope const& d, OpViews const& v) {
     bool const copy_tail = out_address != x_address && d.n_dims < d.head_dim;
     auto lanes = static_cast<std::uint32_t>(d.n_dims / 2 + (copy_tail ? d.head_dim - d.n_dims : 0));
     if (d.tokens * lanes == 0) return;
-    // About 4 heads a thread (in at most 64 groups) when the tokens give fewer than 2^16 threads,
-    // else all of them.
-    std::size_t const groups =
-        d.tokens * lanes >= (std::size_t{1} << 16) ? 1 : std::clamp<std::size_t>(d.heads / 4, 1, 64);
+    std::size_t const groups = op::rope_head_groups(d, lanes);
     auto total = static_cast<std::uint32_t>(d.tokens * lanes * groups);
     auto heads = static_cast<std::uint32_t>(d.heads), head_dim = static_cast<std::uint32_t>(d.head_dim),
          n_dims = static_cast<std::uint32_t>(d.n_dims), entries = static_cast<std::uint32_t>(d.positions);

@@ -65,11 +65,7 @@ void run(ShaderRunner& r, op::Rope const& d, OpViews const& v) {
     SpecConstants constants{0u, workgroup, d.halves ? 1u : 0u, d.has_factors ? 1u : 0u};
     Shader const shader = element_build(Shader::rope, Shader::rope_element16, x.dtype, constants);
     if (d.tokens * push.lanes == 0) return;
-    // About 4 heads an invocation (in at most 64 groups) when the tokens give fewer than 2^16
-    // invocations (a decode step's one token), else all of them: each one's heads are a chain of
-    // dependent loads and stores.
-    push.groups = static_cast<std::uint32_t>(
-        d.tokens * push.lanes >= (std::size_t{1} << 16) ? 1 : std::clamp<std::size_t>(d.heads / 4, 1, 64));
+    push.groups = static_cast<std::uint32_t>(op::rope_head_groups(d, push.lanes));
     std::size_t const items = d.tokens * push.lanes * push.groups;
     auto const groups = static_cast<std::uint32_t>(std::min<std::size_t>((items + workgroup - 1) / workgroup, r.max_groups()));
     std::uint64_t const threads = std::uint64_t{groups} * workgroup;
