@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "dispatch/memory_counter.hpp"
 #include "rayo/error.hpp"
 
 namespace rayo::cuda {
@@ -76,16 +77,11 @@ PoolUsage MemoryPool::usage() const {
 }
 
 MemoryUsage MemoryPool::memory_usage() const {
-    MemoryUsage u;
-    u.in_use_bytes = attribute(CUmemPool_attribute::used_mem_current);
-    u.peak_in_use_bytes = attribute(CUmemPool_attribute::used_mem_high);
-    u.reserved_bytes = attribute(CUmemPool_attribute::reserved_mem_current);
-    u.peak_reserved_bytes = attribute(CUmemPool_attribute::reserved_mem_high);
     // Four reads, not one snapshot: another user of the pool may allocate between them.
-    u.peak_in_use_bytes = std::max(u.peak_in_use_bytes, u.in_use_bytes);
-    u.reserved_bytes = std::max(u.reserved_bytes, u.in_use_bytes);
-    u.peak_reserved_bytes = std::max({u.peak_reserved_bytes, u.reserved_bytes, u.peak_in_use_bytes});
-    return u;
+    return detail::consistent_usage({.in_use_bytes = attribute(CUmemPool_attribute::used_mem_current),
+                                     .peak_in_use_bytes = attribute(CUmemPool_attribute::used_mem_high),
+                                     .reserved_bytes = attribute(CUmemPool_attribute::reserved_mem_current),
+                                     .peak_reserved_bytes = attribute(CUmemPool_attribute::reserved_mem_high)});
 }
 
 void MemoryPool::reset_peaks() {

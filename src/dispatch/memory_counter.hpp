@@ -1,6 +1,6 @@
 // Byte counts with their high watermarks, updated and read from any thread without a lock: the
 // bookkeeping behind Device::memory_usage for the backends that count their own allocations (the
-// CPU's and Vulkan's; CUDA's pool counts for itself).
+// CPU's and Vulkan's; CUDA's pool counts for itself, read through consistent_usage too).
 #pragma once
 
 #include <algorithm>
@@ -10,6 +10,16 @@
 #include "rayo/device.hpp"
 
 namespace rayo::detail {
+
+// A snapshot read count by count, made to keep MemoryUsage's invariants: counts read while an
+// allocation races the reads may show one updated and not the other, so each peak is raised to
+// its current value, and reserved to in use.
+[[nodiscard]] inline MemoryUsage consistent_usage(MemoryUsage u) noexcept {
+    u.peak_in_use_bytes = std::max(u.peak_in_use_bytes, u.in_use_bytes);
+    u.reserved_bytes = std::max(u.reserved_bytes, u.in_use_bytes);
+    u.peak_reserved_bytes = std::max({u.peak_reserved_bytes, u.reserved_bytes, u.peak_in_use_bytes});
+    return u;
+}
 
 class MemoryCounter {
 public:
@@ -37,16 +47,9 @@ struct MemoryCounters {
     MemoryCounter in_use;
     MemoryCounter reserved;
 
-    // A snapshot. Reads racing an allocation may see one count updated and not the other: each
-    // peak is raised to its current value, and reserved to in_use, so the invariants of
-    // MemoryUsage hold in every snapshot.
     [[nodiscard]] MemoryUsage usage() const noexcept {
-        MemoryUsage u;
-        u.in_use_bytes = in_use.current();
-        u.peak_in_use_bytes = std::max(in_use.peak(), u.in_use_bytes);
-        u.reserved_bytes = std::max(reserved.current(), u.in_use_bytes);
-        u.peak_reserved_bytes = std::max({reserved.peak(), u.reserved_bytes, u.peak_in_use_bytes});
-        return u;
+        return consistent_usage({.in_use_bytes = in_use.current(), .peak_in_use_bytes = in_use.peak(),
+                                 .reserved_bytes = reserved.current(), .peak_reserved_bytes = reserved.peak()});
     }
     void reset_peaks() noexcept {
         in_use.reset_peak();
