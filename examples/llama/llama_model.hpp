@@ -168,13 +168,9 @@ public:
     }
     // The rows `ids` of the matrix as f32 (the token embeddings).
     [[nodiscard]] rayo::FTensor rows(rayo::Tensor<std::int32_t> const& ids) const {
-        return std::visit(
-            [&](auto const& w) -> rayo::FTensor {
-                auto e = rayo::embedding(w, ids);
-                if constexpr (std::is_same_v<decltype(e), rayo::FTensor>) return e;
-                else return rayo::cast<float>(e);
-            },
-            w_);
+        rayo::FTensor out = rayo::FTensor::empty(rayo::Shape{ids.shape()[0], shape()[1]}, ids.device());
+        rows_into(ids, out);
+        return out;
     }
     void rows_into(rayo::Tensor<std::int32_t> const& ids, rayo::FTensor const& out) const {
         std::visit(
@@ -193,10 +189,6 @@ public:
     [[nodiscard]] rayo::Shape const& shape() const {
         return std::visit([](auto const& w) -> rayo::Shape const& { return w.shape(); }, w_);
     }
-    [[nodiscard]] std::size_t bytes() const {
-        return std::visit([](auto const& w) { return w.bytes(); }, w_);
-    }
-
 private:
     Any w_;
 };
@@ -221,7 +213,6 @@ public:
         for (std::int64_t r : part_rows_) n += r;
         return n;
     }
-    [[nodiscard]] std::size_t launches() const noexcept { return groups_.size(); }
 
     // x [1, in] → out [rows()]: each projection's values at its rows' place, in order.
     void apply_one_into(rayo::FTensor const& x, rayo::FTensor const& out) const {
@@ -248,12 +239,6 @@ public:
         }
         return out;
     }
-    [[nodiscard]] std::size_t bytes() const {
-        std::size_t n = 0;
-        for (Group const& g : groups_) n += g.weight.bytes();
-        return n;
-    }
-
 private:
     std::vector<Group> groups_;
     std::vector<std::int64_t> part_rows_;
