@@ -64,7 +64,8 @@ std::vector<T> sources(CaseContext& ctx, std::size_t n, std::mt19937& rng) {
         std::uniform_int_distribution<std::int32_t> any(std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max());
         std::uniform_int_distribution<std::int32_t> small(-70000, 70000);
         constexpr std::int32_t edges[] = {0, 1, -1, 65504, 65519, 65520, -65520, 16777217, -16777219, 2147483647,
-                                          -2147483647 - 1, 2139095039, 33554435};
+                                          -2147483647 - 1, 2139095039, 33554435,
+                                          412090355};  // rounds to nearest f32 on a bf16 midpoint
         for (std::size_t i = 0; i < n; ++i) out[i] = i % 7 == 0 ? edges[i / 7 % std::size(edges)] : i % 2 ? any(rng) : small(rng);
     } else {
         std::vector<float> const base = ctx.values(n, {-70000.0f, 70000.0f});

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <string_view>
 #include <map>
 #include <memory>
@@ -1006,9 +1007,26 @@ private:
         }
         if (ptx::is_float(to)) {
             bool const s = ptx::kind_of(from) == ptx::TypeKind::signed_int;
-            if (to == Type::f32)
-                return s ? bits(static_cast<float>(signed_value(from, v))) : bits(static_cast<float>(v));
-            return s ? bits(static_cast<double>(signed_value(from, v))) : bits(static_cast<double>(v));
+            // The integer exactly (long double holds 64 bits), rounded as the modifier says.
+            long double const exact = s ? static_cast<long double>(signed_value(from, v)) : static_cast<long double>(v);
+            auto const rounded = [&]<class F>(F nearest) {
+                long double const n = nearest;
+                switch (d.rounding) {
+                    case ptx::Rounding::rz:
+                        if (std::abs(n) > std::abs(exact)) nearest = std::nextafter(nearest, F(0));
+                        break;
+                    case ptx::Rounding::rm:
+                        if (n > exact) nearest = std::nextafter(nearest, -std::numeric_limits<F>::infinity());
+                        break;
+                    case ptx::Rounding::rp:
+                        if (n < exact) nearest = std::nextafter(nearest, std::numeric_limits<F>::infinity());
+                        break;
+                    default: break;  // rn
+                }
+                return nearest;
+            };
+            if (to == Type::f32) return bits(rounded(static_cast<float>(exact)));
+            return bits(rounded(static_cast<double>(exact)));
         }
         if (ptx::is_float(from)) {
             // Rounded as the modifier says, then saturated to the destination's range (NaN: 0).
