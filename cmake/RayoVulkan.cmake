@@ -45,6 +45,7 @@ function(rayo_add_vulkan_backend target)
         ${PROJECT_SOURCE_DIR}/src/vulkan/command_stream.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/diagnostics.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/discovery.cpp
+        ${PROJECT_SOURCE_DIR}/src/vulkan/gpu_profile.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/instance.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/logical_device.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/memory_allocator.cpp

@@ -4,6 +4,10 @@
 #include "support/vulkan_support.hpp"
 
 #include <cstring>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <thread>
 
 namespace rayo::test {
@@ -195,6 +199,47 @@ TEST_F(VulkanDevice, ChainedOpsStayOnTheDeviceAndHonourDependencies) {
     for (std::size_t i = 0; i < v.size(); i += 997)
         ASSERT_NEAR(got[i], 2.0 * (v[i] + 200.0), 1e-3) << "at " << i;
     EXPECT_EQ(stats().cpu_fallbacks, 0u);
+}
+
+TEST_F(VulkanDevice, ProfileCountsEveryCommandByName) {
+    // 1100 commands: more than one batch's timestamps, so the profile spans batches.
+    auto const x = Tensor<float>::from(random_floats(4096, fresh_seed(), -1.0f, 1.0f), {1, 4096}, device);
+    auto const gamma = Tensor<float>::from(random_floats(4096, fresh_seed(), 0.5f, 1.5f), {4096}, device);
+    auto const h = Tensor<float>::empty({1, 4096}, device);
+    device.synchronize();
+    vulkan::set_profiling(device, true);
+    for (int i = 0; i < 550; ++i) {
+        rms_norm_into(x, gamma, 1e-5f, h);
+        add_into(h, x, h);
+    }
+    vulkan::set_profiling(device, false);
+    std::optional<std::string> const table = vulkan::profile_table(device);
+    vulkan::set_profiling(device, true);
+    (void)add(x, 1.0f);
+    std::optional<std::string> const later = vulkan::profile_table(device);  // the add is counted too
+    vulkan::set_profiling(device, false);
+    ASSERT_TRUE(table && later);
+    std::istringstream rows(*table);
+    std::string line;
+    std::map<std::string, std::uint64_t> counts;
+    double total_ms = 0;
+    while (std::getline(rows, line)) {
+        std::istringstream fields(line);
+        std::string name;
+        std::uint64_t count = 0;
+        double ms = 0;
+        if (fields >> name >> count >> ms) {
+            counts[name] += count;
+            total_ms += ms;
+        }
+    }
+    std::string const norm = vulkan::has_subgroup_arithmetic(device) ? "rows_subgroup" : "rows";
+    EXPECT_EQ(counts[norm], 550u) << *table;
+    EXPECT_EQ(counts["binary"], 550u) << *table;
+    EXPECT_GT(total_ms, 0.0) << *table;
+    EXPECT_NE(table->find("batches"), std::string::npos) << *table;
+    EXPECT_NE(later->find("binary"), std::string::npos);
+    EXPECT_NE(*later, *table);
 }
 
 TEST_F(VulkanDevice, FourThreadsShareOneDevice) {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+
+#include "rayo/error.hpp"
 
 #include "vulkan/vulkan_error.hpp"
 
@@ -30,7 +33,9 @@ bool overlap(BufferAccess const& a, BufferAccess const& b) noexcept {
 
 }  // namespace
 
-CommandStream::CommandStream(LogicalDevice const& device) : device_(device) {}
+CommandStream::CommandStream(LogicalDevice const& device) : device_(device) {
+    if (GpuProfile::requested() && GpuProfile::available(device_)) set_profiling(true);
+}
 
 CommandStream::~CommandStream() {
     try {
@@ -41,11 +46,13 @@ CommandStream::~CommandStream() {
     if (recording_) destroy(*recording_);
     for (auto& b : in_flight_) destroy(b);
     for (auto& b : idle_) destroy(b);
+    if (profile_ && GpuProfile::requested()) std::fputs(("rayo: " + profile_->table()).c_str(), stderr);
 }
 
 void CommandStream::destroy(Batch& b) noexcept {
     auto const& fn = device_.fn();
     for (auto p : b.descriptor_pools) fn.vkDestroyDescriptorPool(device_.handle(), p, nullptr);
+    if (b.queries) fn.vkDestroyQueryPool(device_.handle(), b.queries, nullptr);
     fn.vkDestroyFence(device_.handle(), b.fence, nullptr);
     fn.vkDestroyCommandPool(device_.handle(), b.pool, nullptr);  // frees its command buffer
 }
@@ -94,12 +101,20 @@ CommandStream::Batch& CommandStream::recording() {
     barrier.srcAccessMask = device_writes;
     barrier.dstAccessMask = device_accesses;
     fn.vkCmdPipelineBarrier(b.commands, device_stages, device_stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+    b.profiled = profiling_;
+    if (b.profiled) {
+        if (!b.queries) b.queries = profile_->make_pool();
+        profile_->begin(b.commands, b.queries);
+    }
     recording_ = std::move(b);
     return *recording_;
 }
 
-VkCommandBuffer CommandStream::record(std::span<BufferAccess const> accesses) {
+VkCommandBuffer CommandStream::record(std::span<BufferAccess const> accesses, std::string_view label) {
+    if (recording_ && recording_->profiled && recording_->labels.size() + 1 >= GpuProfile::queries_per_batch) submit();
     Batch& b = recording();
+    // The end of the command before this one (its barrier would otherwise count as that command's).
+    if (b.profiled && !b.labels.empty()) profile_->mark(b.commands, b.queries, static_cast<std::uint32_t>(b.labels.size()));
     bool hazard = false;
     for (auto const& a : accesses) {
         for (auto const& w : b.written) hazard |= overlap(a, w);                 // RAW, WAW
@@ -127,6 +142,7 @@ VkCommandBuffer CommandStream::record(std::span<BufferAccess const> accesses) {
     }
     for (auto const& a : accesses) (a.write ? b.written : b.read).push_back(a);
     ++b.recorded;
+    if (b.profiled) b.labels.push_back(label);
     return b.commands;
 }
 
@@ -157,6 +173,21 @@ VkDescriptorSet CommandStream::descriptor_set(VkDescriptorSetLayout layout) {
     }
 }
 
+void CommandStream::set_profiling(bool on) {
+    if (on && !profile_) {
+        if (!GpuProfile::available(device_))
+            throw Unsupported("vulkan: " + device_.physical().name() + " writes no timestamps on its compute queue");
+        profile_.emplace(device_);
+    }
+    profiling_ = on;
+}
+
+std::optional<std::string> CommandStream::profile_table() {
+    if (!profile_) return std::nullopt;
+    wait(next_serial_);  // everything recorded so far, run and added
+    return profile_->table();
+}
+
 void CommandStream::submit_if_large() {
     if (recording_ && recording_->recorded >= submit_threshold) submit();
 }
@@ -165,6 +196,7 @@ void CommandStream::submit() {
     if (!recording_) return;
     Batch& b = *recording_;
     auto const& fn = device_.fn();
+    if (b.profiled && !b.labels.empty()) profile_->mark(b.commands, b.queries, static_cast<std::uint32_t>(b.labels.size()));
     // Make the batch's writes visible to host reads of mapped staging memory after the fence.
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = device_writes;
@@ -184,6 +216,8 @@ void CommandStream::submit() {
 void CommandStream::retire(Batch& b) {
     auto const& fn = device_.fn();
     VkDevice const dev = device_.handle();
+    if (b.profiled) profile_->add(b.queries, b.labels);
+    b.labels.clear();
     check(fn.vkResetFences(dev, 1, &b.fence), "vkResetFences");
     check(fn.vkResetCommandPool(dev, b.pool, 0), "vkResetCommandPool");
     for (std::size_t i = 0; i < b.descriptor_pools.size(); ++i)

@@ -12,8 +12,11 @@
 #include <deque>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "vulkan/gpu_profile.hpp"
 #include "vulkan/logical_device.hpp"
 
 namespace rayo::vulkan {
@@ -33,8 +36,9 @@ public:
     CommandStream& operator=(CommandStream const&) = delete;
 
     // The command buffer to record one command into that touches `accesses`, after whatever
-    // barrier those need.
-    [[nodiscard]] VkCommandBuffer record(std::span<BufferAccess const> accesses);
+    // barrier those need. `label` names the command in a profile (a string that outlives the
+    // stream: a shader's name, or a literal).
+    [[nodiscard]] VkCommandBuffer record(std::span<BufferAccess const> accesses, std::string_view label);
     // A descriptor set for the command being recorded; freed with its batch.
     [[nodiscard]] VkDescriptorSet descriptor_set(VkDescriptorSetLayout layout);
     // Submits the batch being recorded when it has grown past the threshold.
@@ -50,6 +54,12 @@ public:
     void wait(std::uint64_t serial);
     [[nodiscard]] std::size_t submits() const noexcept { return submits_; }
 
+    // GPU time by command (gpu_profile.hpp) for the batches begun from now on; false stops adding
+    // to it. Throws rayo::Unsupported when the device writes no timestamps.
+    void set_profiling(bool on);
+    // The profile's table so far; nullopt when profiling never ran.
+    [[nodiscard]] std::optional<std::string> profile_table();
+
 private:
     struct Batch {
         VkCommandPool pool = VK_NULL_HANDLE;
@@ -61,6 +71,10 @@ private:
         std::size_t recorded = 0;
         // Ranges touched since the last barrier.
         std::vector<BufferAccess> written, read;
+        // When profiled: the timestamps, and the commands recorded (their labels).
+        VkQueryPool queries = VK_NULL_HANDLE;
+        bool profiled = false;
+        std::vector<std::string_view> labels;
     };
 
     Batch& recording();
@@ -75,6 +89,8 @@ private:
     std::uint64_t next_serial_ = 1;
     std::uint64_t completed_ = 0;
     std::size_t submits_ = 0;
+    std::optional<GpuProfile> profile_;
+    bool profiling_ = false;
 };
 
 }  // namespace rayo::vulkan

@@ -52,6 +52,10 @@ void use_integer_dot_product(Device device, std::optional<bool> enabled) {
     switch_path(device, [&](PathSwitches& s) { s.integer_dot = enabled; });
 }
 
+void set_profiling(Device device, bool on) { backend_of(device).set_profiling(on); }
+
+std::optional<std::string> profile_table(Device device) { return backend_of(device).profile_table(); }
+
 void use_denorm_preserve(Device device, bool enabled) {
     switch_path(device, [&](PathSwitches& s) { s.denorm_preserve = enabled; });
 }

@@ -85,4 +85,12 @@ struct SubnormalSupport {
 // subnormals, so tests cover that path too; true restores the default.
 void use_denorm_preserve(Device device, bool enabled);
 
+// GPU time by command (gpu_profile.hpp; RAYO_VULKAN_PROFILE=1 turns it on for every Vulkan device
+// and prints each device's table at exit). set_profiling: on or off for the batches begun from now
+// on; throws rayo::Unsupported on a device whose compute queue writes no timestamps.
+// profile_table: runs what is recorded and returns the table so far; nullopt when profiling never
+// ran on the device.
+void set_profiling(Device device, bool on);
+[[nodiscard]] std::optional<std::string> profile_table(Device device);
+
 }  // namespace rayo::vulkan

@@ -102,7 +102,7 @@ void ShaderRunner::dispatch(Shader shader, SpecConstants const& constants, std::
     auto const& device = backend_.device_;
     auto const& fn = device.fn();
     fn.vkUpdateDescriptorSets(device.handle(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
-    VkCommandBuffer cmd = stream.record(accesses);
+    VkCommandBuffer cmd = stream.record(accesses, shader_code(shader).name);
     fn.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
     fn.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
     if (!push.empty())
@@ -119,7 +119,7 @@ Binding ShaderRunner::fault_record() { return backend_.fault_record(); }
 void ShaderRunner::fill(Binding const& target, std::uint32_t word) {
     if (target.bytes == 0) return;
     BufferAccess const access{target.buffer, target.base + target.offset, target.bytes, true};
-    VkCommandBuffer cmd = backend_.stream_.record({&access, 1});
+    VkCommandBuffer cmd = backend_.stream_.record({&access, 1}, "fill");
     backend_.device_.fn().vkCmdFillBuffer(cmd, target.buffer, target.base + target.offset, target.bytes, word);
     if (target.last_use) *target.last_use = backend_.stream_.recording_serial();
 }

@@ -139,7 +139,7 @@ void VulkanBackend::upload(std::uintptr_t dst, std::size_t offset, void const* s
         std::memcpy(staging.mapped, from + done, n);  // coherent: visible to the device at submit
         BufferAccess const accesses[] = {{staging.buffer, staging.offset, n, false},
                                          {b.allocation.buffer, b.allocation.offset + offset + done, n, true}};
-        VkCommandBuffer cmd = stream_.record(accesses);
+        VkCommandBuffer cmd = stream_.record(accesses, "upload");
         VkBufferCopy region{staging.offset, b.allocation.offset + offset + done, n};
         device_.fn().vkCmdCopyBuffer(cmd, staging.buffer, b.allocation.buffer, 1, &region);
         std::uint64_t const serial = stream_.recording_serial();
@@ -160,7 +160,7 @@ void VulkanBackend::download(std::uintptr_t src, std::size_t offset, void* dst, 
     Allocation const staging = staging_memory_.allocate(bytes);
     BufferAccess const accesses[] = {{b.allocation.buffer, b.allocation.offset + offset, bytes, false},
                                      {staging.buffer, staging.offset, bytes, true}};
-    VkCommandBuffer cmd = stream_.record(accesses);
+    VkCommandBuffer cmd = stream_.record(accesses, "download");
     VkBufferCopy region{b.allocation.offset + offset, staging.offset, bytes};
     device_.fn().vkCmdCopyBuffer(cmd, b.allocation.buffer, staging.buffer, 1, &region);
     std::uint64_t const serial = stream_.recording_serial();
@@ -193,7 +193,7 @@ void VulkanBackend::copy(std::uintptr_t src, std::size_t src_offset, std::uintpt
     std::uint64_t const serial = stream_.recording_serial();
     if (!overlapping) {
         BufferAccess const accesses[] = {{s.allocation.buffer, from, bytes, false}, {d.allocation.buffer, to, bytes, true}};
-        VkCommandBuffer cmd = stream_.record(accesses);
+        VkCommandBuffer cmd = stream_.record(accesses, "copy");
         VkBufferCopy region{from, to, bytes};
         fn.vkCmdCopyBuffer(cmd, s.allocation.buffer, d.allocation.buffer, 1, &region);
     } else {
@@ -201,10 +201,10 @@ void VulkanBackend::copy(std::uintptr_t src, std::size_t src_offset, std::uintpt
         Allocation const tmp = device_memory_.allocate(bytes);
         BufferAccess const first[] = {{s.allocation.buffer, from, bytes, false}, {tmp.buffer, tmp.offset, bytes, true}};
         VkBufferCopy region{from, tmp.offset, bytes};
-        fn.vkCmdCopyBuffer(stream_.record(first), s.allocation.buffer, tmp.buffer, 1, &region);
+        fn.vkCmdCopyBuffer(stream_.record(first, "copy"), s.allocation.buffer, tmp.buffer, 1, &region);
         BufferAccess const second[] = {{tmp.buffer, tmp.offset, bytes, false}, {d.allocation.buffer, to, bytes, true}};
         region = {tmp.offset, to, bytes};
-        fn.vkCmdCopyBuffer(stream_.record(second), tmp.buffer, d.allocation.buffer, 1, &region);
+        fn.vkCmdCopyBuffer(stream_.record(second, "copy"), tmp.buffer, d.allocation.buffer, 1, &region);
         free_after(serial, tmp, false);
     }
     s.last_use = d.last_use = serial;
@@ -231,7 +231,7 @@ void VulkanBackend::fill(std::uintptr_t dst, std::size_t offset, std::size_t byt
     check_range(b, offset, bytes, "fill");
     reclaim();
     BufferAccess const access{b.allocation.buffer, b.allocation.offset + offset, bytes, true};
-    VkCommandBuffer cmd = stream_.record({&access, 1});
+    VkCommandBuffer cmd = stream_.record({&access, 1}, "fill");
     device_.fn().vkCmdFillBuffer(cmd, b.allocation.buffer, b.allocation.offset + offset, bytes, word);
     b.last_use = stream_.recording_serial();
     stream_.submit_if_large();
@@ -249,7 +249,7 @@ Binding VulkanBackend::fault_record() {
     if (!fault_record_) {
         Allocation const a = device_memory_.allocate(bytes);
         BufferAccess const access{a.buffer, a.offset, bytes, true};
-        device_.fn().vkCmdFillBuffer(stream_.record({&access, 1}), a.buffer, a.offset, bytes, 0);
+        device_.fn().vkCmdFillBuffer(stream_.record({&access, 1}, "fill"), a.buffer, a.offset, bytes, 0);
         fault_record_ = a;
     }
     fault_pending_ = true;
@@ -265,7 +265,7 @@ void VulkanBackend::raise_recorded_fault() {
     Allocation const staging = staging_memory_.allocate(bytes);
     BufferAccess const accesses[] = {{record.buffer, record.offset, bytes, false}, {staging.buffer, staging.offset, bytes, true}};
     VkBufferCopy const region{record.offset, staging.offset, bytes};
-    device_.fn().vkCmdCopyBuffer(stream_.record(accesses), record.buffer, staging.buffer, 1, &region);
+    device_.fn().vkCmdCopyBuffer(stream_.record(accesses, "download"), record.buffer, staging.buffer, 1, &region);
     std::uint64_t const serial = stream_.recording_serial();
     try {
         stream_.wait(serial);
@@ -278,7 +278,7 @@ void VulkanBackend::raise_recorded_fault() {
     staging_memory_.free(staging);
     if (!detail::raised(found)) return;
     BufferAccess const clear{record.buffer, record.offset, bytes, true};
-    device_.fn().vkCmdFillBuffer(stream_.record({&clear, 1}), record.buffer, record.offset, bytes, 0);
+    device_.fn().vkCmdFillBuffer(stream_.record({&clear, 1}, "fill"), record.buffer, record.offset, bytes, 0);
     throw detail::device_fault_error(found, "vulkan:" + std::to_string(index_));
 }
 
@@ -335,6 +335,16 @@ PathSwitches VulkanBackend::switches() const {
 void VulkanBackend::set_switches(PathSwitches const& switches) {
     std::lock_guard lock(mutex_);
     switches_ = switches;
+}
+
+void VulkanBackend::set_profiling(bool on) {
+    std::lock_guard lock(mutex_);
+    stream_.set_profiling(on);
+}
+
+std::optional<std::string> VulkanBackend::profile_table() {
+    std::lock_guard lock(mutex_);
+    return stream_.profile_table();
 }
 
 VulkanBackend& backend_of(Device device) {

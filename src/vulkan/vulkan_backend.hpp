@@ -55,6 +55,8 @@ public:
     [[nodiscard]] SubnormalSupport subnormal_support() const;
     [[nodiscard]] PathSwitches switches() const;
     void set_switches(PathSwitches const& switches);
+    void set_profiling(bool on);
+    [[nodiscard]] std::optional<std::string> profile_table();
 
 private:
     friend class ShaderRunner;
