@@ -15,6 +15,10 @@ namespace {
 // Dispatches per batch before it is submitted without waiting for a read: enough to amortise a
 // submit, few enough that the GPU starts early and deferred frees come back soon.
 constexpr std::size_t submit_threshold = 256;
+// After a host wait the GPU is idle: the first batch goes at this many commands and each next one
+// at twice as many, up to submit_threshold, so that the GPU starts while the host records the rest
+// (a model's decode step records hundreds of commands between two reads).
+constexpr std::size_t first_batch_commands = 16;
 // Batches in flight before recording waits for the oldest (bounds memory held by staging).
 constexpr std::size_t max_in_flight = 4;
 // How long a host wait polls a GPU's fence before it blocks (CommandStream::wait).
@@ -33,7 +37,7 @@ bool overlap(BufferAccess const& a, BufferAccess const& b) noexcept {
 
 }  // namespace
 
-CommandStream::CommandStream(LogicalDevice const& device) : device_(device) {
+CommandStream::CommandStream(LogicalDevice const& device) : device_(device), batch_limit_(first_batch_commands) {
     if (GpuProfile::requested() && GpuProfile::available(device_)) set_profiling(true);
 }
 
@@ -189,7 +193,7 @@ std::optional<std::string> CommandStream::profile_table() {
 }
 
 void CommandStream::submit_if_large() {
-    if (recording_ && recording_->recorded >= submit_threshold) submit();
+    if (recording_ && recording_->recorded >= batch_limit_) submit();
 }
 
 void CommandStream::submit() {
@@ -209,6 +213,7 @@ void CommandStream::submit() {
     check(fn.vkQueueSubmit(device_.queue(), 1, &submit, b.fence), "vkQueueSubmit");
     ++submits_;
     ++next_serial_;
+    batch_limit_ = std::min(2 * batch_limit_, submit_threshold);
     in_flight_.push_back(std::move(b));
     recording_.reset();
 }
@@ -256,6 +261,7 @@ void CommandStream::wait(std::uint64_t serial) {
     }
     while (completed_serial() < serial && !in_flight_.empty())
         check(fn.vkWaitForFences(device_.handle(), 1, &in_flight_.front().fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    if (in_flight_.empty()) batch_limit_ = first_batch_commands;
 }
 
 }  // namespace rayo::vulkan

@@ -1,5 +1,6 @@
 // Records a device's commands into one command buffer per batch and submits the batch at a host
-// read, a synchronize(), or when it grows past a size threshold. Inserts a pipeline barrier
+// read, a synchronize(), or when it grows past a size threshold (small right after the GPU went
+// idle, growing while it is busy). Inserts a pipeline barrier
 // before a command whose buffer ranges depend on an earlier command of the batch (read after
 // write, write after write, write after read). Batches carry increasing serials; a serial is
 // complete once its fence has signalled, which is what deferred frees wait for.
@@ -89,6 +90,7 @@ private:
     std::uint64_t next_serial_ = 1;
     std::uint64_t completed_ = 0;
     std::size_t submits_ = 0;
+    std::size_t batch_limit_;  // commands at which submit_if_large submits (command_stream.cpp)
     std::optional<GpuProfile> profile_;
     bool profiling_ = false;
 };
