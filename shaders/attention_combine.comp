@@ -42,16 +42,39 @@ void main() {
     for (uint x = gl_GlobalInvocationID.x; x < total; x += stride) {
         uint row = x / D, c = x - row * D;
         uint first = row * params.splits * (D + 2);
+        // Four splits a step, their loads together (each split's row is a separate cache line).
         float m = neg_inf;
         bool nan = false;
-        for (uint s = 0; s < params.splits; ++s) {
+        uint s = 0;
+        for (; s + 4 <= params.splits; s += 4) {
+            vec4 ms = vec4(partial[first + s * (D + 2)], partial[first + (s + 1) * (D + 2)],
+                           partial[first + (s + 2) * (D + 2)], partial[first + (s + 3) * (D + 2)]);
+            nan = nan || any(isnan(ms));
+            m = max(m, max(max(ms.x, ms.y), max(ms.z, ms.w)));
+        }
+        for (; s < params.splits; ++s) {
             float ms = partial[first + s * (D + 2)];
             nan = nan || isnan(ms);
             m = max(m, ms);
         }
         float sum = 0.0, value = 0.0;
         if (m != neg_inf && !nan) {
-            for (uint s = 0; s < params.splits; ++s) {
+            for (s = 0; s + 4 <= params.splits; s += 4) {
+                vec4 ms, sums, values;
+                for (uint i = 0; i < 4; ++i) {
+                    uint at = first + (s + i) * (D + 2);
+                    ms[i] = partial[at];
+                    sums[i] = partial[at + 1];
+                    values[i] = partial[at + 2 + c];
+                }
+                for (uint i = 0; i < 4; ++i) {
+                    if (ms[i] == neg_inf) continue;
+                    float f = rayo_exp_nonpositive(ms[i] - m);
+                    sum = fma(sums[i], f, sum);
+                    value = fma(values[i], f, value);
+                }
+            }
+            for (; s < params.splits; ++s) {
                 uint at = first + s * (D + 2);
                 float ms = partial[at];
                 if (ms == neg_inf) continue;

@@ -211,6 +211,10 @@ std::vector<Problem> problems() {
         // and a group of 16 query heads a key/value head.
         {.batch = 2, .q_len = 1, .kv_len = 90, .heads = 6, .kv_heads = 2, .head_dim = 40, .causal = true, .offset = 50},
         {.batch = 1, .q_len = 1, .kv_len = 130, .heads = 16, .kv_heads = 1, .head_dim = 64, .causal = true},
+        // Decode with the largest group a decode workgroup takes (8) at head_dim 256, and with one
+        // query head a key/value head over a cache of 45 keys (a split of 13) at head_dim 36.
+        {.batch = 1, .q_len = 1, .kv_len = 77, .heads = 8, .kv_heads = 1, .head_dim = 256},
+        {.batch = 1, .q_len = 1, .kv_len = 45, .heads = 3, .kv_heads = 3, .head_dim = 36, .causal = true},
         {.batch = 1, .q_len = 70, .kv_len = 130, .heads = 8, .kv_heads = 2, .head_dim = 64, .causal = true,
          .mask = MaskKind::per_head_row},
         {.batch = 2, .q_len = 0, .kv_len = 9, .heads = 2, .kv_heads = 1, .head_dim = 64},

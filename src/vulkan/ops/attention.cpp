@@ -3,7 +3,8 @@
 //   flash attention with q·kᵀ and P·v on 16x16 by 16x8 fragments, 64 query rows a workgroup, for
 //   head_dim 64, 80, 96, 128 and 256 (a build each, so its loops unroll);
 // * one query row a head without a mask (a decode step): attention_decode.comp, a workgroup a split
-//   of 64 keys of a key/value head for all the query heads of its group, a key an invocation;
+//   of 32 keys of a key/value head for all the query heads of its group, an invocation a (head,
+//   key) pair;
 // * everything else (f32, bf16, unaligned views, other head dims, devices without those features):
 //   attention.comp, a team of invocations per query row, the keys in blocks through an online softmax,
 //   the head dim a specialization constant (any up to 256), split across workgroups with the same
@@ -41,8 +42,9 @@ struct DecodePush {
     std::uint32_t splits = 1;
 };
 
-// attention_decode.comp's keys a split (its workgroup) and its MAX_GROUP and MAX_D.
-constexpr std::size_t decode_keys = 64, decode_max_group = 8, decode_max_head_dim = 256;
+// attention_decode.comp's MAX_GROUP and MAX_D, and the keys a split: 32, so that a decode step's
+// short cache still gives many workgroups (docs/backends/vulkan.md has the figure).
+constexpr std::size_t decode_max_group = 8, decode_max_head_dim = 256, decode_split_keys = 32;
 
 // One query row a head, no mask, a group the shader holds.
 bool takes_decode(op::Attention const& a) {
@@ -56,8 +58,20 @@ std::size_t decode_seen(op::Attention const& a) {
     return static_cast<std::size_t>(std::clamp<std::int64_t>(a.query_offset + 1, 0, static_cast<std::int64_t>(a.kv_len)));
 }
 
-std::size_t decode_splits(op::Attention const& a) {
-    return std::max<std::size_t>(1, (decode_seen(a) + decode_keys - 1) / decode_keys);
+// The keys a split: decode_split_keys, halved while a workgroup of keys · group invocations would
+// pass the device's limits.
+std::size_t decode_keys(ShaderRunner const& r, op::Attention const& a) {
+    auto const& limits = r.limits();
+    std::size_t const most = std::min(limits.maxComputeWorkGroupInvocations, limits.maxComputeWorkGroupSize[0]);
+    std::size_t const group = a.heads / a.kv_heads;
+    std::size_t keys = decode_split_keys;
+    while (keys > 1 && keys * group > most) keys /= 2;
+    return keys;
+}
+
+std::size_t decode_splits(ShaderRunner const& r, op::Attention const& a) {
+    std::size_t const keys = decode_keys(r, a);
+    return std::max<std::size_t>(1, (decode_seen(a) + keys - 1) / keys);
 }
 
 // Mirrors the push constants of shaders/attention_combine.comp.
@@ -169,9 +183,9 @@ Support supports(ShaderRunner const& r, op::Attention const& a, OpViews const& v
         if (t->numel() > 0xffffffffu) return Support::no("vulkan: attention over tensors of 2^32 elements or more");
     if (a.has_mask && v.in[3].numel() > 0xffffffffu) return Support::no("vulkan: attention with a mask of 2^32 elements or more");
     if (takes_decode(a)) {
-        if (decode_splits(a) > r.max_groups() || a.batch * a.kv_heads > r.max_groups())
+        if (decode_splits(r, a) > r.max_groups() || a.batch * a.kv_heads > r.max_groups())
             return Support::no("vulkan: attention with more key splits or batch·heads than one dispatch's groups");
-        if (a.batch * a.heads * decode_splits(a) * (a.head_dim + 2) > 0xffffffffu)
+        if (a.batch * a.heads * decode_splits(r, a) * (a.head_dim + 2) > 0xffffffffu)
             return Support::no("vulkan: attention whose split partial rows pass 2^32 values");
         return element_type_supported(r, a.op, type);
     }
@@ -210,7 +224,8 @@ void check_combine_budget(ShaderRunner const& r, op::Attention const& a, std::si
 // A decode step on attention_decode.comp, its splits merged by attention_combine.comp.
 void run_decode(ShaderRunner& r, op::Attention const& a, Binding const& q, Binding const& k, Binding const& val,
                 Binding const& o, DType type) {
-    std::size_t const size = bytes_for(type, 1), splits = decode_splits(a);
+    std::size_t const size = bytes_for(type, 1), keys = decode_keys(r, a), splits = decode_splits(r, a);
+    std::size_t const group = a.heads / a.kv_heads;
     DecodePush push;
     push.q_offset = q.element_offset(size);
     push.k_offset = k.element_offset(size);
@@ -223,8 +238,8 @@ void run_decode(ShaderRunner& r, op::Attention const& a, Binding const& q, Bindi
     push.splits = static_cast<std::uint32_t>(splits);
     check_combine_budget(r, a, splits);
     ScratchBuffer const partials = r.scratch(a.batch * a.heads * splits * (a.head_dim + 2) * sizeof(float));
-    SpecConstants constants{0u, static_cast<std::uint32_t>(decode_keys), static_cast<std::uint32_t>(a.head_dim),
-                            static_cast<std::uint32_t>(a.heads / a.kv_heads), static_cast<std::uint32_t>(decode_keys)};
+    SpecConstants constants{0u, static_cast<std::uint32_t>(keys * group), static_cast<std::uint32_t>(a.head_dim),
+                            static_cast<std::uint32_t>(group), static_cast<std::uint32_t>(keys)};
     Shader const shader = element_build(Shader::attention_decode, Shader::attention_decode_element16, type, constants);
     r.dispatch(shader, constants, {q, k, val, partials.bind(Access::write)}, push,
                {static_cast<std::uint32_t>(splits), static_cast<std::uint32_t>(a.batch * a.kv_heads)});
