@@ -41,6 +41,7 @@ layout(std430, set = 0, binding = 0) readonly buffer Weights16 { uvec4 w_vec4[];
 layout(std430, set = 0, binding = 1) readonly buffer X { float x_floats[]; };
 layout(std430, set = 0, binding = 1) readonly buffer X16 { vec4 x_vec4[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Output { float y[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Bias { float bias[]; };
 
 layout(push_constant) uniform Params {
     uint n;           // weight rows
@@ -49,7 +50,12 @@ layout(push_constant) uniform Params {
     uint row_bytes;
     uint x_offset;    // floats
     uint out_offset;  // floats
+    uint bias_offset; // floats
+    uint has_bias;    // 1: y gets bias[row] added (linear's bias)
 } params;
+
+// What linear's bias adds to weight row j's outputs: bias[j], or 0 without one.
+float bias_of(uint j) { return params.has_bias != 0u ? bias[params.bias_offset + j] : 0.0; }
 
 float acc[RM];                 // [weight row][row of x]
 float qx[ROWS_W * ROWS_X * GROUPS];  // FOLD: Σ q·x of the unit, [weight row][row of x][group]
@@ -240,7 +246,7 @@ void main() {
         float s = 0.0;
         for (uint g = 0u; g < min(gl_NumSubgroups, SUBGROUP_SLOTS); ++g) s += partial[g * RM + lane];
         uint j = lane / ROWS_X, r = lane % ROWS_X;
-        if (row0 + j < params.n) y[params.out_offset + r * params.n + row0 + j] = s;
+        if (row0 + j < params.n) y[params.out_offset + r * params.n + row0 + j] = s + bias_of(row0 + j);
     }
 #else
     [[unroll]] for (uint i = 0u; i < RM; ++i) {
@@ -251,7 +257,7 @@ void main() {
             barrier();
         }
         uint j = i / ROWS_X, r = i % ROWS_X;
-        if (lane == 0u && row0 + j < params.n) y[params.out_offset + r * params.n + row0 + j] = partial[0];
+        if (lane == 0u && row0 + j < params.n) y[params.out_offset + r * params.n + row0 + j] = partial[0] + bias_of(row0 + j);
         barrier();
     }
 #endif

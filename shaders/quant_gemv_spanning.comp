@@ -34,6 +34,7 @@ const uint BATCH = 2u;                                  // rows loaded and multi
 layout(std430, set = 0, binding = 0) readonly buffer Weights16 { uvec4 w_vec4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer X16 { vec4 x_vec4[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Output { float y[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Bias { float bias[]; };
 
 layout(push_constant) uniform Params {
     uint n;           // weight rows
@@ -42,6 +43,8 @@ layout(push_constant) uniform Params {
     uint row_bytes;   // 144·blocks
     uint x_offset;    // floats, a multiple of 4
     uint out_offset;  // floats
+    uint bias_offset; // floats
+    uint has_bias;    // 1: y gets bias[row] added (linear's bias)
 } params;
 
 shared float sums[ROWS_PER_GROUP * SUBGROUP_SLOTS];
@@ -181,6 +184,6 @@ void main() {
         if (row >= params.n) continue;
         float total = 0.0;
         for (uint s = 0u; s < gl_NumSubgroups; ++s) total += sums[e * SUBGROUP_SLOTS + s];
-        y[params.out_offset + row] = total;
+        y[params.out_offset + row] = total + (params.has_bias != 0u ? bias[params.bias_offset + row] : 0.0);
     }
 }

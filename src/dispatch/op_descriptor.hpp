@@ -78,8 +78,8 @@ struct MatmulShape {
 };
 
 // matmul (a and b of one floating type, batched) or linear (f32 a, b the weights: f32, f16, bf16,
-// q4_k or q6_k, b_transposed, batch 1). in: a, b[, bias: f32 [n], linear with floating weights,
-// added to every row of out]; out: f32 [batch, m, n].
+// q4_k or q6_k, b_transposed, batch 1). in: a, b[, bias: f32 [n], linear only, added to every row
+// of out]; out: f32 [batch, m, n].
 struct Matmul {
     static constexpr OpFamily family = OpFamily::matmul;
     Op op;

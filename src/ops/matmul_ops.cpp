@@ -157,8 +157,8 @@ void check_bias(FTensor const& x, std::size_t n, FTensor const& bias) {
 
 }  // namespace
 
-// Float weights take the bias in the product's epilogue; K-quant weights, whose GEMVs and GEMMs
-// have none, by the broadcast add in place on the product.
+// The bias goes with the product to the backend: the GEMMs and Vulkan's K-quant GEMVs add it as they
+// write, the CPU's and CUDA's K-quant kernels right after.
 template <LinearWeight W>
 void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& bias, FTensor const& out) {
     auto const [s, result] = linear_shape(x, w);
@@ -166,13 +166,8 @@ void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& bias, FTen
     detail::check_out("linear", out, result, x, false);
     detail::check_out("linear", out, result, w, false);
     detail::check_out("linear", out, result, bias, false);
-    if constexpr (FloatingElement<W>) {
-        detail::dispatch(x.device(), detail::op::Matmul{Op::linear, s}, {detail::arg(x), detail::arg(w), detail::arg(bias)},
-                         {detail::arg(out)});
-    } else {
-        run_linear(Op::linear, s, x, w, out);
-        add_into(out, bias, out);
-    }
+    detail::dispatch(x.device(), detail::op::Matmul{Op::linear, s}, {detail::arg(x), detail::arg(w), detail::arg(bias)},
+                     {detail::arg(out)});
 }
 
 template <LinearWeight W>

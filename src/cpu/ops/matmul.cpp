@@ -1,5 +1,6 @@
 // The matmul family on the CPU: the packed GEMM (gemm_driver.cpp) for f32, f16 and bf16 operands,
-// transposed weights as strides; K-quant weights go to linear_kquant (quantization.cpp).
+// transposed weights as strides; K-quant weights go to linear_kquant (quantization.cpp). linear's
+// bias is added to the product's rows afterwards, for either.
 #include <algorithm>
 #include <string>
 
@@ -32,20 +33,16 @@ Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
                            std::string(to_string(v.out[0].dtype)) + " has no kernel");
     if (is_kquant(b) && (a != DType::f32 || !d.shape.b_transposed || d.shape.k % quant_block_values != 0))
         return Support::no("cpu: K-quant weights are taken by linear(x, w) with f32 x and rows of whole blocks");
-    if (is_kquant(b) && v.in.size() > 2 && v.in[2].present)
-        return Support::no("cpu: linear's K-quant kernels take the bias as a separate add");
     if (!detail::all_contiguous(v)) return Support::no("cpu matmul takes contiguous operands");
     return Support::yes();
 }
 
-void run(KernelRunner& r, op::Matmul const& d, OpViews const& v) {
+namespace {
+
+// The f32, f16 and bf16 products: one GEMM per product of the batch, each split over the pool.
+void gemm_batch(KernelRunner& r, op::MatmulShape const& shape, TensorView const& a, TensorView const& b,
+                TensorView const& out) {
     auto const& k = r.kernels();
-    auto const& shape = d.shape;
-    TensorView const &a = v.in[0], &b = v.in[1];
-    if (is_kquant(b.dtype)) {
-        linear_kquant(r, shape, a, b, v.out[0]);
-        return;
-    }
     GemmArgs args;
     args.m = shape.m;
     args.n = shape.n;
@@ -63,9 +60,8 @@ void run(KernelRunner& r, op::Matmul const& d, OpViews const& v) {
         args.b_row = shape.n;
         args.b_col = 1;
     }
-    args.c = data<float>(v.out[0]);
+    args.c = data<float>(out);
     args.ldc = shape.n;
-    // A batch: one GEMM per product, each split over the pool.
     std::size_t const a_step = bytes_for(a.dtype, shape.a_batch), b_step = bytes_for(b.dtype, shape.b_batch);
     for (std::size_t i = 0; i < shape.batch; ++i) {
         gemm(args, k);
@@ -73,6 +69,15 @@ void run(KernelRunner& r, op::Matmul const& d, OpViews const& v) {
         args.b = static_cast<std::byte const*>(args.b) + b_step;
         args.c += shape.m * shape.n;
     }
+}
+
+}  // namespace
+
+void run(KernelRunner& r, op::Matmul const& d, OpViews const& v) {
+    auto const& shape = d.shape;
+    TensorView const &a = v.in[0], &b = v.in[1];
+    if (is_kquant(b.dtype)) linear_kquant(r, shape, a, b, v.out[0]);
+    else gemm_batch(r, shape, a, b, v.out[0]);
     if (v.in.size() > 2 && v.in[2].present) {  // the bias, added to every row of the product
         float const* bias = data<float const>(v.in[2]);
         float* out = data<float>(v.out[0]);

@@ -1,7 +1,8 @@
 // The matmul family on CUDA: f32 x f32 runs on the CUDA cores (f32 FMA, exact products); a 16-bit b
 // on the tensor cores with f32 accumulation, an f32 a rounded to b's type on the way
 // (rayo::ptx::kernels::gemm says how accurate that is); the GEMM variant comes from
-// rayo::ptx::kernels::choose_gemm_config. K-quant weights go to linear_kquant (quantization.cpp).
+// rayo::ptx::kernels::choose_gemm_config. K-quant weights go to linear_kquant (quantization.cpp),
+// linear's bias then added by the element-wise add.
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -32,6 +33,23 @@ std::uint64_t element_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
 
 bool has_bias(OpViews const& v) { return v.in.size() > 2 && v.in[2].present; }
 
+// linear's bias added to every row of a K-quant product (whose kernels have no epilogue): out +=
+// bias seen as [rows, n] with a row stride of 0, by the element-wise add.
+void add_bias_rows(KernelRunner& runner, op::MatmulShape const& shape, TensorView const& bias, TensorView const& out) {
+    auto const rows = static_cast<std::int64_t>(shape.batch * shape.m), n = static_cast<std::int64_t>(shape.n);
+    TensorView product = out, repeated = bias;
+    for (TensorView* t : {&product, &repeated}) {
+        t->rank = 2;
+        t->shape[0] = rows;
+        t->shape[1] = n;
+        t->strides[1] = 1;
+    }
+    product.strides[0] = n;
+    repeated.strides[0] = 0;
+    std::array<TensorView, 2> const in{product, repeated};
+    run(runner, op::Binary{.op = Op::add}, OpViews{in, std::span<TensorView const>(&product, 1)});
+}
+
 }  // namespace
 
 Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
@@ -41,7 +59,6 @@ Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
         (a != b && a != DType::f32))
         return Support::no("cuda matmul: " + std::string(to_string(a)) + " x " + std::string(to_string(b)) + " -> " +
                            std::string(to_string(v.out[0].dtype)) + " is not a GEMM rayo runs");
-    if (is_kquant(b) && has_bias(v)) return Support::no("cuda: linear's K-quant kernels take the bias as a separate add");
     if (is_kquant(b) && (!shape.b_transposed || shape.k % quant_block_values != 0 || shape.k == 0))
         return Support::no("cuda: K-quant weights are taken by linear(x, w) with f32 x and rows of whole blocks (k > 0)");
     constexpr std::size_t size_limit = std::numeric_limits<std::uint32_t>::max();
@@ -58,6 +75,7 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
     TensorView const &a = v.in[0], &b = v.in[1], &out = v.out[0];
     if (is_kquant(b.dtype)) {
         linear_kquant(runner, shape, a, b, out);
+        if (has_bias(v)) add_bias_rows(runner, shape, v.in[2], out);
         return;
     }
     if (shape.m == 0 || shape.n == 0) return;

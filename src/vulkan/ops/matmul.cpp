@@ -186,8 +186,6 @@ Support supports(ShaderRunner const& r, op::Matmul const& d, OpViews const& v) {
     if (v.out[0].dtype != DType::f32 || (!same && !mixed))
         return Support::no("vulkan matmul: " + std::string(rayo::to_string(a)) + " x " + std::string(rayo::to_string(b)) +
                            " -> " + std::string(rayo::to_string(v.out[0].dtype)) + " is not a supported combination");
-    if (quantized && v.in.size() > 2 && v.in[2].present)
-        return Support::no("vulkan: linear's K-quant kernels take the bias as a separate add");
     if (quantized && (!shape.b_transposed || shape.k % quant_block_values != 0))
         return Support::no("vulkan matmul: K-quant weights are taken by linear(x, w) with rows of whole blocks");
     if (!detail::all_contiguous(v)) return Support::no("vulkan matmul takes contiguous operands");
@@ -213,7 +211,7 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
     std::string const what = std::string(to_string(d.op)) + " with k = " + std::to_string(shape.k);
     if (quantized && shape.m <= kquant_gemv_max_rows) {
         r.check_loop_budget(shape.k / quant_block_values + 64, what);  // a block a step at most
-        linear_kquant_gemv(r, shape, a, b, out);
+        linear_kquant_gemv(r, shape, a, b, v.in.size() > 2 && v.in[2].present ? &v.in[2] : nullptr, out);
         return;
     }
     MatmulPlan const plan = plan_matmul(r, shape, a.dtype, b.dtype);

@@ -55,10 +55,12 @@ void run(ShaderRunner&, op::Conv2d const&, OpViews const&);
 Support supports(ShaderRunner const&, op::Pool2d const&, OpViews const&);
 void run(ShaderRunner&, op::Pool2d const&, OpViews const&);
 
-// linear(x, w) with q4_k / q6_k weights and at most kquant_gemv_max_rows rows of x (quantization.cpp):
-// the f32 K-quant GEMV, for matmul.cpp.
+// linear(x, w[, bias]) with q4_k / q6_k weights and at most kquant_gemv_max_rows rows of x
+// (quantization.cpp): the f32 K-quant GEMV, the bias (null: none) added as each output is written,
+// for matmul.cpp.
 inline constexpr std::size_t kquant_gemv_max_rows = 16;
-void linear_kquant_gemv(ShaderRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out);
+void linear_kquant_gemv(ShaderRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w,
+                        TensorView const* bias, TensorView const& out);
 // Records decoding `count` values of q4_k / q6_k / q8_k blocks at `in` into f32 at `out` (quantization.cpp).
 void record_dequantize(ShaderRunner&, Binding const& in, DType type, std::size_t count, Binding const& out);
 

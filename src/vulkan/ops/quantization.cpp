@@ -25,8 +25,8 @@ struct ConvertParams {  // quant_dequantize.comp, quant_q8_k.comp
     std::uint32_t in_offset, out_offset;
 };
 
-struct GemvParams {  // quant_gemv_body.glsl
-    std::uint32_t n, blocks, w_offset, row_bytes, x_offset, out_offset;
+struct GemvParams {  // quant_gemv_body.glsl, quant_gemv_spanning.comp
+    std::uint32_t n, blocks, w_offset, row_bytes, x_offset, out_offset, bias_offset, has_bias;
 };
 
 // The spanning GEMV (quant_gemv_spanning.comp): one row of x, q4_k rows of at most this many blocks
@@ -90,7 +90,8 @@ void record_dequantize(ShaderRunner& r, Binding const& in, DType type, std::size
                {static_cast<std::uint32_t>(std::min<std::size_t>((count + 255) / 256, r.max_groups()))});
 }
 
-void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out) {
+void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const& x, TensorView const& w,
+                        TensorView const* bias, TensorView const& out) {
     // quant_gemv_body.glsl takes up to kquant_gemv_max_rows rows of x (its constant 2).
     if (shape.m == 0 || shape.m > kquant_gemv_max_rows)
         throw Error("vulkan linear: the K-quant GEMV takes 1 to " + std::to_string(kquant_gemv_max_rows) +
@@ -125,6 +126,7 @@ void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const
     words.offset -= lead;
     Binding bw = r.bind(words, lead + bytes_for(w.dtype, shape.n * shape.k), Access::read, "linear weights");
     Binding const bo = r.bind(out, shape.m * shape.n * sizeof(float), Access::write, "linear output");
+    Binding const bb = bias ? r.bind(*bias, shape.n * sizeof(float), Access::read, "linear bias") : bo.untouched();
     std::size_t const w_offset = bw.offset + lead;
     if (bw.offset + bw.bytes > std::numeric_limits<std::uint32_t>::max())
         throw Unsupported("vulkan linear: K-quant weights past byte 2^32 of their buffer (the shader's addresses are "
@@ -143,7 +145,9 @@ void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const
                             static_cast<std::uint32_t>(w_offset),
                             static_cast<std::uint32_t>(row_bytes),
                             bx.element_offset(sizeof(float)),
-                            bo.element_offset(sizeof(float))};
+                            bo.element_offset(sizeof(float)),
+                            bias ? bb.element_offset(sizeof(float)) : 0u,
+                            bias ? 1u : 0u};
     auto const& physical = r.physical();
     bool const integer_dot =
         physical.integer_dot_product && r.switches().integer_dot.value_or(physical.integer_dot_product_accelerated);
@@ -166,7 +170,7 @@ void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const
                                           static_cast<std::uint32_t>(rows),
                                           static_cast<std::uint32_t>(slots)};
             r.dispatch(integer_dot ? Shader::quant_gemv_spanning_integer_dot : Shader::quant_gemv_spanning, constants,
-                     {bw, bx, bo}, params, {static_cast<std::uint32_t>(spanning_groups)});
+                     {bw, bx, bo, bb}, params, {static_cast<std::uint32_t>(spanning_groups)});
             return;
         }
     }
@@ -181,7 +185,7 @@ void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const
                                   fold ? 1u : 0u,
                                   bx.offset % 16 == 0 ? 1u : 0u,
                                   slots};
-    r.dispatch(subgroup_path ? Shader::quant_gemv_subgroup : Shader::quant_gemv, constants, {bw, bx, bo}, params,
+    r.dispatch(subgroup_path ? Shader::quant_gemv_subgroup : Shader::quant_gemv, constants, {bw, bx, bo, bb}, params,
              {static_cast<std::uint32_t>(groups)});
 }
 
