@@ -166,6 +166,10 @@ public:
     void apply_into(rayo::FTensor const& x, rayo::FTensor const& out) const {
         std::visit([&](auto const& w) { rayo::linear_into(x, w, out); }, w_);
     }
+    // x [rows, in] · wᵀ + bias [out] in every row -> f32 [rows, out].
+    void apply_into(rayo::FTensor const& x, rayo::FTensor const& bias, rayo::FTensor const& out) const {
+        std::visit([&](auto const& w) { rayo::linear_into(x, w, bias, out); }, w_);
+    }
     // The rows `ids` of the matrix as f32 (the token embeddings).
     [[nodiscard]] rayo::FTensor rows(rayo::Tensor<std::int32_t> const& ids) const {
         rayo::FTensor out = rayo::FTensor::empty(rayo::Shape{ids.shape()[0], shape()[1]}, ids.device());
@@ -535,15 +539,18 @@ private:
         return *decode_;
     }
 
-    // One token at `pos` through the model with the ops writing into the decode buffers; q and k
-    // sit next to each other in the projection's output, so one rope turns both.
+    // One token at `pos` through the model with the ops writing into the decode buffers. q turns in
+    // place and k on its way into the cache, beside v's copy: three ops that depend only on the
+    // projection, so a GPU runs them with no barrier between them. The residual
+    // stream passes between x and y: each block's output projection takes it as the bias (for one
+    // token, the residual add), so the add goes with the product.
     rayo::FTensor decode_step(rayo::Tensor<std::int32_t> const& ids, rayo::Tensor<std::int32_t> const& positions,
                               std::size_t pos) {
         DecodeBuffers& b = decode_buffers();
         auto const heads = static_cast<std::int64_t>(hp_.heads), kv_heads = static_cast<std::int64_t>(hp_.kv_heads),
-                   hd = static_cast<std::int64_t>(hp_.head_dim), f = static_cast<std::int64_t>(hp_.ffn_width);
+                   hd = static_cast<std::int64_t>(hp_.head_dim), f = static_cast<std::int64_t>(hp_.ffn_width),
+                   d = static_cast<std::int64_t>(hp_.width);
         auto const at = static_cast<std::int64_t>(pos);
-        rayo::FTensor const qk = b.qkv.slice(0, (heads + kv_heads) * hd).reshape({1, heads + kv_heads, hd});
         rayo::FTensor const q = b.qkv.slice(0, heads * hd).reshape({1, heads, hd});
         rayo::FTensor const k = b.qkv.slice(heads * hd, (heads + kv_heads) * hd).reshape({1, kv_heads, hd});
         rayo::FTensor const v = b.qkv.slice((heads + kv_heads) * hd, (heads + 2 * kv_heads) * hd).reshape({1, kv_heads, hd});
@@ -553,18 +560,16 @@ private:
             Layer const& layer = w_.layers[l];
             rayo::rms_norm_into(b.x, layer.attn_norm, hp_.rms_eps, b.h);
             layer.qkv.apply_one_into(b.h, b.qkv);
-            rayo::rope_into(qk, positions, rope_, qk);
-            rayo::copy_into(k, k_cache_[l].slice(at, at + 1));
+            rayo::rope_into(q, positions, rope_, q);
+            rayo::rope_into(k, positions, rope_, k_cache_[l].slice(at, at + 1));
             rayo::copy_into(v, v_cache_[l].slice(at, at + 1));
             rayo::attention_into(q, k_cache_[l].slice(0, at + 1), v_cache_[l].slice(0, at + 1), causal(),
                                  b.attended.reshape({1, heads, hd}));
-            layer.o.apply_into(b.attended, b.y);
-            rayo::add_into(b.x, b.y, b.x);
-            rayo::rms_norm_into(b.x, layer.ffn_norm, hp_.rms_eps, b.h);
+            layer.o.apply_into(b.attended, b.x.reshape({d}), b.y);
+            rayo::rms_norm_into(b.y, layer.ffn_norm, hp_.rms_eps, b.h);
             layer.gate_up.apply_one_into(b.h, b.gate_up);
             rayo::swiglu_into(gate, up, gate);
-            layer.down.apply_into(gate, b.y);
-            rayo::add_into(b.x, b.y, b.x);
+            layer.down.apply_into(gate, b.y.reshape({d}), b.x);
         }
         rayo::rms_norm_into(b.x, w_.output_norm, hp_.rms_eps, b.h);
         w_.output.apply_into(b.h, b.logits.reshape({1, static_cast<std::int64_t>(hp_.vocab)}));
