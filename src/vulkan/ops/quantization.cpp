@@ -99,7 +99,8 @@ void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const
     std::size_t const blocks = shape.k / quant_block_values;
     std::size_t const units = 4 * blocks;  // per weight row: 64 weights each (quant_gemv_body.glsl)
     // Weight rows per workgroup: each x load serves them all; more rows of x need more registers
-    // per weight row, so fewer.
+    // per weight row, so fewer (one row of x: 4 beat 2 and 1 on the H200's Q6_K GEMV,
+    // docs/performance.md).
     std::uint32_t const rows_w = shape.m <= 8 ? 4 : 2;
     // One or two rows of x: sums of q·x per scale group (1 FMA per weight); more: each weight
     // value formed once and multiplied into every row (fewer registers).
