@@ -207,7 +207,11 @@ TEST_F(VulkanDevice, ProfileCountsEveryCommandByName) {
     auto const gamma = Tensor<float>::from(random_floats(4096, fresh_seed(), 0.5f, 1.5f), {4096}, device);
     auto const h = Tensor<float>::empty({1, 4096}, device);
     device.synchronize();
-    vulkan::set_profiling(device, true);
+    try {
+        vulkan::set_profiling(device, true);
+    } catch (Unsupported const& e) {
+        GTEST_SKIP() << e.what();
+    }
     for (int i = 0; i < 550; ++i) {
         rms_norm_into(x, gamma, 1e-5f, h);
         add_into(h, x, h);
