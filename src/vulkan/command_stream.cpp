@@ -5,7 +5,6 @@
 #include <cstdio>
 
 #include "rayo/error.hpp"
-
 #include "vulkan/vulkan_error.hpp"
 
 namespace rayo::vulkan {
