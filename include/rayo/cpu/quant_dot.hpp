@@ -34,7 +34,10 @@ namespace rayo::cpu::kquant {
 // ---- activations ------------------------------------------------------------------------------
 
 // `count` blocks of 256 floats -> `count` QuantActivation; without `residual` only `main` (and
-// the sums from it alone).
+// the sums from it alone). The residual, x − main (at most half of main's step), goes in steps of
+// 1/256 of main's: codes within ±128 (+128, from an exact tie, clamps to 127), the precision of a
+// q8_k block of its own, and the VNNI dot products fold 256·(main codes) + (residual codes) into
+// one integer sum (dot_q4_k_vnni).
 template <class A> void quantize_activations_kernel(float const* x, QuantActivation* out, std::size_t count,
                                                     bool residual) noexcept {
     using B = xsimd::batch<float, A>;
@@ -47,7 +50,7 @@ template <class A> void quantize_activations_kernel(float const* x, QuantActivat
             dequantize_q8_k_blocks<A>(&act.main, part, 1);
             for (std::size_t i = 0; i < quant_block_values; i += B::size)
                 (B::load_unaligned(x + i) - B::load_aligned(part + i)).store_aligned(part + i);
-            quantize_q8_k_kernel<A>(part, &act.residual, 1);
+            quantize_q8_k_at_scale<A>(part, act.main.d * (1.0f / 256), &act.residual);
             for (std::size_t g = 0; g < 16; ++g) act.sums16[g] += act.residual.d * static_cast<float>(act.residual.bsums[g]);
         }
         for (std::size_t g = 0; g < 8; ++g) act.sums32[g] = act.sums16[2 * g] + act.sums16[2 * g + 1];
@@ -359,8 +362,8 @@ template <class A, bool Residual> [[gnu::target("avx512vnni")]] float dot_q4_k_v
         float d, dmin;
         q4_k_d_dmin<A>(blk, head, d, dmin);
         __m512 const sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sm8));
-        __m512 const sc1 = _mm512_mul_ps(sc, _mm512_set1_ps(d * act.main.d));
-        __m512 const sc2 = _mm512_mul_ps(sc, _mm512_set1_ps(d * act.residual.d));
+        // With the residual, its scale (main's / 256) for 256·main + residual.
+        __m512 const sc1 = _mm512_mul_ps(sc, _mm512_set1_ps(d * (Residual ? act.residual.d : act.main.d)));
         for (std::size_t c = 0; c < 4; ++c) {
             __m256i const q = _mm256_loadu_si256(reinterpret_cast<__m256i const*>(blk.qs.data() + 32 * c));
             // Low nibbles are sub-block 2c (values 64c..+31), high nibbles 2c+1: in value order.
@@ -368,12 +371,10 @@ template <class A, bool Residual> [[gnu::target("avx512vnni")]] float dot_q4_k_v
                                                   _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), 1);
             __m512i const index = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(static_cast<int>(2 * c))),
                                                      _mm256_set1_epi32(static_cast<int>(2 * c + 1)), 1);
-            __m512i const d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(act.main.qs.data() + 64 * c));
+            __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(act.main.qs.data() + 64 * c));
+            if constexpr (Residual)  // |256·d1 + d2| <= 257 · 4 · 15 · 128: exact in int32 and in f32
+                d1 = _mm512_dpbusd_epi32(_mm512_slli_epi32(d1, 8), wq, _mm512_loadu_si512(act.residual.qs.data() + 64 * c));
             acc = scaled_dots<A>(acc, d1, sc1, index);
-            if constexpr (Residual) {
-                __m512i const d2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(act.residual.qs.data() + 64 * c));
-                acc = scaled_dots<A>(acc, d2, sc2, index);
-            }
         }
         accumulate_sums8<A, false>(acc_min, _mm_srli_si128(sm8, 8), act.sums32.data(), -dmin);
     }
@@ -393,20 +394,17 @@ template <class A, bool Residual> [[gnu::target("avx512vnni")]] float dot_q6_k_v
         float const d = half_to_f32<A>(blk.d);
         __m128i const scales8 = load16<A>(blk.scales.data());
         __m512 const sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(scales8));
-        __m512 const sc1 = _mm512_mul_ps(sc, _mm512_set1_ps(d * act.main.d));
-        __m512 const sc2 = _mm512_mul_ps(sc, _mm512_set1_ps(d * act.residual.d));
+        __m512 const sc1 = _mm512_mul_ps(sc, _mm512_set1_ps(d * (Residual ? act.residual.d : act.main.d)));  // see dot_q4_k_vnni
         for (std::size_t h = 0; h < 2; ++h) {
             Q6Quarter<A> const q = unpack_q6_k_half<A>(blk, h);
             for (std::size_t pair = 0; pair < 2; ++pair) {
                 __m512i const wq = _mm512_inserti64x4(_mm512_castsi256_si512(q.q[2 * pair].v), q.q[2 * pair + 1].v, 1);
                 std::size_t const at = 128 * h + 64 * pair;
                 __m512i const index = _mm512_add_epi32(quarter, _mm512_set1_epi32(static_cast<int>(at / 16)));
-                __m512i const d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(act.main.qs.data() + at));
+                __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(act.main.qs.data() + at));
+                if constexpr (Residual)  // |256·d1 + d2| <= 257 · 4 · 63 · 128 < 2^24
+                    d1 = _mm512_dpbusd_epi32(_mm512_slli_epi32(d1, 8), wq, _mm512_loadu_si512(act.residual.qs.data() + at));
                 acc = scaled_dots<A>(acc, d1, sc1, index);
-                if constexpr (Residual) {
-                    __m512i const d2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(act.residual.qs.data() + at));
-                    acc = scaled_dots<A>(acc, d2, sc2, index);
-                }
             }
         }
         q6_k_offset<A>(acc_offset, scales8, act, d);

@@ -284,6 +284,17 @@ template <class A> void quantize_q8_k_kernel(float const* x, q8_k* out, std::siz
     }
 }
 
+// One block of 256 floats as a q8_k block of scale `d` (codes round(x / d); the caller keeps them
+// within ±127); d = 0 gives a zero block.
+template <class A> void quantize_q8_k_at_scale(float const* x, float d, q8_k* out) noexcept {
+    *out = q8_k{};
+    if (d == 0.0f) return;
+    float const iscale = 1 / d;
+    for (std::size_t g = 0; g < 16; ++g)
+        out->bsums[g] = static_cast<std::int16_t>(quantize16<A>(x + 16 * g, iscale, out->qs.data() + 16 * g));
+    out->d = d;
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
