@@ -266,6 +266,12 @@ template <class A> [[gnu::always_inline]] inline int quantize16(float const* x, 
     }
 }
 
+// The codes q = min(127, rint(iscale·x)) of one block of 256 floats and their sums per 16.
+template <class A> void quantize_q8_k_codes(float const* x, float iscale, q8_k& blk) noexcept {
+    for (std::size_t g = 0; g < 16; ++g)
+        blk.bsums[g] = static_cast<std::int16_t>(quantize16<A>(x + 16 * g, iscale, blk.qs.data() + 16 * g));
+}
+
 // `count` blocks of 256 floats -> q8_k, byte for byte the reference: max = the first value of
 // largest magnitude, iscale = −127/max, q = min(127, rint(iscale·x)), d = 1/iscale, bsums.
 template <class A> void quantize_q8_k_kernel(float const* x, q8_k* out, std::size_t count) noexcept {
@@ -278,20 +284,17 @@ template <class A> void quantize_q8_k_kernel(float const* x, q8_k* out, std::siz
         }
         float const max = first_with_magnitude<A>(x, amax);
         float const iscale = -127.0f / max;
-        for (std::size_t g = 0; g < 16; ++g)
-            blk.bsums[g] = static_cast<std::int16_t>(quantize16<A>(x + 16 * g, iscale, blk.qs.data() + 16 * g));
+        quantize_q8_k_codes<A>(x, iscale, blk);
         blk.d = 1 / iscale;
     }
 }
 
-// One block of 256 floats as a q8_k block of scale `d` (codes round(x / d); the caller keeps them
-// within ±127); d = 0 gives a zero block.
+// One block of 256 floats as a q8_k block of scale `d`: codes min(127, rint(x / d)), which the
+// caller keeps at −128 or above; d = 0 gives a zero block.
 template <class A> void quantize_q8_k_at_scale(float const* x, float d, q8_k* out) noexcept {
     *out = q8_k{};
     if (d == 0.0f) return;
-    float const iscale = 1 / d;
-    for (std::size_t g = 0; g < 16; ++g)
-        out->bsums[g] = static_cast<std::int16_t>(quantize16<A>(x + 16 * g, iscale, out->qs.data() + 16 * g));
+    quantize_q8_k_codes<A>(x, 1 / d, *out);
     out->d = d;
 }
 
