@@ -206,12 +206,13 @@ Support supports(ShaderRunner const& r, op::Matmul const& d, OpViews const& v) {
 void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
     auto const& shape = d.shape;
     TensorView const &a = v.in[0], &b = v.in[1], &out = v.out[0];
+    TensorView const* bias_view = v.in.size() > 2 && v.in[2].present ? &v.in[2] : nullptr;  // linear's
     if (shape.m == 0 || shape.n == 0) return;
     bool const quantized = is_kquant(b.dtype);
     std::string const what = std::string(to_string(d.op)) + " with k = " + std::to_string(shape.k);
     if (quantized && shape.m <= kquant_gemv_max_rows) {
         r.check_loop_budget(shape.k / quant_block_values + 64, what);  // a block a step at most
-        linear_kquant_gemv(r, shape, a, b, v.in.size() > 2 && v.in[2].present ? &v.in[2] : nullptr, out);
+        linear_kquant_gemv(r, shape, a, b, bias_view, out);
         return;
     }
     MatmulPlan const plan = plan_matmul(r, shape, a.dtype, b.dtype);
@@ -241,10 +242,9 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
     push.a_batch = static_cast<std::uint32_t>(shape.a_batch);
     push.b_batch = static_cast<std::uint32_t>(shape.b_batch);
     push.out_batch = static_cast<std::uint32_t>(shape.m * shape.n);
-    bool const with_bias = v.in.size() > 2 && v.in[2].present;
-    Binding const bias = with_bias ? r.bind(v.in[2], shape.n * sizeof(float), Access::read, "linear bias") : bo.untouched();
-    push.bias_offset = with_bias ? bias.element_offset(sizeof(float)) : 0;
-    push.has_bias = with_bias ? 1 : 0;
+    Binding const bias = bias_view ? r.bind(*bias_view, shape.n * sizeof(float), Access::read, "linear bias") : bo.untouched();
+    push.bias_offset = bias_view ? bias.element_offset(sizeof(float)) : 0;
+    push.has_bias = bias_view ? 1 : 0;
     std::uint32_t const transposed = shape.b_transposed ? 1 : 0;
     Groups const groups{static_cast<std::uint32_t>(groups_x), static_cast<std::uint32_t>(groups_y),
                         static_cast<std::uint32_t>(shape.batch)};
