@@ -2,6 +2,7 @@
 // kernel that uses every emitter family.
 #include "support/ptxas.hpp"
 
+#include <array>
 #include <bit>
 #include <cstring>
 
@@ -363,6 +364,123 @@ TEST(PtxBuilder, PtxasAcceptsEveryEmitterFamily) {
     for (Target t : {Target::sm_90, Target::sm_90a}) expect_assembles(k, t);
     // bf16 → f32 conversion is an sm_90 instruction: the verifier refuses sm_80 before ptxas does.
     EXPECT_THROW((void)k.emit(Target::sm_80), BuildError);
+}
+
+// Hopper's atoms, one emitter per instruction: tensor maps as 128-byte parameters and the TMA's
+// copies, warpgroup MMAs, register reallocation and clusters, spelled as the PTX ISA spells them,
+// checked against the target, and assembled by ptxas for sm_90a.
+Kernel every_hopper_atom() {
+    Kernel k("hopper_atoms");
+    k.max_threads(256);
+    k.max_registers(168);
+    k.cluster_dims(2, 1, 1);
+    Reg const map = k.tensor_map_param("map");
+    Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
+    Reg const tid = k.special(Special::tid_x);
+    Reg const rank = k.special(Special::cluster_ctarank);
+    Reg const smem = k.shared_address(k.dynamic_shared(1024));
+    Reg const barrier = k.add(smem, 32768);
+    k.prefetch_tensor_map(map);
+    k.if_then(k.setp(Cmp::eq, tid, 0), [&] {
+        k.mbarrier_init(barrier, 1u);
+        k.fence_mbarrier_init();
+    });
+    k.barrier_cluster_arrive();
+    k.barrier_cluster_wait();
+    Reg const x = k.mov(Type::u32, 64), y = k.mov(Type::u32, 0), z = k.mov(Type::u32, 1);
+    k.if_then(k.setp(Cmp::eq, tid, 0), [&] {
+        k.mbarrier_arrive_expect_tx(barrier, 16384u);
+        std::array const two{x, y};
+        std::array const three{x, y, z};
+        k.tma_load(smem, map, two, barrier);
+        k.tma_load(k.add(smem, 8192), map, three, barrier, k.cvt(Type::u16, k.mov(Type::u32, 3)));
+    });
+    k.mbarrier_wait(barrier, 0u);
+    k.if_then_else(
+        k.setp(Cmp::lt, tid, 128),
+        [&] { k.setmaxnreg(RegisterChange::decrease, 40); },
+        [&] {
+            k.setmaxnreg(RegisterChange::increase, 232);
+            std::vector<Reg> d;
+            for (int i = 0; i < 128; ++i) d.push_back(k.mov(Type::f32, 0.0f));
+            Reg const desc = k.or_(k.cvt(Type::u64, k.shr(smem, 4)), std::int64_t{1} << 62);
+            Reg const accumulate = k.setp(Cmp::ne, tid, 0);
+            k.wgmma_fence();
+            k.wgmma(Type::f16, 256, d, desc, desc, accumulate);
+            k.wgmma(Type::bf16, 256, d, desc, desc, accumulate, false, true);
+            k.wgmma_commit();
+            k.wgmma_wait(0);
+            k.st(Space::global, Type::f32, out, d[0]);
+        });
+    k.fence_proxy_async_shared();
+    k.bar_sync();
+    k.if_then(k.setp(Cmp::eq, tid, 0), [&] {
+        std::array const two{x, y};
+        k.tma_store(map, two, smem);
+        k.cp_async_bulk_commit();
+        k.cp_async_bulk_wait_read(0);
+    });
+    k.mbarrier_arrive_cluster(k.mapa_shared(barrier, k.xor_(rank, 1)));
+    return k;
+}
+
+TEST(PtxBuilder, HopperAtomsAreEmittedAsPtxWritesThem) {
+    Kernel const k = every_hopper_atom();
+    std::string const text = k.emit(Target::sm_90a);
+    for (std::string_view const expected :
+         {".param .align 64 .b8 map[128],", ".reqnctapercluster 2, 1, 1", "cvta.param.u64 %rd",
+          "prefetch.tensormap [%rd", "mov.u32 %r1, %cluster_ctarank;",
+          "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r",
+          "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r",
+          "setmaxnreg.dec.sync.aligned.u32 40;", "setmaxnreg.inc.sync.aligned.u32 232;", "wgmma.fence.sync.aligned;",
+          "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%f", ", 1, 1, 0, 0;", ", 1, 1, 0, 1;",
+          "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;", "fence.proxy.async.shared::cta;",
+          "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd", "cp.async.bulk.commit_group;",
+          "cp.async.bulk.wait_group.read 0;", "barrier.cluster.arrive.release.aligned;",
+          "barrier.cluster.wait.acquire.aligned;", "mapa.shared::cluster.u32 %r",
+          "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r"})
+        EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+    EXPECT_NE(text.find(", {%r"), std::string::npos) << "coordinates as a vector after the map";
+    ASSERT_EQ(k.parameters().size(), 2u);
+    EXPECT_EQ(k.parameters()[0].bytes, 128u);
+    EXPECT_EQ(k.parameters()[1].bytes, 8u);
+    EXPECT_TRUE(k.architecture_specific());
+    // wgmma and setmaxnreg exist on sm_90a only; the TMA and clusters on sm_90.
+    EXPECT_NE(build_error([&] { (void)k.emit(Target::sm_90); }).find("exists only on sm_90a"), std::string::npos);
+    EXPECT_NE(build_error([&] { (void)k.emit(Target::sm_80); }).find("sm_90"), std::string::npos);
+    Kernel tma("tma_only");
+    Reg const map = tma.tensor_map_param("m");
+    Reg const at = tma.mov(Type::u32, 0);
+    std::array const one{at};
+    tma.tma_load(at, map, one, at);
+    EXPECT_FALSE(tma.architecture_specific());
+    EXPECT_NO_THROW((void)tma.emit(Target::sm_90));
+    Kernel cluster("cluster_on_sm80");
+    cluster.cluster_dims(2, 1, 1);
+    EXPECT_NE(build_error([&] { (void)cluster.emit(Target::sm_80); }).find("clusters need sm_90"), std::string::npos);
+    RAYO_SKIP_WITHOUT_PTXAS();
+    expect_assembles(k, Target::sm_90a);
+}
+
+TEST(PtxBuilder, HopperAtomsRejectBadShapesAtTheCall) {
+    Kernel k("bad_hopper");
+    Reg const map = k.tensor_map_param("map");
+    Reg const at = k.mov(Type::u32, 0);
+    Reg const desc = k.mov(Type::u64, 0);
+    Reg const p = k.setp(Cmp::eq, at, 0);
+    std::vector<Reg> d(64, k.mov(Type::f32, 0.0f));
+    EXPECT_NE(build_error([&] { k.tensor_map_param("map"); }).find("declared twice"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.tma_load(at, map, {}, at); }).find("1 to 5 coordinates"), std::string::npos);
+    std::vector<Reg> const six(6, at);
+    EXPECT_NE(build_error([&] { k.tma_store(map, six, at); }).find("1 to 5 coordinates"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::f32, 128, d, desc, desc, p); }).find(".f16 or .bf16"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 100, d, desc, desc, p); }).find("multiple of 8"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 256, d, desc, desc, p); }).find("needs 128 accumulator"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma_wait(8); }).find("0 to 7"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.setmaxnreg(RegisterChange::increase, 260); }).find("24 to 256"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.setmaxnreg(RegisterChange::decrease, 41); }).find("steps of 8"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.cluster_dims(4, 4, 2); }).find("at most 16"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.cluster_dims(0, 1, 1); }).find("at least"), std::string::npos);
 }
 
 TEST(PtxBuilder, ModuleHoldsSeveralKernels) {

@@ -90,7 +90,8 @@ std::string_view cmp_name(Cmp c) {
 std::string_view special_name(Special s) {
     constexpr std::string_view names[] = {"%tid.x",    "%tid.y",    "%tid.z",    "%ntid.x",  "%ntid.y",
                                           "%ntid.z",   "%ctaid.x",  "%ctaid.y",  "%ctaid.z", "%nctaid.x",
-                                          "%nctaid.y", "%nctaid.z", "%laneid",   "%warpid"};
+                                          "%nctaid.y", "%nctaid.z", "%laneid",   "%warpid",
+                                          "%cluster_ctarank", "%cluster_nctarank"};
     return names[static_cast<int>(s)];
 }
 std::string_view atomic_name(AtomicOp op) {
@@ -156,6 +157,25 @@ Reg Kernel::param(Type type, std::string_view name) {
     push({.opcode = "ld.param" + type_suffix(type),
           .operands = {write(r, type, Fit::widening), text("[" + std::string(name) + "]")}});
     return r;
+}
+
+std::vector<Kernel::Parameter> Kernel::parameters() const {
+    std::vector<Parameter> list;
+    for (auto const& p : params_)
+        list.push_back({p.type, p.name, p.bytes != 0 ? p.bytes : static_cast<std::size_t>(bytes_of(p.type))});
+    return list;
+}
+
+Reg Kernel::tensor_map_param(std::string_view name) {
+    if (!is_identifier(name)) throw BuildError("ptx kernel '" + name_ + "': parameter name '" + std::string(name) + "' is not a PTX identifier");
+    for (auto const& p : params_)
+        if (p.name == name) throw BuildError("ptx kernel '" + name_ + "': parameter '" + std::string(name) + "' declared twice");
+    params_.push_back({Type::b8, std::string(name), 128});
+    Reg const param_window = reg(Type::u64), generic = reg(Type::u64);
+    push({.opcode = "mov.u64", .operands = {write(param_window, Type::u64), text(std::string(name))}});
+    push({.opcode = "cvta.param.u64", .operands = {write(generic, Type::u64), read(param_window, Type::u64)},
+          .requires_target = {.compute_capability = 70}});
+    return generic;
 }
 
 Reg Kernel::special(Special s) {
@@ -614,6 +634,122 @@ void Kernel::cp_async_bulk_to_shared(Reg shared_address, Address const& global, 
           .requires_target = {.compute_capability = 90}});
 }
 
+void Kernel::prefetch_tensor_map(Reg map) {
+    push({.opcode = "prefetch.tensormap", .operands = {AddressUse{Address(map)}}, .requires_target = {.compute_capability = 90}});
+}
+
+namespace {
+
+TensorAddressUse tensor_address(Reg map, std::span<Reg const> coordinates) {
+    TensorAddressUse use{.map = {map, Type::u64}, .coordinates = {}};
+    for (Reg c : coordinates) use.coordinates.push_back({c, Type::s32});
+    return use;
+}
+
+}  // namespace
+
+void Kernel::tma_load(Reg shared_address, Reg map, std::span<Reg const> coordinates, Reg mbarrier,
+                      std::optional<Reg> multicast_mask) {
+    if (coordinates.empty() || coordinates.size() > 5)
+        throw BuildError("ptx kernel '" + name_ + "': a tensor copy takes 1 to 5 coordinates, not " +
+                         std::to_string(coordinates.size()));
+    Instruction in{.opcode = "cp.async.bulk.tensor." + std::to_string(coordinates.size()) +
+                             "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" +
+                             (multicast_mask ? ".multicast::cluster" : ""),
+                   .operands = {AddressUse{Address(shared_address)}, tensor_address(map, coordinates),
+                                AddressUse{Address(mbarrier)}},
+                   .requires_target = {.compute_capability = 90}};
+    if (multicast_mask) in.operands.push_back(read(*multicast_mask, Type::u16));
+    push(std::move(in));
+}
+
+void Kernel::tma_store(Reg map, std::span<Reg const> coordinates, Reg shared_address) {
+    if (coordinates.empty() || coordinates.size() > 5)
+        throw BuildError("ptx kernel '" + name_ + "': a tensor copy takes 1 to 5 coordinates, not " +
+                         std::to_string(coordinates.size()));
+    push({.opcode = "cp.async.bulk.tensor." + std::to_string(coordinates.size()) + "d.global.shared::cta.tile.bulk_group",
+          .operands = {tensor_address(map, coordinates), AddressUse{Address(shared_address)}},
+          .requires_target = {.compute_capability = 90}});
+}
+void Kernel::cp_async_bulk_commit() {
+    push({.opcode = "cp.async.bulk.commit_group", .requires_target = {.compute_capability = 90}});
+}
+void Kernel::cp_async_bulk_wait_read(int pending_groups) {
+    push({.opcode = "cp.async.bulk.wait_group.read", .operands = {ImmUse{pending_groups, Type::u32}},
+          .requires_target = {.compute_capability = 90}});
+}
+void Kernel::fence_proxy_async_shared() {
+    push({.opcode = "fence.proxy.async.shared::cta", .requires_target = {.compute_capability = 90}});
+}
+void Kernel::wgmma_fence() {
+    push({.opcode = "wgmma.fence.sync.aligned", .requires_target = {.compute_capability = 90, .architecture_specific = true}});
+}
+void Kernel::wgmma_commit() {
+    push({.opcode = "wgmma.commit_group.sync.aligned",
+          .requires_target = {.compute_capability = 90, .architecture_specific = true}});
+}
+void Kernel::wgmma_wait(int pending_groups) {
+    if (pending_groups < 0 || pending_groups > 7)
+        throw BuildError("ptx kernel '" + name_ + "': wgmma.wait_group takes 0 to 7 pending groups, not " +
+                         std::to_string(pending_groups));
+    push({.opcode = "wgmma.wait_group.sync.aligned", .operands = {ImmUse{pending_groups, Type::u32}},
+          .requires_target = {.compute_capability = 90, .architecture_specific = true}});
+}
+
+void Kernel::wgmma(Type input, unsigned n, std::span<Reg const> d, Reg a_descriptor, Reg b_descriptor, Reg accumulate,
+                   bool transpose_a, bool transpose_b) {
+    if (input != Type::f16 && input != Type::bf16)
+        throw BuildError("ptx kernel '" + name_ + "': wgmma with f32 accumulators takes .f16 or .bf16 inputs, not ." +
+                         std::string(name_of(input)));
+    if (n < 8 || n > 256 || n % 8 != 0)
+        throw BuildError("ptx kernel '" + name_ + "': wgmma's n is a multiple of 8 from 8 to 256, not " + std::to_string(n));
+    if (d.size() != n / 2)
+        throw BuildError("ptx kernel '" + name_ + "': wgmma m64n" + std::to_string(n) + "k16 needs " +
+                         std::to_string(n / 2) + " accumulator registers, got " + std::to_string(d.size()));
+    VectorUse accumulators;
+    for (Reg r : d) accumulators.elements.push_back({r, Type::f32, Access::read_write});
+    std::string const in(name_of(input));
+    push({.opcode = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." + in + "." + in,
+          .operands = {std::move(accumulators), read(a_descriptor, Type::b64), read(b_descriptor, Type::b64),
+                       read(accumulate, Type::pred), ImmUse{1, Type::s32}, ImmUse{1, Type::s32},
+                       ImmUse{transpose_a ? 1 : 0, Type::s32}, ImmUse{transpose_b ? 1 : 0, Type::s32}},
+          .requires_target = {.compute_capability = 90, .architecture_specific = true}});
+}
+
+void Kernel::setmaxnreg(RegisterChange change, unsigned registers) {
+    if (registers < 24 || registers > 256 || registers % 8 != 0)
+        throw BuildError("ptx kernel '" + name_ + "': setmaxnreg takes 24 to 256 registers in steps of 8, not " +
+                         std::to_string(registers));
+    push({.opcode = std::string("setmaxnreg.") + (change == RegisterChange::increase ? "inc" : "dec") + ".sync.aligned.u32",
+          .operands = {ImmUse{registers, Type::u32}},
+          .requires_target = {.compute_capability = 90, .architecture_specific = true}});
+}
+
+void Kernel::cluster_dims(unsigned x, unsigned y, unsigned z) {
+    if (x == 0 || y == 0 || z == 0 || x * y * z > 16)
+        throw BuildError("ptx kernel '" + name_ + "': a cluster of " + std::to_string(x) + "x" + std::to_string(y) + "x" +
+                         std::to_string(z) + " blocks (each dimension at least 1, at most 16 blocks)");
+    cluster_ = {x, y, z};
+}
+void Kernel::barrier_cluster_arrive() {
+    push({.opcode = "barrier.cluster.arrive.release.aligned", .requires_target = {.compute_capability = 90}});
+}
+void Kernel::barrier_cluster_wait() {
+    push({.opcode = "barrier.cluster.wait.acquire.aligned", .requires_target = {.compute_capability = 90}});
+}
+Reg Kernel::mapa_shared(Reg shared_address, Operand cta_rank) {
+    Reg r = reg(Type::u32);
+    push({.opcode = "mapa.shared::cluster.u32",
+          .operands = {write(r, Type::u32), read(shared_address, Type::u32), read(cta_rank, Type::u32)},
+          .requires_target = {.compute_capability = 90}});
+    return r;
+}
+void Kernel::mbarrier_arrive_cluster(Reg cluster_address) {
+    push({.opcode = "mbarrier.arrive.release.cluster.shared::cluster.b64",
+          .operands = {text("_"), AddressUse{Address(cluster_address)}},
+          .requires_target = {.compute_capability = 90}});
+}
+
 std::vector<Reg> Kernel::ldmatrix(int count, bool transpose, Reg shared_address) {
     if (count != 1 && count != 2 && count != 4)
         throw BuildError("ptx kernel '" + name_ + "': ldmatrix loads 1, 2 or 4 matrices, not " + std::to_string(count));
@@ -687,6 +823,10 @@ void Kernel::griddepcontrol_wait_at_entry() {
 bool Kernel::waits_for_previous_grid() const noexcept {
     return std::any_of(body_.begin(), body_.end(),
                        [](Instruction const& in) { return in.opcode == "griddepcontrol.wait"; });
+}
+bool Kernel::architecture_specific() const noexcept {
+    return std::any_of(body_.begin(), body_.end(),
+                       [](Instruction const& in) { return in.requires_target.architecture_specific; });
 }
 void Kernel::griddepcontrol_launch_dependents() {
     push({.opcode = "griddepcontrol.launch_dependents", .requires_target = {.compute_capability = 90}});

@@ -80,6 +80,12 @@ std::string Kernel::operand_text(OperandUse const& use) const {
         return s + "}";
     }
     if (auto const* l = std::get_if<LabelUse>(&use)) return "$L_" + std::to_string(l->label.id());
+    if (auto const* t = std::get_if<TensorAddressUse>(&use)) {
+        std::string s = "[";
+        s.append(register_name(t->map.reg)).append(", {");
+        for (std::size_t i = 0; i < t->coordinates.size(); ++i) s.append(i ? ", " : "").append(register_name(t->coordinates[i].reg));
+        return s.append("}]");
+    }
     return std::get<TextUse>(use).text;
 }
 
@@ -102,11 +108,19 @@ std::string Kernel::emit_module_scope() const {
 std::string Kernel::emit_entry(Target target) const {
     verify(target);
     std::string s = ".visible .entry " + name_ + "(";
-    for (std::size_t i = 0; i < params_.size(); ++i)
-        s += std::string(i ? "," : "") + "\n\t.param ." + std::string(name_of(params_[i].type)) + " " + params_[i].name;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+        s.append(i ? "," : "").append("\n\t.param ");
+        if (params_[i].bytes != 0)
+            s.append(".align 64 .b8 ").append(params_[i].name).append("[").append(std::to_string(params_[i].bytes)).append("]");
+        else
+            s.append(".").append(name_of(params_[i].type)).append(" ").append(params_[i].name);
+    }
     s += params_.empty() ? ")\n" : "\n)\n";
     if (max_threads_ != 0) s += ".maxntid " + std::to_string(max_threads_) + ", 1, 1\n";
     if (max_registers_ != 0) s += ".maxnreg " + std::to_string(max_registers_) + "\n";
+    if (cluster_[0] != 0)
+        s += ".reqnctapercluster " + std::to_string(cluster_[0]) + ", " + std::to_string(cluster_[1]) + ", " +
+             std::to_string(cluster_[2]) + "\n";
     s += "{\n";
     std::array<std::uint32_t, 32> counts{};
     for (Type t : reg_types_) ++counts[static_cast<std::size_t>(t)];

@@ -82,6 +82,9 @@ void Kernel::verify(Target target) const {
         if (!written[r.id()]) fail(i, in, what + " " + register_name(r) + " is read before any instruction writes it");
     };
 
+    if (cluster_[0] != 0 && compute_capability(target) < 90)
+        throw BuildError("ptx kernel '" + name_ + "': thread-block clusters need sm_90 or newer; the module targets " +
+                         std::string(to_string(target)));
     for (std::size_t i = 0; i < body_.size(); ++i) {
         Instruction const& in = body_[i];
         if (in.kind != Instruction::Kind::operation) continue;
@@ -127,6 +130,10 @@ void Kernel::verify(Target target) const {
                         fail(i, in, what + ": global address register " + register_name(*base) + " is " +
                                         type_name(t) + "; global addresses are 64-bit");
                 }
+            } else if (auto const* t = std::get_if<TensorAddressUse>(&use)) {
+                use_reg(t->map, what + " (the tensor map)");
+                for (std::size_t e = 0; e < t->coordinates.size(); ++e)
+                    use_reg(t->coordinates[e], what + " coordinate " + std::to_string(e));
             } else if (auto const* l = std::get_if<LabelUse>(&use)) {
                 if (l->label.kernel() != serial_ || l->label.id() >= label_count_)
                     fail(i, in, "branch to a label of another kernel");

@@ -38,10 +38,16 @@ struct RAYO_API VectorUse {  // {%f1, %f2, %f3, %f4}
 struct RAYO_API LabelUse {
     Label label;
 };
+// [map, {c0, c1, ...}]: a tensor map's generic address and the .s32 coordinates of a box
+// (cp.async.bulk.tensor).
+struct RAYO_API TensorAddressUse {
+    RegUse map;
+    std::vector<RegUse> coordinates;
+};
 struct RAYO_API TextUse {  // emitted verbatim: special registers, symbols, modifiers such as a barrier id
     std::string text;
 };
-using OperandUse = std::variant<RegUse, ImmUse, AddressUse, VectorUse, LabelUse, TextUse>;
+using OperandUse = std::variant<RegUse, ImmUse, AddressUse, VectorUse, LabelUse, TextUse, TensorAddressUse>;
 
 // What an instruction needs of the target (PTX ISA, "Target ISA notes").
 struct RAYO_API Requirement {

@@ -49,8 +49,11 @@ enum class Cmp : std::uint8_t { eq, ne, lt, le, gt, ge };
 // (integer conversions, or float → wider float).
 enum class Rounding : std::uint8_t { none, rn, rz, rm, rp, rni, rzi, rmi, rpi };
 enum class Special : std::uint8_t {
-    tid_x, tid_y, tid_z, ntid_x, ntid_y, ntid_z, ctaid_x, ctaid_y, ctaid_z, nctaid_x, nctaid_y, nctaid_z, laneid, warpid
+    tid_x, tid_y, tid_z, ntid_x, ntid_y, ntid_z, ctaid_x, ctaid_y, ctaid_z, nctaid_x, nctaid_y, nctaid_z, laneid, warpid,
+    cluster_ctarank, cluster_nctarank  // the block's rank in its thread-block cluster, and the cluster's size (sm_90)
 };
+// setmaxnreg: a warpgroup gives registers back to the multiprocessor's pool or takes more from it.
+enum class RegisterChange : std::uint8_t { decrease, increase };
 enum class ShuffleMode : std::uint8_t { up, down, bfly, idx };
 enum class VoteMode : std::uint8_t { all, any, uni, ballot };
 enum class AtomicOp : std::uint8_t { add, min, max, exch, and_, or_, xor_, inc, dec };
@@ -85,6 +88,15 @@ public:
     // Upper bound on registers per thread, emitted as .maxnreg. Without it ptxas may hold a kernel
     // with .maxntid to fewer registers than it would use, scheduling loads late to stay within them.
     void max_registers(unsigned registers) { max_registers_ = registers; }
+
+    // A kernel parameter as the kernel declares it: scalars have bytes_of(type) bytes; a tensor map
+    // (tensor_map_param) is 128 bytes, 64-byte aligned, of type b8.
+    struct Parameter {
+        Type type;
+        std::string name;
+        std::size_t bytes;
+    };
+    [[nodiscard]] std::vector<Parameter> parameters() const;
 
     // ---- the escape hatch: any instruction, with its operands' types stated for the verifier
     void instruction(std::string opcode, std::vector<OperandUse> operands, Requirement requirement = {});
@@ -206,6 +218,63 @@ public:
     void mma_m16n8k16(Type input, std::span<Reg const> d, std::span<Reg const> a, std::span<Reg const> b,
                       std::span<Reg const> c);
 
+    // ---- Hopper (sm_90; wgmma and setmaxnreg sm_90a): the tensor memory accelerator (TMA), warpgroup
+    // MMAs, register reallocation and thread-block clusters. One emitter per instruction.
+    //
+    // A kernel parameter holding a tensor map (CUtensorMap: 128 bytes, 64-byte aligned, encoded on the
+    // host by cuTensorMapEncodeTiled from a rayo::ptx::TensorMapSpec) passed by value, as CUDA C++'s
+    // __grid_constant__ parameters are: declared `.param .align 64 .b8 name[128]`; returns its
+    // generic address (.u64), which tma_load / tma_store / prefetch_tensor_map take.
+    Reg tensor_map_param(std::string_view name);
+    // prefetch.tensormap: brings the map into the constant cache before the first copy uses it.
+    void prefetch_tensor_map(Reg map);
+    // cp.async.bulk.tensor.<rank>d.shared::cluster.global.tile.mbarrier::complete_tx::bytes: the box of
+    // the map at `coordinates` (.s32, innermost dimension first; elements outside the tensor read as
+    // zero) copied into shared memory at `shared_address` (aligned to 128 bytes, or to 1024 for a
+    // 128-byte swizzle), the box's bytes counted against `mbarrier`. With `multicast_mask` (.u16,
+    // .multicast::cluster), the box lands at the same offset in every block of the cluster whose bit
+    // is set, each block's own barrier at `mbarrier`'s offset counting it.
+    void tma_load(Reg shared_address, Reg map, std::span<Reg const> coordinates, Reg mbarrier,
+                  std::optional<Reg> multicast_mask = std::nullopt);
+    // cp.async.bulk.tensor.<rank>d.global.shared::cta.tile.bulk_group: the box at `shared_address`
+    // written to the map's tensor at `coordinates` (elements outside it are not written); completes
+    // in bulk groups (cp_async_bulk_commit, cp_async_bulk_wait_read).
+    void tma_store(Reg map, std::span<Reg const> coordinates, Reg shared_address);
+    void cp_async_bulk_commit();
+    // cp.async.bulk.wait_group.read: waits until at most `pending_groups` bulk groups still read
+    // shared memory (their source may then be overwritten).
+    void cp_async_bulk_wait_read(int pending_groups);
+    // fence.proxy.async.shared::cta: orders this thread's ordinary shared-memory accesses before
+    // later ones of the async proxy (TMA stores, wgmma reads of what it wrote with st.shared).
+    void fence_proxy_async_shared();
+    // wgmma.fence.sync.aligned: before the first wgmma that reads accumulator registers written by
+    // other instructions, and between such writes and a wgmma.
+    void wgmma_fence();
+    void wgmma_commit();                  // wgmma.commit_group.sync.aligned
+    void wgmma_wait(int pending_groups);  // wgmma.wait_group.sync.aligned N
+    // wgmma.mma_async.sync.aligned.m64n<n>k16.f32.<input>.<input> (sm_90a), issued by the 128 threads
+    // of a warpgroup together: d (n / 2 .f32 per thread) = a (64 × 16) · b (16 × n) + (accumulate ?
+    // d : 0), a and b in shared memory described by 64-bit matrix descriptors (wgmma_descriptor).
+    // transpose_a / transpose_b: the operand is stored M- / N-major instead of K-major. Thread t of
+    // the warpgroup holds, for j < n / 8, d[4j + 2h + e] = D[16·(t / 32) + (t % 32) / 4 + 8h][8j + 2·(t % 4) + e].
+    void wgmma(Type input, unsigned n, std::span<Reg const> d, Reg a_descriptor, Reg b_descriptor, Reg accumulate,
+               bool transpose_a = false, bool transpose_b = false);
+    // setmaxnreg.{dec,inc}.sync.aligned.u32 (sm_90a): the warpgroup's registers per thread become
+    // `registers` (24 to 256, a multiple of 8). The kernel needs max_registers() for it to take effect.
+    void setmaxnreg(RegisterChange change, unsigned registers);
+    // .reqnctapercluster x, y, z: the kernel runs in thread-block clusters of that shape (launched
+    // with the cluster dimension attribute).
+    void cluster_dims(unsigned x, unsigned y, unsigned z);
+    // barrier.cluster.arrive.release.aligned / barrier.cluster.wait.acquire.aligned.
+    void barrier_cluster_arrive();
+    void barrier_cluster_wait();
+    // mapa.shared::cluster.u32: the address, in the cluster's shared window, of the variable at
+    // `shared_address` in the block of rank `cta_rank`.
+    Reg mapa_shared(Reg shared_address, Operand cta_rank);
+    // mbarrier.arrive.release.cluster.shared::cluster.b64: an arrival on the barrier at a cluster
+    // address (mapa_shared), maybe another block's.
+    void mbarrier_arrive_cluster(Reg cluster_address);
+
     // ---- warp-level
     Reg shfl(ShuffleMode mode, Reg value, Operand lane_or_delta, std::uint32_t mask = full_warp);
     Reg vote(VoteMode mode, Reg predicate, std::uint32_t mask = full_warp);  // ballot: .b32, else .pred
@@ -226,6 +295,9 @@ public:
     // lets any kernel be launched to start early.
     void griddepcontrol_wait_at_entry();
     [[nodiscard]] bool waits_for_previous_grid() const noexcept;
+    // Whether an instruction exists only on an architecture-specific target (sm_90a): such a
+    // kernel is emitted for sm_90a where the device is an sm_90.
+    [[nodiscard]] bool architecture_specific() const noexcept;
 
     // ---- control flow
     Label label();
@@ -258,6 +330,7 @@ private:
     struct ParamDecl {
         Type type;
         std::string name;
+        std::size_t bytes = 0;  // an array parameter (a tensor map): its bytes, 64-byte aligned
     };
     struct SharedDecl {
         std::string name;
@@ -289,6 +362,13 @@ private:
     std::optional<Guard> guard_;
     unsigned max_threads_ = 0;
     unsigned max_registers_ = 0;
+    std::array<unsigned, 3> cluster_{0, 0, 0};
 };
+
+// The target to emit `kernel` for on a device of target `device`: sm_90a where the kernel uses an
+// architecture-specific instruction and the device is an sm_90, else the device's own.
+[[nodiscard]] inline Target emission_target(Kernel const& kernel, Target device) noexcept {
+    return device == Target::sm_90 && kernel.architecture_specific() ? Target::sm_90a : device;
+}
 
 }  // namespace rayo::ptx
