@@ -26,7 +26,8 @@ function(rayo_add_cuda_backend target)
         ${PROJECT_SOURCE_DIR}/src/cuda/memory_pool.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/module_cache.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/pinned_staging.cpp
-        ${PROJECT_SOURCE_DIR}/src/cuda/stream.cpp)
+        ${PROJECT_SOURCE_DIR}/src/cuda/stream.cpp
+        ${PROJECT_SOURCE_DIR}/src/cuda/tensor_map.cpp)
     # dlopen/dlsym of the driver. Private: a static rayo's export set carries it as
     # $<LINK_ONLY:dl>, a system library that needs no find_dependency.
     target_link_libraries(${target} PRIVATE ${CMAKE_DL_LIBS})

@@ -155,10 +155,20 @@ TEST(PtxGemm, ChoosesByTypeShapeAndAlignment) {
     EXPECT_FALSE(c.aligned);
     c = pick(1, 4096, Type::f32, Type::f32, true, true);
     EXPECT_EQ(c.tile.m, 32u);
-    c = pick(4096, 4096, Type::bf16, Type::bf16, false, true);
+    c = pick(4096, 4096, Type::bf16, Type::bf16, false, true, Target::sm_80);
     EXPECT_EQ(c.algorithm, GemmAlgorithm::tensor_core);
     EXPECT_EQ(c.tile.m, 128u);
     EXPECT_EQ(c.warps, 4u);
+    // sm_90: Hopper's warpgroup MMAs once the 128x256 tiles fill the SMs, aligned and a of b's type.
+    c = pick(4096, 4096, Type::bf16, Type::bf16, false, true);
+    EXPECT_EQ(c.algorithm, GemmAlgorithm::wgmma);
+    EXPECT_EQ(c.tile.n, 256u);
+    EXPECT_EQ(c.warps, 12u);
+    EXPECT_EQ(pick(1024, 1024, Type::f16, Type::f16, true, true).algorithm, GemmAlgorithm::tensor_core) << "32 tiles < 132 SMs";
+    EXPECT_EQ(pick(4096, 4096, Type::f16, Type::f16, true, false).algorithm, GemmAlgorithm::tensor_core);
+    EXPECT_EQ(pick(4096, 4096, Type::f32, Type::f16, true, true).algorithm, GemmAlgorithm::tensor_core);
+    EXPECT_EQ(choose_gemm_config(4096, 4096, 64, Type::f16, Type::f16, true, true, 132, Target::sm_90, 1, false).algorithm,
+              GemmAlgorithm::tensor_core) << "no tensor maps without the driver's encoder";
     c = pick(4096, 4096, Type::f32, Type::f16, true, true);  // f32 a staged through registers: 8 warps
     EXPECT_EQ(c.algorithm, GemmAlgorithm::tensor_core);
     EXPECT_EQ(c.a, Type::f32);
@@ -172,7 +182,9 @@ TEST(PtxGemm, ChoosesByTypeShapeAndAlignment) {
     for (Target t : {Target::sm_80, Target::sm_90}) {
         std::set<std::string> listed;
         for (GemmConfig const& v : chosen_gemm_configs(t)) listed.insert(gemm_name(v));
-        EXPECT_EQ(listed.size(), 5u * 2u * 2u * 3u);
+        // Per type pair, layout, alignment and tile class; on sm_90 also the wgmma kernels (f16 and
+        // bf16, both layouts of b, batched or not).
+        EXPECT_EQ(listed.size(), 5u * 2u * 2u * 3u + (t == Target::sm_90 ? 2u * 2u * 2u : 0u));
         for (std::uint64_t m : {1u, 32u, 33u, 300u, 5000u})
             for (std::uint64_t n : {1u, 100u, 5000u})
                 for (auto [a, b] : std::vector<std::pair<Type, Type>>{{Type::f32, Type::f32}, {Type::f16, Type::f16},
@@ -237,7 +249,7 @@ TEST(PtxGemm, BakedSizesDropEdgeChecks) {
 TEST(PtxGemm, EveryChosenVariantEmitsForEveryTarget) {
     for (Target t : {Target::sm_80, Target::sm_86, Target::sm_89, Target::sm_90, Target::sm_90a})
         for (GemmConfig const& c : chosen_gemm_configs(t))
-            EXPECT_NO_THROW((void)gemm(c).emit(t)) << describe(c) << " for " << to_string(t);
+            EXPECT_NO_THROW((void)gemm(c).emit(emission_target(gemm(c), t))) << describe(c) << " for " << to_string(t);
 }
 
 // ---- ptxas
@@ -247,21 +259,32 @@ TEST(PtxGemm, EveryChosenVariantAssemblesForSm80AndSm90) {
     for (Target t : {Target::sm_80, Target::sm_90})
         for (GemmConfig const& c : chosen_gemm_configs(t)) {
             SCOPED_TRACE(describe(c) + " " + std::string(to_string(t)));
-            expect_assembles(gemm(c), t);
+            expect_assembles(gemm(c), emission_target(gemm(c), t));
         }
 }
 
 // Batched kernels (matmul of [..., m, k]·[..., k, n]): three more parameters, the product from
 // %ctaid.y, and the tile choice counts the whole batch's tiles.
 TEST(PtxGemm, BatchedVariantsAssembleAndReadTheProductFromTheGridsY) {
-    GemmConfig const chosen = choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_90, 32);
+    GemmConfig const chosen = choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_80, 32);
     EXPECT_TRUE(chosen.batched);
     EXPECT_EQ(chosen.tile.m, 128u) << "32 products of 16 tiles fill 132 SMs";
-    EXPECT_FALSE(choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_90).batched);
+    EXPECT_FALSE(choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_80).batched);
     EXPECT_NE(gemm_name(chosen).find("_batched"), std::string::npos);
-    std::string const text = gemm(chosen).emit(Target::sm_90);
+    std::string const text = gemm(chosen).emit(Target::sm_80);
     EXPECT_NE(text.find("%ctaid.y"), std::string::npos);
     EXPECT_NE(text.find("out_batch"), std::string::npos);
+    // On sm_90 the same batch has 32 · 8 tiles of 128x256: the persistent wgmma kernel walks them all.
+    GemmConfig const hopper = choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_90, 32);
+    EXPECT_EQ(hopper.algorithm, GemmAlgorithm::wgmma);
+    EXPECT_TRUE(hopper.batched);
+    GemmLaunch const walk = gemm_launch(hopper, 512, 512, 32, 132);
+    EXPECT_EQ(walk.grid, 132u);
+    EXPECT_EQ(walk.grid_y, 1u);
+    EXPECT_EQ(gemm_launch(hopper, 512, 512, 2, 132).grid, 16u) << "no more blocks than tiles";
+    std::string const persistent = gemm(hopper).emit(Target::sm_90a);
+    EXPECT_EQ(persistent.find("%ctaid.y"), std::string::npos);
+    EXPECT_NE(persistent.find(".param .u32 a_step"), std::string::npos);
     RAYO_SKIP_WITHOUT_PTXAS();
     for (Type t : {Type::f32, Type::f16, Type::bf16})
         for (bool transposed : {false, true})
@@ -270,6 +293,60 @@ TEST(PtxGemm, BatchedVariantsAssembleAndReadTheProductFromTheGridsY) {
                 SCOPED_TRACE(describe(c));
                 expect_assembles(gemm(c), Target::sm_80);
             }
+}
+
+// Hopper's kernel: tensor maps by value, one producer warpgroup of TMA copies, consumer warpgroups
+// of wgmma over 128-byte swizzled slots, registers moved from the one to the others.
+TEST(PtxGemm, WgmmaKernelIsWarpSpecialised) {
+    GemmConfig const c{.a = Type::bf16, .b = Type::bf16, .algorithm = GemmAlgorithm::wgmma, .bias = true};
+    EXPECT_EQ(gemm_name(c), "gemm_wgmma_bf16_bf16_nn_128x256x64_w12_s4_v_g8_bias");
+    EXPECT_THROW((void)gemm(c).emit(Target::sm_90), BuildError) << "wgmma exists on sm_90a only";
+    Kernel const kernel = gemm(c);
+    EXPECT_TRUE(kernel.architecture_specific());
+    EXPECT_EQ(emission_target(kernel, Target::sm_90), Target::sm_90a);
+    EXPECT_EQ(emission_target(kernel, Target::sm_80), Target::sm_80);
+    std::string const text = kernel.emit(Target::sm_90a);
+    EXPECT_TRUE(contains(text, ".param .align 64 .b8 a_map[128],\n\t.param .align 64 .b8 b_map[128],\n\t.param .u64 out,"));
+    EXPECT_TRUE(contains(text, ".maxntid 384, 1, 1\n.maxnreg 168"));
+    EXPECT_TRUE(contains(text, "setmaxnreg.dec.sync.aligned.u32 40;"));
+    EXPECT_TRUE(contains(text, "setmaxnreg.inc.sync.aligned.u32 232;"));
+    EXPECT_EQ(count(text, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"), 4u) << "four k16 steps a slot";
+    EXPECT_EQ(count(text, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"), 1u + 4u)
+        << "a's tile, and b [k, n] in four 64-column boxes";
+    EXPECT_TRUE(contains(text, ", 1, 1, 0, 1;")) << "b N-major";
+    EXPECT_TRUE(contains(text, "wgmma.wait_group.sync.aligned 1;")) << "one group of MMAs in flight";
+    Kernel const linear = gemm({.a = Type::f16, .b = Type::f16, .b_transposed = true, .algorithm = GemmAlgorithm::wgmma});
+    std::string const nt = linear.emit(Target::sm_90a);
+    EXPECT_EQ(count(nt, "cp.async.bulk.tensor.2d"), 2u);
+    EXPECT_TRUE(contains(nt, ", 1, 1, 0, 0;")) << "b K-major";
+    EXPECT_EQ(gemm_launch(c, 4096, 4096, 1, 132).shared_bytes, 4u * (128u + 256u) * 64u * 2u + 1024u + 64u);
+
+    // The maps: a [m, k] in boxes of 64 k × 128 rows; b as stored, 128-byte swizzle, batch dimension
+    // of 1 where every product shares the matrix.
+    GemmConfig batched = c;
+    batched.batched = true;
+    auto const maps = gemm_tensor_maps(batched, {.a = 0x1000, .b = 0x2000, .m = 300, .n = 520, .k = 72, .batch = 5,
+                                                 .a_batch_bytes = 300 * 72 * 2, .b_batch_bytes = 0});
+    EXPECT_EQ(maps[0].rank, 3u);
+    EXPECT_EQ(maps[0].dims[0], 72u);
+    EXPECT_EQ(maps[0].dims[1], 300u);
+    EXPECT_EQ(maps[0].dims[2], 5u);
+    EXPECT_EQ(maps[0].strides[1], 144u);
+    EXPECT_EQ(maps[0].box[0], 64u);
+    EXPECT_EQ(maps[0].box[1], 128u);
+    EXPECT_EQ(maps[1].dims[0], 520u);
+    EXPECT_EQ(maps[1].dims[2], 1u);
+    EXPECT_EQ(maps[1].box[1], 64u);
+    EXPECT_EQ(maps[1].swizzle, TensorMapSwizzle::swizzle_128b);
+    EXPECT_THROW((void)gemm_tensor_maps({}, {}), BuildError) << "the SIMT kernel takes no maps";
+
+    auto const rejects = [](GemmConfig const& bad) { EXPECT_THROW((void)gemm_resolved(bad), BuildError); };
+    rejects({.a = Type::f32, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma});
+    rejects({.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .aligned = false});
+    rejects({.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .tile = {96, 256, 64}});
+    rejects({.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .tile = {128, 256, 32}});
+    rejects({.m = 128, .a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma});
+    rejects({.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .warps = 8});
 }
 
 // linear's bias in the epilogue: one more parameter, loaded once per column a thread stores.
@@ -314,7 +391,7 @@ TEST(PtxGemm, MainVariantsDoNotSpill) {
         for (GemmConfig const& c : chosen_gemm_configs(t)) {
             if (!c.aligned) continue;
             SCOPED_TRACE(describe(c) + " " + std::string(to_string(t)));
-            PtxasUsage const usage = ptxas_usage(gemm(c), t);
+            PtxasUsage const usage = ptxas_usage(gemm(c), emission_target(gemm(c), t));
             ASSERT_GE(usage.registers, 0) << usage.log;
             int const allowed = c.algorithm == GemmAlgorithm::simt && c.tile.k == 16 ? 64 : 0;
             EXPECT_LE(usage.spill_stores, allowed) << usage.log;

@@ -6,6 +6,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "core/logging.hpp"
 #include "cuda/kernel_runner.hpp"
+#include "cuda/tensor_map.hpp"
 #include "cuda/ops/ops.hpp"
 #include "rayo/dtype.hpp"
 #include "rayo/ptx/target.hpp"
@@ -36,6 +37,12 @@ public:
         return tracked_ && backend_.settled(view.buffer);
     }
     [[nodiscard]] std::uint64_t fault_record() override { return backend_.fault_record(); }
+    [[nodiscard]] bool encodes_tensor_maps() const noexcept override {
+        return backend_.context_.driver().cuTensorMapEncodeTiled != nullptr;
+    }
+    [[nodiscard]] ptx::TensorMap encode_tensor_map(ptx::TensorMapSpec const& spec) override {
+        return cuda::encode_tensor_map(backend_.context_, spec);
+    }
     [[nodiscard]] std::uint64_t allocate_temporary(std::size_t bytes) override { return backend_.memory_.allocate(bytes); }
     void free_temporary(std::uint64_t address) noexcept override {
         try {
@@ -56,7 +63,7 @@ public:
         if (it == backend_.kernels_.end()) {
             ptx::Kernel kernel = make();
             if (early) kernel.griddepcontrol_wait_at_entry();
-            std::string const text = kernel.emit(t);
+            std::string const text = kernel.emit(ptx::emission_target(kernel, t));
             CUfunction const f = backend_.modules_.function(std::string(key) + "@" + std::string(ptx::to_string(t)),
                                                             kernel.name(), [&] { return text; });
             it = backend_.kernels_.emplace(std::string(key), f).first;

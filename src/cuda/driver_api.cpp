@@ -133,6 +133,7 @@ std::unique_ptr<Driver> load() {
     resolve(d->cuFuncSetAttribute, "cuFuncSetAttribute", 9000);
     resolve(d->cuLaunchKernel, "cuLaunchKernel", 4000);
     resolve.optional(d->cuLaunchKernelEx, "cuLaunchKernelEx", 11060);
+    resolve.optional(d->cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", 12000);
 
     if (d->cuDriverGetVersion(&d->version) != CUresult::success) d->version = 0;
     // cuInit fails with CUDA_ERROR_NO_DEVICE on a machine with the driver but no GPU.

@@ -129,6 +129,18 @@ struct CUlaunchConfig {
 static_assert(sizeof(CUlaunchConfig) == 56 && offsetof(CUlaunchConfig, stream) == 32 &&
               offsetof(CUlaunchConfig, attributes) == 40 && offsetof(CUlaunchConfig, attribute_count) == 48);
 
+// cuTensorMapEncodeTiled's enums (CUtensorMapDataType, CUtensorMapInterleave, CUtensorMapSwizzle,
+// CUtensorMapL2promotion, CUtensorMapFloatOOBfill) and the 128-byte CUtensorMap it writes.
+enum class CUtensorMapDataType : int { uint8 = 0, uint16 = 1, uint32 = 2, int32 = 3, uint64 = 4, int64 = 5,
+                                       float16 = 6, float32 = 7, float64 = 8, bfloat16 = 9 };
+enum class CUtensorMapInterleave : int { none = 0 };
+enum class CUtensorMapSwizzle : int { none = 0, swizzle_32b = 1, swizzle_64b = 2, swizzle_128b = 3 };
+enum class CUtensorMapL2promotion : int { none = 0, l2_64b = 1, l2_128b = 2, l2_256b = 3 };
+enum class CUtensorMapFloatOOBfill : int { none = 0 };  // elements outside the tensor read as zero
+struct alignas(64) CUtensorMap {
+    std::uint64_t opaque[16];
+};
+
 // Every driver entry point rayo calls. The table is filled once per process and never unloaded:
 // static tensors are released during exit, after which the library must still be there.
 struct Driver {
@@ -191,6 +203,12 @@ struct Driver {
     // are made with cuLaunchKernel.
     CUresult (*cuLaunchKernelEx)(CUlaunchConfig const* config, CUfunction function, void** params,
                                  void** extra) = nullptr;
+    // Optional (CUDA 12.0+): without it the kernels that copy tiles with the TMA are not chosen.
+    CUresult (*cuTensorMapEncodeTiled)(CUtensorMap* map, CUtensorMapDataType type, unsigned rank, void* address,
+                                       std::uint64_t const* dims, std::uint64_t const* strides,
+                                       std::uint32_t const* box, std::uint32_t const* element_strides,
+                                       CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                                       CUtensorMapL2promotion l2_promotion, CUtensorMapFloatOOBfill fill) = nullptr;
 
     // The process's driver: libcuda.so.1 opened, every entry point above resolved and cuInit(0)
     // done, on the first call. Throws rayo::DeviceError saying what is missing (the library, an

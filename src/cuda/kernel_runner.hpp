@@ -20,6 +20,7 @@
 #include "rayo/error.hpp"
 #include "rayo/ptx/kernel.hpp"
 #include "rayo/ptx/target.hpp"
+#include "rayo/ptx/tensor_map.hpp"
 
 namespace rayo::cuda {
 
@@ -100,6 +101,14 @@ public:
     // synchronize(). Asking for it tells the device to look.
     [[nodiscard]] virtual std::uint64_t fault_record() {
         throw Unsupported("cuda: this kernel runner keeps no fault record");
+    }
+    // Whether encode_tensor_map works here (the driver has cuTensorMapEncodeTiled): kernels that
+    // copy tiles with the TMA are chosen only then.
+    [[nodiscard]] virtual bool encodes_tensor_maps() const noexcept { return false; }
+    // The tensor map a TMA kernel takes as a parameter (rayo/ptx/tensor_map.hpp), encoded for this
+    // device; throws Unsupported where the driver has no tensor maps (before CUDA 12).
+    [[nodiscard]] virtual ptx::TensorMap encode_tensor_map(ptx::TensorMapSpec const&) {
+        throw Unsupported("cuda: this kernel runner encodes no tensor maps");
     }
     // Stream-ordered device memory for intermediate results; free_temporary may be called right
     // after the launches that use it are queued.

@@ -26,6 +26,11 @@ std::vector<Dims> product_dims() {
             {257, 255, 129}, {31, 97, 1031}, {149, 40, 511}, {3, 4097, 37},  {1000, 1, 512},  {1030, 1100, 20}};
 }
 
+// Products with at least one 128x256 tile per SM (the simulator's 2, an H200's 132), so that a
+// Hopper GPU runs them on its warpgroup-MMA kernel: partial tiles at both edges, a partial last
+// k step, more k steps than the kernel's ring has slots; on aligned views.
+std::vector<Dims> warpgroup_dims() { return {{128, 512, 64}, {136, 520, 328}, {2056, 2312, 72}}; }
+
 template <class T>
 std::vector<T> as(std::vector<float> const& v) {
     return std::vector<T>(v.begin(), v.end());
@@ -65,6 +70,19 @@ void check_matmul(CaseContext& ctx) {
             matmul_into(ctx.input(av, Shape{d.m, d.k}, offset), ctx.input(bv, Shape{d.k, d.n}, 2 * offset), out.tensor());
             expect_product(ctx, out, product_ref(exact(av), exact(bv), d.m, d.n, d.k, false), d.k);
         });
+    }
+    for (Dims d : warpgroup_dims()) {
+        if (!fits(ctx, d)) continue;
+        SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + " aligned");
+        std::vector<T> const av = as<T>(ctx.values(d.m * d.k, {-1, 1}, Specials::none));
+        std::vector<T> const bv = as<T>(ctx.values(d.k * d.n, {-1, 1}, Specials::none));
+        for (bool transpose_b : {false, true})
+            ctx.attempt([&] {
+                Guarded<float> out = ctx.output<float>(Shape{d.m, d.n});
+                Shape const b_shape = transpose_b ? Shape{d.n, d.k} : Shape{d.k, d.n};
+                matmul_into(ctx.input(av, Shape{d.m, d.k}), ctx.input(bv, b_shape), out.tensor(), {.transpose_b = transpose_b});
+                expect_product(ctx, out, product_ref(exact(av), exact(bv), d.m, d.n, d.k, transpose_b), d.k);
+            });
     }
     // The returning form.
     ctx.attempt([&] {
@@ -121,7 +139,11 @@ void check_batched_matmul(CaseContext& ctx) {
         {Shape{2, 1, 6, 8}, Shape{1, 3, 8, 5}, false},  {Shape{2, 3, 7, 16}, Shape{2, 3, 10, 16}, true},
         {Shape{0, 3, 4}, Shape{4, 5}, false},           {Shape{2, 3, 0}, Shape{2, 0, 4}, false},
         {Shape{3, 32, 64}, Shape{3, 64, 32}, false},    {Shape{5, 1, 64}, Shape{5, 40, 64}, true},
-        {Shape{6, 130, 64}, Shape{1, 64, 136}, false},  {Shape{2, 2, 160, 128}, Shape{2, 2, 144, 128}, true}};
+        {Shape{6, 130, 64}, Shape{1, 64, 136}, false},  {Shape{2, 2, 160, 128}, Shape{2, 2, 144, 128}, true},
+        // Enough 128x256 tiles for an H200's warpgroup-MMA kernel: a b shared by the batch
+        // (transposed), then both operands per product.
+        {Shape{6, 1040, 40}, Shape{1544, 40}, true},    {Shape{3, 33, 40}, Shape{3, 40, 24}, false},
+        {Shape{6, 520, 72}, Shape{6, 72, 1032}, false}};
     for (std::size_t i = 0; i < problems.size(); ++i) {
         Problem const& p = problems[i];
         if (p.a.numel() * static_cast<std::size_t>(p.transpose_b ? p.b[p.b.rank() - 2] : p.b[p.b.rank() - 1]) >

@@ -1,5 +1,6 @@
 // The matmul family on CUDA: f32 x f32 runs on the CUDA cores (f32 FMA, exact products); a 16-bit b
-// on the tensor cores with f32 accumulation, an f32 a rounded to b's type on the way
+// on the tensor cores with f32 accumulation (on Hopper, large f16/bf16 products on the warpgroup
+// MMAs, their tiles copied by the TMA through tensor maps encoded here per launch), an f32 a rounded to b's type on the way
 // (rayo::ptx::kernels::gemm says how accurate that is); the GEMM variant comes from
 // rayo::ptx::kernels::choose_gemm_config. K-quant weights go to linear_kquant (quantization.cpp),
 // linear's bias then added by the element-wise add.
@@ -90,13 +91,15 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
     bool const aligned = (a_address | b_address | out_address | a_batch | b_batch | out_batch) % 16 == 0 &&
                          shape.k * element_bytes(a.dtype) % 16 == 0 && b_row * element_bytes(b.dtype) % 16 == 0 &&
                          shape.n * 4 % 16 == 0;
-    ptx::kernels::GemmConfig config =
-        ptx::kernels::choose_gemm_config(shape.m, shape.n, shape.k, a_type, b_type, shape.b_transposed, aligned,
-                                         runner.multiprocessor_count(), runner.target(), shape.batch);
+    ptx::kernels::GemmConfig config = ptx::kernels::choose_gemm_config(
+        shape.m, shape.n, shape.k, a_type, b_type, shape.b_transposed, aligned, runner.multiprocessor_count(),
+        runner.target(), shape.batch, runner.encodes_tensor_maps());
     config.bias = has_bias(v);
     auto m = static_cast<std::uint32_t>(shape.m), n = static_cast<std::uint32_t>(shape.n), k = static_cast<std::uint32_t>(shape.k);
-    ptx::kernels::GemmLaunch const launch = ptx::kernels::gemm_launch(config, m, n);
-    LaunchDims const dims{.grid = {launch.grid, static_cast<unsigned>(shape.batch), 1},
+    auto batch = static_cast<std::uint32_t>(shape.batch);
+    ptx::kernels::GemmLaunch const launch = ptx::kernels::gemm_launch(
+        config, m, n, batch, static_cast<std::uint32_t>(runner.multiprocessor_count()));
+    LaunchDims const dims{.grid = {launch.grid, launch.grid_y, 1},
                           .block = {launch.threads, 1, 1},
                           .shared_bytes = launch.shared_bytes};
     // The kernel's name spells every generator parameter; the target completes the key.
@@ -104,11 +107,32 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
     // The parameters the variant declares, in order (rayo/ptx/kernels/gemm.hpp), on the stack: no
     // allocation per launch.
     std::uint64_t bias_address = config.bias ? runner.address(v.in[2]) : 0;
-    std::array<void*, 10> arguments{&a_address, &b_address, &out_address, &m, &n, &k};
-    std::size_t count = 6;
-    if (config.batched)
-        for (void* batch_step : {static_cast<void*>(&a_batch), static_cast<void*>(&b_batch), static_cast<void*>(&out_batch)})
-            arguments[count++] = batch_step;
+    std::array<void*, 12> arguments{};
+    std::size_t count = 0;
+    std::array<ptx::TensorMap, 2> maps;
+    std::uint32_t a_step = a_batch != 0 ? 1 : 0, b_step = b_batch != 0 ? 1 : 0;
+    if (config.algorithm == ptx::kernels::GemmAlgorithm::wgmma) {
+        auto const specs = ptx::kernels::gemm_tensor_maps(
+            config, {.a = a_address, .b = b_address, .m = shape.m, .n = shape.n, .k = shape.k, .batch = shape.batch,
+                     .a_batch_bytes = a_batch, .b_batch_bytes = b_batch});
+        for (std::size_t i = 0; i < maps.size(); ++i) {
+            maps[i] = runner.encode_tensor_map(specs[i]);
+            arguments[count++] = &maps[i];
+        }
+        for (void* p : {static_cast<void*>(&out_address), static_cast<void*>(&m), static_cast<void*>(&n), static_cast<void*>(&k)})
+            arguments[count++] = p;
+        if (config.batched)
+            for (void* p : {static_cast<void*>(&batch), static_cast<void*>(&a_step), static_cast<void*>(&b_step),
+                            static_cast<void*>(&out_batch)})
+                arguments[count++] = p;
+    } else {
+        for (void* p : {static_cast<void*>(&a_address), static_cast<void*>(&b_address), static_cast<void*>(&out_address),
+                        static_cast<void*>(&m), static_cast<void*>(&n), static_cast<void*>(&k)})
+            arguments[count++] = p;
+        if (config.batched)
+            for (void* batch_step : {static_cast<void*>(&a_batch), static_cast<void*>(&b_batch), static_cast<void*>(&out_batch)})
+                arguments[count++] = batch_step;
+    }
     if (config.bias) arguments[count++] = &bias_address;
     runner.launch(key, [config] { return ptx::kernels::gemm(config); }, dims, std::span(arguments.data(), count));
 }

@@ -27,6 +27,7 @@ std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / 
 
 // Shared-memory bytes per block of a resolved configuration.
 std::uint32_t shared_bytes(GemmConfig const& c) {
+    if (c.algorithm == GemmAlgorithm::wgmma) return detail::wgmma_shared_bytes(c);
     if (c.algorithm == GemmAlgorithm::simt) {
         std::uint32_t const a_stride = c.tile.m + 4, b_stride = c.b_transposed ? c.tile.n + 4 : c.tile.n;
         return c.stages * c.tile.k * (a_stride + b_stride) * 4;
@@ -67,7 +68,27 @@ GemmConfig gemm_resolved(GemmConfig const& config) {
         c.algorithm = is_half_type(c.b) ? GemmAlgorithm::tensor_core : GemmAlgorithm::simt;
     if (c.group_m == 0) c.group_m = 8;
 
-    if (c.algorithm == GemmAlgorithm::simt) {
+    if (c.algorithm == GemmAlgorithm::wgmma) {
+        if (!is_half_type(c.b) || c.a != c.b)
+            reject("the wgmma algorithm multiplies f16 by f16 or bf16 by bf16, got a ." + std::string(name_of(c.a)) +
+                   " and b ." + std::string(name_of(c.b)));
+        if (!c.aligned) reject("the wgmma algorithm copies tiles with the TMA: its operands must be aligned");
+        if (c.m != 0 || c.n != 0 || c.k != 0) reject("the wgmma algorithm takes its sizes as parameters (none baked)");
+        if (c.tile.m == 0) c.tile.m = 128;
+        if (c.tile.n == 0) c.tile.n = 256;
+        if (c.tile.k == 0) c.tile.k = 64;
+        if ((c.tile.m != 64 && c.tile.m != 128 && c.tile.m != 192) || c.tile.n % 64 != 0 || c.tile.n > 256 ||
+            c.tile.n == 0 || c.tile.k != 64)
+            reject("wgmma tiles are 64, 128 or 192 rows by a multiple of 64 columns up to 256, k steps of 64; got " +
+                   tile_text(c.tile));
+        unsigned const warps = 4 * (1 + c.tile.m / 64);
+        if (c.warps != 0 && c.warps != warps)
+            reject("a wgmma tile of " + tile_text(c.tile) + " takes " + std::to_string(warps) +
+                   " warps (a producer warpgroup and one per 64 rows), not " + std::to_string(c.warps));
+        c.warps = warps;
+        if (c.stages == 0) c.stages = 4;
+        if (c.stages < 2 || c.stages > 8) reject("wgmma rings have 2 to 8 slots, got " + std::to_string(c.stages));
+    } else if (c.algorithm == GemmAlgorithm::simt) {
         if (c.b != Type::f32)
             reject("the simt algorithm multiplies f32 by f32; a ." + std::string(name_of(c.b)) +
                    " b runs on the tensor cores (GemmAlgorithm::tensor_core)");
@@ -138,7 +159,9 @@ GemmConfig gemm_resolved(GemmConfig const& config) {
 
 std::string gemm_name(GemmConfig const& config) {
     GemmConfig const c = gemm_resolved(config);
-    std::string name = c.algorithm == GemmAlgorithm::simt ? "gemm_simt_" : "gemm_tc_";
+    std::string name = c.algorithm == GemmAlgorithm::simt          ? "gemm_simt_"
+                       : c.algorithm == GemmAlgorithm::tensor_core ? "gemm_tc_"
+                                                                    : "gemm_wgmma_";
     name += std::string(name_of(c.a)) + "_" + std::string(name_of(c.b)) + (c.b_transposed ? "_nt_" : "_nn_");
     name += tile_text(c.tile) + "_w" + std::to_string(c.warps) + "_s" + std::to_string(c.stages);
     name += c.aligned ? "_v" : "_e";
@@ -151,14 +174,23 @@ std::string gemm_name(GemmConfig const& config) {
     return name;
 }
 
-GemmLaunch gemm_launch(GemmConfig const& config, std::uint32_t m, std::uint32_t n) {
+GemmLaunch gemm_launch(GemmConfig const& config, std::uint32_t m, std::uint32_t n, std::uint32_t batch,
+                       std::uint32_t resident_blocks) {
     GemmConfig const c = gemm_resolved(config);
     std::uint64_t const rows = c.m != 0 ? c.m : m, cols = c.n != 0 ? c.n : n;
-    std::uint64_t const blocks = ceil_div(rows, c.tile.m) * ceil_div(cols, c.tile.n);
+    std::uint64_t blocks = ceil_div(rows, c.tile.m) * ceil_div(cols, c.tile.n);
+    if (c.algorithm == GemmAlgorithm::wgmma) {
+        blocks *= batch;  // persistent blocks walk every product's tiles
+        if (blocks > 0xffffffffu)
+            reject(std::to_string(batch) + " products of " + std::to_string(rows) + "x" + std::to_string(cols) +
+                   " have 2^32 tiles of " + tile_text(c.tile) + " or more");
+        if (resident_blocks != 0) blocks = std::min<std::uint64_t>(blocks, resident_blocks);
+        return {static_cast<std::uint32_t>(blocks), c.warps * 32, shared_bytes(c), 1};
+    }
     if (blocks > 0x7fffffffu)
         reject(std::to_string(rows) + "x" + std::to_string(cols) + " output needs " + std::to_string(blocks) +
                " blocks of " + tile_text(c.tile) + ", more than a grid holds");
-    return {static_cast<std::uint32_t>(blocks), c.warps * 32, shared_bytes(c)};
+    return {static_cast<std::uint32_t>(blocks), c.warps * 32, shared_bytes(c), c.batched ? batch : 1};
 }
 
 namespace {
@@ -199,10 +231,22 @@ GemmConfig tile_config(TileClass size, Type a, Type b, bool b_transposed, bool a
     return gemm_resolved(c);
 }
 
+// The wgmma kernel's configuration (128 × 256 × 64, 4 slots: docs/backends/cuda.md, "Tuning decisions").
+GemmConfig wgmma_config(Type t, bool b_transposed) {
+    return gemm_resolved({.a = t, .b = t, .b_transposed = b_transposed, .algorithm = GemmAlgorithm::wgmma});
+}
+
 }  // namespace
 
 GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t, Type a, Type b, bool b_transposed,
-                              bool aligned, int multiprocessors, Target target, std::uint64_t batch) {
+                              bool aligned, int multiprocessors, Target target, std::uint64_t batch, bool tensor_maps) {
+    // Hopper's warpgroup MMAs once there is a 128x256 tile for every SM.
+    if (compute_capability(target) >= 90 && tensor_maps && aligned && a == b && is_half_type(b) &&
+        batch * ceil_div(m, 128) * ceil_div(n, 256) >= static_cast<std::uint64_t>(std::max(multiprocessors, 1))) {
+        GemmConfig config = wgmma_config(b, b_transposed);
+        config.batched = batch > 1;
+        return config;
+    }
     TileClass size = TileClass::large;
     if (m <= 32) size = TileClass::few_rows;
     else if (batch * ceil_div(m, 128) * ceil_div(n, 128) < static_cast<std::uint64_t>(std::max(multiprocessors, 1)))
@@ -221,12 +265,24 @@ std::vector<GemmConfig> chosen_gemm_configs(Target target) {
             for (bool aligned : {true, false})
                 for (TileClass size : {TileClass::large, TileClass::small, TileClass::few_rows})
                     configs.push_back(tile_config(size, a, b, b_transposed, aligned, target));
+    if (compute_capability(target) >= 90)
+        for (Type t : {Type::f16, Type::bf16})
+            for (bool b_transposed : {false, true})
+                for (bool batched : {false, true}) {
+                    GemmConfig config = wgmma_config(t, b_transposed);
+                    config.batched = batched;
+                    configs.push_back(config);
+                }
     return configs;
 }
 
 Kernel gemm(GemmConfig const& config) {
     GemmConfig const c = gemm_resolved(config);
-    return c.algorithm == GemmAlgorithm::simt ? detail::gemm_simt(c) : detail::gemm_tensor_core(c);
+    switch (c.algorithm) {
+        case GemmAlgorithm::simt: return detail::gemm_simt(c);
+        case GemmAlgorithm::wgmma: return detail::gemm_wgmma(c);
+        default: return detail::gemm_tensor_core(c);
+    }
 }
 
 namespace detail {

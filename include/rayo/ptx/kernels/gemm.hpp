@@ -6,7 +6,7 @@
 //   std::string const ptx = kernels::gemm(config).emit(Target::sm_90);
 //   kernels::GemmLaunch const launch = kernels::gemm_launch(config, m, n);  // grid, threads, shared bytes
 //
-// Two algorithms, both needing sm_80 (cp.async):
+// Three algorithms; simt and tensor_core need sm_80 (cp.async), wgmma sm_90a:
 //   * simt: f32 × f32 on the CUDA cores (FFMA). A block tile of tile.m × tile.n is computed by
 //     (tile.m / 32) · (tile.n / 64) warps, 8 × 8 outputs per thread (two 4-row and two 4-column
 //     strips, so shared-memory reads are 16-byte loads that are broadcasts or conflict-free); each k
@@ -21,8 +21,16 @@
 //     at most 2^-11 (f16) or 2^-8 (bf16) of |a·b| each; an f16 conversion of |a| > 65504 gives inf.
 //     Operands that are not 16-byte aligned (GemmConfig::aligned = false) are loaded element by
 //     element through registers instead of cp.async.
+//   * wgmma: f16 × f16 or bf16 × bf16 on Hopper's warpgroup MMAs (wgmma.mma_async m64nNk16, f32
+//     accumulation), a persistent, warp-specialised kernel: warpgroup 0 is the producer, one of its
+//     threads copying tiles of a and b with the tensor memory accelerator (TMA, 128-byte swizzle)
+//     into a ring of `stages` shared-memory slots guarded by mbarriers; warpgroups 1 .. tile.m / 64
+//     are consumers, each multiplying 64 rows of the block tile by its tile.n columns, and
+//     releasing a slot once its MMAs have read it. Each block walks the output tiles ctaid.x,
+//     ctaid.x + nctaid.x, ... (grouped as group_m says), so the producer loads the next tile while
+//     the consumers store the last. Operands must be `aligned`; a is b's type.
 //
-// Kernel parameters, in order: a, b, out (.u64 generic addresses of the first elements), then
+// Kernel parameters (simt, tensor_core), in order: a, b, out (.u64 generic addresses of the first elements), then
 // m, n, k (.u32). a is [m, k] row-major; b is [k, n] row-major, or [n, k] row-major when
 // b_transposed (so linear(x, w) = x · wᵀ is b_transposed with b = w); out is [m, n] row-major f32.
 // Any m, n, k below 2^32 (k may be 0: out becomes zeros); edge tiles are zero-filled on load and
@@ -31,8 +39,15 @@
 // b_batch, out_batch, the bytes between the matrices of consecutive products (0: every product
 // reads the same matrix), and computes product %ctaid.y of the batch: launch it with grid.y = batch.
 // One with a bias (GemmConfig::bias) takes its address (.u64, f32 [n]) last.
+//
+// wgmma kernel parameters, in order: a_map, b_map (tensor maps, 128 bytes each, encoded from
+// gemm_tensor_maps), out (.u64), m, n, k (.u32); batched: batch (.u32, the number of products),
+// a_step, b_step (.u32: 1 where a / b has a matrix per product, 0 where every product reads the
+// same one) and out_batch (.u64 bytes); then the bias (.u64) when it has one. Its grid is one
+// dimension of at most `resident_blocks` blocks (gemm_launch), each of 128 · (1 + tile.m / 64) threads.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -40,6 +55,7 @@
 
 #include "rayo/export.hpp"
 #include "rayo/ptx/kernel.hpp"
+#include "rayo/ptx/tensor_map.hpp"
 #include "rayo/ptx/type.hpp"
 
 namespace rayo::ptx::kernels {
@@ -48,10 +64,13 @@ enum class GemmAlgorithm : std::uint8_t {
     automatic,    // tensor_core when b is f16 or bf16, simt when it is f32
     simt,         // a and b f32
     tensor_core,  // b f16 or bf16; a the same type or f32 (converted to b's type)
+    wgmma,        // a and b both f16 or both bf16, aligned; sm_90a
 };
 
 // A block's tile of the output (m × n) and the depth of one k step of the main loop. A zero field
-// takes the algorithm's default: 128 × 128 × 8 (simt), 128 × 128 × 32 (tensor_core).
+// takes the algorithm's default: 128 × 128 × 8 (simt), 128 × 128 × 32 (tensor_core), 128 × 256 × 64
+// (wgmma: m 64, 128 or 192 — one consumer warpgroup per 64 rows —, n a multiple of 64 up to 256,
+// k 64, the width of one 128-byte swizzled row).
 struct RAYO_API GemmTile {
     unsigned m = 0, n = 0, k = 0;
 };
@@ -67,10 +86,11 @@ struct RAYO_API GemmConfig {
     GemmAlgorithm algorithm = GemmAlgorithm::automatic;
     GemmTile tile = {};
     // Warps per block. simt: fixed by the tile, (tile.m / 32) · (tile.n / 64) (0 or that number);
-    // tensor_core: 1, 2, 4 or 8 (0: 4), laid out 1×1, 2×1/1×2, 2×2, 4×2/2×4 over the tile.
+    // tensor_core: 1, 2, 4 or 8 (0: 4), laid out 1×1, 2×1/1×2, 2×2, 4×2/2×4 over the tile; wgmma:
+    // fixed by the tile, 4 · (1 + tile.m / 64).
     unsigned warps = 0;
-    // Shared-memory buffers in flight (the cp.async pipeline depth), 2 to 8. 0: 3 (simt), 4
-    // (tensor_core).
+    // Shared-memory buffers in flight (the cp.async pipeline depth, or the TMA ring's slots), 2 to 8.
+    // 0: 3 (simt), 4 (tensor_core, wgmma).
     unsigned stages = 0;
     // 16-byte global accesses (vector loads, 16-byte cp.async, vector stores). The caller
     // guarantees that a, b and out start on 16-byte boundaries and that every row of a, b and out
@@ -93,6 +113,9 @@ struct RAYO_API GemmLaunch {
     std::uint32_t grid = 0;          // blocks, along x (0 when m or n is 0: nothing to launch)
     std::uint32_t threads = 0;       // per block, along x
     std::uint32_t shared_bytes = 0;  // dynamic shared memory per block
+    // grid.y: the batch for a batched simt/tensor_core kernel; 1 for wgmma, whose blocks walk
+    // every product's tiles.
+    std::uint32_t grid_y = 1;
 };
 
 // The configuration with every default filled in and checked: throws BuildError for a type pair,
@@ -106,19 +129,36 @@ struct RAYO_API GemmLaunch {
 // The kernel's name (see gemm()), without building it.
 [[nodiscard]] RAYO_API std::string gemm_name(GemmConfig const& config);
 
-// How to launch gemm(config) for an m × n output (m and n as passed, or as baked).
-[[nodiscard]] RAYO_API GemmLaunch gemm_launch(GemmConfig const& config, std::uint32_t m, std::uint32_t n);
+// How to launch gemm(config) for a batch of m × n outputs (m and n as passed, or as baked). A
+// wgmma kernel is persistent: one block per output tile up to `resident_blocks` (0: no limit;
+// rayo passes the multiprocessor count, one block fitting on each).
+[[nodiscard]] RAYO_API GemmLaunch gemm_launch(GemmConfig const& config, std::uint32_t m, std::uint32_t n,
+                                              std::uint32_t batch = 1, std::uint32_t resident_blocks = 0);
+
+// The tensor maps a wgmma kernel takes (a_map, b_map) for a[m, k] and op(b) at device addresses
+// `a` and `b`, with batch_bytes the bytes between consecutive products' matrices (0: shared by
+// every product), as TensorMapSpecs for the runtime to encode.
+struct RAYO_API GemmOperands {
+    std::uint64_t a = 0, b = 0;
+    std::uint64_t m = 0, n = 0, k = 0;
+    std::uint64_t batch = 1;
+    std::uint64_t a_batch_bytes = 0, b_batch_bytes = 0;
+};
+[[nodiscard]] RAYO_API std::array<TensorMapSpec, 2> gemm_tensor_maps(GemmConfig const& config, GemmOperands const& operands);
 
 // The variant rayo's CUDA matmul runs for out[m, n] = a[m, k] · op(b), with `aligned` as
 // GemmConfig::aligned requires (the caller checks addresses and row lengths), on a GPU with
 // `multiprocessors` SMs of `target`: f32 × f32 on the CUDA cores; anything with a 16-bit b on the
-// tensor cores. Large outputs take 128x128 tiles (f32 on sm_90: k steps of 16 in two stages, else
-// 8 in three); outputs with fewer such tiles than SMs take 64x64; a few rows (m ≤ 32) take 32x64.
+// tensor cores. On sm_90, where the runtime can encode tensor maps (`tensor_maps`), aligned
+// f16 × f16 and bf16 × bf16 products with at least as many 128x256 tiles as SMs run the wgmma
+// kernel (128 × 256 × 64, 4 slots). Otherwise large outputs
+// take 128x128 tiles (f32 on sm_90: k steps of 16 in two stages, else 8 in three); outputs with
+// fewer such tiles than SMs take 64x64; a few rows (m ≤ 32) take 32x64.
 // The sizes stay kernel parameters (none is baked). For a batch of `batch` such products (a
 // batched kernel), the tiles of all of them count towards filling the SMs.
 [[nodiscard]] RAYO_API GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t k, Type a, Type b,
                                             bool b_transposed, bool aligned, int multiprocessors, Target target,
-                                            std::uint64_t batch = 1);
+                                            std::uint64_t batch = 1, bool tensor_maps = true);
 
 // Every configuration choose_gemm_config returns for `target`, for any problem.
 [[nodiscard]] RAYO_API std::vector<GemmConfig> chosen_gemm_configs(Target target);
@@ -154,6 +194,8 @@ struct RAYO_API GemmPipeline {
 RAYO_API void gemm_pipeline(Kernel& kernel, GemmFrame const& frame, unsigned tile_k, unsigned stages, GemmPipeline const& steps);
 Kernel gemm_simt(GemmConfig const& resolved);         // gemm.cpp
 Kernel gemm_tensor_core(GemmConfig const& resolved);  // gemm_tensor_core.cpp
+Kernel gemm_wgmma(GemmConfig const& resolved);        // gemm_wgmma.cpp
+std::uint32_t wgmma_shared_bytes(GemmConfig const& resolved);  // gemm_wgmma.cpp
 
 }  // namespace detail
 
