@@ -658,7 +658,8 @@ void Kernel::tma_load(Reg shared_address, Reg map, std::span<Reg const> coordina
                              (multicast_mask ? ".multicast::cluster" : ""),
                    .operands = {AddressUse{Address(shared_address)}, tensor_address(map, coordinates),
                                 AddressUse{Address(mbarrier)}},
-                   .requires_target = {.compute_capability = 90}};
+                   // ptxas takes the multicast form for sm_90a (and warns for sm_90).
+                   .requires_target = {.compute_capability = 90, .architecture_specific = multicast_mask.has_value()}};
     if (multicast_mask) in.operands.push_back(read(*multicast_mask, Type::u16));
     push(std::move(in));
 }
@@ -731,11 +732,13 @@ void Kernel::cluster_dims(unsigned x, unsigned y, unsigned z) {
                          std::to_string(z) + " blocks (each dimension at least 1, at most 16 blocks)");
     cluster_ = {x, y, z};
 }
-void Kernel::barrier_cluster_arrive() {
-    push({.opcode = "barrier.cluster.arrive.release.aligned", .requires_target = {.compute_capability = 90}});
+void Kernel::barrier_cluster_arrive(bool aligned) {
+    push({.opcode = std::string("barrier.cluster.arrive.release") + (aligned ? ".aligned" : ""),
+          .requires_target = {.compute_capability = 90}});
 }
-void Kernel::barrier_cluster_wait() {
-    push({.opcode = "barrier.cluster.wait.acquire.aligned", .requires_target = {.compute_capability = 90}});
+void Kernel::barrier_cluster_wait(bool aligned) {
+    push({.opcode = std::string("barrier.cluster.wait.acquire") + (aligned ? ".aligned" : ""),
+          .requires_target = {.compute_capability = 90}});
 }
 Reg Kernel::mapa_shared(Reg shared_address, Operand cta_rank) {
     Reg r = reg(Type::u32);

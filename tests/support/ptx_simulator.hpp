@@ -10,18 +10,41 @@
 // issuing thread's cp.async.wait_group lets their group complete (so a read before the wait, or
 // before the barrier after another thread's wait, sees the old bytes), and bar.warp.sync is
 // modelled as a barrier of the whole block (stronger than the hardware's, never weaker).
+//
+// Hopper (sm_90 / sm_90a), as strict as the PTX ISA allows:
+// * Tensor maps: a 128-byte kernel parameter (Kernel::tensor_map_param) receives the bytes of a
+//   ptx::TensorMap, which here hold the TensorMapSpec itself (encode_tensor_map); `mov.u64 r, name`
+//   gives the host address of the launch's copy, cvta.param is the identity.
+// * TMA loads (cp.async.bulk.tensor ... .mbarrier::complete_tx::bytes), like the non-tensor bulk
+//   copies, poison their shared destination when issued and land (reading global memory then) at
+//   the first mbarrier.try_wait that finds every arrival of the phase in; the box's bytes, those
+//   filled with zeros outside the tensor included, count against the barrier's transaction count.
+// * TMA stores (.bulk_group) read shared memory and write global memory when the issuing thread's
+//   cp.async.bulk.wait_group[.read] retires their bulk group (or when the thread exits), so a
+//   kernel that reuses the source before that wait stores the new bytes.
+// * wgmma.mma_async, wgmma.commit_group and wgmma.wait_group run once all 128 threads of the
+//   warpgroup (linear thread index / 128) are at the same one. An MMA is recorded at issue (its
+//   descriptors and scale-d then) and computed when a wgmma.wait_group retires its group: it reads
+//   shared memory then, and its accumulator registers hold a NaN (0x7fc00bad) from issue until
+//   every MMA in flight on them is retired. Each result element is (scale-d ? d : 0) plus the 16
+//   exact products summed in double, rounded to f32 once.
+// * Thread-block clusters (more than one block), multicast, barrier.cluster, mapa and remote
+//   mbarrier arrivals are not simulated (SimulationError "... not simulated").
 // Only the subset of PTX the generators use is known; anything else fails with the instruction.
 #pragma once
 
 #include <rayo/ptx/ptx.hpp>
+#include <rayo/ptx/tensor_map.hpp>
 
 #include "cuda/kernel_runner.hpp"
 #include "dispatch/device_fault.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -29,11 +52,13 @@
 #include <string_view>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace rayo::test::ptxsim {
@@ -51,12 +76,72 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// ---- tensor maps: the simulated device's "encoding" of a TensorMapSpec is the spec's own bytes.
+static_assert(std::is_trivially_copyable_v<ptx::TensorMapSpec>);
+static_assert(sizeof(ptx::TensorMapSpec) <= sizeof(ptx::TensorMap::bytes), "a TensorMapSpec must fit in a CUtensorMap");
+
+// What cuTensorMapEncodeTiled (no interleave, element strides of 1) refuses in a spec: "" when
+// nothing. CUDA driver API, cuTensorMapEncodeTiled: rank 1 to 5; a 16-byte aligned address;
+// dimensions 1 to 2^32; strides multiples of 16 below 2^40; box dimensions 1 to 256, the inner one
+// a multiple of 16 bytes and, with a swizzle, at most the swizzle's span (32, 64 or 128 bytes).
+inline std::string tensor_map_problem(ptx::TensorMapSpec const& s) {
+    int const element = ptx::bytes_of(s.element);
+    if (element != 1 && element != 2 && element != 4 && element != 8)
+        return "element type ." + std::string(ptx::name_of(s.element)) + " is not of 1, 2, 4 or 8 bytes";
+    if (s.rank < 1 || s.rank > 5) return "rank " + std::to_string(s.rank) + " (1 to 5)";
+    if (s.address % 16 != 0) return "address " + std::to_string(s.address) + " not 16-byte aligned";
+    if (static_cast<unsigned>(s.swizzle) > static_cast<unsigned>(ptx::TensorMapSwizzle::swizzle_128b))
+        return "unknown swizzle " + std::to_string(static_cast<unsigned>(s.swizzle));
+    for (unsigned i = 0; i < s.rank; ++i) {
+        if (s.dims[i] == 0 || s.dims[i] > (std::uint64_t{1} << 32))
+            return "dimension " + std::to_string(i) + " of " + std::to_string(s.dims[i]) + " elements (1 to 2^32)";
+        if (s.box[i] == 0 || s.box[i] > 256)
+            return "box dimension " + std::to_string(i) + " of " + std::to_string(s.box[i]) + " elements (1 to 256)";
+        if (i > 0 && (s.strides[i] % 16 != 0 || s.strides[i] >= (std::uint64_t{1} << 40)))
+            return "stride " + std::to_string(i) + " of " + std::to_string(s.strides[i]) +
+                   " bytes (a multiple of 16 below 2^40)";
+    }
+    std::uint64_t const inner = std::uint64_t{s.box[0]} * static_cast<std::uint64_t>(element);
+    if (inner % 16 != 0) return "the box's inner dimension is " + std::to_string(inner) + " bytes (a multiple of 16)";
+    std::uint64_t const span = s.swizzle == ptx::TensorMapSwizzle::swizzle_32b    ? 32
+                               : s.swizzle == ptx::TensorMapSwizzle::swizzle_64b  ? 64
+                               : s.swizzle == ptx::TensorMapSwizzle::swizzle_128b ? 128
+                                                                                   : 0;
+    if (span != 0 && inner > span)
+        return "the box's inner dimension is " + std::to_string(inner) + " bytes, more than the swizzle's " +
+               std::to_string(span);
+    return {};
+}
+
+// The simulated cuTensorMapEncodeTiled: the spec's bytes, or SimulationError where the driver
+// would refuse the spec.
+inline ptx::TensorMap encode_tensor_map(ptx::TensorMapSpec const& spec) {
+    if (std::string const problem = tensor_map_problem(spec); !problem.empty())
+        throw SimulationError("cuTensorMapEncodeTiled (simulated): " + problem);
+    ptx::TensorMap map;
+    std::memcpy(map.bytes.data(), &spec, sizeof spec);
+    return map;
+}
+
+inline ptx::TensorMapSpec decode_tensor_map(ptx::TensorMap const& map) {
+    ptx::TensorMapSpec spec;
+    std::memcpy(&spec, map.bytes.data(), sizeof spec);
+    return spec;
+}
+
 class Simulator {
 public:
     explicit Simulator(ptx::Kernel const& kernel) : kernel_(kernel) {
+        for (auto const& p : kernel.parameters()) {
+            if (p.bytes != static_cast<std::size_t>(ptx::bytes_of(p.type)) && p.bytes != sizeof(ptx::TensorMap))
+                throw SimulationError(kernel.name() + ": parameter " + p.name + " of " + std::to_string(p.bytes) +
+                                      " bytes not simulated");
+            parameters_.push_back(p);
+            param_types_.push_back(p.type);
+        }
         decode();
         // Shared arrays: sizes from the emitted declarations (the builder keeps them private).
-        std::string const text = kernel.emit(ptx::Target::sm_90);
+        std::string const text = kernel.emit(ptx::emission_target(kernel, ptx::Target::sm_90));
         std::regex const shared(R"(\.shared \.align (\d+) \.b8 (\w+)\[(\d+)\];)");
         for (std::sregex_iterator it(text.begin(), text.end(), shared), end; it != end; ++it) {
             std::size_t const align = std::stoul((*it)[1].str()), bytes = std::stoul((*it)[3].str());
@@ -72,6 +157,9 @@ public:
             shared_bytes_ = (shared_bytes_ + align - 1) / align * align;
             symbols_[m[2].str()] = shared_bytes_;
         }
+        std::regex const cluster(R"(\.reqnctapercluster (\d+), (\d+), (\d+))");
+        if (std::regex_search(text, m, cluster))
+            cluster_ = {std::stoul(m[1].str()), std::stoul(m[2].str()), std::stoul(m[3].str())};
     }
 
     // Host memory the kernel may read and write.
@@ -82,12 +170,30 @@ public:
     void forget_buffers() { ranges_.clear(); }
 
     // Runs the kernel over the grid; `params` are the raw bits of the kernel's parameters in
-    // declaration order (param() makes them).
+    // declaration order (param() makes them); a tensor map parameter's value is the address of
+    // the 128 bytes to pass (a ptx::TensorMap), which the launch copies.
     void run(Dim3 grid, Dim3 block, std::vector<std::uint64_t> const& params, std::size_t dynamic_shared_bytes = 0) {
-        if (params.size() != param_names_.size())
-            throw SimulationError(kernel_.name() + ": " + std::to_string(param_names_.size()) + " parameters, " +
+        if (params.size() != parameters_.size())
+            throw SimulationError(kernel_.name() + ": " + std::to_string(parameters_.size()) + " parameters, " +
                                   std::to_string(params.size()) + " given");
-        for (std::size_t i = 0; i < params.size(); ++i) params_[param_names_[i]] = params[i];
+        if (cluster_[0] * cluster_[1] * cluster_[2] > 1)
+            throw SimulationError(kernel_.name() + ": thread-block clusters of " + std::to_string(cluster_[0]) + "x" +
+                                  std::to_string(cluster_[1]) + "x" + std::to_string(cluster_[2]) +
+                                  " blocks (.reqnctapercluster) not simulated");
+        params_.clear();
+        tensor_maps_.clear();
+        for (std::size_t i = 0; i < params.size(); ++i) {
+            ptx::Kernel::Parameter const& p = parameters_[i];
+            if (p.bytes == sizeof(ptx::TensorMap)) {
+                if (params[i] == 0) throw SimulationError(kernel_.name() + ": no tensor map given for " + p.name);
+                auto map = std::make_unique<ptx::TensorMap>();
+                std::memcpy(map->bytes.data(), reinterpret_cast<void const*>(params[i]), map->bytes.size());
+                params_[p.name] = reinterpret_cast<std::uintptr_t>(map.get());
+                tensor_maps_[p.name] = std::move(map);
+            } else {
+                params_[p.name] = params[i];
+            }
+        }
         grid_ = grid;
         block_ = block;
         dynamic_shared_bytes_ = dynamic_shared_bytes;
@@ -97,15 +203,16 @@ public:
     }
 
     // run() with the parameters as a driver launch takes them: pointers to values of exactly the
-    // types the kernel declares.
+    // types the kernel declares (a ptx::TensorMap for a tensor map parameter).
     void run(Dim3 grid, Dim3 block, std::span<void* const> arguments, std::size_t dynamic_shared_bytes = 0) {
-        if (arguments.size() != param_types_.size())
-            throw SimulationError(kernel_.name() + ": " + std::to_string(param_types_.size()) + " parameters, " +
+        if (arguments.size() != parameters_.size())
+            throw SimulationError(kernel_.name() + ": " + std::to_string(parameters_.size()) + " parameters, " +
                                   std::to_string(arguments.size()) + " given");
         std::vector<std::uint64_t> values;
         for (std::size_t i = 0; i < arguments.size(); ++i) {
             std::uint64_t v = 0;
-            std::memcpy(&v, arguments[i], static_cast<std::size_t>(ptx::bytes_of(param_types_[i])));
+            if (parameters_[i].bytes == sizeof(ptx::TensorMap)) v = reinterpret_cast<std::uintptr_t>(arguments[i]);
+            else std::memcpy(&v, arguments[i], parameters_[i].bytes);
             values.push_back(v);
         }
         run(grid, block, values, dynamic_shared_bytes);
@@ -119,7 +226,9 @@ private:
         ld, st, mov, cvta, add, sub, mul, mad, fma, div, rem, min, max, neg, abs, and_, or_, xor_, not_, shl, shr,
         setp, selp, cvt, bra, ret, sqrt, rcp, ex2, bar, shfl, label, comment, dp4a, dp2a, prmt, bfe,
         cp_async, cp_commit, cp_wait, prefetch, bulk_prefetch, griddepcontrol, warp_bar,
-        mbarrier_init, mbarrier_arrive, mbarrier_try_wait, bulk_copy, fence, ldmatrix, mma
+        mbarrier_init, mbarrier_arrive, mbarrier_try_wait, bulk_copy, fence, ldmatrix, mma,
+        prefetch_tensormap, tensor_load, tensor_store, bulk_commit, bulk_wait, setmaxnreg,
+        wgmma_fence, wgmma, wgmma_commit, wgmma_wait, cluster
     };
     struct Decoded {
         Op op = Op::comment;
@@ -134,6 +243,8 @@ private:
         bool dp2a_high = false;                   // dp2a.hi: b's bytes 2 and 3
         bool expect_tx = false;                   // mbarrier.arrive.expect_tx: bytes announced
         bool transpose = false;                   // ldmatrix.trans
+        bool multicast = false;                   // cp.async.bulk.tensor ... .multicast::cluster
+        unsigned n = 0;                           // wgmma's n; the rank of a tensor copy
         std::string shuffle;                 // shfl mode
         int vector = 1;                      // ld/st .v2/.v4
         ptx::Rounding rounding = ptx::Rounding::none;
@@ -144,15 +255,39 @@ private:
         std::uint64_t shared_address, global_address;
         std::size_t bytes, source_bytes;
     };
+    // A box of a tensor map at coordinates (innermost first), and the shared address of its copy.
+    struct TensorBox {
+        std::size_t index;  // the instruction that moves it
+        ptx::TensorMapSpec spec;
+        std::array<std::int64_t, 5> coordinates;
+        std::uint64_t shared_address;
+    };
     struct Thread {
         std::vector<std::uint64_t> regs;
         std::vector<PendingCopy> open_group;            // cp.async since the last commit
         std::deque<std::vector<PendingCopy>> committed;  // committed groups, oldest first
+        std::vector<TensorBox> open_stores;                    // TMA stores since the last bulk commit
+        std::deque<std::vector<TensorBox>> committed_stores;  // committed bulk groups, oldest first
         std::size_t pc = 0;
         unsigned tid[3]{};
         // waiting: at an mbarrier.try_wait whose phase has not completed, retried every round.
-        enum class State { running, barrier, warp_barrier, shuffle, waiting, done } state = State::running;
+        // warpgroup: at a wgmma instruction, until the warpgroup's 128 threads are there.
+        enum class State { running, barrier, warp_barrier, shuffle, waiting, warpgroup, done } state = State::running;
     };
+    // A warpgroup's MMAs in flight: recorded at issue, computed when a wgmma.wait_group retires
+    // their group. `in_flight` holds, per accumulator register of an MMA not yet retired, its 128
+    // threads' values as the MMAs so far leave them (the registers themselves hold NaN meanwhile).
+    struct PendingMma {
+        std::size_t index;
+        std::uint64_t a_descriptor, b_descriptor;
+        bool accumulate;
+    };
+    struct Warpgroup {
+        std::vector<PendingMma> open;
+        std::deque<std::vector<PendingMma>> committed;
+        std::map<std::uint32_t, std::array<std::uint64_t, 128>> in_flight;
+    };
+    static constexpr std::uint32_t in_flight_accumulator = 0x7fc00badu;  // a quiet NaN
     // An mbarrier (by shared address): its arrivals still expected this phase, the bytes announced
     // and not landed, the phases completed, and the bulk copies counted against it. A copy poisons
     // its destination when issued and lands only when a thread waits on the barrier with every
@@ -161,6 +296,7 @@ private:
     struct BulkCopy {
         std::uint64_t shared_address, global_address;
         std::size_t bytes;
+        std::optional<TensorBox> tensor;  // a TMA load: the box, global_address unused
     };
     struct Mbarrier {
         unsigned expected = 0, pending = 0;
@@ -213,6 +349,10 @@ private:
                     for (auto const& e : v->elements) note_reg(e.reg);
                 if (auto const* a = std::get_if<ptx::AddressUse>(&use))
                     if (auto const* r = std::get_if<ptx::Reg>(&a->address.base)) note_reg(*r);
+                if (auto const* t = std::get_if<ptx::TensorAddressUse>(&use)) {
+                    note_reg(t->map.reg);
+                    for (auto const& c : t->coordinates) note_reg(c.reg);
+                }
             }
             if (in.guard) note_reg(in.guard->predicate);
             std::vector<std::string> tokens;
@@ -235,6 +375,39 @@ private:
             }
             if (head == "fence") {  // one block at a time: its threads see every write in order
                 d.op = Op::fence;
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "mbarrier" && std::find(tokens.begin(), tokens.end(), "shared::cluster") != tokens.end()) {
+                d.op = Op::cluster;  // an arrival on a cluster address (maybe another block's barrier)
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "barrier" || head == "mapa") {  // barrier.cluster.*, mapa.shared::cluster
+                if (head == "barrier" && (tokens.size() < 2 || tokens[1] != "cluster")) fail(i, "not simulated");
+                d.op = Op::cluster;
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "setmaxnreg") {  // setmaxnreg.{inc,dec}.sync.aligned.u32 N: the register budget only
+                auto const* n = in.operands.size() == 1 ? std::get_if<ptx::ImmUse>(&in.operands[0]) : nullptr;
+                if (tokens.size() != 5 || (tokens[1] != "inc" && tokens[1] != "dec") || tokens[2] != "sync" ||
+                    tokens[3] != "aligned" || tokens[4] != "u32" || n == nullptr || !n->value.is_integer())
+                    fail(i, "setmaxnreg form not simulated");
+                std::int64_t const registers = n->value.integer();
+                if (registers < 24 || registers > 256 || registers % 8 != 0)
+                    fail(i, "setmaxnreg of " + std::to_string(registers) + " registers (24 to 256, a multiple of 8)");
+                d.op = Op::setmaxnreg;
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "wgmma") {
+                decode_wgmma(i, in, tokens, d);
+                code_.push_back(d);
+                continue;
+            }
+            if (head == "prefetch" && tokens.size() == 2 && tokens[1] == "tensormap") {
+                d.op = Op::prefetch_tensormap;
                 code_.push_back(d);
                 continue;
             }
@@ -266,13 +439,14 @@ private:
                 code_.push_back(d);
                 continue;
             }
-            if (head == "cp" && tokens.size() >= 4 && tokens[1] == "async" && tokens[2] == "bulk" && tokens[3] == "shared::cluster") {
-                d.op = Op::bulk_copy;
-                code_.push_back(d);
-                continue;
-            }
-            if (head == "cp" && tokens.size() >= 4 && tokens[1] == "async" && tokens[2] == "bulk" && tokens[3] == "prefetch") {
-                d.op = Op::bulk_prefetch;
+            if (head == "cp" && tokens.size() >= 3 && tokens[1] == "async" && tokens[2] == "bulk") {
+                if (tokens.size() >= 4 && tokens[3] == "shared::cluster") d.op = Op::bulk_copy;
+                else if (tokens.size() >= 5 && tokens[3] == "prefetch" && tokens[4] == "L2") d.op = Op::bulk_prefetch;
+                else if (tokens.size() == 4 && tokens[3] == "commit_group") d.op = Op::bulk_commit;
+                else if (tokens.size() >= 4 && tokens[3] == "wait_group" && (tokens.size() == 4 || (tokens.size() == 5 && tokens[4] == "read")))
+                    d.op = Op::bulk_wait;
+                else if (tokens.size() >= 4 && tokens[3] == "tensor") decode_tensor_copy(i, in, tokens, d);
+                else fail(i, "bulk copy form not simulated");
                 code_.push_back(d);
                 continue;
             }
@@ -337,12 +511,84 @@ private:
             code_.push_back(d);
         }
         register_count_ = max_reg;
-        for (std::size_t i = 0; i < body.size(); ++i)
-            if (code_[i].op == Op::ld && code_[i].param) {
-                auto const& text = std::get<ptx::TextUse>(body[i].operands[1]).text;
-                param_names_.push_back(text.substr(1, text.size() - 2));
-                param_types_.push_back(code_[i].type);
-            }
+    }
+
+    // cp.async.bulk.tensor.<r>d.shared::cluster.global.tile.mbarrier::complete_tx::bytes[.multicast::cluster]
+    // [smem], [map, {c...}], [mbar][, mask] and cp.async.bulk.tensor.<r>d.global.shared::cta.tile.bulk_group
+    // [map, {c...}], [smem].
+    void decode_tensor_copy(std::size_t i, ptx::Instruction const& in, std::vector<std::string> const& tokens, Decoded& d) {
+        if (tokens.size() < 9 || tokens[4].size() != 2 || tokens[4][1] != 'd' || tokens[4][0] < '1' || tokens[4][0] > '5' ||
+            tokens[7] != "tile")
+            fail(i, "tensor copy form not simulated");
+        d.n = static_cast<unsigned>(tokens[4][0] - '0');
+        ptx::TensorAddressUse const* tensor = nullptr;
+        if (tokens[5] == "shared::cluster" && tokens[6] == "global" && tokens[8] == "mbarrier::complete_tx::bytes" &&
+            (tokens.size() == 9 || (tokens.size() == 10 && tokens[9] == "multicast::cluster"))) {
+            d.op = Op::tensor_load;
+            d.multicast = tokens.size() == 10;
+            if (in.operands.size() != (d.multicast ? 4u : 3u) || !std::holds_alternative<ptx::AddressUse>(in.operands[0]) ||
+                !std::holds_alternative<ptx::AddressUse>(in.operands[2]))
+                fail(i, "tensor load operands not simulated");
+            tensor = std::get_if<ptx::TensorAddressUse>(&in.operands[1]);
+        } else if (tokens.size() == 9 && tokens[5] == "global" && tokens[6] == "shared::cta" && tokens[8] == "bulk_group") {
+            d.op = Op::tensor_store;
+            if (in.operands.size() != 2 || !std::holds_alternative<ptx::AddressUse>(in.operands[1]))
+                fail(i, "tensor store operands not simulated");
+            tensor = std::get_if<ptx::TensorAddressUse>(&in.operands[0]);
+        } else {
+            fail(i, "tensor copy form not simulated");
+        }
+        if (tensor == nullptr || tensor->coordinates.size() != d.n)
+            fail(i, "a " + std::to_string(d.n) + "-d tensor copy without " + std::to_string(d.n) + " coordinates");
+    }
+
+    // wgmma.fence / .commit_group / .wait_group N .sync.aligned, and
+    // wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<f16|bf16>.<same> {d}, adesc, bdesc, p, ±1, ±1, tA, tB.
+    void decode_wgmma(std::size_t i, ptx::Instruction const& in, std::vector<std::string> const& tokens, Decoded& d) {
+        auto const sync_aligned = [&](std::size_t at) {
+            return tokens.size() > at + 1 && tokens[at] == "sync" && tokens[at + 1] == "aligned";
+        };
+        if (tokens.size() == 4 && tokens[1] == "fence" && sync_aligned(2)) {
+            d.op = Op::wgmma_fence;
+            return;
+        }
+        if (tokens.size() == 4 && tokens[1] == "commit_group" && sync_aligned(2)) {
+            d.op = Op::wgmma_commit;
+            return;
+        }
+        if (tokens.size() == 4 && tokens[1] == "wait_group" && sync_aligned(2)) {
+            auto const* n = in.operands.size() == 1 ? std::get_if<ptx::ImmUse>(&in.operands[0]) : nullptr;
+            if (n == nullptr || !n->value.is_integer() || n->value.integer() < 0 || n->value.integer() > 7)
+                fail(i, "wgmma.wait_group takes an immediate of 0 to 7");
+            d.op = Op::wgmma_wait;
+            return;
+        }
+        if (tokens.size() != 8 || tokens[1] != "mma_async" || !sync_aligned(2))
+            fail(i, "wgmma form not simulated");
+        unsigned n = 0;
+        if (std::sscanf(tokens[4].c_str(), "m64n%uk16", &n) != 1 || tokens[4] != "m64n" + std::to_string(n) + "k16")
+            fail(i, "wgmma shape ." + tokens[4] + " not simulated (m64nNk16 only)");
+        if (n < 8 || n > 256 || n % 8 != 0) fail(i, "wgmma n of " + std::to_string(n) + " (a multiple of 8 from 8 to 256)");
+        if (tokens[5] != "f32" || tokens[6] != tokens[7] || (tokens[6] != "f16" && tokens[6] != "bf16"))
+            fail(i, "wgmma types ." + tokens[5] + "." + tokens[6] + "." + tokens[7] + " not simulated");
+        auto const& ops = in.operands;
+        if (ops.size() != 8) fail(i, "wgmma with " + std::to_string(ops.size()) + " operands not simulated");
+        auto const* accumulators = std::get_if<ptx::VectorUse>(&ops[0]);
+        if (accumulators == nullptr || accumulators->elements.size() != n / 2)
+            fail(i, "wgmma m64n" + std::to_string(n) + "k16 needs " + std::to_string(n / 2) + " accumulator registers");
+        if (!std::holds_alternative<ptx::RegUse>(ops[1])) fail(i, "wgmma with a from registers not simulated");
+        if (!std::holds_alternative<ptx::RegUse>(ops[2]) || !std::holds_alternative<ptx::RegUse>(ops[3]))
+            fail(i, "wgmma descriptors and scale-d must be registers");
+        for (std::size_t o = 4; o < 8; ++o) {
+            auto const* imm = std::get_if<ptx::ImmUse>(&ops[o]);
+            if (imm == nullptr || !imm->value.is_integer()) fail(i, "wgmma operand " + std::to_string(o) + " is not an integer immediate");
+            std::int64_t const v = imm->value.integer();
+            if (o < 6 ? (v != 1 && v != -1) : (v != 0 && v != 1))
+                fail(i, "wgmma operand " + std::to_string(o) + " of " + std::to_string(v) + (o < 6 ? " (1 or -1)" : " (0 or 1)"));
+        }
+        d.op = Op::wgmma;
+        d.n = n;
+        d.source = tokens[6] == "bf16" ? ptx::Type::bf16 : ptx::Type::f16;
     }
 
     // ---- values
@@ -380,10 +626,12 @@ private:
         static std::map<std::string, int> const names{
             {"%tid.x", 0}, {"%tid.y", 1}, {"%tid.z", 2}, {"%ntid.x", 3}, {"%ntid.y", 4}, {"%ntid.z", 5},
             {"%ctaid.x", 6}, {"%ctaid.y", 7}, {"%ctaid.z", 8}, {"%nctaid.x", 9}, {"%nctaid.y", 10},
-            {"%nctaid.z", 11}, {"%laneid", 12}, {"%warpid", 13}};
+            {"%nctaid.z", 11}, {"%laneid", 12}, {"%warpid", 13}, {"%cluster_ctarank", 14}, {"%cluster_nctarank", 15}};
         auto const it = names.find(name);
         if (it == names.end()) {
             if (auto s = symbols_.find(name); s != symbols_.end()) return s->second;
+            // A tensor map parameter's address (mov.u64 r, name): the launch's copy of its bytes.
+            if (auto m = tensor_maps_.find(name); m != tensor_maps_.end()) return reinterpret_cast<std::uintptr_t>(m->second.get());
             throw SimulationError("unknown operand text " + name);
         }
         unsigned const linear = t.tid[0] + block_.x * (t.tid[1] + block_.y * t.tid[2]);
@@ -401,7 +649,9 @@ private:
             case 10: return grid_.y;
             case 11: return grid_.z;
             case 12: return linear % 32;
-            default: return linear / 32;
+            case 13: return linear / 32;
+            case 14: return 0;  // a cluster of one block (run() refuses larger ones)
+            default: return 1;
         }
     }
 
@@ -468,6 +718,7 @@ private:
             threads[i].tid[2] = i / (block_.x * block_.y);
         }
         mbarriers_.clear();
+        warpgroups_.assign((count + 127) / 128, Warpgroup{});
         for (;;) {
             progress_ = false;
             // A warp at a time, as far as it goes: its bar.warp.sync released as soon as all its
@@ -484,15 +735,16 @@ private:
                     if (!release_warp_barrier(threads, first, last) && !release_shuffle(threads, first, last)) break;
                 }
             }
+            bool released = release_warpgroups(threads);
             bool const ran = progress_;
-            std::size_t done = 0, at_barrier = 0, at_shuffle = 0;
+            std::size_t done = 0, at_barrier = 0, at_shuffle = 0, at_warpgroup = 0;
             for (auto const& t : threads) {
                 done += t.state == Thread::State::done;
                 at_barrier += t.state == Thread::State::barrier;
                 at_shuffle += t.state == Thread::State::shuffle;
+                at_warpgroup += t.state == Thread::State::warpgroup;
             }
             if (done == count) return;
-            bool released = false;
             if (at_barrier > 0 && at_barrier + done == count) {
                 for (auto& t : threads)
                     if (t.state == Thread::State::barrier) t.state = Thread::State::running, ++t.pc;
@@ -504,6 +756,7 @@ private:
                 throw SimulationError(kernel_.name() + ": deadlock (" + std::to_string(at_mbarrier) + " threads at mbarrier waits, " +
                                       std::to_string(at_barrier) +
                                       " threads at bar.sync, " + std::to_string(at_shuffle) + " at shfl.sync, " +
+                                      std::to_string(at_warpgroup) + " at warpgroup-collective wgmma, " +
                                       std::to_string(done) + " done)");
         }
     }
@@ -519,6 +772,276 @@ private:
         for (unsigned i = first; i < last; ++i)
             if (threads[i].state == Thread::State::warp_barrier) threads[i].state = Thread::State::running, ++threads[i].pc;
         return true;
+    }
+
+    // wgmma.mma_async, .commit_group and .wait_group (.sync.aligned over the warpgroup): done once
+    // the warpgroup's 128 threads are all at the same one.
+    bool release_warpgroups(std::vector<Thread>& threads) {
+        bool released = false;
+        auto const count = static_cast<unsigned>(threads.size());
+        for (unsigned g = 0; g * 128 < count; ++g) {
+            unsigned const first = g * 128, last = std::min(count, first + 128);
+            std::size_t index = 0;
+            bool any = false, all = true, exited = false;
+            for (unsigned i = first; i < last; ++i) {
+                bool const here = threads[i].state == Thread::State::warpgroup;
+                if (here && !any) index = threads[i].pc;
+                any |= here;
+                all &= here;
+                exited |= threads[i].state == Thread::State::done;
+            }
+            if (!any) continue;
+            if (last - first != 128)
+                fail(index, "a warpgroup-collective instruction in a block of " + std::to_string(count) +
+                                " threads (not a whole number of warpgroups)");
+            if (exited) fail(index, "a warpgroup-collective instruction that threads of the warpgroup exited before");
+            if (!all) continue;
+            for (unsigned i = first; i < last; ++i)
+                if (threads[i].pc != index)
+                    fail(index, "threads of warpgroup " + std::to_string(g) + " at different wgmma instructions (" +
+                                    std::to_string(index) + " and " + std::to_string(threads[i].pc) + ")");
+            Warpgroup& wg = warpgroups_[g];
+            switch (code_[index].op) {
+                case Op::wgmma: issue_mma(threads, first, index); break;
+                case Op::wgmma_commit:
+                    wg.committed.push_back(std::move(wg.open));
+                    wg.open.clear();
+                    break;
+                default: retire_mmas(threads, first, index); break;
+            }
+            for (unsigned i = first; i < last; ++i) threads[i].state = Thread::State::running, ++threads[i].pc;
+            released = true;
+        }
+        return released;
+    }
+
+    // wgmma.mma_async issued: recorded with the descriptors and scale-d (the same in every thread),
+    // its accumulators taken out of the registers until it retires.
+    void issue_mma(std::vector<Thread>& threads, unsigned first, std::size_t index) {
+        auto const& ops = code_[index].in->operands;
+        auto const reg = [&](std::size_t o) { return std::get<ptx::RegUse>(ops[o]).reg.id(); };
+        Thread const& lead = threads[first];
+        PendingMma const mma{index, lead.regs[reg(1)], lead.regs[reg(2)], (lead.regs[reg(3)] & 1) != 0};
+        for (unsigned i = first; i < first + 128; ++i)
+            if (threads[i].regs[reg(1)] != mma.a_descriptor || threads[i].regs[reg(2)] != mma.b_descriptor ||
+                ((threads[i].regs[reg(3)] & 1) != 0) != mma.accumulate)
+                fail(index, "the descriptors or scale-d differ between threads of the warpgroup (thread " +
+                                std::to_string(i) + ")");
+        check_descriptor(index, mma.a_descriptor, "a");
+        check_descriptor(index, mma.b_descriptor, "b");
+        Warpgroup& wg = warpgroups_[first / 128];
+        for (auto const& e : std::get<ptx::VectorUse>(ops[0]).elements) {
+            auto const [it, fresh] = wg.in_flight.try_emplace(e.reg.id());
+            for (unsigned l = 0; l < 128; ++l) {
+                std::uint64_t& r = threads[first + l].regs[e.reg.id()];
+                if (fresh) it->second[l] = r;
+                r = in_flight_accumulator;
+            }
+        }
+        wg.open.push_back(mma);
+    }
+
+    // wgmma.wait_group N: the oldest committed groups computed until at most N are pending; the
+    // accumulators no MMA still in flight writes get their values back.
+    void retire_mmas(std::vector<Thread>& threads, unsigned first, std::size_t index) {
+        auto const pending = static_cast<std::size_t>(std::get<ptx::ImmUse>(code_[index].in->operands[0]).value.integer());
+        Warpgroup& wg = warpgroups_[first / 128];
+        while (wg.committed.size() > pending) {
+            for (PendingMma const& mma : wg.committed.front()) compute_mma(wg, mma);
+            wg.committed.pop_front();
+        }
+        std::vector<std::uint32_t> busy;
+        auto const note = [&](PendingMma const& mma) {
+            for (auto const& e : std::get<ptx::VectorUse>(code_[mma.index].in->operands[0]).elements) busy.push_back(e.reg.id());
+        };
+        for (auto const& group : wg.committed)
+            for (PendingMma const& mma : group) note(mma);
+        for (PendingMma const& mma : wg.open) note(mma);
+        for (auto it = wg.in_flight.begin(); it != wg.in_flight.end();) {
+            if (std::find(busy.begin(), busy.end(), it->first) != busy.end()) {
+                ++it;
+                continue;
+            }
+            for (unsigned l = 0; l < 128; ++l) threads[first + l].regs[it->first] = it->second[l];
+            it = wg.in_flight.erase(it);
+        }
+    }
+
+    // A wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address, leading and
+    // stride byte offsets, each in 16-byte units in bits 0-13, 16-29 and 32-45; the base offset in
+    // bits 49-51; the swizzle mode in bits 62-63 (0 none, 1 128-byte, 2 64-byte, 3 32-byte).
+    struct Descriptor {
+        std::uint64_t start, leading, stride;
+        unsigned base_offset, swizzle;
+    };
+    static Descriptor descriptor(std::uint64_t bits) {
+        return {(bits & 0x3fff) << 4, ((bits >> 16) & 0x3fff) << 4, ((bits >> 32) & 0x3fff) << 4,
+                static_cast<unsigned>((bits >> 49) & 7), static_cast<unsigned>(bits >> 62)};
+    }
+    void check_descriptor(std::size_t index, std::uint64_t bits, std::string const& which) const {
+        constexpr std::uint64_t fields = 0x3fffull | (0x3fffull << 16) | (0x3fffull << 32) | (7ull << 49) | (3ull << 62);
+        Descriptor const d = descriptor(bits);
+        if ((bits & ~fields) != 0) fail(index, which + "'s descriptor sets reserved bits");
+        if (d.swizzle == 2 || d.swizzle == 3)
+            fail(index, which + "'s descriptor: the " + std::string(d.swizzle == 2 ? "64" : "32") + "-byte swizzle not simulated");
+        if (d.base_offset != 0) fail(index, which + "'s descriptor: a nonzero matrix base offset not simulated");
+        if (d.swizzle == 1 && ((d.start >> 7) & 7) != 0)
+            fail(index, which + "'s descriptor: a 128-byte swizzled matrix starting at row " +
+                            std::to_string((d.start >> 7) & 7) + " of the swizzle pattern not simulated");
+    }
+
+    // The shared address of element (mn, k) of a 16-bit wgmma operand (mn: m of a, n of b) laid out
+    // as its descriptor says; the canonical layouts (CUTLASS's make_gmma_desc) in bytes, K-major
+    // unless mn_major (transposed):
+    //   no swizzle, K-major:         start + (mn % 8)·16 + (mn / 8)·SBO + (k % 8)·2 + (k / 8)·LBO
+    //   no swizzle, MN-major:        start + (mn % 8)·2 + (mn / 8)·SBO + (k % 8)·16 + (k / 8)·LBO
+    //   128-byte swizzle, K-major:   start + (mn % 8)·128 + (mn / 8)·SBO + 2k  (LBO unused)
+    //   128-byte swizzle, MN-major:  start + (mn % 64)·2 + (mn / 64)·LBO + (k % 8)·128 + (k / 8)·SBO
+    // then, swizzled, address bits 4-6 XOR bits 7-9.
+    static std::uint64_t operand_address(Descriptor const& d, bool mn_major, unsigned mn, unsigned k) {
+        std::uint64_t a = d.start;
+        if (d.swizzle == 0) {
+            a += mn_major ? (mn % 8) * 2 + (mn / 8) * d.stride + (k % 8) * 16 + (k / 8) * d.leading
+                          : (mn % 8) * 16 + (mn / 8) * d.stride + (k % 8) * 2 + (k / 8) * d.leading;
+            return a;
+        }
+        a += mn_major ? (mn % 64) * 2 + (mn / 64) * d.leading + (k % 8) * 128 + (k / 8) * d.stride
+                      : (mn % 8) * 128 + (mn / 8) * d.stride + 2 * k;
+        return a ^ (((a >> 7) & 7) << 4);
+    }
+
+    // One wgmma.mma_async.m64n<n>k16.f32: d = a (64 x 16) · b (16 x n) + (scale-d ? d : 0), each
+    // element the sum in double of d (or 0) and the 16 products in k order, rounded to f32 once.
+    // Thread t of the warpgroup holds d[4j + 2h + e] = D[16(t / 32) + (t % 32) / 4 + 8h][8j + 2(t % 4) + e].
+    void compute_mma(Warpgroup& wg, PendingMma const& mma) {
+        std::size_t const index = mma.index;
+        Decoded const& d = code_[index];
+        auto const& ops = d.in->operands;
+        auto const imm = [&](std::size_t o) { return std::get<ptx::ImmUse>(ops[o]).value.integer(); };
+        unsigned const n = d.n;
+        auto const value = [&](std::uint64_t address) {
+            if (address + 2 > shared_memory_.size())
+                fail(index, "wgmma operand element at shared address " + std::to_string(address) +
+                                ", outside the block's " + std::to_string(shared_memory_.size()) + " bytes of shared memory");
+            std::uint16_t h = 0;
+            std::memcpy(&h, shared_memory_.data() + address, 2);
+            return d.source == ptx::Type::bf16 ? double{std::bit_cast<float>(std::uint32_t{h} << 16)} : double{half_to_float(h)};
+        };
+        Descriptor const a_desc = descriptor(mma.a_descriptor), b_desc = descriptor(mma.b_descriptor);
+        bool const a_mn = imm(6) == 1, b_mn = imm(7) == 1;
+        auto const a_scale = static_cast<double>(imm(4)), b_scale = static_cast<double>(imm(5));
+        std::vector<double> a(64 * 16), b(16 * static_cast<std::size_t>(n));
+        for (unsigned m = 0; m < 64; ++m)
+            for (unsigned k = 0; k < 16; ++k) a[m * 16 + k] = a_scale * value(operand_address(a_desc, a_mn, m, k));
+        for (unsigned k = 0; k < 16; ++k)
+            for (unsigned c = 0; c < n; ++c) b[k * n + c] = b_scale * value(operand_address(b_desc, b_mn, c, k));
+        auto const& accumulators = std::get<ptx::VectorUse>(ops[0]).elements;
+        for (unsigned t = 0; t < 128; ++t) {
+            unsigned const w = t / 32, l = t % 32;
+            for (unsigned j = 0; j < n / 8; ++j)
+                for (unsigned h = 0; h < 2; ++h)
+                    for (unsigned e = 0; e < 2; ++e) {
+                        unsigned const row = 16 * w + l / 4 + 8 * h, col = 8 * j + 2 * (l % 4) + e;
+                        std::uint64_t& r = wg.in_flight.at(accumulators[4 * j + 2 * h + e].reg.id())[t];
+                        double sum = mma.accumulate ? double{f32(r)} : 0.0;
+                        for (unsigned k = 0; k < 16; ++k) sum += a[row * 16 + k] * b[k * n + col];
+                        r = bits(static_cast<float>(sum));
+                    }
+        }
+    }
+
+    // ---- tensor copies (TMA)
+
+    // The valid tensor map at a generic address: a tensor map parameter's bytes.
+    ptx::TensorMapSpec tensor_map_at(std::size_t index, std::uint64_t address) const {
+        for (auto const& [name, map] : tensor_maps_)
+            if (reinterpret_cast<std::uintptr_t>(map.get()) == address) {
+                ptx::TensorMapSpec const spec = decode_tensor_map(*map);
+                if (std::string const problem = tensor_map_problem(spec); !problem.empty())
+                    fail(index, "tensor map " + name + " is not a valid map: " + problem);
+                return spec;
+            }
+        fail(index, "address " + std::to_string(address) + " is not a tensor map parameter's");
+    }
+    static std::size_t box_bytes(ptx::TensorMapSpec const& s) {
+        std::size_t bytes = static_cast<std::size_t>(ptx::bytes_of(s.element));
+        for (unsigned i = 0; i < s.rank; ++i) bytes *= s.box[i];
+        return bytes;
+    }
+    // The box a tensor copy names, its shared side checked: 128-byte aligned (1024 with the
+    // 128-byte swizzle, whose rows must then be 128 bytes), inside the block's shared memory.
+    TensorBox tensor_box(std::size_t index, Thread const& t, ptx::TensorAddressUse const& use, std::uint64_t shared_address) {
+        TensorBox box{index, tensor_map_at(index, t.regs[use.map.reg.id()]), {}, shared_address};
+        ptx::TensorMapSpec const& s = box.spec;
+        if (use.coordinates.size() != s.rank)
+            fail(index, "a " + std::to_string(use.coordinates.size()) + "-d copy with a map of rank " + std::to_string(s.rank));
+        for (std::size_t i = 0; i < use.coordinates.size(); ++i)
+            box.coordinates[i] = signed_value(ptx::Type::s32, t.regs[use.coordinates[i].reg.id()]);
+        std::size_t const row = std::size_t{s.box[0]} * static_cast<std::size_t>(ptx::bytes_of(s.element));
+        if (s.swizzle == ptx::TensorMapSwizzle::swizzle_128b) {
+            if (row != 128) fail(index, "a 128-byte swizzled box with rows of " + std::to_string(row) + " bytes not simulated");
+            if (shared_address % 1024 != 0) fail(index, "shared address of a 128-byte swizzled box not 1024-byte aligned");
+        } else if (s.swizzle != ptx::TensorMapSwizzle::none) {
+            fail(index, "tensor copies with the 32- or 64-byte swizzle not simulated");
+        } else if (shared_address % 128 != 0) {
+            fail(index, "shared address of a tensor copy not 128-byte aligned");
+        }
+        (void)shared(index, shared_address, box_bytes(s), 1);
+        return box;
+    }
+    // f(offset in shared memory from the box's start, global address, inside the tensor) for each
+    // element of the box: element (j0, j1, ...) at offset (j0 + box0·(j1 + box1·(...)))·size, swizzled
+    // (bits 4-6 XOR bits 7-9) with the 128-byte swizzle; at global address + Σ (c_i + j_i)·stride_i
+    // (stride_0: the element size) when 0 ≤ c_i + j_i < dims_i for every i.
+    template <class F>
+    static void for_each_box_element(TensorBox const& b, F&& f) {
+        ptx::TensorMapSpec const& s = b.spec;
+        auto const size = static_cast<std::uint64_t>(ptx::bytes_of(s.element));
+        std::uint64_t rows = 1;
+        for (unsigned i = 1; i < s.rank; ++i) rows *= s.box[i];
+        for (std::uint64_t r = 0; r < rows; ++r) {
+            bool row_inside = true;
+            std::uint64_t base = s.address, rest = r;
+            for (unsigned i = 1; i < s.rank; ++i) {
+                std::int64_t const c = b.coordinates[i] + static_cast<std::int64_t>(rest % s.box[i]);
+                rest /= s.box[i];
+                if (c < 0 || static_cast<std::uint64_t>(c) >= s.dims[i]) row_inside = false;
+                else base += static_cast<std::uint64_t>(c) * s.strides[i];
+            }
+            for (std::uint64_t j = 0; j < s.box[0]; ++j) {
+                std::int64_t const c = b.coordinates[0] + static_cast<std::int64_t>(j);
+                bool const inside = row_inside && c >= 0 && static_cast<std::uint64_t>(c) < s.dims[0];
+                std::uint64_t o = (r * s.box[0] + j) * size;
+                if (s.swizzle == ptx::TensorMapSwizzle::swizzle_128b) o ^= ((o >> 7) & 7) << 4;
+                f(o, inside ? base + static_cast<std::uint64_t>(c) * size : 0, inside);
+            }
+        }
+    }
+    // A TMA load lands: the box's elements, zeros outside the tensor.
+    void land_tensor_box(TensorBox const& b) {
+        auto const size = static_cast<std::size_t>(ptx::bytes_of(b.spec.element));
+        auto* to = static_cast<std::uint8_t*>(shared(b.index, b.shared_address, box_bytes(b.spec), 1));
+        for_each_box_element(b, [&](std::uint64_t o, std::uint64_t from, bool inside) {
+            if (inside) std::memcpy(to + o, global(b.index, from, size), size);
+            else std::memset(to + o, 0, size);
+        });
+    }
+    // A TMA store is done: the box's elements inside the tensor written.
+    void store_tensor_box(TensorBox const& b) {
+        auto const size = static_cast<std::size_t>(ptx::bytes_of(b.spec.element));
+        auto const* from = static_cast<std::uint8_t const*>(shared(b.index, b.shared_address, box_bytes(b.spec), 1));
+        for_each_box_element(b, [&](std::uint64_t o, std::uint64_t to, bool inside) {
+            if (inside) std::memcpy(global(b.index, to, size), from + o, size);
+        });
+    }
+    // A thread exits: its TMA stores still pending are done.
+    void finish(Thread& t) {
+        for (auto const& group : t.committed_stores)
+            for (TensorBox const& b : group) store_tensor_box(b);
+        for (TensorBox const& b : t.open_stores) store_tensor_box(b);
+        t.committed_stores.clear();
+        t.open_stores.clear();
+        t.state = Thread::State::done;
     }
 
     // shfl.sync, ldmatrix and mma.sync (warp-collective): done once every lane of the warp is at
@@ -636,7 +1159,7 @@ private:
         auto const& body = kernel_.instructions();
         while (t.state == Thread::State::running) {
             if (t.pc >= code_.size()) {
-                t.state = Thread::State::done;
+                finish(t);
                 return;
             }
             std::size_t const index = t.pc;
@@ -670,7 +1193,7 @@ private:
         int const width = ptx::bits_of(type);
         switch (d.op) {
             case Op::bra: t.pc = d.target; return;
-            case Op::ret: t.state = Thread::State::done; return;
+            case Op::ret: finish(t); return;
             case Op::bar: t.state = Thread::State::barrier; return;
             case Op::shfl: case Op::ldmatrix: case Op::mma: t.state = Thread::State::shuffle; return;
             case Op::ld: case Op::st: memory(t, index, d, in); break;
@@ -699,7 +1222,8 @@ private:
                 Mbarrier& mb = mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[1]).address));
                 if (mb.pending == 0) {  // every arrival in: the announced copies land now
                     for (BulkCopy const& c : mb.copies) {
-                        std::memcpy(shared(index, c.shared_address, c.bytes, 16), reinterpret_cast<void const*>(c.global_address), c.bytes);
+                        if (c.tensor) land_tensor_box(*c.tensor);
+                        else std::memcpy(shared(index, c.shared_address, c.bytes, 16), reinterpret_cast<void const*>(c.global_address), c.bytes);
                         mb.tx -= static_cast<std::int64_t>(c.bytes);
                     }
                     mb.copies.clear();
@@ -723,9 +1247,45 @@ private:
                 // what the slot held before sees it), landed at the first wait that may see them.
                 std::memset(shared(index, to, bytes, 16), 0xCD, bytes);
                 if (!in_buffers(from, bytes)) fail(index, "bulk copy from outside the allowed buffers at " + std::to_string(from));
-                mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[3]).address)).copies.push_back({to, from, bytes});
+                mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[3]).address)).copies.push_back({to, from, bytes, std::nullopt});
                 break;
             }
+            case Op::prefetch_tensormap: (void)tensor_map_at(index, address_of(t, std::get<ptx::AddressUse>(ops[0]).address)); break;
+            case Op::tensor_load: {
+                if (d.multicast) fail(index, "multicast to the blocks of a cluster (.multicast::cluster) not simulated");
+                std::uint64_t const to = address_of(t, std::get<ptx::AddressUse>(ops[0]).address);
+                TensorBox box = tensor_box(index, t, std::get<ptx::TensorAddressUse>(ops[1]), to);
+                auto const size = static_cast<std::size_t>(ptx::bytes_of(box.spec.element));
+                for_each_box_element(box, [&](std::uint64_t, std::uint64_t from, bool inside) {
+                    if (inside && !in_buffers(from, size))
+                        fail(index, "tensor load from outside the allowed buffers at " + std::to_string(from));
+                });
+                // Poisoned now, landed at the first wait that may see it (as a bulk copy).
+                std::size_t const bytes = box_bytes(box.spec);
+                std::memset(shared(index, to, bytes, 1), 0xCD, bytes);
+                mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[2]).address)).copies.push_back({to, 0, bytes, std::move(box)});
+                break;
+            }
+            case Op::tensor_store: {
+                std::uint64_t const from = address_of(t, std::get<ptx::AddressUse>(ops[1]).address);
+                t.open_stores.push_back(tensor_box(index, t, std::get<ptx::TensorAddressUse>(ops[0]), from));
+                break;
+            }
+            case Op::bulk_commit:
+                t.committed_stores.push_back(std::move(t.open_stores));
+                t.open_stores.clear();
+                break;
+            case Op::bulk_wait: {  // .read or not: the stores are done, source read and destination written
+                auto const pending = static_cast<std::size_t>(read(t, ops[0], Type::u32));
+                while (t.committed_stores.size() > pending) {
+                    for (TensorBox const& b : t.committed_stores.front()) store_tensor_box(b);
+                    t.committed_stores.pop_front();
+                }
+                break;
+            }
+            case Op::setmaxnreg: case Op::wgmma_fence: break;  // the register budget; MMAs are ordered here anyway
+            case Op::wgmma: case Op::wgmma_commit: case Op::wgmma_wait: t.state = Thread::State::warpgroup; return;
+            case Op::cluster: fail(index, "thread-block cluster instructions (barrier.cluster, mapa, remote mbarrier) not simulated");
             case Op::bulk_prefetch: {  // no effect, but the bytes must lie in one buffer (and be 16-byte aligned)
                 std::uint64_t const address = address_of(t, std::get<ptx::AddressUse>(ops[0]).address);
                 auto const bytes = static_cast<std::size_t>(read(t, ops[1], Type::u32));
@@ -1056,7 +1616,9 @@ private:
         std::size_t const bytes = static_cast<std::size_t>(ptx::bytes_of(d.type));
         if (d.op == Op::ld && d.param) {
             auto const& text = std::get<ptx::TextUse>(ops[1]).text;
-            write(t, std::get<ptx::RegUse>(ops[0]), mask(d.type, params_.at(text.substr(1, text.size() - 2))));
+            std::string const name = text.substr(1, text.size() - 2);
+            if (tensor_maps_.count(name) != 0) fail(index, "ld.param of the tensor map " + name + " not simulated");
+            write(t, std::get<ptx::RegUse>(ops[0]), mask(d.type, params_.at(name)));
             return;
         }
         std::size_t const address_operand = d.op == Op::ld ? 1 : 0;
@@ -1092,9 +1654,12 @@ private:
     ptx::Kernel const& kernel_;
     std::vector<Decoded> code_;
     std::uint32_t register_count_ = 0;
-    std::vector<std::string> param_names_;
+    std::vector<ptx::Kernel::Parameter> parameters_;
     std::vector<ptx::Type> param_types_;
     std::map<std::string, std::uint64_t> params_;
+    std::map<std::string, std::unique_ptr<ptx::TensorMap>> tensor_maps_;  // the launch's copies, by parameter
+    std::array<unsigned long, 3> cluster_{1, 1, 1};                       // .reqnctapercluster
+    std::vector<Warpgroup> warpgroups_;                                   // this block's
     std::map<std::string, std::uint64_t> symbols_;
     std::size_t shared_bytes_ = 0;  // static, and the dynamic array's offset
     std::size_t dynamic_shared_bytes_ = 0;
@@ -1144,10 +1709,10 @@ public:
         auto it = kernels_.find(key);
         if (it == kernels_.end()) {
             auto entry = std::make_unique<Entry>(make());
-            entry->text = entry->kernel.emit(target_);
+            entry->text = entry->kernel.emit(ptx::emission_target(entry->kernel, target_));
             entry->simulator = std::make_unique<Simulator>(entry->kernel);
             it = kernels_.emplace(key, std::move(entry)).first;
-        } else if (make().emit(target_) != it->second->text) {
+        } else if (ptx::Kernel const again = make(); again.emit(ptx::emission_target(again, target_)) != it->second->text) {
             throw SimulationError("cache key '" + key + "' names two different kernels");
         }
         if (dims.shared_bytes > max_shared_bytes_)
@@ -1174,6 +1739,14 @@ public:
         allow(fault_record_, sizeof *fault_record_);
         return reinterpret_cast<std::uint64_t>(fault_record_);
     }
+    // Tensor maps as the simulator reads them (the spec's bytes), checked as the driver checks them.
+    [[nodiscard]] bool encodes_tensor_maps() const noexcept override { return encodes_tensor_maps_; }
+    // A device whose driver has no cuTensorMapEncodeTiled (before CUDA 12): no TMA kernels chosen.
+    void set_encodes_tensor_maps(bool encodes) noexcept { encodes_tensor_maps_ = encodes; }
+    [[nodiscard]] ptx::TensorMap encode_tensor_map(ptx::TensorMapSpec const& spec) override {
+        if (!encodes_tensor_maps_) throw Unsupported("simulated cuda: this runner encodes no tensor maps");
+        return ptxsim::encode_tensor_map(spec);
+    }
     [[nodiscard]] std::vector<LaunchRecord> const& launches() const noexcept { return launches_; }
     void clear_launches() { launches_.clear(); }
     [[nodiscard]] std::size_t live_temporaries() const noexcept { return temporaries_.size(); }
@@ -1195,6 +1768,7 @@ private:
     std::vector<std::pair<std::uintptr_t, std::size_t>> allowed_;
     std::vector<LaunchRecord> launches_;
     std::uint64_t executed_ = 0;
+    bool encodes_tensor_maps_ = true;
     detail::DeviceFaultRecord own_fault_record_{};
     detail::DeviceFaultRecord* fault_record_ = &own_fault_record_;
 };

@@ -232,8 +232,8 @@ public:
     // the map at `coordinates` (.s32, innermost dimension first; elements outside the tensor read as
     // zero) copied into shared memory at `shared_address` (aligned to 128 bytes, or to 1024 for a
     // 128-byte swizzle), the box's bytes counted against `mbarrier`. With `multicast_mask` (.u16,
-    // .multicast::cluster), the box lands at the same offset in every block of the cluster whose bit
-    // is set, each block's own barrier at `mbarrier`'s offset counting it.
+    // .multicast::cluster, sm_90a), the box lands at the same offset in every block of the cluster
+    // whose bit is set, each block's own barrier at `mbarrier`'s offset counting it.
     void tma_load(Reg shared_address, Reg map, std::span<Reg const> coordinates, Reg mbarrier,
                   std::optional<Reg> multicast_mask = std::nullopt);
     // cp.async.bulk.tensor.<rank>d.global.shared::cta.tile.bulk_group: the box at `shared_address`
@@ -254,7 +254,8 @@ public:
     void wgmma_wait(int pending_groups);  // wgmma.wait_group.sync.aligned N
     // wgmma.mma_async.sync.aligned.m64n<n>k16.f32.<input>.<input> (sm_90a), issued by the 128 threads
     // of a warpgroup together: d (n / 2 .f32 per thread) = a (64 × 16) · b (16 × n) + (accumulate ?
-    // d : 0), a and b in shared memory described by 64-bit matrix descriptors (wgmma_descriptor).
+    // d : 0), a and b in shared memory described by 64-bit matrix descriptors (start address,
+    // leading and stride byte offsets, swizzle mode; PTX ISA "Matrix Descriptor Format").
     // transpose_a / transpose_b: the operand is stored M- / N-major instead of K-major. Thread t of
     // the warpgroup holds, for j < n / 8, d[4j + 2h + e] = D[16·(t / 32) + (t % 32) / 4 + 8h][8j + 2·(t % 4) + e].
     void wgmma(Type input, unsigned n, std::span<Reg const> d, Reg a_descriptor, Reg b_descriptor, Reg accumulate,
@@ -265,9 +266,10 @@ public:
     // .reqnctapercluster x, y, z: the kernel runs in thread-block clusters of that shape (launched
     // with the cluster dimension attribute).
     void cluster_dims(unsigned x, unsigned y, unsigned z);
-    // barrier.cluster.arrive.release.aligned / barrier.cluster.wait.acquire.aligned.
-    void barrier_cluster_arrive();
-    void barrier_cluster_wait();
+    // barrier.cluster.arrive.release / barrier.cluster.wait.acquire, with .aligned where every
+    // thread of the warp executes the same instruction (not after divergent code).
+    void barrier_cluster_arrive(bool aligned = true);
+    void barrier_cluster_wait(bool aligned = true);
     // mapa.shared::cluster.u32: the address, in the cluster's shared window, of the variable at
     // `shared_address` in the block of rank `cta_rank`.
     Reg mapa_shared(Reg shared_address, Operand cta_rank);
