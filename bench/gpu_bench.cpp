@@ -232,8 +232,11 @@ void register_quant_linear() {
         add_benchmark("gpu/linear_" + weight_name<W>() + "/1x" + shape + "/hot",
                       [=](benchmark::State& st) { run_quant_linear<W>(st, 1, s.out, s.in, false); });
     }
-    add_benchmark("gpu/linear_" + weight_name<W>() + "/512x4096x14336",
-                  [](benchmark::State& st) { run_quant_linear<W>(st, 512, 4096, 14336, false); });
+    // Prefill-sized products: 512 tokens, and fewer, where the choice between the fused mma.sync
+    // GEMM and (on Hopper) the f16-decoded weights through the warpgroup MMAs turns.
+    for (std::int64_t rows : {32, 128, 256, 512})
+        add_benchmark("gpu/linear_" + weight_name<W>() + "/" + std::to_string(rows) + "x4096x14336",
+                      [rows](benchmark::State& st) { run_quant_linear<W>(st, rows, 4096, 14336, false); });
 }
 
 }  // namespace

@@ -164,7 +164,13 @@ TEST(PtxGemm, ChoosesByTypeShapeAndAlignment) {
     EXPECT_EQ(c.algorithm, GemmAlgorithm::wgmma);
     EXPECT_EQ(c.tile.n, 256u);
     EXPECT_EQ(c.warps, 12u);
-    EXPECT_EQ(pick(1024, 1024, Type::f16, Type::f16, true, true).algorithm, GemmAlgorithm::tensor_core) << "32 tiles < 132 SMs";
+    c = pick(1024, 1024, Type::f16, Type::f16, true, true);  // 32 tiles of 128x256, 64 of 128x128
+    EXPECT_EQ(c.algorithm, GemmAlgorithm::wgmma);
+    EXPECT_EQ(c.tile.n, 128u);
+    EXPECT_EQ(c.stages, 6u);
+    EXPECT_EQ(pick(512, 512, Type::f16, Type::f16, true, true).algorithm, GemmAlgorithm::tensor_core) << "16 tiles";
+    EXPECT_EQ(pick(16, 8192, Type::f16, Type::f16, true, true).algorithm, GemmAlgorithm::tensor_core) << "a few rows";
+    EXPECT_EQ(pick(32, 4096, Type::f16, Type::f16, true, true).tile.n, 128u) << "32 tiles: one for every eighth SM";
     EXPECT_EQ(pick(4096, 4096, Type::f16, Type::f16, true, false).algorithm, GemmAlgorithm::tensor_core);
     EXPECT_EQ(pick(4096, 4096, Type::f32, Type::f16, true, true).algorithm, GemmAlgorithm::tensor_core);
     EXPECT_EQ(choose_gemm_config(4096, 4096, 64, Type::f16, Type::f16, true, true, 132, Target::sm_90, 1, false).algorithm,
@@ -183,8 +189,8 @@ TEST(PtxGemm, ChoosesByTypeShapeAndAlignment) {
         std::set<std::string> listed;
         for (GemmConfig const& v : chosen_gemm_configs(t)) listed.insert(gemm_name(v));
         // Per type pair, layout, alignment and tile class; on sm_90 also the wgmma kernels (f16 and
-        // bf16, both layouts of b, batched or not).
-        EXPECT_EQ(listed.size(), 5u * 2u * 2u * 3u + (t == Target::sm_90 ? 2u * 2u * 2u : 0u));
+        // bf16, both layouts of b, batched or not, 128 or 256 columns).
+        EXPECT_EQ(listed.size(), 5u * 2u * 2u * 3u + (t == Target::sm_90 ? 2u * 2u * 2u * 2u : 0u));
         for (std::uint64_t m : {1u, 32u, 33u, 300u, 5000u})
             for (std::uint64_t n : {1u, 100u, 5000u})
                 for (auto [a, b] : std::vector<std::pair<Type, Type>>{{Type::f32, Type::f32}, {Type::f16, Type::f16},
@@ -274,14 +280,15 @@ TEST(PtxGemm, BatchedVariantsAssembleAndReadTheProductFromTheGridsY) {
     std::string const text = gemm(chosen).emit(Target::sm_80);
     EXPECT_NE(text.find("%ctaid.y"), std::string::npos);
     EXPECT_NE(text.find("out_batch"), std::string::npos);
-    // On sm_90 the same batch has 32 · 8 tiles of 128x256: the persistent wgmma kernel walks them all.
+    // On sm_90 the same batch has 32 · 16 tiles of 128x128: the persistent wgmma kernel walks them all.
     GemmConfig const hopper = choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_90, 32);
     EXPECT_EQ(hopper.algorithm, GemmAlgorithm::wgmma);
     EXPECT_TRUE(hopper.batched);
     GemmLaunch const walk = gemm_launch(hopper, 512, 512, 32, 132);
     EXPECT_EQ(walk.grid, 132u);
     EXPECT_EQ(walk.grid_y, 1u);
-    EXPECT_EQ(gemm_launch(hopper, 512, 512, 2, 132).grid, 16u) << "no more blocks than tiles";
+    EXPECT_EQ(hopper.tile.n, 128u) << "256 tiles of 128x256: fewer than two an SM";
+    EXPECT_EQ(gemm_launch(hopper, 512, 512, 2, 132).grid, 32u) << "no more blocks than tiles";
     std::string const persistent = gemm(hopper).emit(Target::sm_90a);
     EXPECT_EQ(persistent.find("%ctaid.y"), std::string::npos);
     EXPECT_NE(persistent.find(".param .u32 a_step"), std::string::npos);
@@ -340,7 +347,26 @@ TEST(PtxGemm, WgmmaKernelIsWarpSpecialised) {
     EXPECT_EQ(maps[1].swizzle, TensorMapSwizzle::swizzle_128b);
     EXPECT_THROW((void)gemm_tensor_maps({}, {}), BuildError) << "the SIMT kernel takes no maps";
 
+    // Clusters of 2: each block copies half of b and multicasts it; slots are released in both blocks.
+    for (bool transposed : {false, true}) {
+        GemmConfig const pair{.a = Type::f16, .b = Type::f16, .b_transposed = transposed,
+                              .algorithm = GemmAlgorithm::wgmma, .cluster = 2};
+        std::string const text = gemm(pair).emit(Target::sm_90a);
+        EXPECT_TRUE(contains(text, ".reqnctapercluster 2, 1, 1"));
+        EXPECT_EQ(count(text, ".multicast::cluster"), transposed ? 1u : 2u) << "half of b's boxes";
+        EXPECT_EQ(count(text, "mbarrier.arrive.release.cluster.shared::cluster.b64"), 4u) << "2 releases x 2 blocks";
+        EXPECT_TRUE(contains(text, "barrier.cluster.wait.acquire;")) << "no block leaves before the other";
+        EXPECT_EQ(gemm_tensor_maps(pair, {.m = 512, .n = 512, .k = 64})[1].box[transposed ? 1 : 0], transposed ? 128u : 64u);
+        if (!ptxas_path().empty()) expect_assembles(gemm(pair), Target::sm_90a);
+    }
+    GemmConfig const pair{.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .cluster = 2};
+    EXPECT_EQ(gemm_launch(pair, 4096, 4096, 1, 132).grid, 132u);
+    EXPECT_EQ(gemm_launch(pair, 200, 256, 1, 132).grid, 2u) << "one cluster tile of 256 rows, its lower block partly outside";
+    EXPECT_EQ(gemm_launch(pair, 4096, 4096, 1, 133).grid, 132u) << "whole clusters";
+
     auto const rejects = [](GemmConfig const& bad) { EXPECT_THROW((void)gemm_resolved(bad), BuildError); };
+    rejects({.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .cluster = 4});
+    rejects({.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .tile = {128, 64, 64}, .cluster = 2});
     rejects({.a = Type::f32, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma});
     rejects({.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .aligned = false});
     rejects({.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .tile = {96, 256, 64}});

@@ -43,6 +43,11 @@ std::vector<double> exact(std::vector<T> const& v) {
     return d;
 }
 
+// The output offset (ctx.output's, past its guard elements) that puts an f32 output on a 16-byte
+// boundary when `offset` is 0, and one element past it otherwise: a product's operands and result
+// are all aligned (the GPUs' vector and TMA paths) or all not.
+std::size_t aligned_output(std::size_t offset) { return offset == 0 ? 1 : 0; }
+
 // Checks a product against the float64 one of the values as stored.
 void expect_product(CaseContext& ctx, Guarded<float> const& out, ProductReference const& want, std::size_t k) {
     double const root_k = std::sqrt(static_cast<double>(std::max<std::size_t>(k, 1)));
@@ -66,7 +71,7 @@ void check_matmul(CaseContext& ctx) {
         std::vector<T> const bv = as<T>(ctx.values(d.k * d.n, {-1, 1}, Specials::none));
         std::size_t const offset = index++ % 2;  // every other product on views 1 element in
         ctx.attempt([&] {
-            Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, offset);
+            Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, aligned_output(offset));
             matmul_into(ctx.input(av, Shape{d.m, d.k}, offset), ctx.input(bv, Shape{d.k, d.n}, 2 * offset), out.tensor());
             expect_product(ctx, out, product_ref(exact(av), exact(bv), d.m, d.n, d.k, false), d.k);
         });
@@ -78,9 +83,10 @@ void check_matmul(CaseContext& ctx) {
         std::vector<T> const bv = as<T>(ctx.values(d.k * d.n, {-1, 1}, Specials::none));
         for (bool transpose_b : {false, true})
             ctx.attempt([&] {
-                Guarded<float> out = ctx.output<float>(Shape{d.m, d.n});
+                Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, aligned_output(0));
                 Shape const b_shape = transpose_b ? Shape{d.n, d.k} : Shape{d.k, d.n};
-                matmul_into(ctx.input(av, Shape{d.m, d.k}), ctx.input(bv, b_shape), out.tensor(), {.transpose_b = transpose_b});
+                matmul_into(ctx.input(av, Shape{d.m, d.k}, 0), ctx.input(bv, b_shape, 0), out.tensor(),
+                            {.transpose_b = transpose_b});
                 expect_product(ctx, out, product_ref(exact(av), exact(bv), d.m, d.n, d.k, transpose_b), d.k);
             });
     }
@@ -156,7 +162,7 @@ void check_batched_matmul(CaseContext& ctx) {
         ctx.attempt([&] {
             Tensor<T> const a = ctx.input(av, p.a, offset), b = ctx.input(bv, p.b, 2 * offset);
             Shape const result = matmul(a, b, {.transpose_b = p.transpose_b}).shape();
-            Guarded<float> out = ctx.output<float>(result, offset);
+            Guarded<float> out = ctx.output<float>(result, aligned_output(offset));
             matmul_into(a, b, out.tensor(), {.transpose_b = p.transpose_b});
             expect_product(ctx, out, batched_product_ref(exact(av), p.a, exact(bv), p.b, result, p.transpose_b),
                            static_cast<std::size_t>(p.a[p.a.rank() - 1]));
@@ -223,8 +229,19 @@ void check_linear(CaseContext& ctx) {
         std::vector<W> const wv = as<W>(ctx.values(d.n * d.k, {-1, 1}, Specials::none));
         std::size_t const offset = index++ % 2;
         ctx.attempt([&] {
-            Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, offset);
+            Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, aligned_output(offset));
             linear_into(ctx.input(xv, Shape{d.m, d.k}, 2 * offset), ctx.input(wv, Shape{d.n, d.k}, offset), out.tensor());
+            expect_product(ctx, out, product_ref(exact(xv), exact(wv), d.m, d.n, d.k, true), d.k);
+        });
+    }
+    for (Dims d : warpgroup_dims()) {
+        if (!fits(ctx, d)) continue;
+        SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) + " aligned");
+        std::vector<float> const xv = ctx.values(d.m * d.k, {-1, 1}, Specials::none);
+        std::vector<W> const wv = as<W>(ctx.values(d.n * d.k, {-1, 1}, Specials::none));
+        ctx.attempt([&] {
+            Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, aligned_output(0));
+            linear_into(ctx.input(xv, Shape{d.m, d.k}, 0), ctx.input(wv, Shape{d.n, d.k}, 0), out.tensor());
             expect_product(ctx, out, product_ref(exact(xv), exact(wv), d.m, d.n, d.k, true), d.k);
         });
     }
@@ -284,7 +301,7 @@ void check_kquant_linear(CaseContext& ctx) {
                                      {2, 70, 2048, 0},  {2, 37, 2304, 5}, {3, 50, 1024, 0}, {4, 16, 512, 0},
                                      {5, 33, 512, 0},   {8, 9, 2048, 0},  {9, 40, 768, 0},  {16, 33, 768, 0},
                                      {17, 20, 512, 0},  {64, 300, 768, 0}, {3, 8200, 256, 0}, {1, 3, 32768, 0},
-                                     {2, 1000, 256, 1}};
+                                     {2, 1000, 256, 1}, {72, 136, 256, 0}, {520, 1040, 512, 0}};
     // The activations' mode applies to the CPU's and CUDA's integer dot products; Vulkan's GEMV
     // reads x as f32 (docs/ops.md).
     std::vector<KQuantActivations> modes{KQuantActivations::q8_k_residual};

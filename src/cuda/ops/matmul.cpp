@@ -5,14 +5,19 @@
 // rayo::ptx::kernels::choose_gemm_config. K-quant weights go to linear_kquant (quantization.cpp),
 // linear's bias then added by the element-wise add.
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
+#include "core/environment.hpp"
 #include "cuda/ops/ops.hpp"
 #include "dispatch/operand_checks.hpp"
 #include "rayo/ptx/kernels/gemm.hpp"
+#include "rayo/ptx/kernels/quant.hpp"
 #include "rayo/quant.hpp"
 
 namespace rayo::cuda::ops {
@@ -29,8 +34,6 @@ ptx::Type element_type(DType t) {
         default: return ptx::Type::f32;
     }
 }
-
-std::uint64_t element_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
 
 bool has_bias(OpViews const& v) { return v.in.size() > 2 && v.in[2].present; }
 
@@ -49,6 +52,47 @@ void add_bias_rows(KernelRunner& runner, op::MatmulShape const& shape, TensorVie
     repeated.strides[0] = 0;
     std::array<TensorView, 2> const in{product, repeated};
     run(runner, op::Binary{.op = Op::add}, OpViews{in, std::span<TensorView const>(&product, 1)});
+}
+
+// RAYO_CUDA_WGMMA, a tuning knob read once: "off" keeps every product off the wgmma kernel;
+// "MxN,S,G[,C]" runs every product the kernel can take (aligned f16 x f16 or bf16 x bf16 on sm_90)
+// on it, whatever its size, with an m x n tile, S slots, groups of G tile rows and clusters of C
+// blocks (default 1); unset or empty: the default choice. So a sweep on a GPU needs no rebuild. An
+// invalid value makes those products throw, naming the form.
+struct ForcedWgmma {
+    bool off = false;
+    ptx::kernels::GemmConfig config;
+};
+std::optional<ForcedWgmma> parse_wgmma_knob(std::string_view text) {
+    if (text == "off") return ForcedWgmma{.off = true, .config = {}};
+    unsigned values[5] = {0, 0, 0, 0, 1};
+    char const* at = text.data();
+    char const* const end = text.data() + text.size();
+    for (int i = 0; i < 5; ++i) {
+        auto const [next, error] = std::from_chars(at, end, values[i]);
+        bool const last = next == end && i >= 3;
+        if (error != std::errc{} || (!last && (next == end || *next != (i == 0 ? 'x' : ',') || i == 4)))
+            throw Error("RAYO_CUDA_WGMMA='" + std::string(text.substr(0, 64)) +
+                        "' is neither off nor MxN,S,G[,C] (tile rows x columns, slots, group of tile rows, blocks per "
+                        "cluster; e.g. 128x256,4,8,2)");
+        if (last) break;
+        at = next + 1;
+    }
+    ForcedWgmma forced;
+    forced.config.algorithm = ptx::kernels::GemmAlgorithm::wgmma;
+    forced.config.tile = {values[0], values[1], 0};
+    forced.config.stages = values[2];
+    forced.config.group_m = values[3];
+    forced.config.cluster = values[4];
+    return forced;
+}
+std::optional<ForcedWgmma> const& wgmma_knob() {
+    static std::optional<ForcedWgmma> const knob = []() -> std::optional<ForcedWgmma> {
+        auto const env = detail::environment("RAYO_CUDA_WGMMA");
+        if (!env || env->empty()) return std::nullopt;
+        return parse_wgmma_knob(*env);
+    }();
+    return knob;
 }
 
 }  // namespace
@@ -71,30 +115,45 @@ Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
     return Support::yes();
 }
 
-void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
-    auto const& shape = d.shape;
-    TensorView const &a = v.in[0], &b = v.in[1], &out = v.out[0];
-    if (is_kquant(b.dtype)) {
-        linear_kquant(runner, shape, a, b, out);
-        if (has_bias(v)) add_bias_rows(runner, shape, v.in[2], out);
-        return;
+// The configuration for a product of these types and alignment, RAYO_CUDA_WGMMA applied.
+ptx::kernels::GemmConfig gemm_config(KernelRunner const& runner, op::MatmulShape const& shape, ptx::Type a_type,
+                                     ptx::Type b_type, bool aligned) {
+    std::optional<ForcedWgmma> const& knob = wgmma_knob();
+    bool const tensor_maps = runner.encodes_tensor_maps() && !(knob && knob->off);
+    ptx::kernels::GemmConfig config = ptx::kernels::choose_gemm_config(
+        shape.m, shape.n, shape.k, a_type, b_type, shape.b_transposed, aligned, runner.multiprocessor_count(),
+        runner.target(), shape.batch, tensor_maps);
+    if (knob && !knob->off && tensor_maps && ptx::compute_capability(runner.target()) >= 90 && aligned &&
+        a_type == b_type && b_type != ptx::Type::f32) {
+        config = knob->config;
+        config.a = config.b = b_type;
+        config.b_transposed = shape.b_transposed;
+        config.batched = shape.batch > 1;
     }
-    if (shape.m == 0 || shape.n == 0) return;
-    ptx::Type const a_type = element_type(a.dtype), b_type = element_type(b.dtype);
+    return config;
+}
 
-    std::uint64_t a_address = runner.address(a), b_address = runner.address(b), out_address = runner.address(out);
+bool warpgroup_mma_enabled(KernelRunner const& runner) {
+    std::optional<ForcedWgmma> const& knob = wgmma_knob();
+    return ptx::compute_capability(runner.target()) >= 90 && runner.encodes_tensor_maps() && !(knob && knob->off);
+}
+
+bool runs_on_warpgroup_mma(KernelRunner const& runner, op::MatmulShape const& shape) {
+    return gemm_config(runner, shape, ptx::Type::f16, ptx::Type::f16, true).algorithm == ptx::kernels::GemmAlgorithm::wgmma;
+}
+
+void gemm(KernelRunner& runner, op::MatmulShape const& shape, GemmAddresses const& at) {
+    if (shape.m == 0 || shape.n == 0) return;
+    std::uint64_t a_address = at.a, b_address = at.b, out_address = at.out, bias_address = at.bias;
+    std::uint64_t const a_bytes = ptx::bytes_of(at.a_type), b_bytes = ptx::bytes_of(at.b_type);
     // The bytes between consecutive products' matrices.
-    std::uint64_t a_batch = shape.a_batch * element_bytes(a.dtype), b_batch = shape.b_batch * element_bytes(b.dtype),
-                  out_batch = shape.m * shape.n * 4;
+    std::uint64_t a_batch = shape.a_batch * a_bytes, b_batch = shape.b_batch * b_bytes, out_batch = shape.m * shape.n * 4;
     // 16-byte accesses need 16-byte aligned tensors whose rows are whole 16-byte multiples.
     std::uint64_t const b_row = shape.b_transposed ? shape.k : shape.n;
     bool const aligned = (a_address | b_address | out_address | a_batch | b_batch | out_batch) % 16 == 0 &&
-                         shape.k * element_bytes(a.dtype) % 16 == 0 && b_row * element_bytes(b.dtype) % 16 == 0 &&
-                         shape.n * 4 % 16 == 0;
-    ptx::kernels::GemmConfig config = ptx::kernels::choose_gemm_config(
-        shape.m, shape.n, shape.k, a_type, b_type, shape.b_transposed, aligned, runner.multiprocessor_count(),
-        runner.target(), shape.batch, runner.encodes_tensor_maps());
-    config.bias = has_bias(v);
+                         shape.k * a_bytes % 16 == 0 && b_row * b_bytes % 16 == 0 && shape.n * 4 % 16 == 0;
+    ptx::kernels::GemmConfig config = gemm_config(runner, shape, at.a_type, at.b_type, aligned);
+    config.bias = at.bias != 0;
     auto m = static_cast<std::uint32_t>(shape.m), n = static_cast<std::uint32_t>(shape.n), k = static_cast<std::uint32_t>(shape.k);
     auto batch = static_cast<std::uint32_t>(shape.batch);
     ptx::kernels::GemmLaunch const launch = ptx::kernels::gemm_launch(
@@ -106,7 +165,6 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
     std::string const key = "matmul/" + ptx::kernels::gemm_name(config) + "/" + std::string(ptx::to_string(runner.target()));
     // The parameters the variant declares, in order (rayo/ptx/kernels/gemm.hpp), on the stack: no
     // allocation per launch.
-    std::uint64_t bias_address = config.bias ? runner.address(v.in[2]) : 0;
     std::array<void*, 12> arguments{};
     std::size_t count = 0;
     std::array<ptx::TensorMap, 2> maps;
@@ -135,6 +193,39 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
     }
     if (config.bias) arguments[count++] = &bias_address;
     runner.launch(key, [config] { return ptx::kernels::gemm(config); }, dims, std::span(arguments.data(), count));
+}
+
+void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
+    auto const& shape = d.shape;
+    TensorView const &a = v.in[0], &b = v.in[1], &out = v.out[0];
+    if (is_kquant(b.dtype)) {
+        linear_kquant(runner, shape, a, b, out);
+        if (has_bias(v)) add_bias_rows(runner, shape, v.in[2], out);
+        return;
+    }
+    if (shape.m == 0 || shape.n == 0) return;
+    GemmAddresses at{.a = runner.address(a), .b = runner.address(b), .out = runner.address(out),
+                     .bias = has_bias(v) ? runner.address(v.in[2]) : 0, .a_type = element_type(a.dtype),
+                     .b_type = element_type(b.dtype)};
+    // f32 x with f16 weights on Hopper: x rounded to f16 once (as the mma.sync kernel rounds it on
+    // its way into shared memory), then the warpgroup-MMA GEMM.
+    std::size_t const values = shape.batch * shape.m * shape.k;
+    bool const x_contiguous = shape.batch == 1 || shape.a_batch == shape.m * shape.k;
+    if (a.dtype == DType::f32 && b.dtype == DType::f16 && at.a % 16 == 0 && values % 8 == 0 && x_contiguous &&
+        values <= std::numeric_limits<std::uint32_t>::max() && runs_on_warpgroup_mma(runner, shape)) {
+        TemporaryBuffer x_half(runner, values * 2);
+        ptx::kernels::GemmActivationsConfig const convert{.threads = 256};
+        auto const blocks = static_cast<unsigned>((values / 8 + convert.threads - 1) / convert.threads);
+        runner.run("matmul/x_to_f16/t256/" + std::string(ptx::to_string(runner.target())),
+                   [=] { return ptx::kernels::gemm_activations(convert); },
+                   LaunchDims{.grid = {blocks, 1, 1}, .block = {convert.threads, 1, 1}}, at.a, x_half.address(),
+                   static_cast<std::uint32_t>(values));
+        at.a = x_half.address();
+        at.a_type = ptx::Type::f16;
+        gemm(runner, shape, at);
+        return;
+    }
+    gemm(runner, shape, at);
 }
 
 }  // namespace rayo::cuda::ops

@@ -60,7 +60,22 @@ void run(KernelRunner&, op::Pool2d const&, OpViews const&);
 // to 8 rows of x take the integer GEMV (x quantized on the device to int8 main + residual, or main
 // only when rayo::kquant_activations() is q8_k); one row of x with q4_k weights and k <= 32768
 // takes, in the residual mode, the spanning GEMV (x as int16 in registers); more rows take the
-// tensor-core GEMM on f16-decoded tiles.
+// tensor-core GEMM on f16-decoded tiles; on Hopper, from 32 rows, w is decoded to f16 once instead
+// and multiplied by gemm() on the warpgroup MMAs.
 void linear_kquant(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out);
+
+// The GEMM of matmul.cpp on operands at device addresses: out[batch, m, n] (f32) = a · op(b)
+// (+ bias, f32 [n], where its address is not 0), a and b of these element types (f32, f16, bf16;
+// a is b's type or f32).
+struct GemmAddresses {
+    std::uint64_t a = 0, b = 0, out = 0, bias = 0;
+    ptx::Type a_type = ptx::Type::f32, b_type = ptx::Type::f32;
+};
+void gemm(KernelRunner&, op::MatmulShape const& shape, GemmAddresses const& at);
+// Whether gemm() runs products on Hopper's warpgroup MMAs on this device (an sm_90 whose driver
+// encodes tensor maps, RAYO_CUDA_WGMMA not off).
+[[nodiscard]] bool warpgroup_mma_enabled(KernelRunner const&);
+// Whether gemm() would run an aligned f16 x f16 product of this shape on Hopper's warpgroup MMAs.
+[[nodiscard]] bool runs_on_warpgroup_mma(KernelRunner const&, op::MatmulShape const& shape);
 
 }  // namespace rayo::cuda::ops

@@ -88,6 +88,13 @@ GemmConfig gemm_resolved(GemmConfig const& config) {
         c.warps = warps;
         if (c.stages == 0) c.stages = 4;
         if (c.stages < 2 || c.stages > 8) reject("wgmma rings have 2 to 8 slots, got " + std::to_string(c.stages));
+        if (c.cluster == 0) c.cluster = 1;
+        if (c.cluster > 2) reject("wgmma clusters have 1 or 2 blocks, got " + std::to_string(c.cluster));
+        if (c.cluster == 2 && c.b_transposed && c.tile.n % 16 != 0)
+            reject("a cluster of 2 splits b's tile in halves of whole 8-row atoms; tile n " + std::to_string(c.tile.n));
+        if (c.cluster == 2 && !c.b_transposed && c.tile.n % 128 != 0)
+            reject("a cluster of 2 splits b's [k, n] tile into halves of 64-column boxes: tile n a multiple of 128, got " +
+                   std::to_string(c.tile.n));
     } else if (c.algorithm == GemmAlgorithm::simt) {
         if (c.b != Type::f32)
             reject("the simt algorithm multiplies f32 by f32; a ." + std::string(name_of(c.b)) +
@@ -169,6 +176,7 @@ std::string gemm_name(GemmConfig const& config) {
     if (c.m != 0) name += "_m" + std::to_string(c.m);
     if (c.n != 0) name += "_n" + std::to_string(c.n);
     if (c.k != 0) name += "_k" + std::to_string(c.k);
+    if (c.cluster > 1) name += "_c" + std::to_string(c.cluster);
     if (c.batched) name += "_batched";
     if (c.bias) name += "_bias";
     return name;
@@ -180,12 +188,15 @@ GemmLaunch gemm_launch(GemmConfig const& config, std::uint32_t m, std::uint32_t 
     std::uint64_t const rows = c.m != 0 ? c.m : m, cols = c.n != 0 ? c.n : n;
     std::uint64_t blocks = ceil_div(rows, c.tile.m) * ceil_div(cols, c.tile.n);
     if (c.algorithm == GemmAlgorithm::wgmma) {
-        blocks *= batch;  // persistent blocks walk every product's tiles
-        if (blocks > 0xffffffffu)
+        // Persistent blocks walk every product's tiles, a cluster's blocks the tiles of a cluster
+        // tile (cluster · tile.m rows) together.
+        std::uint64_t const units = ceil_div(rows, std::uint64_t{c.tile.m} * c.cluster) * ceil_div(cols, c.tile.n) * batch;
+        if (units * c.cluster > 0xffffffffu)
             reject(std::to_string(batch) + " products of " + std::to_string(rows) + "x" + std::to_string(cols) +
                    " have 2^32 tiles of " + tile_text(c.tile) + " or more");
-        if (resident_blocks != 0) blocks = std::min<std::uint64_t>(blocks, resident_blocks);
-        return {static_cast<std::uint32_t>(blocks), c.warps * 32, shared_bytes(c), 1};
+        std::uint64_t clusters = units;
+        if (resident_blocks != 0) clusters = std::min<std::uint64_t>(clusters, std::max(resident_blocks / c.cluster, 1u));
+        return {static_cast<std::uint32_t>(clusters * c.cluster), c.warps * 32, shared_bytes(c), 1};
     }
     if (blocks > 0x7fffffffu)
         reject(std::to_string(rows) + "x" + std::to_string(cols) + " output needs " + std::to_string(blocks) +
@@ -231,21 +242,30 @@ GemmConfig tile_config(TileClass size, Type a, Type b, bool b_transposed, bool a
     return gemm_resolved(c);
 }
 
-// The wgmma kernel's configuration (128 × 256 × 64, 4 slots: docs/backends/cuda.md, "Tuning decisions").
-GemmConfig wgmma_config(Type t, bool b_transposed) {
-    return gemm_resolved({.a = t, .b = t, .b_transposed = b_transposed, .algorithm = GemmAlgorithm::wgmma});
+// The wgmma kernel's configurations: 128 × 256 tiles in 4 slots, 128 × 128 in 6 (the most that fit
+// in shared memory; docs/backends/cuda.md, "Tuning decisions").
+GemmConfig wgmma_config(Type t, bool b_transposed, bool wide) {
+    return gemm_resolved({.a = t, .b = t, .b_transposed = b_transposed, .algorithm = GemmAlgorithm::wgmma,
+                          .tile = {128, wide ? 256u : 128u, 64}, .stages = wide ? 4u : 6u});
 }
 
 }  // namespace
 
 GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t, Type a, Type b, bool b_transposed,
                               bool aligned, int multiprocessors, Target target, std::uint64_t batch, bool tensor_maps) {
-    // Hopper's warpgroup MMAs once there is a 128x256 tile for every SM.
-    if (compute_capability(target) >= 90 && tensor_maps && aligned && a == b && is_half_type(b) &&
-        batch * ceil_div(m, 128) * ceil_div(n, 256) >= static_cast<std::uint64_t>(std::max(multiprocessors, 1))) {
-        GemmConfig config = wgmma_config(b, b_transposed);
-        config.batched = batch > 1;
-        return config;
+    // Hopper's warpgroup MMAs: 128x256 tiles once there are two for every SM, 128x128 ones once
+    // there is one for every eighth SM (a multiprocessor's wgmma runs about twice mma.sync's rate
+    // and its TMA copies stream b at the memory's rate, so a mostly idle GPU still finishes first);
+    // fewer than 32 rows stay on the narrow mma.sync tiles.
+    auto const sms = static_cast<std::uint64_t>(std::max(multiprocessors, 1));
+    if (compute_capability(target) >= 90 && tensor_maps && aligned && a == b && is_half_type(b) && m >= 32) {
+        std::uint64_t const wide_tiles = batch * ceil_div(m, 128) * ceil_div(n, 256);
+        std::uint64_t const tiles = batch * ceil_div(m, 128) * ceil_div(n, 128);
+        if (wide_tiles >= 2 * sms || 8 * tiles >= sms) {
+            GemmConfig config = wgmma_config(b, b_transposed, wide_tiles >= 2 * sms);
+            config.batched = batch > 1;
+            return config;
+        }
     }
     TileClass size = TileClass::large;
     if (m <= 32) size = TileClass::few_rows;
@@ -268,11 +288,12 @@ std::vector<GemmConfig> chosen_gemm_configs(Target target) {
     if (compute_capability(target) >= 90)
         for (Type t : {Type::f16, Type::bf16})
             for (bool b_transposed : {false, true})
-                for (bool batched : {false, true}) {
-                    GemmConfig config = wgmma_config(t, b_transposed);
-                    config.batched = batched;
-                    configs.push_back(config);
-                }
+                for (bool batched : {false, true})
+                    for (bool wide : {false, true}) {
+                        GemmConfig config = wgmma_config(t, b_transposed, wide);
+                        config.batched = batched;
+                        configs.push_back(config);
+                    }
     return configs;
 }
 

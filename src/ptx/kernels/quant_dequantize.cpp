@@ -6,6 +6,7 @@
 // Exactness: PTX mul/add/sub with an explicit .rn (what the builder emits) are never contracted
 // into fma, so the decoded floats are the CPU's: d·sc then ·q then − dmin·m, in that order.
 #include <array>
+#include <span>
 #include <string>
 
 #include "rayo/ptx/kernels/quant.hpp"
@@ -66,11 +67,27 @@ Reg as_signed(Kernel& k, Reg r) {
     return s;
 }
 
+// Stores `values` (f32) at value `index` (+ `offset`) of `out`: as f32, or rounded to f16 (pairs
+// packed into words) for the GEMM that reads the weights as f16.
+void store_values(Kernel& k, Type output, Reg out, Reg index, unsigned offset, std::span<Reg const> values) {
+    unsigned const bytes = output == Type::f16 ? 2 : 4;
+    Reg const at = k.add(out, k.mul_wide(index, bytes));
+    if (output == Type::f32) {
+        k.st_vector(Space::global, Type::f32, Address(at, offset * bytes), values);
+        return;
+    }
+    std::vector<Reg> words;
+    for (std::size_t i = 0; i + 1 < values.size(); i += 2)
+        words.push_back(k.join(Type::b32, k.cvt(Type::f16, values[i]), k.cvt(Type::f16, values[i + 1])));
+    if (words.size() == 1) k.st(Space::global, Type::b32, Address(at, offset * bytes), words[0]);
+    else k.st_vector(Space::global, Type::b32, Address(at, offset * bytes), words);
+}
+
 // ---- dequantize -------------------------------------------------------------------------------
 
 // q4_k, lane L: qs word L = bytes [4L, 4L+4) of chunk c = L/8 -> values 64c + l0 + t (low nibbles,
 // sub-block 2c) and 64c + 32 + l0 + t (high, sub-block 2c+1), l0 = 4·(L%8).
-void dequantize_q4_k_lane(Kernel& k, Reg lane, Reg in, Reg out) {
+void dequantize_q4_k_lane(Kernel& k, Type output, Reg lane, Reg in, Reg out) {
     std::vector<Reg> const header = k.ld_vector(Space::global, Type::u32, 4, Address(in), Cache::nc);
     Reg const qs = k.ld(Space::global, Type::u32, Address(k.add(in, k.mul_wide(lane, 4)), 16), Cache::nc);
     auto const [d, dmin] = halves_as_float(k, header[0]);
@@ -94,16 +111,16 @@ void dequantize_q4_k_lane(Kernel& k, Reg lane, Reg in, Reg out) {
         lo[b] = k.sub(k.mul(d1, to_float(k, k.bfe(qs, 8 * b, 4))), m1);
         hi[b] = k.sub(k.mul(d2, to_float(k, k.bfe(qs, 8 * b + 4, 4))), m2);
     }
-    // value 64c + l0 = 4L + 32c: byte offset 16L + 128c; the high nibbles 32 values later.
-    Reg const at = k.add(out, k.mul_wide(k.fma(c, 8, lane), 16));
-    k.st_vector(Space::global, Type::f32, Address(at), lo);
-    k.st_vector(Space::global, Type::f32, Address(at, 128), hi);
+    // value 64c + l0 = 4L + 32c; the high nibbles 32 values later.
+    Reg const index = k.shl(k.fma(c, 8, lane), 2);
+    store_values(k, output, out, index, 0, lo);
+    store_values(k, output, out, index, 32, hi);
 }
 
 // q6_k, lane L: half h = L/16, l = 2·(L%16): values 128h + 32i + l + e (i = 0..3, e = 0, 1) from
 // ql[64h + l + e] (i = 0, 2), ql[64h + 32 + l + e] (i = 1, 3) and qh[32h + l + e]. Loads are 16-bit:
 // q6_k blocks are 210 bytes, so only 2-byte aligned.
-void dequantize_q6_k_lane(Kernel& k, Reg lane, Reg in, Reg out) {
+void dequantize_q6_k_lane(Kernel& k, Type output, Reg lane, Reg in, Reg out) {
     Reg const h = k.shr(lane, 4);
     Reg const l = k.shl(k.and_(lane, 15), 1);
     Reg const ql_at = k.add(in, k.mul_wide(k.fma(h, 64, l), 1));
@@ -119,8 +136,8 @@ void dequantize_q6_k_lane(Kernel& k, Reg lane, Reg in, Reg out) {
         Reg const sc = k.ld(Space::global, Type::s8, Address(sc_at, 192 + 2 * i), Cache::nc);
         ds[i] = k.mul(d, to_float(k, sc));
     }
-    // value 128h + l + 32i: byte offset 4·(128h + l) + 128i.
-    Reg const at = k.add(out, k.mul_wide(k.fma(h, 128, l), 4));
+    // value 128h + l + 32i.
+    Reg const index = k.fma(h, 128, l);
     for (int i = 0; i < 4; ++i) {
         Reg const low_bits = i % 2 == 0 ? ql0 : ql1;
         int const nibble = i < 2 ? 0 : 4;
@@ -129,20 +146,20 @@ void dequantize_q6_k_lane(Kernel& k, Reg lane, Reg in, Reg out) {
             Reg const q = k.or_(k.bfe(low_bits, 8 * e + nibble, 4), k.shl(k.bfe(qh, 8 * e + 2 * i, 2), 4));
             y[e] = k.mul(ds[i], to_float(k, k.sub(as_signed(k, q), 32)));
         }
-        k.st_vector(Space::global, Type::f32, Address(at, 128 * i), y);
+        store_values(k, output, out, index, 32 * i, y);
     }
 }
 
 // q8_k, lane L: quants [8L, 8L+8) at byte 4 + 8L (4-byte aligned: blocks are 292 bytes).
-void dequantize_q8_k_lane(Kernel& k, Reg lane, Reg in, Reg out) {
+void dequantize_q8_k_lane(Kernel& k, Type output, Reg lane, Reg in, Reg out) {
     Reg const d = k.ld(Space::global, Type::f32, Address(in), Cache::nc);
     Reg const qs_at = k.add(in, k.mul_wide(lane, 8));
-    Reg const at = k.add(out, k.mul_wide(lane, 32));
+    Reg const index = k.shl(lane, 3);
     for (int w = 0; w < 2; ++w) {
         Reg const word = k.ld(Space::global, Type::s32, Address(qs_at, 4 + 4 * w), Cache::nc);
         std::array<Reg, 4> y{};
         for (int b = 0; b < 4; ++b) y[b] = k.mul(d, to_float(k, k.bfe(word, 8 * b, 8)));
-        k.st_vector(Space::global, Type::f32, Address(at, 16 * w), y);
+        store_values(k, output, out, index, 4 * w, y);
     }
 }
 
@@ -236,18 +253,20 @@ Kernel dequantize(DequantizeConfig const& config) {
     check_threads(config.threads, "dequantize");
     if (config.type != DType::q4_k && config.type != DType::q6_k && config.type != DType::q8_k)
         throw BuildError("ptx kernels: dequantize takes q4_k, q6_k or q8_k blocks, not " + type_name(config.type));
-    Kernel k("rayo_dequantize_" + type_name(config.type));
+    if (config.output != Type::f32 && config.output != Type::f16)
+        throw BuildError("ptx kernels: dequantize writes f32 or f16, not ." + std::string(name_of(config.output)));
+    Kernel k("rayo_dequantize_" + type_name(config.type) + (config.output == Type::f16 ? "_f16" : ""));
     k.max_threads(config.threads);
     Reg const blocks = k.cvta_to_global(k.param(Type::u64, "blocks"));
     Reg const values = k.cvta_to_global(k.param(Type::u64, "out"));
     Reg const count = k.param(Type::u32, "count");
     WarpPerBlock const w = warp_per_block(k, config.threads, count);
     Reg const in = k.add(blocks, k.mul_wide(w.block, static_cast<std::uint32_t>(size_of(config.type))));
-    Reg const out = k.add(values, k.mul_wide(w.block, values_per_block * 4));
+    Reg const out = k.add(values, k.mul_wide(w.block, values_per_block * (config.output == Type::f16 ? 2 : 4)));
     switch (config.type) {
-        case DType::q4_k: dequantize_q4_k_lane(k, w.lane, in, out); break;
-        case DType::q6_k: dequantize_q6_k_lane(k, w.lane, in, out); break;
-        default: dequantize_q8_k_lane(k, w.lane, in, out); break;
+        case DType::q4_k: dequantize_q4_k_lane(k, config.output, w.lane, in, out); break;
+        case DType::q6_k: dequantize_q6_k_lane(k, config.output, w.lane, in, out); break;
+        default: dequantize_q8_k_lane(k, config.output, w.lane, in, out); break;
     }
     k.place(w.done);
     return k;

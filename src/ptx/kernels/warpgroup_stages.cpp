@@ -50,9 +50,9 @@ TileCoordinates TileSchedule::at(Kernel& k, Reg tile) const {
     return c;
 }
 
-void TileSchedule::for_each(Kernel& k, std::function<void(TileCoordinates const&)> const& body) const {
+void TileSchedule::for_each(Kernel& k, Reg first, Reg stride, std::function<void(TileCoordinates const&)> const& body) const {
     Reg const tile = k.reg(Type::u32);
-    k.for_range(tile, k.special(Special::ctaid_x), total, k.special(Special::nctaid_x), [&] { body(at(k, tile)); });
+    k.for_range(tile, first, total, stride, [&] { body(at(k, tile)); });
 }
 
 }  // namespace rayo::ptx::kernels::warpgroup

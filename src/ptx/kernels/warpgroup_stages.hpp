@@ -69,8 +69,9 @@ struct TileSchedule {
 
     static TileSchedule make(Kernel& k, unsigned tile_m, unsigned tile_n, unsigned group_m, Reg m, Reg n, Reg batch);
     [[nodiscard]] TileCoordinates at(Kernel& k, Reg tile) const;
-    // body(tile) for tile = ctaid.x, ctaid.x + nctaid.x, ... below total: a persistent block's work.
-    void for_each(Kernel& k, std::function<void(TileCoordinates const&)> const& body) const;
+    // body(tile) for tile = first, first + stride, ... below total: a persistent block's work (first
+    // ctaid.x and stride nctaid.x, or the same for its cluster).
+    void for_each(Kernel& k, Reg first, Reg stride, std::function<void(TileCoordinates const&)> const& body) const;
 };
 
 }  // namespace rayo::ptx::kernels::warpgroup

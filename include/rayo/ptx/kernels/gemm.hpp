@@ -106,6 +106,10 @@ struct RAYO_API GemmConfig {
     // Block tiles are visited `group_m` tile rows at a time, column by column within a group, so
     // blocks running together share panels of a and b in L2. 0: 8.
     unsigned group_m = 0;
+    // wgmma: blocks per thread-block cluster, 1 or 2 (0: 1). A cluster of 2 computes two tiles one
+    // above the other; each block copies half of their shared b tile and the TMA multicasts it to
+    // both, halving b's traffic from L2.
+    unsigned cluster = 0;
 };
 
 // The launch shape of a gemm kernel for an m × n output.
@@ -150,8 +154,9 @@ struct RAYO_API GemmOperands {
 // GemmConfig::aligned requires (the caller checks addresses and row lengths), on a GPU with
 // `multiprocessors` SMs of `target`: f32 × f32 on the CUDA cores; anything with a 16-bit b on the
 // tensor cores. On sm_90, where the runtime can encode tensor maps (`tensor_maps`), aligned
-// f16 × f16 and bf16 × bf16 products with at least as many 128x256 tiles as SMs run the wgmma
-// kernel (128 × 256 × 64, 4 slots). Otherwise large outputs
+// f16 × f16 and bf16 × bf16 products of 32 rows or more run the wgmma kernel: 128 × 256 tiles in
+// 4 slots where there are two such tiles per SM, 128 × 128 in 6 where there is one such tile for
+// every eighth SM. Otherwise large outputs
 // take 128x128 tiles (f32 on sm_90: k steps of 16 in two stages, else 8 in three); outputs with
 // fewer such tiles than SMs take 64x64; a few rows (m ≤ 32) take 32x64.
 // The sizes stay kernel parameters (none is baked). For a batch of `batch` such products (a

@@ -35,12 +35,14 @@ namespace rayo::ptx::kernels {
 
 // ---- dequantize ---------------------------------------------------------------------------------
 
-// Parameters: (u64 blocks, u64 out, u32 count): `count` blocks of `type` -> count·256 f32 values.
-// One warp decodes one block (each lane 8 values); launch ceil(count / (threads/32)) blocks of
-// `threads` threads. `out` must be 16-byte aligned; q4_k blocks 16-byte, q8_k 4-byte, q6_k 2-byte.
+// Parameters: (u64 blocks, u64 out, u32 count): `count` blocks of `type` -> count·256 f32 values
+// (or f16: each f32 value rounded to nearest). One warp decodes one block (each lane 8 values);
+// launch ceil(count / (threads/32)) blocks of `threads` threads. `out` must be 16-byte aligned;
+// q4_k blocks 16-byte, q8_k 4-byte, q6_k 2-byte.
 struct RAYO_API DequantizeConfig {
     DType type = DType::q4_k;  // q4_k, q6_k or q8_k
     unsigned threads = 256;    // a multiple of 32, at most 1024
+    Type output = Type::f32;   // f32, or f16 (what the K-quant GEMM on Hopper multiplies)
 };
 [[nodiscard]] RAYO_API Kernel dequantize(DequantizeConfig const& config);
 
