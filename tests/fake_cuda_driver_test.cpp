@@ -30,6 +30,7 @@ public:
     [[nodiscard]] int compute_capability() const { return call<int (*)()>("rayo_fake_cuda_compute_capability")(); }
     [[nodiscard]] int launches() const { return call<int (*)()>("rayo_fake_cuda_launch_count")(); }
     [[nodiscard]] int modules() const { return call<int (*)()>("rayo_fake_cuda_module_count")(); }
+    [[nodiscard]] int tensor_maps() const { return call<int (*)()>("rayo_fake_cuda_tensor_map_count")(); }
     [[nodiscard]] std::string ptx(int launch) const {
         return call<char const* (*)(int)>("rayo_fake_cuda_launch_ptx")(launch);
     }
@@ -111,6 +112,23 @@ TEST_F(FakeCuda, KernelsWaitForThePreviousGridFirstAndStartEarlyOnSm90Only) {
     } else {
         EXPECT_EQ(body.find("griddepcontrol"), std::string_view::npos) << ptx;
     }
+}
+
+// A large f16 product reaches an sm_90's driver as the warpgroup-MMA kernel, emitted for sm_90a,
+// with its two tensor maps encoded by the driver; an sm_80 gets the mma.sync kernel and no maps.
+TEST_F(FakeCuda, LargeHalfProductsRunTheWgmmaKernelWithTensorMapsOnSm90) {
+    bool const sm90 = driver.compute_capability() >= 90;
+    auto const a = Tensor<half>::zeros({1024, 1024}, device);
+    auto const b = Tensor<half>::zeros({1024, 1024}, device);
+    auto const out = Tensor<float>::zeros({1024, 1024}, device);
+    int const before = driver.launches(), maps = driver.tensor_maps();
+    matmul_into(a, b, out);
+    ASSERT_EQ(driver.launches(), before + 1);
+    std::string const ptx = driver.ptx(before);
+    EXPECT_EQ(ptx.find("wgmma.mma_async") != std::string::npos, sm90);
+    EXPECT_EQ(ptx.find(".target sm_90a") != std::string::npos, sm90);
+    EXPECT_EQ(driver.tensor_maps(), maps + (sm90 ? 2 : 0));
+    EXPECT_NE(ptx.find(sm90 ? ".param .align 64 .b8 a_map[128]" : "mma.sync.aligned.m16n8k16"), std::string::npos);
 }
 
 // The one-row K-quant GEMV places its own wait after prefetching its first rows (sm_90): the

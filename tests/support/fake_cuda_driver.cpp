@@ -1,7 +1,7 @@
 // A libcuda.so.1 for tests on machines without a GPU: one device (an sm_90 with 132
 // multiprocessors, or the compute capability RAYO_FAKE_CUDA_CC names, e.g. 80), host memory for
-// device memory, copies done at once, kernels recorded and never run. Its memory pool keeps the
-// counts a real one reports (CU_MEMPOOL_ATTR_*: bytes in use, reserved in 2 MiB steps and kept
+// device memory, copies done at once, kernels recorded and never run, tensor maps checked and
+// counted. Its memory pool keeps the counts a real one reports (CU_MEMPOOL_ATTR_*: bytes in use, reserved in 2 MiB steps and kept
 // until trimmed, and their high watermarks). It lets CI drive rayo's CUDA
 // runtime (discovery, memory, the module cache, the launch path) and ask what reached the driver
 // through the rayo_fake_cuda_* functions at the end. Only what rayo resolves is here.
@@ -65,6 +65,7 @@ struct State {
     std::vector<std::unique_ptr<Module>> modules;  // kept after unloading: launches refer to them
     std::vector<std::unique_ptr<Function>> functions;
     std::vector<Launch> launches;
+    int tensor_maps = 0;  // encoded by cuTensorMapEncodeTiled
     void* current = nullptr;
 };
 
@@ -317,6 +318,27 @@ Result cuLaunchKernelEx(LaunchConfig const* config, void* function, void**, void
     return success;
 }
 
+// Checks what the real encoder checks of the fields rayo sets and writes the global address into
+// the map's first word (the fake runs no kernel that would read it).
+Result cuTensorMapEncodeTiled(std::uint64_t* map, int type, unsigned rank, void* address, std::uint64_t const* dims,
+                              std::uint64_t const* strides, std::uint32_t const* box, std::uint32_t const* element_strides,
+                              int interleave, int swizzle, int, int) {
+    constexpr int element_bytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2};
+    if (type < 0 || type > 9 || rank == 0 || rank > 5 || interleave != 0 || swizzle < 0 || swizzle > 3 ||
+        reinterpret_cast<std::uintptr_t>(map) % 64 != 0 || reinterpret_cast<std::uintptr_t>(address) % 16 != 0)
+        return invalid_value;
+    for (unsigned i = 0; i < rank; ++i) {
+        if (dims[i] == 0 || box[i] == 0 || box[i] > 256 || element_strides[i] != 1) return invalid_value;
+        if (i > 0 && strides[i - 1] % 16 != 0) return invalid_value;
+    }
+    unsigned const inner_bytes = box[0] * static_cast<unsigned>(element_bytes[type]);
+    if (inner_bytes % 16 != 0 || (swizzle == 3 && inner_bytes > 128)) return invalid_value;
+    std::lock_guard lock(state().mutex);
+    map[0] = reinterpret_cast<std::uintptr_t>(address);
+    ++state().tensor_maps;
+    return success;
+}
+
 Result cuGetProcAddress_v2(char const* symbol, void** function, int, std::uint64_t, int* status) {
     struct Entry {
         std::string_view name;
@@ -366,6 +388,7 @@ Result cuGetProcAddress_v2(char const* symbol, void** function, int, std::uint64
         {"cuFuncSetAttribute", reinterpret_cast<void*>(&cuFuncSetAttribute)},
         {"cuLaunchKernel", reinterpret_cast<void*>(&cuLaunchKernel)},
         {"cuLaunchKernelEx", reinterpret_cast<void*>(&cuLaunchKernelEx)},
+        {"cuTensorMapEncodeTiled", reinterpret_cast<void*>(&cuTensorMapEncodeTiled)},
     };
     for (auto const& e : entries)
         if (e.name == symbol) {
@@ -383,6 +406,10 @@ int rayo_fake_cuda_compute_capability() { return compute_capability(); }
 int rayo_fake_cuda_launch_count() {
     std::lock_guard lock(state().mutex);
     return static_cast<int>(state().launches.size());
+}
+int rayo_fake_cuda_tensor_map_count() {
+    std::lock_guard lock(state().mutex);
+    return state().tensor_maps;
 }
 int rayo_fake_cuda_module_count() {
     std::lock_guard lock(state().mutex);
