@@ -152,11 +152,12 @@ Kernel tma_load_kernel(std::string const& name, unsigned rank, unsigned bytes) {
     return k;
 }
 
-// The box as the TMA leaves it in shared memory, from the tensor's bytes: element (j0, j1, ...)
-// at (j0 + box0·(j1 + ...))·size, swizzled; zeros outside the tensor.
-std::vector<std::uint8_t> expected_box(LoadCase const& c, std::uint8_t const* tensor) {
+// Visits every element of the box: its byte offset in shared memory (element (j0, j1, ...) at
+// (j0 + box0·(j1 + ...))·size, swizzled as the map says) and, where it lies inside the tensor, its
+// byte offset there.
+template <class Visit>
+void for_each_box_element(LoadCase const& c, Visit&& visit) {
     std::size_t const size = static_cast<std::size_t>(bytes_of(c.element));
-    std::vector<std::uint8_t> image(box_bytes(c), 0);
     std::size_t rows = 1;
     for (unsigned i = 1; i < c.rank; ++i) rows *= c.box[i];
     for (std::size_t r = 0; r < rows; ++r)
@@ -171,8 +172,17 @@ std::vector<std::uint8_t> expected_box(LoadCase const& c, std::uint8_t const* te
                 if (index < 0 || static_cast<std::uint64_t>(index) >= c.dims[i]) inside = false;
                 else at += static_cast<std::size_t>(index) * (i == 0 ? size : c.strides[i]);
             }
-            if (inside) std::memcpy(image.data() + offset, tensor + at, size);
+            visit(offset, inside ? std::optional<std::size_t>(at) : std::nullopt);
         }
+}
+
+// The box as the TMA leaves it in shared memory, from the tensor's bytes; zeros outside the tensor.
+std::vector<std::uint8_t> expected_box(LoadCase const& c, std::uint8_t const* tensor) {
+    std::size_t const size = static_cast<std::size_t>(bytes_of(c.element));
+    std::vector<std::uint8_t> image(box_bytes(c), 0);
+    for_each_box_element(c, [&](std::size_t shared, std::optional<std::size_t> global) {
+        if (global) std::memcpy(image.data() + shared, tensor + *global, size);
+    });
     return image;
 }
 
@@ -280,24 +290,12 @@ TEST(PtxHopperSimulator, TmaStoresClipToTheTensor) {
         // What the tensor should hold: its old bytes, with the box's elements inside it replaced.
         std::vector<std::uint8_t> want = before;
         std::size_t const size = static_cast<std::size_t>(bytes_of(c.element));
-        std::size_t rows = 1, written = 0;
-        for (unsigned i = 1; i < c.rank; ++i) rows *= c.box[i];
-        for (std::size_t r = 0; r < rows; ++r)
-            for (std::size_t j = 0; j < c.box[0]; ++j) {
-                bool inside = true;
-                std::size_t at_byte = 0, rest = r;
-                for (unsigned i = 0; i < c.rank; ++i) {
-                    std::int64_t const index = c.at[i] + static_cast<std::int64_t>(i == 0 ? j : rest % c.box[i]);
-                    if (i > 0) rest /= c.box[i];
-                    if (index < 0 || static_cast<std::uint64_t>(index) >= c.dims[i]) inside = false;
-                    else at_byte += static_cast<std::size_t>(index) * (i == 0 ? size : c.strides[i]);
-                }
-                if (!inside) continue;
-                std::size_t const offset = c.swizzle == TensorMapSwizzle::swizzle_128b ? swizzled_128(r, j, size)
-                                                                                        : (r * c.box[0] + j) * size;
-                std::memcpy(want.data() + at_byte, image.data() + offset, size);
-                ++written;
-            }
+        std::size_t written = 0;
+        for_each_box_element(c, [&](std::size_t shared, std::optional<std::size_t> global) {
+            if (!global) return;
+            std::memcpy(want.data() + *global, image.data() + shared, size);
+            ++written;
+        });
         EXPECT_GT(written, 0u);
         std::size_t wrong = 0;
         for (std::size_t b = 0; b < tensor.bytes(); ++b)
