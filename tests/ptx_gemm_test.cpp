@@ -347,26 +347,7 @@ TEST(PtxGemm, WgmmaKernelIsWarpSpecialised) {
     EXPECT_EQ(maps[1].swizzle, TensorMapSwizzle::swizzle_128b);
     EXPECT_THROW((void)gemm_tensor_maps({}, {}), BuildError) << "the SIMT kernel takes no maps";
 
-    // Clusters of 2: each block copies half of b and multicasts it; slots are released in both blocks.
-    for (bool transposed : {false, true}) {
-        GemmConfig const pair{.a = Type::f16, .b = Type::f16, .b_transposed = transposed,
-                              .algorithm = GemmAlgorithm::wgmma, .cluster = 2};
-        std::string const text = gemm(pair).emit(Target::sm_90a);
-        EXPECT_TRUE(contains(text, ".reqnctapercluster 2, 1, 1"));
-        EXPECT_EQ(count(text, ".multicast::cluster"), transposed ? 1u : 2u) << "half of b's boxes";
-        EXPECT_EQ(count(text, "mbarrier.arrive.release.cluster.shared::cluster.b64"), 4u) << "2 releases x 2 blocks";
-        EXPECT_TRUE(contains(text, "barrier.cluster.wait.acquire;")) << "no block leaves before the other";
-        EXPECT_EQ(gemm_tensor_maps(pair, {.m = 512, .n = 512, .k = 64})[1].box[transposed ? 1 : 0], transposed ? 128u : 64u);
-        if (!ptxas_path().empty()) expect_assembles(gemm(pair), Target::sm_90a);
-    }
-    GemmConfig const pair{.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .cluster = 2};
-    EXPECT_EQ(gemm_launch(pair, 4096, 4096, 1, 132).grid, 132u);
-    EXPECT_EQ(gemm_launch(pair, 200, 256, 1, 132).grid, 2u) << "one cluster tile of 256 rows, its lower block partly outside";
-    EXPECT_EQ(gemm_launch(pair, 4096, 4096, 1, 133).grid, 132u) << "whole clusters";
-
     auto const rejects = [](GemmConfig const& bad) { EXPECT_THROW((void)gemm_resolved(bad), BuildError); };
-    rejects({.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .cluster = 4});
-    rejects({.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .tile = {128, 64, 64}, .cluster = 2});
     rejects({.a = Type::f32, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma});
     rejects({.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .aligned = false});
     rejects({.a = Type::f16, .b = Type::f16, .algorithm = GemmAlgorithm::wgmma, .tile = {96, 256, 64}});

@@ -55,35 +55,32 @@ void add_bias_rows(KernelRunner& runner, op::MatmulShape const& shape, TensorVie
 }
 
 // RAYO_CUDA_WGMMA, a tuning knob read once: "off" keeps every product off the wgmma kernel;
-// "MxN,S,G[,C]" runs every product the kernel can take (aligned f16 x f16 or bf16 x bf16 on sm_90)
-// on it, whatever its size, with an m x n tile, S slots, groups of G tile rows and clusters of C
-// blocks (default 1); unset or empty: the default choice. So a sweep on a GPU needs no rebuild. An
-// invalid value makes those products throw, naming the form.
+// "MxN,S,G" runs every product the kernel can take (aligned f16 x f16 or bf16 x bf16 on sm_90)
+// on it, whatever its size, with an m x n tile, S slots and groups of G tile rows; unset or empty:
+// the default choice. So a sweep on a GPU needs no rebuild. An invalid value makes those products
+// throw, naming the form.
 struct ForcedWgmma {
     bool off = false;
     ptx::kernels::GemmConfig config;
 };
 std::optional<ForcedWgmma> parse_wgmma_knob(std::string_view text) {
     if (text == "off") return ForcedWgmma{.off = true, .config = {}};
-    unsigned values[5] = {0, 0, 0, 0, 1};
+    unsigned values[4] = {};
     char const* at = text.data();
     char const* const end = text.data() + text.size();
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < 4; ++i) {
         auto const [next, error] = std::from_chars(at, end, values[i]);
-        bool const last = next == end && i >= 3;
-        if (error != std::errc{} || (!last && (next == end || *next != (i == 0 ? 'x' : ',') || i == 4)))
+        bool const last = i == 3;
+        if (error != std::errc{} || (last ? next != end : next == end || *next != (i == 0 ? 'x' : ',')))
             throw Error("RAYO_CUDA_WGMMA='" + std::string(text.substr(0, 64)) +
-                        "' is neither off nor MxN,S,G[,C] (tile rows x columns, slots, group of tile rows, blocks per "
-                        "cluster; e.g. 128x256,4,8,2)");
-        if (last) break;
-        at = next + 1;
+                        "' is neither off nor MxN,S,G (tile rows x columns, slots, group of tile rows; e.g. 128x256,4,8)");
+        at = last ? next : next + 1;
     }
     ForcedWgmma forced;
     forced.config.algorithm = ptx::kernels::GemmAlgorithm::wgmma;
     forced.config.tile = {values[0], values[1], 0};
     forced.config.stages = values[2];
     forced.config.group_m = values[3];
-    forced.config.cluster = values[4];
     return forced;
 }
 std::optional<ForcedWgmma> const& wgmma_knob() {

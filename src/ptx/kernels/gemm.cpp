@@ -88,13 +88,6 @@ GemmConfig gemm_resolved(GemmConfig const& config) {
         c.warps = warps;
         if (c.stages == 0) c.stages = 4;
         if (c.stages < 2 || c.stages > 8) reject("wgmma rings have 2 to 8 slots, got " + std::to_string(c.stages));
-        if (c.cluster == 0) c.cluster = 1;
-        if (c.cluster > 2) reject("wgmma clusters have 1 or 2 blocks, got " + std::to_string(c.cluster));
-        if (c.cluster == 2 && c.b_transposed && c.tile.n % 16 != 0)
-            reject("a cluster of 2 splits b's tile in halves of whole 8-row atoms; tile n " + std::to_string(c.tile.n));
-        if (c.cluster == 2 && !c.b_transposed && c.tile.n % 128 != 0)
-            reject("a cluster of 2 splits b's [k, n] tile into halves of 64-column boxes: tile n a multiple of 128, got " +
-                   std::to_string(c.tile.n));
     } else if (c.algorithm == GemmAlgorithm::simt) {
         if (c.b != Type::f32)
             reject("the simt algorithm multiplies f32 by f32; a ." + std::string(name_of(c.b)) +
@@ -176,7 +169,6 @@ std::string gemm_name(GemmConfig const& config) {
     if (c.m != 0) name += "_m" + std::to_string(c.m);
     if (c.n != 0) name += "_n" + std::to_string(c.n);
     if (c.k != 0) name += "_k" + std::to_string(c.k);
-    if (c.cluster > 1) name += "_c" + std::to_string(c.cluster);
     if (c.batched) name += "_batched";
     if (c.bias) name += "_bias";
     return name;
@@ -188,15 +180,12 @@ GemmLaunch gemm_launch(GemmConfig const& config, std::uint32_t m, std::uint32_t 
     std::uint64_t const rows = c.m != 0 ? c.m : m, cols = c.n != 0 ? c.n : n;
     std::uint64_t blocks = ceil_div(rows, c.tile.m) * ceil_div(cols, c.tile.n);
     if (c.algorithm == GemmAlgorithm::wgmma) {
-        // Persistent blocks walk every product's tiles, a cluster's blocks the tiles of a cluster
-        // tile (cluster · tile.m rows) together.
-        std::uint64_t const units = ceil_div(rows, std::uint64_t{c.tile.m} * c.cluster) * ceil_div(cols, c.tile.n) * batch;
-        if (units * c.cluster > 0xffffffffu)
+        blocks *= batch;  // persistent blocks walk every product's tiles
+        if (blocks > 0xffffffffu)
             reject(std::to_string(batch) + " products of " + std::to_string(rows) + "x" + std::to_string(cols) +
                    " have 2^32 tiles of " + tile_text(c.tile) + " or more");
-        std::uint64_t clusters = units;
-        if (resident_blocks != 0) clusters = std::min<std::uint64_t>(clusters, std::max(resident_blocks / c.cluster, 1u));
-        return {static_cast<std::uint32_t>(clusters * c.cluster), c.warps * 32, shared_bytes(c), 1};
+        if (resident_blocks != 0) blocks = std::min<std::uint64_t>(blocks, resident_blocks);
+        return {static_cast<std::uint32_t>(blocks), c.warps * 32, shared_bytes(c), 1};
     }
     if (blocks > 0x7fffffffu)
         reject(std::to_string(rows) + "x" + std::to_string(cols) + " output needs " + std::to_string(blocks) +

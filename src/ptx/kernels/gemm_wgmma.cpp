@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,23 +36,14 @@ unsigned a_tile_bytes(GemmConfig const& c) { return c.tile.m * tile_k * 2; }
 unsigned b_tile_bytes(GemmConfig const& c) { return c.tile.n * tile_k * 2; }
 unsigned slot_bytes(GemmConfig const& c) { return a_tile_bytes(c) + b_tile_bytes(c); }
 
-// What both roles read: parameters, the ring and the tile schedule. With a cluster of 2 the
-// schedule's tiles are the cluster's (2 · tile.m rows), the block's the upper or lower half.
+// What both roles read: parameters, the ring and the tile schedule.
 struct WgmmaFrame {
     Reg a_map, b_map, out, bias;
     Reg m, n, k, batch, a_step, b_step, out_batch;
     Reg tid, k_steps;
     Reg slots_base;  // shared address of slot 0 (1024-byte aligned)
-    Reg rank;        // the block's rank in its cluster (0 without clusters)
-    Reg first_unit, unit_stride;  // the schedule's first tile for this block (cluster), and the step
     SlotRing ring;
     TileSchedule schedule;
-
-    // The block's own tile of a cluster tile.
-    [[nodiscard]] TileCoordinates block_tile(Kernel& k, GemmConfig const& c, TileCoordinates unit) const {
-        if (c.cluster > 1) unit.row0 = k.add(unit.row0, k.mul(rank, c.tile.m));
-        return unit;
-    }
 };
 
 WgmmaFrame wgmma_frame(Kernel& kernel, GemmConfig const& c) {
@@ -82,26 +72,14 @@ WgmmaFrame wgmma_frame(Kernel& kernel, GemmConfig const& c) {
     Reg const raw = kernel.shared_address(kernel.dynamic_shared(1024));
     f.slots_base = kernel.and_(kernel.add(raw, warpgroup::swizzle_atom - 1), ~(warpgroup::swizzle_atom - 1));
     Reg const leader = kernel.setp(Cmp::eq, f.tid, 0);
-    // A slot is free once every consumer of every block the cluster's copies land in released it.
-    f.ring = SlotRing::make(kernel, kernel.add(f.slots_base, c.stages * slot_bytes(c)), c.stages,
-                            consumers_of(c) * c.cluster, leader);
+    // A slot is free once every consumer warpgroup has released it.
+    f.ring = SlotRing::make(kernel, kernel.add(f.slots_base, c.stages * slot_bytes(c)), c.stages, consumers_of(c), leader);
     kernel.if_then(leader, [&] {
         kernel.prefetch_tensor_map(f.a_map);
         kernel.prefetch_tensor_map(f.b_map);
     });
-    if (c.cluster > 1) {  // the other block's barriers are initialised before anything reaches them
-        kernel.barrier_cluster_arrive();
-        kernel.barrier_cluster_wait();
-        f.rank = kernel.special(Special::cluster_ctarank);
-        f.first_unit = kernel.div(kernel.special(Special::ctaid_x), c.cluster);
-        f.unit_stride = kernel.div(kernel.special(Special::nctaid_x), c.cluster);
-    } else {
-        kernel.bar_sync();
-        f.rank = kernel.mov(Type::u32, 0);
-        f.first_unit = kernel.special(Special::ctaid_x);
-        f.unit_stride = kernel.special(Special::nctaid_x);
-    }
-    f.schedule = TileSchedule::make(kernel, c.tile.m * c.cluster, c.tile.n, c.group_m, f.m, f.n, f.batch);
+    kernel.bar_sync();
+    f.schedule = TileSchedule::make(kernel, c.tile.m, c.tile.n, c.group_m, f.m, f.n, f.batch);
     return f;
 }
 
@@ -110,13 +88,8 @@ WgmmaFrame wgmma_frame(Kernel& kernel, GemmConfig const& c) {
 void produce(Kernel& kernel, GemmConfig const& c, WgmmaFrame const& f) {
     kernel.comment("producer: TMA copies of every k step of the block's tiles");
     RingPosition const position{kernel.mov(Type::u32, 0)};
-    // With a cluster, each block copies its share of b (rows of b [n, k], or 64-column boxes of
-    // b [k, n]) into both blocks' slots.
-    std::optional<Reg> const multicast =
-        c.cluster > 1 ? std::optional<Reg>(kernel.mov(Type::u16, (1 << c.cluster) - 1)) : std::nullopt;
-    unsigned const b_rows = c.tile.n / c.cluster, b_boxes = c.tile.n / 64 / c.cluster;
-    f.schedule.for_each(kernel, f.first_unit, f.unit_stride, [&](TileCoordinates const& unit) {
-        TileCoordinates const tile = f.block_tile(kernel, c, unit);
+    f.schedule.for_each(kernel, kernel.special(Special::ctaid_x), kernel.special(Special::nctaid_x),
+                        [&](TileCoordinates const& tile) {
         Reg const a_product = kernel.mul(tile.product, f.a_step), b_product = kernel.mul(tile.product, f.b_step);
         Reg const step = kernel.reg(Type::u32);
         kernel.for_range(step, 0, f.k_steps, 1, [&] {
@@ -132,17 +105,12 @@ void produce(Kernel& kernel, GemmConfig const& c, WgmmaFrame const& f) {
             std::array const a_at{k0, tile.row0, a_product};
             kernel.tma_load(a_tile, f.a_map, std::span(a_at.data(), rank), full);
             if (c.b_transposed) {  // b [n, k]: tile_n rows of 64 k values
-                Reg const first_row = kernel.mul(f.rank, b_rows);
-                std::array const b_at{k0, kernel.add(tile.col0, first_row), b_product};
-                kernel.tma_load(kernel.add(b_tile, kernel.mul(first_row, warpgroup::swizzle_row)), f.b_map,
-                                std::span(b_at.data(), rank), full, multicast);
+                std::array const b_at{k0, tile.col0, b_product};
+                kernel.tma_load(b_tile, f.b_map, std::span(b_at.data(), rank), full);
             } else {  // b [k, n]: per 64 columns, 64 k rows of 64 n values
-                Reg const first_box = kernel.mul(f.rank, b_boxes);
-                for (unsigned q = 0; q < b_boxes; ++q) {
-                    Reg const box = kernel.add(first_box, q);
-                    std::array const b_at{kernel.add(tile.col0, kernel.mul(box, 64)), k0, b_product};
-                    kernel.tma_load(kernel.add(b_tile, kernel.mul(box, 64 * tile_k * 2)), f.b_map,
-                                    std::span(b_at.data(), rank), full, multicast);
+                for (unsigned q = 0; q < c.tile.n / 64; ++q) {
+                    std::array const b_at{kernel.add(tile.col0, q * 64), k0, b_product};
+                    kernel.tma_load(kernel.add(b_tile, q * 64 * tile_k * 2), f.b_map, std::span(b_at.data(), rank), full);
                 }
             }
             position.advance(kernel);
@@ -204,17 +172,6 @@ void store_accumulators(Kernel& kernel, GemmConfig const& c, WgmmaFrame const& f
     }
 }
 
-// A consumer warpgroup's release of a slot: one arrival on its empty barrier in every block of the
-// cluster, since each of them copies into it.
-void release_slot(Kernel& kernel, GemmConfig const& c, WgmmaFrame const& f, Reg slot) {
-    Reg const empty = f.ring.empty_at(kernel, slot);
-    if (c.cluster == 1) {
-        kernel.mbarrier_arrive(empty);
-        return;
-    }
-    for (unsigned block = 0; block < c.cluster; ++block) kernel.mbarrier_arrive_cluster(kernel.mapa_shared(empty, block));
-}
-
 void consume(Kernel& kernel, GemmConfig const& c, WgmmaFrame const& f, Reg consumer) {
     kernel.comment("consumer: 64 rows of each tile");
     RingPosition const position{kernel.mov(Type::u32, 0)};
@@ -224,8 +181,8 @@ void consume(Kernel& kernel, GemmConfig const& c, WgmmaFrame const& f, Reg consu
     std::vector<Reg> acc;
     for (unsigned i = 0; i < c.tile.n / 2; ++i) acc.push_back(kernel.reg(Type::f32));
     Reg const a_offset = kernel.mul(consumer, 64 * warpgroup::swizzle_row);
-    f.schedule.for_each(kernel, f.first_unit, f.unit_stride, [&](TileCoordinates const& unit) {
-        TileCoordinates const tile = f.block_tile(kernel, c, unit);
+    f.schedule.for_each(kernel, kernel.special(Special::ctaid_x), kernel.special(Special::nctaid_x),
+                        [&](TileCoordinates const& tile) {
         for (Reg r : acc) kernel.mov(r, 0.0f);
         Reg const previous = kernel.mov(Type::u32, 0);  // the slot the MMAs in flight read
         Reg const step = kernel.reg(Type::u32);
@@ -237,13 +194,13 @@ void consume(Kernel& kernel, GemmConfig const& c, WgmmaFrame const& f, Reg consu
             // The previous k step's MMAs are done once at most this one's group is pending.
             kernel.wgmma_wait(1);
             kernel.if_then(kernel.and_pred(releaser, kernel.setp(Cmp::ne, step, 0)),
-                           [&] { release_slot(kernel, c, f, previous); });
+                           [&] { kernel.mbarrier_arrive(f.ring.empty_at(kernel, previous)); });
             kernel.mov(previous, slot);
             position.advance(kernel);
         });
         kernel.wgmma_wait(0);
         kernel.if_then(kernel.and_pred(releaser, kernel.setp(Cmp::ne, f.k_steps, 0)),
-                       [&] { release_slot(kernel, c, f, previous); });
+                       [&] { kernel.mbarrier_arrive(f.ring.empty_at(kernel, previous)); });
         store_accumulators(kernel, c, f, tile, consumer, acc);
     });
 }
@@ -266,12 +223,11 @@ std::array<TensorMapSpec, 2> gemm_tensor_maps(GemmConfig const& config, GemmOper
     a.dims = {o.k, o.m, batch_dim(o.a_batch_bytes)};
     a.strides = {0, o.k * 2, batch_stride(o.a_batch_bytes, o.m * o.k * 2)};
     a.box = {tile_k, c.tile.m, 1};
-    // A cluster's blocks each copy 1 / cluster of b's tile.
     TensorMapSpec b{.address = o.b, .element = c.b, .rank = rank, .swizzle = TensorMapSwizzle::swizzle_128b};
     if (c.b_transposed) {
         b.dims = {o.k, o.n, batch_dim(o.b_batch_bytes)};
         b.strides = {0, o.k * 2, batch_stride(o.b_batch_bytes, o.n * o.k * 2)};
-        b.box = {tile_k, c.tile.n / c.cluster, 1};
+        b.box = {tile_k, c.tile.n, 1};
     } else {
         b.dims = {o.n, o.k, batch_dim(o.b_batch_bytes)};
         b.strides = {0, o.n * 2, batch_stride(o.b_batch_bytes, o.n * o.k * 2)};
@@ -284,7 +240,6 @@ Kernel detail::gemm_wgmma(GemmConfig const& c) {
     Kernel kernel(gemm_name(c));
     unsigned const threads = c.warps * 32;
     kernel.max_threads(threads);
-    if (c.cluster > 1) kernel.cluster_dims(c.cluster, 1, 1);
     // setmaxnreg needs a cap at entry: what the multiprocessor's 65536 registers give each thread.
     kernel.max_registers(65536 / threads / 8 * 8);
     WgmmaFrame const f = wgmma_frame(kernel, c);
@@ -301,10 +256,6 @@ Kernel detail::gemm_wgmma(GemmConfig const& c) {
             kernel.setmaxnreg(RegisterChange::increase, consumer_registers);
             consume(kernel, c, f, kernel.sub(role, 1));
         });
-    if (c.cluster > 1) {  // no block leaves while the other may still copy into it or arrive on its barriers
-        kernel.barrier_cluster_arrive(false);
-        kernel.barrier_cluster_wait(false);
-    }
     return kernel;
 }
 

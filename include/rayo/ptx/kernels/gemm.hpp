@@ -106,10 +106,6 @@ struct RAYO_API GemmConfig {
     // Block tiles are visited `group_m` tile rows at a time, column by column within a group, so
     // blocks running together share panels of a and b in L2. 0: 8.
     unsigned group_m = 0;
-    // wgmma: blocks per thread-block cluster, 1 or 2 (0: 1). A cluster of 2 computes two tiles one
-    // above the other; each block copies half of their shared b tile and the TMA multicasts it to
-    // both, halving b's traffic from L2.
-    unsigned cluster = 0;
 };
 
 // The launch shape of a gemm kernel for an m × n output.
