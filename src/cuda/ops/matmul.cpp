@@ -1,7 +1,7 @@
 // The matmul family on CUDA: f32 x f32 runs on the CUDA cores (f32 FMA, exact products); a 16-bit b
 // on the tensor cores with f32 accumulation (on Hopper, large f16/bf16 products on the warpgroup
-// MMAs, their tiles copied by the TMA through tensor maps encoded here per launch), an f32 a rounded to b's type on the way
-// (rayo::ptx::kernels::gemm says how accurate that is); the GEMM variant comes from
+// MMAs, their tiles copied by the TMA through tensor maps encoded here per launch), an f32 a
+// rounded to b's type on the way (rayo::ptx::kernels::gemm says how accurate that is); the GEMM variant comes from
 // rayo::ptx::kernels::choose_gemm_config. K-quant weights go to linear_kquant (quantization.cpp),
 // linear's bias then added by the element-wise add.
 #include <array>
@@ -112,27 +112,26 @@ Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
     return Support::yes();
 }
 
+bool warpgroup_mma_enabled(KernelRunner const& runner) {
+    std::optional<ForcedWgmma> const& knob = wgmma_knob();
+    return ptx::compute_capability(runner.target()) >= 90 && runner.encodes_tensor_maps() && !(knob && knob->off);
+}
+
 // The configuration for a product of these types and alignment, RAYO_CUDA_WGMMA applied.
 ptx::kernels::GemmConfig gemm_config(KernelRunner const& runner, op::MatmulShape const& shape, ptx::Type a_type,
                                      ptx::Type b_type, bool aligned) {
-    std::optional<ForcedWgmma> const& knob = wgmma_knob();
-    bool const tensor_maps = runner.encodes_tensor_maps() && !(knob && knob->off);
+    bool const wgmma = warpgroup_mma_enabled(runner);
     ptx::kernels::GemmConfig config = ptx::kernels::choose_gemm_config(
         shape.m, shape.n, shape.k, a_type, b_type, shape.b_transposed, aligned, runner.multiprocessor_count(),
-        runner.target(), shape.batch, tensor_maps);
-    if (knob && !knob->off && tensor_maps && ptx::compute_capability(runner.target()) >= 90 && aligned &&
-        a_type == b_type && b_type != ptx::Type::f32) {
+        runner.target(), shape.batch, wgmma);
+    std::optional<ForcedWgmma> const& knob = wgmma_knob();
+    if (knob && wgmma && aligned && a_type == b_type && b_type != ptx::Type::f32) {
         config = knob->config;
         config.a = config.b = b_type;
         config.b_transposed = shape.b_transposed;
         config.batched = shape.batch > 1;
     }
     return config;
-}
-
-bool warpgroup_mma_enabled(KernelRunner const& runner) {
-    std::optional<ForcedWgmma> const& knob = wgmma_knob();
-    return ptx::compute_capability(runner.target()) >= 90 && runner.encodes_tensor_maps() && !(knob && knob->off);
 }
 
 bool runs_on_warpgroup_mma(KernelRunner const& runner, op::MatmulShape const& shape) {
