@@ -408,7 +408,12 @@ Kernel every_hopper_atom() {
             k.wgmma_fence();
             k.wgmma(Type::f16, 256, d, desc, desc, accumulate);
             k.wgmma(Type::bf16, 256, d, desc, desc, accumulate, false, true);
+            std::vector<Reg> a;
+            for (unsigned i = 0; i < 4; ++i) a.push_back(k.mov(Type::b32, i));
+            k.wgmma(Type::f16, 256, d, a, desc, accumulate, true);
             k.wgmma_commit();
+            k.bar_sync(1, 256);
+            k.bar_arrive(2, 128);
             k.wgmma_wait(0);
             k.st(Space::global, Type::f32, out, d[0]);
         });
@@ -434,6 +439,7 @@ TEST(PtxBuilder, HopperAtomsAreEmittedAsPtxWritesThem) {
           "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r",
           "setmaxnreg.dec.sync.aligned.u32 40;", "setmaxnreg.inc.sync.aligned.u32 232;", "wgmma.fence.sync.aligned;",
           "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%f", ", 1, 1, 0, 0;", ", 1, 1, 0, 1;",
+          "}, {%b", ", 1, 1, 1;", "bar.sync 1, 256;", "bar.arrive 2, 128;",
           "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;", "fence.proxy.async.shared::cta;",
           "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd", "cp.async.bulk.commit_group;",
           "cp.async.bulk.wait_group.read 0;", "barrier.cluster.arrive.release.aligned;",
@@ -476,6 +482,11 @@ TEST(PtxBuilder, HopperAtomsRejectBadShapesAtTheCall) {
     EXPECT_NE(build_error([&] { k.wgmma(Type::f32, 128, d, desc, desc, p); }).find(".f16 or .bf16"), std::string::npos);
     EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 100, d, desc, desc, p); }).find("multiple of 8"), std::string::npos);
     EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 256, d, desc, desc, p); }).find("needs 128 accumulator"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.bar_sync(16, 64); }).find("0 to 15"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.bar_arrive(1, 48); }).find("whole warps"), std::string::npos);
+    std::vector<Reg> const three(3, at);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 128, d, three, desc, p); }).find("4 .b32 registers"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 256, d, three, desc, p); }).find("needs 128 accumulator"), std::string::npos);
     EXPECT_NE(build_error([&] { k.wgmma_wait(8); }).find("0 to 7"), std::string::npos);
     EXPECT_NE(build_error([&] { k.setmaxnreg(RegisterChange::increase, 260); }).find("24 to 256"), std::string::npos);
     EXPECT_NE(build_error([&] { k.setmaxnreg(RegisterChange::decrease, 41); }).find("steps of 8"), std::string::npos);

@@ -22,6 +22,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -83,6 +84,17 @@ double value16(Type t, std::uint16_t b) {
 // ptxas accepts the kernel (checked where the build found ptxas; the simulation runs regardless).
 void assembles(Kernel const& k, Target target) {
     if (!ptxas_path().empty()) expect_assembles(k, target);
+}
+
+// Runs `run` and expects it to stop with a SimulationError that says `what`.
+template <class Run>
+void expect_simulation_error(Run run, std::string_view what, std::string_view failure) {
+    try {
+        run();
+        ADD_FAILURE() << failure;
+    } catch (SimulationError const& e) {
+        EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
 }
 
 // Where a 128-byte swizzled box puts element (row, col) of rows of 128 bytes: the 16-byte chunk
@@ -724,12 +736,51 @@ TEST(PtxHopperSimulator, MbarrierParityOfAFreshBarrier) {
     Kernel const stuck = build(true);
     Simulator stuck_sim(stuck);
     stuck_sim.allow(out.data(), out.size() * 4);
-    try {
-        stuck_sim.run({1, 1, 1}, {64, 1, 1}, std::vector<std::uint64_t>{ptxsim::param(out.data())});
-        ADD_FAILURE() << "a wait for the first phase without arrivals returned";
-    } catch (SimulationError const& e) {
-        EXPECT_NE(std::string(e.what()).find("deadlock"), std::string::npos) << e.what();
-    }
+    expect_simulation_error([&] { stuck_sim.run({1, 1, 1}, {64, 1, 1}, std::vector<std::uint64_t>{ptxsim::param(out.data())}); },
+                            "deadlock", "a wait for the first phase without arrivals returned");
+}
+
+// Named barriers: warp 0 publishes a value and arrives at barrier 1 without waiting, warp 1 waits
+// there for both warps, warp 2 never takes part; a count the warps cannot reach is a deadlock, and
+// one barrier used with two counts at once an error.
+TEST(PtxHopperSimulator, NamedBarriersCountTheirWarps) {
+    auto const build = [](unsigned threads) {
+        Kernel k("named_barrier_" + std::to_string(threads));
+        Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
+        Reg const cell = k.shared_address(k.shared_array("cell", Type::u32, 1, 4));
+        Reg const tid = k.special(Special::tid_x);
+        Reg const warp = k.shr(tid, 5u);
+        Reg const at = k.element_address(out, tid, 4);
+        k.if_then(k.setp(Cmp::eq, warp, 0u), [&] {
+            k.st(Space::shared, Type::u32, Address(cell), 7u);
+            k.bar_arrive(1, threads);
+            k.st(Space::global, Type::u32, at, 1u);
+        });
+        k.if_then(k.setp(Cmp::eq, warp, 1u), [&] {
+            k.bar_sync(1, threads);
+            k.st(Space::global, Type::u32, at, k.ld(Space::shared, Type::u32, Address(cell)));
+        });
+        k.if_then(k.setp(Cmp::eq, warp, 2u), [&] { k.st(Space::global, Type::u32, at, 3u); });
+        return k;
+    };
+    std::vector<std::uint32_t> out(96, 0);
+    Kernel const k = build(64);
+    assembles(k, Target::sm_90);
+    Simulator sim(k);
+    sim.allow(out.data(), out.size() * 4);
+    sim.run({1, 1, 1}, {96, 1, 1}, std::vector<std::uint64_t>{ptxsim::param(out.data())});
+    for (std::size_t i = 0; i < 96; ++i) EXPECT_EQ(out[i], i < 32 ? 1u : i < 64 ? 7u : 3u) << "thread " << i;
+    Kernel const stuck = build(96);
+    Simulator stuck_sim(stuck);
+    stuck_sim.allow(out.data(), out.size() * 4);
+    expect_simulation_error([&] { stuck_sim.run({1, 1, 1}, {96, 1, 1}, std::vector<std::uint64_t>{ptxsim::param(out.data())}); },
+                            "deadlock", "a barrier of 96 threads that 64 reach let its waiters go");
+    Kernel mixed("named_barrier_mixed_counts");
+    Reg const warp = mixed.shr(mixed.special(Special::tid_x), 5u);
+    mixed.if_then_else(mixed.setp(Cmp::eq, warp, 0u), [&] { mixed.bar_arrive(1, 64); }, [&] { mixed.bar_sync(1, 96); });
+    Simulator mixed_sim(mixed);
+    expect_simulation_error([&] { mixed_sim.run({1, 1, 1}, {96, 1, 1}, std::vector<std::uint64_t>{}); }, "used with",
+                            "barrier 1 taken with 64 and 96 threads at once");
 }
 
 // Parameters come from Kernel::parameters(): a tensor map among scalars, passed by value (the
@@ -776,23 +827,19 @@ TEST(PtxHopperSimulator, TensorMapParametersAndClusterRegisters) {
         << "a parameter missing";
     // 128 bytes that are not a map (all zeros: rank 0) are refused where the kernel uses them.
     TensorMap const zeros;
-    try {
-        sim.run({1, 1, 1}, {1, 1, 1}, std::vector<std::uint64_t>{11, ptxsim::param(&zeros), ptxsim::param(words.data())});
-        ADD_FAILURE() << "ran with a map of zeros";
-    } catch (SimulationError const& e) {
-        EXPECT_NE(std::string(e.what()).find("prefetch.tensormap"), std::string::npos) << e.what();
-    }
+    expect_simulation_error(
+        [&] { sim.run({1, 1, 1}, {1, 1, 1}, std::vector<std::uint64_t>{11, ptxsim::param(&zeros), ptxsim::param(words.data())}); },
+        "prefetch.tensormap", "ran with a map of zeros");
 }
 
 void expect_not_simulated(Kernel const& k, std::vector<std::uint64_t> const& params, Dim3 block = {1, 1, 1}) {
     SCOPED_TRACE(k.name());
-    try {
-        Simulator sim(k);
-        sim.run({1, 1, 1}, {block.x, block.y, block.z}, params);
-        ADD_FAILURE() << "ran";
-    } catch (SimulationError const& e) {
-        EXPECT_NE(std::string(e.what()).find("not simulated"), std::string::npos) << e.what();
-    }
+    expect_simulation_error(
+        [&] {
+            Simulator sim(k);
+            sim.run({1, 1, 1}, {block.x, block.y, block.z}, params);
+        },
+        "not simulated", "ran");
 }
 
 TEST(PtxHopperSimulator, ClustersAreNotSimulated) {

@@ -697,23 +697,53 @@ void Kernel::wgmma_wait(int pending_groups) {
           .requires_target = {.compute_capability = 90, .architecture_specific = true}});
 }
 
-void Kernel::wgmma(Type input, unsigned n, std::span<Reg const> d, Reg a_descriptor, Reg b_descriptor, Reg accumulate,
-                   bool transpose_a, bool transpose_b) {
+void Kernel::check_wgmma(Type input, unsigned n, std::size_t accumulators) const {
     if (input != Type::f16 && input != Type::bf16)
         throw BuildError("ptx kernel '" + name_ + "': wgmma with f32 accumulators takes .f16 or .bf16 inputs, not ." +
                          std::string(name_of(input)));
     if (n < 8 || n > 256 || n % 8 != 0)
         throw BuildError("ptx kernel '" + name_ + "': wgmma's n is a multiple of 8 from 8 to 256, not " + std::to_string(n));
-    if (d.size() != n / 2)
+    if (accumulators != n / 2)
         throw BuildError("ptx kernel '" + name_ + "': wgmma m64n" + std::to_string(n) + "k16 needs " +
-                         std::to_string(n / 2) + " accumulator registers, got " + std::to_string(d.size()));
+                         std::to_string(n / 2) + " accumulator registers, got " + std::to_string(accumulators));
+}
+
+namespace {
+
+std::string wgmma_opcode(Type input, unsigned n) {
+    std::string const in(name_of(input));
+    return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." + in + "." + in;
+}
+
+VectorUse accumulator_use(std::span<Reg const> d) {
     VectorUse accumulators;
     for (Reg r : d) accumulators.elements.push_back({r, Type::f32, Access::read_write});
-    std::string const in(name_of(input));
-    push({.opcode = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." + in + "." + in,
-          .operands = {std::move(accumulators), read(a_descriptor, Type::b64), read(b_descriptor, Type::b64),
+    return accumulators;
+}
+
+}  // namespace
+
+void Kernel::wgmma(Type input, unsigned n, std::span<Reg const> d, Reg a_descriptor, Reg b_descriptor, Reg accumulate,
+                   bool transpose_a, bool transpose_b) {
+    check_wgmma(input, n, d.size());
+    push({.opcode = wgmma_opcode(input, n),
+          .operands = {accumulator_use(d), read(a_descriptor, Type::b64), read(b_descriptor, Type::b64),
                        read(accumulate, Type::pred), ImmUse{1, Type::s32}, ImmUse{1, Type::s32},
                        ImmUse{transpose_a ? 1 : 0, Type::s32}, ImmUse{transpose_b ? 1 : 0, Type::s32}},
+          .requires_target = {.compute_capability = 90, .architecture_specific = true}});
+}
+
+void Kernel::wgmma(Type input, unsigned n, std::span<Reg const> d, std::span<Reg const> a, Reg b_descriptor, Reg accumulate,
+                   bool transpose_b) {
+    check_wgmma(input, n, d.size());
+    if (a.size() != 4)
+        throw BuildError("ptx kernel '" + name_ + "': wgmma with a from registers takes 4 .b32 registers, got " +
+                         std::to_string(a.size()));
+    VectorUse fragment;
+    for (Reg r : a) fragment.elements.push_back({r, Type::b32, Access::read});
+    push({.opcode = wgmma_opcode(input, n),
+          .operands = {accumulator_use(d), std::move(fragment), read(b_descriptor, Type::b64), read(accumulate, Type::pred),
+                       ImmUse{1, Type::s32}, ImmUse{1, Type::s32}, ImmUse{transpose_b ? 1 : 0, Type::s32}},
           .requires_target = {.compute_capability = 90, .architecture_specific = true}});
 }
 
@@ -835,6 +865,21 @@ void Kernel::griddepcontrol_launch_dependents() {
     push({.opcode = "griddepcontrol.launch_dependents", .requires_target = {.compute_capability = 90}});
 }
 void Kernel::bar_sync(int barrier) { push({.opcode = "bar.sync", .operands = {ImmUse{barrier, Type::u32}}}); }
+void Kernel::check_named_barrier(int barrier, unsigned threads) const {
+    if (barrier < 0 || barrier > 15)
+        throw BuildError("ptx kernel '" + name_ + "': barriers are numbered 0 to 15, not " + std::to_string(barrier));
+    if (threads == 0 || threads % 32 != 0 || threads > 1024)
+        throw BuildError("ptx kernel '" + name_ + "': a named barrier counts whole warps (a multiple of 32 up to 1024 threads), not " +
+                         std::to_string(threads));
+}
+void Kernel::bar_sync(int barrier, unsigned threads) {
+    check_named_barrier(barrier, threads);
+    push({.opcode = "bar.sync", .operands = {ImmUse{barrier, Type::u32}, ImmUse{threads, Type::u32}}});
+}
+void Kernel::bar_arrive(int barrier, unsigned threads) {
+    check_named_barrier(barrier, threads);
+    push({.opcode = "bar.arrive", .operands = {ImmUse{barrier, Type::u32}, ImmUse{threads, Type::u32}}});
+}
 void Kernel::bar_warp_sync(std::uint32_t mask) {
     push({.opcode = "bar.warp.sync", .operands = {ImmUse{static_cast<std::int64_t>(mask), Type::u32}}});
 }

@@ -2,7 +2,8 @@
 // a kernel computes on a machine without a GPU. It executes a ptx::Kernel's recorded instructions
 // (not its text) thread by thread on host memory: global addresses are host pointers (each access
 // bounds- and alignment-checked against the buffers the test allows), shared memory is per block,
-// bar.sync waits for the block's threads and shfl.sync, ldmatrix and mma.sync for the warp's lanes. Float arithmetic is
+// bar.sync waits for the block's threads (bar.sync / bar.arrive id, n for n threads at named barrier
+// id) and shfl.sync, ldmatrix and mma.sync for the warp's lanes. Float arithmetic is
 // the host's IEEE single/double arithmetic with round-to-nearest (fma is std::fma), which is what
 // the .rn instructions compute; rcp.approx is modelled as the correctly rounded reciprocal, and
 // ex2.approx.f32 as the correctly rounded 2^x with subnormal results flushed to zero (as .ftz
@@ -24,7 +25,7 @@
 //   kernel that reuses the source before that wait stores the new bytes.
 // * wgmma.mma_async, wgmma.commit_group and wgmma.wait_group run once all 128 threads of the
 //   warpgroup (linear thread index / 128) are at the same one. An MMA is recorded at issue (its
-//   descriptors and scale-d then) and computed when a wgmma.wait_group retires its group: it reads
+//   descriptors, scale-d and, with a from registers, a's values then) and computed when a wgmma.wait_group retires its group: it reads
 //   shared memory then, and its accumulator registers hold a NaN (0x7fc00bad) from issue until
 //   every MMA in flight on them is retired. Each result element is (scale-d ? d : 0) plus the 16
 //   exact products summed in double, rounded to f32 once.
@@ -228,7 +229,7 @@ private:
         cp_async, cp_commit, cp_wait, prefetch, bulk_prefetch, griddepcontrol, warp_bar,
         mbarrier_init, mbarrier_arrive, mbarrier_try_wait, bulk_copy, fence, ldmatrix, mma,
         prefetch_tensormap, tensor_load, tensor_store, bulk_commit, bulk_wait, setmaxnreg,
-        wgmma_fence, wgmma, wgmma_commit, wgmma_wait, cluster
+        wgmma_fence, wgmma, wgmma_commit, wgmma_wait, cluster, named_bar
     };
     struct Decoded {
         Op op = Op::comment;
@@ -245,6 +246,9 @@ private:
         bool transpose = false;                   // ldmatrix.trans
         bool multicast = false;                   // cp.async.bulk.tensor ... .multicast::cluster
         unsigned n = 0;                           // wgmma's n; the rank of a tensor copy
+        bool a_registers = false;                 // wgmma with a from registers
+        bool arrive = false;                      // bar.arrive (a named barrier without the wait)
+        unsigned barrier = 0;                     // a named barrier's id (its thread count in n)
         std::string shuffle;                 // shfl mode
         int vector = 1;                      // ld/st .v2/.v4
         ptx::Rounding rounding = ptx::Rounding::none;
@@ -272,7 +276,8 @@ private:
         unsigned tid[3]{};
         // waiting: at an mbarrier.try_wait whose phase has not completed, retried every round.
         // warpgroup: at a wgmma instruction, until the warpgroup's 128 threads are there.
-        enum class State { running, barrier, warp_barrier, shuffle, waiting, warpgroup, done } state = State::running;
+        enum class State { running, barrier, warp_barrier, shuffle, waiting, warpgroup, named_barrier, done } state = State::running;
+        unsigned named = 0;  // at a named barrier: its id
     };
     // A warpgroup's MMAs in flight: recorded at issue, computed when a wgmma.wait_group retires
     // their group. `in_flight` holds, per accumulator register of an MMA not yet retired, its 128
@@ -281,6 +286,7 @@ private:
         std::size_t index;
         std::uint64_t a_descriptor, b_descriptor;
         bool accumulate;
+        std::vector<std::array<std::uint32_t, 4>> a_fragments;  // a from registers: the 128 threads' at issue
     };
     struct Warpgroup {
         std::vector<PendingMma> open;
@@ -439,6 +445,21 @@ private:
                 code_.push_back(d);
                 continue;
             }
+            if (head == "bar" && (in.operands.size() == 2 || (tokens.size() >= 2 && tokens[1] == "arrive"))) {
+                // bar.sync / bar.arrive id, threads: a named barrier.
+                auto const immediate = [&](std::size_t o) {
+                    auto const* v = o < in.operands.size() ? std::get_if<ptx::ImmUse>(&in.operands[o]) : nullptr;
+                    if (v == nullptr || !v->value.is_integer()) fail(i, "named barriers with register operands not simulated");
+                    return static_cast<unsigned>(v->value.integer());
+                };
+                d.op = Op::named_bar;
+                d.barrier = immediate(0);
+                d.n = immediate(1);
+                d.arrive = tokens[1] == "arrive";
+                if (d.barrier > 15 || d.n == 0 || d.n % 32 != 0) fail(i, "a named barrier's id or thread count is out of range");
+                code_.push_back(d);
+                continue;
+            }
             if (head == "cp" && tokens.size() >= 3 && tokens[1] == "async" && tokens[2] == "bulk") {
                 if (tokens.size() >= 4 && tokens[3] == "shared::cluster") d.op = Op::bulk_copy;
                 else if (tokens.size() >= 5 && tokens[3] == "prefetch" && tokens[4] == "L2") d.op = Op::bulk_prefetch;
@@ -543,7 +564,8 @@ private:
     }
 
     // wgmma.fence / .commit_group / .wait_group N .sync.aligned, and
-    // wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<f16|bf16>.<same> {d}, adesc, bdesc, p, ±1, ±1, tA, tB.
+    // wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<f16|bf16>.<same> {d}, adesc, bdesc, p, ±1, ±1, tA, tB
+    // or {d}, {a0, a1, a2, a3}, bdesc, p, ±1, ±1, tB.
     void decode_wgmma(std::size_t i, ptx::Instruction const& in, std::vector<std::string> const& tokens, Decoded& d) {
         auto const sync_aligned = [&](std::size_t at) {
             return tokens.size() > at + 1 && tokens[at] == "sync" && tokens[at + 1] == "aligned";
@@ -572,14 +594,17 @@ private:
         if (tokens[5] != "f32" || tokens[6] != tokens[7] || (tokens[6] != "f16" && tokens[6] != "bf16"))
             fail(i, "wgmma types ." + tokens[5] + "." + tokens[6] + "." + tokens[7] + " not simulated");
         auto const& ops = in.operands;
-        if (ops.size() != 8) fail(i, "wgmma with " + std::to_string(ops.size()) + " operands not simulated");
+        auto const* fragment = std::get_if<ptx::VectorUse>(&ops[1]);
+        d.a_registers = fragment != nullptr;
+        if (ops.size() != (d.a_registers ? 7u : 8u)) fail(i, "wgmma with " + std::to_string(ops.size()) + " operands not simulated");
         auto const* accumulators = std::get_if<ptx::VectorUse>(&ops[0]);
         if (accumulators == nullptr || accumulators->elements.size() != n / 2)
             fail(i, "wgmma m64n" + std::to_string(n) + "k16 needs " + std::to_string(n / 2) + " accumulator registers");
-        if (!std::holds_alternative<ptx::RegUse>(ops[1])) fail(i, "wgmma with a from registers not simulated");
-        if (!std::holds_alternative<ptx::RegUse>(ops[2]) || !std::holds_alternative<ptx::RegUse>(ops[3]))
+        if (d.a_registers && fragment->elements.size() != 4) fail(i, "wgmma's a from registers is 4 .b32 registers");
+        if (!std::holds_alternative<ptx::RegUse>(ops[2]) || !std::holds_alternative<ptx::RegUse>(ops[3]) ||
+            !(d.a_registers || std::holds_alternative<ptx::RegUse>(ops[1])))
             fail(i, "wgmma descriptors and scale-d must be registers");
-        for (std::size_t o = 4; o < 8; ++o) {
+        for (std::size_t o = 4; o < ops.size(); ++o) {
             auto const* imm = std::get_if<ptx::ImmUse>(&ops[o]);
             if (imm == nullptr || !imm->value.is_integer()) fail(i, "wgmma operand " + std::to_string(o) + " is not an integer immediate");
             std::int64_t const v = imm->value.integer();
@@ -718,6 +743,8 @@ private:
             threads[i].tid[2] = i / (block_.x * block_.y);
         }
         mbarriers_.clear();
+        named_barriers_.fill(NamedBarrier{});
+        block_threads_ = &threads;
         warpgroups_.assign((count + 127) / 128, Warpgroup{});
         for (;;) {
             progress_ = false;
@@ -737,9 +764,10 @@ private:
             }
             bool released = release_warpgroups(threads);
             bool const ran = progress_;
-            std::size_t done = 0, at_barrier = 0, at_shuffle = 0, at_warpgroup = 0;
+            std::size_t done = 0, at_barrier = 0, at_shuffle = 0, at_warpgroup = 0, at_named = 0;
             for (auto const& t : threads) {
                 done += t.state == Thread::State::done;
+                at_named += t.state == Thread::State::named_barrier;
                 at_barrier += t.state == Thread::State::barrier;
                 at_shuffle += t.state == Thread::State::shuffle;
                 at_warpgroup += t.state == Thread::State::warpgroup;
@@ -757,8 +785,25 @@ private:
                                       std::to_string(at_barrier) +
                                       " threads at bar.sync, " + std::to_string(at_shuffle) + " at shfl.sync, " +
                                       std::to_string(at_warpgroup) + " at warpgroup-collective wgmma, " +
+                                      std::to_string(at_named) + " at named barriers, " +
                                       std::to_string(done) + " done)");
         }
+    }
+
+    // bar.sync / bar.arrive id, n: the thread's arrival counted on barrier id; once n threads have
+    // arrived, every thread waiting there goes on and the count starts again. bar.arrive never waits.
+    void arrive_at_named_barrier(Thread& t, std::size_t index, Decoded const& d) {
+        NamedBarrier& b = named_barriers_[d.barrier];
+        if (b.arrived != 0 && b.threads != d.n)
+            fail(index, "barrier " + std::to_string(d.barrier) + " used with " + std::to_string(d.n) + " and " +
+                            std::to_string(b.threads) + " threads in one phase");
+        b.threads = d.n;
+        ++t.pc;
+        if (!d.arrive) t.state = Thread::State::named_barrier, t.named = d.barrier;
+        if (++b.arrived < b.threads) return;
+        b.arrived = 0;
+        for (Thread& other : *block_threads_)
+            if (other.state == Thread::State::named_barrier && other.named == d.barrier) other.state = Thread::State::running;
     }
 
     // bar.warp.sync: released once every lane of the warp that has not exited is there.
@@ -815,19 +860,29 @@ private:
         return released;
     }
 
-    // wgmma.mma_async issued: recorded with the descriptors and scale-d (the same in every thread),
-    // its accumulators taken out of the registers until it retires.
+    // wgmma.mma_async issued: recorded with the descriptors and scale-d (the same in every thread)
+    // and a's registers where a comes from them, its accumulators taken out of the registers until
+    // it retires.
     void issue_mma(std::vector<Thread>& threads, unsigned first, std::size_t index) {
         auto const& ops = code_[index].in->operands;
+        bool const a_registers = code_[index].a_registers;
         auto const reg = [&](std::size_t o) { return std::get<ptx::RegUse>(ops[o]).reg.id(); };
+        auto const a_descriptor = [&](Thread const& t) { return a_registers ? std::uint64_t{0} : t.regs[reg(1)]; };
         Thread const& lead = threads[first];
-        PendingMma const mma{index, lead.regs[reg(1)], lead.regs[reg(2)], (lead.regs[reg(3)] & 1) != 0};
-        for (unsigned i = first; i < first + 128; ++i)
-            if (threads[i].regs[reg(1)] != mma.a_descriptor || threads[i].regs[reg(2)] != mma.b_descriptor ||
+        PendingMma mma{index, a_descriptor(lead), lead.regs[reg(2)], (lead.regs[reg(3)] & 1) != 0, {}};
+        for (unsigned i = first; i < first + 128; ++i) {
+            if (a_descriptor(threads[i]) != mma.a_descriptor || threads[i].regs[reg(2)] != mma.b_descriptor ||
                 ((threads[i].regs[reg(3)] & 1) != 0) != mma.accumulate)
                 fail(index, "the descriptors or scale-d differ between threads of the warpgroup (thread " +
                                 std::to_string(i) + ")");
-        check_descriptor(index, mma.a_descriptor, "a");
+            if (a_registers) {
+                auto const& fragment = std::get<ptx::VectorUse>(ops[1]).elements;
+                std::array<std::uint32_t, 4> values{};
+                for (std::size_t r = 0; r < 4; ++r) values[r] = static_cast<std::uint32_t>(threads[i].regs[fragment[r].reg.id()]);
+                mma.a_fragments.push_back(values);
+            }
+        }
+        if (!a_registers) check_descriptor(index, mma.a_descriptor, "a");
         check_descriptor(index, mma.b_descriptor, "b");
         Warpgroup& wg = warpgroups_[first / 128];
         for (auto const& e : std::get<ptx::VectorUse>(ops[0]).elements) {
@@ -919,20 +974,35 @@ private:
         auto const& ops = d.in->operands;
         auto const imm = [&](std::size_t o) { return std::get<ptx::ImmUse>(ops[o]).value.integer(); };
         unsigned const n = d.n;
+        auto const element = [&](std::uint16_t h) {
+            return d.source == ptx::Type::bf16 ? double{std::bit_cast<float>(std::uint32_t{h} << 16)} : double{half_to_float(h)};
+        };
         auto const value = [&](std::uint64_t address) {
             if (address + 2 > shared_memory_.size())
                 fail(index, "wgmma operand element at shared address " + std::to_string(address) +
                                 ", outside the block's " + std::to_string(shared_memory_.size()) + " bytes of shared memory");
             std::uint16_t h = 0;
             std::memcpy(&h, shared_memory_.data() + address, 2);
-            return d.source == ptx::Type::bf16 ? double{std::bit_cast<float>(std::uint32_t{h} << 16)} : double{half_to_float(h)};
+            return element(h);
         };
-        Descriptor const a_desc = descriptor(mma.a_descriptor), b_desc = descriptor(mma.b_descriptor);
-        bool const a_mn = imm(6) == 1, b_mn = imm(7) == 1;
+        Descriptor const b_desc = descriptor(mma.b_descriptor);
+        bool const b_mn = imm(d.a_registers ? 6 : 7) == 1;
         auto const a_scale = static_cast<double>(imm(4)), b_scale = static_cast<double>(imm(5));
         std::vector<double> a(64 * 16), b(16 * static_cast<std::size_t>(n));
-        for (unsigned m = 0; m < 64; ++m)
-            for (unsigned k = 0; k < 16; ++k) a[m * 16 + k] = a_scale * value(operand_address(a_desc, a_mn, m, k));
+        if (d.a_registers) {
+            // Thread t's register r holds A[16(t / 32) + (t % 32) / 4 + 8(r % 2)][8(r / 2) + 2(t % 4) + {0, 1}].
+            for (unsigned t = 0; t < 128; ++t)
+                for (unsigned r = 0; r < 4; ++r)
+                    for (unsigned e = 0; e < 2; ++e) {
+                        unsigned const row = 16 * (t / 32) + (t % 32) / 4 + 8 * (r % 2), k = 8 * (r / 2) + 2 * (t % 4) + e;
+                        a[row * 16 + k] = a_scale * element(static_cast<std::uint16_t>(mma.a_fragments[t][r] >> (16 * e)));
+                    }
+        } else {
+            Descriptor const a_desc = descriptor(mma.a_descriptor);
+            bool const a_mn = imm(6) == 1;
+            for (unsigned m = 0; m < 64; ++m)
+                for (unsigned k = 0; k < 16; ++k) a[m * 16 + k] = a_scale * value(operand_address(a_desc, a_mn, m, k));
+        }
         for (unsigned k = 0; k < 16; ++k)
             for (unsigned c = 0; c < n; ++c) b[k * n + c] = b_scale * value(operand_address(b_desc, b_mn, c, k));
         auto const& accumulators = std::get<ptx::VectorUse>(ops[0]).elements;
@@ -1201,6 +1271,7 @@ private:
             case Op::griddepcontrol: break;
             case Op::fence: break;
             case Op::warp_bar: t.state = Thread::State::warp_barrier; return;
+            case Op::named_bar: arrive_at_named_barrier(t, index, d); return;
             case Op::mbarrier_init: {
                 std::uint64_t const at = address_of(t, std::get<ptx::AddressUse>(ops[0]).address);
                 if (at % 8 != 0) fail(index, "misaligned mbarrier");
@@ -1665,6 +1736,11 @@ private:
     std::size_t dynamic_shared_bytes_ = 0;
     std::vector<std::uint8_t> shared_memory_;
     std::map<std::uint64_t, Mbarrier> mbarriers_;  // this block's, by shared address
+    struct NamedBarrier {
+        unsigned threads = 0, arrived = 0;  // the phase's thread count, and the arrivals so far
+    };
+    std::array<NamedBarrier, 16> named_barriers_{};
+    std::vector<Thread>* block_threads_ = nullptr;  // the block running
     bool progress_ = false;                        // some thread went on this round
     std::vector<Range> ranges_;
     Dim3 grid_, block_;

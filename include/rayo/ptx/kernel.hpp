@@ -260,6 +260,12 @@ public:
     // the warpgroup holds, for j < n / 8, d[4j + 2h + e] = D[16·(t / 32) + (t % 32) / 4 + 8h][8j + 2·(t % 4) + e].
     void wgmma(Type input, unsigned n, std::span<Reg const> d, Reg a_descriptor, Reg b_descriptor, Reg accumulate,
                bool transpose_a = false, bool transpose_b = false);
+    // The same with a from registers: `a` is the thread's four .b32 registers (two 16-bit values
+    // each, the lower first) of the 64 × 16 tile, laid out as mma.m16n8k16's A fragment over its
+    // warp's 16 rows: a[r] = A[16·(t / 32) + (t % 32) / 4 + 8·(r % 2)][8·(r / 2) + 2·(t % 4) + {0, 1}].
+    // That is d's layout, so an accumulator tile rounded to 16 bits feeds the next MMA directly.
+    void wgmma(Type input, unsigned n, std::span<Reg const> d, std::span<Reg const> a, Reg b_descriptor, Reg accumulate,
+               bool transpose_b = false);
     // setmaxnreg.{dec,inc}.sync.aligned.u32 (sm_90a): the warpgroup's registers per thread become
     // `registers` (24 to 256, a multiple of 8). The kernel needs max_registers() for it to take effect.
     void setmaxnreg(RegisterChange change, unsigned registers);
@@ -283,6 +289,11 @@ public:
 
     // ---- synchronisation
     void bar_sync(int barrier = 0);
+    // Named barriers shared by some of the block's warps: bar.sync waits until `threads` (a multiple
+    // of 32) have arrived at barrier `barrier` (0 to 15); bar.arrive counts the warp's arrival and
+    // goes on (a producer signalling a consumer, or warpgroups taking turns).
+    void bar_sync(int barrier, unsigned threads);
+    void bar_arrive(int barrier, unsigned threads);
     void bar_warp_sync(std::uint32_t mask = full_warp);
     void membar_gl();
     // Programmatic dependent launch (sm_90). A kernel launched to start early (cuLaunchKernelEx
@@ -342,6 +353,8 @@ private:
     };
 
     void push(Instruction in);
+    void check_wgmma(Type input, unsigned n, std::size_t accumulators) const;
+    void check_named_barrier(int barrier, unsigned threads) const;
     void check_own(Reg r, std::string_view what) const;
     void arith(std::string_view op, Reg dst, std::vector<Operand> const& sources, bool float_rounding,
                bool integer_lo);
