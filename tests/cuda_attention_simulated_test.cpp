@@ -1,7 +1,8 @@
 // The CUDA attention kernels run through their glue (cuda::ops::run for op::Attention) in the host
 // PTX simulator, against a float64 reference on the inputs as stored: the tensor-core prefill kernel
 // (f16, bf16; causal, masked, grouped-query heads, partial query and key blocks, every native
-// head_dim), the decode kernel (one split or several, merged by the combine, up to 16 rows a
+// head_dim) on an sm_80 GPU, Hopper's wgmma kernel on an sm_90 one (its TMA rings turning over
+// more key blocks than they have slots), the decode kernel (one split or several, merged by the combine, up to 16 rows a
 // key/value head), the SIMT kernel for f32, and its split-key path for other head_dims. Outputs start poisoned; rows that see no key
 // must come out as zeros.
 #include "support/ptx_simulator.hpp"
@@ -29,6 +30,7 @@ struct Case {
     std::int64_t query_offset;
     bool mask;            // a [q_len, kv_len] mask shared by batches and heads, some -Inf
     std::string_view kernel;  // a piece of the key of the kernel the glue must run
+    ptx::Target target = ptx::Target::sm_90;
 };
 
 float round_to(DType t, float x) {
@@ -75,7 +77,7 @@ void check(Case const& c) {
     SCOPED_TRACE(std::string(to_string(c.type)) + " b " + std::to_string(c.batch) + " q " + std::to_string(c.q_len) +
                  " kv " + std::to_string(c.kv_len) + " h " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
                  " d " + std::to_string(c.head_dim) + " seed " + std::to_string(seed));
-    SimulatedRunner runner(2, ptx::Target::sm_90);
+    SimulatedRunner runner(2, c.target);
     runner.set_max_shared_bytes(227 * 1024);
     std::size_t const d = c.head_dim, q_n = c.batch * c.q_len * c.heads * d, kv_n = c.batch * c.kv_len * c.kv_heads * d;
     std::vector<float> const qv = random_of(c.type, q_n, seed), kv = random_of(c.type, kv_n, seed + 1),
@@ -152,12 +154,21 @@ void check(Case const& c) {
 }
 
 TEST(CudaAttentionSimulated, TensorCorePrefillMatchesFloat64) {
-    check({DType::f16, 2, 70, 90, 4, 2, 64, true, 20, false, "attention_tc_f16_d64_w4_m2"});  // partial q and key blocks
-    check({DType::f16, 1, 150, 200, 2, 1, 128, true, 50, false, "attention_tc_f16_d128_w4_m2"});  // several key blocks
+    constexpr auto ampere = ptx::Target::sm_80;
+    check({DType::f16, 2, 70, 90, 4, 2, 64, true, 20, false, "attention_tc_f16_d64_w4_m2", ampere});  // partial q and key blocks
+    check({DType::f16, 1, 150, 200, 2, 1, 128, true, 50, false, "attention_tc_f16_d128_w4_m2", ampere});  // several key blocks
     check({DType::bf16, 1, 33, 40, 2, 2, 80, false, 7, true, "attention_tc_bf16_d80_w4_m2_mask"});
     check({DType::f16, 1, 20, 24, 2, 1, 96, true, -3, false, "attention_tc_f16_d96"});   // first rows see no key
-    check({DType::bf16, 1, 9, 130, 2, 1, 128, true, 121, false, "attention_tc_bf16_d128"});
+    check({DType::bf16, 1, 9, 130, 2, 1, 128, true, 121, false, "attention_tc_bf16_d128", ampere});
     check({DType::f16, 1, 17, 64, 2, 2, 256, false, 47, false, "attention_tc_f16_d256"});
+}
+
+TEST(CudaAttentionSimulated, WgmmaPrefillMatchesFloat64) {
+    // Three key blocks through two-slot rings, a partial second row block, grouped heads.
+    check({DType::f16, 1, 130, 300, 2, 1, 64, true, 170, false, "attention_wgmma_f16_d64_w12"});
+    check({DType::bf16, 2, 70, 90, 2, 2, 128, false, 0, false, "attention_wgmma_bf16_d128_w12"});  // keys past kv_len
+    check({DType::f16, 1, 20, 24, 2, 1, 128, true, -3, false, "attention_wgmma_f16_d128_w12"});    // first rows see no key
+    check({DType::f16, 1, 130, 140, 6, 3, 64, true, 10, false, "attention_wgmma_f16_d64_w12"});    // 6 heads, 2 a key/value head
 }
 
 TEST(CudaAttentionSimulated, SimtF32MatchesFloat64) {

@@ -217,6 +217,11 @@ std::vector<Problem> problems() {
         {.batch = 1, .q_len = 1, .kv_len = 45, .heads = 3, .kv_heads = 3, .head_dim = 36, .causal = true},
         {.batch = 1, .q_len = 70, .kv_len = 130, .heads = 8, .kv_heads = 2, .head_dim = 64, .causal = true,
          .mask = MaskKind::per_head_row},
+        // Prefill long enough for the GPUs' blocks of 128 query rows (Hopper's wgmma kernel): two row
+        // blocks, more key blocks than the rings' two slots, a partial last key block; NaN/Inf at d 64.
+        // (Past the simulator's budget: CudaAttentionSimulated runs that kernel on smaller shapes.)
+        {.batch = 1, .q_len = 136, .kv_len = 520, .heads = 2, .kv_heads = 1, .head_dim = 128, .causal = true, .offset = 384},
+        {.batch = 1, .q_len = 80, .kv_len = 1030, .heads = 2, .kv_heads = 1, .head_dim = 64, .nans = true},
         {.batch = 2, .q_len = 0, .kv_len = 9, .heads = 2, .kv_heads = 1, .head_dim = 64},
         {.batch = 1, .q_len = 3, .kv_len = 0, .heads = 2, .kv_heads = 1, .head_dim = 64, .causal = true},
         {.batch = 0, .q_len = 3, .kv_len = 5, .heads = 2, .kv_heads = 2, .head_dim = 64},

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "ptx/kernels/element_access.hpp"
 #include "rayo/ptx/kernel.hpp"
 #include "rayo/ptx/kernels/attention.hpp"
 
@@ -25,13 +26,8 @@ struct AttentionFrame {
     Reg mask_batch, mask_head, mask_row;  // .u64 elements
 };
 
-inline AttentionFrame attention_frame(Kernel& k) {
-    AttentionFrame f;
-    f.q = k.cvta_to_global(k.param(Type::u64, "q"));
-    f.k = k.cvta_to_global(k.param(Type::u64, "k"));
-    f.v = k.cvta_to_global(k.param(Type::u64, "v"));
-    f.out = k.cvta_to_global(k.param(Type::u64, "out"));
-    f.mask = k.cvta_to_global(k.param(Type::u64, "mask"));
+// The size and scale parameters (q_len to scale_log2), in their documented order, into `f`.
+inline void attention_sizes(Kernel& k, AttentionFrame& f) {
     f.q_len = k.param(Type::u32, "q_len");
     f.kv_len = k.param(Type::u32, "kv_len");
     f.heads = k.param(Type::u32, "heads");
@@ -39,6 +35,16 @@ inline AttentionFrame attention_frame(Kernel& k) {
     f.query_offset = k.param(Type::s32, "query_offset");
     f.causal = k.setp(Cmp::ne, k.param(Type::u32, "causal"), 0u);
     f.scale_log2 = k.param(Type::f32, "scale_log2");
+}
+
+inline AttentionFrame attention_frame(Kernel& k) {
+    AttentionFrame f;
+    f.q = k.cvta_to_global(k.param(Type::u64, "q"));
+    f.k = k.cvta_to_global(k.param(Type::u64, "k"));
+    f.v = k.cvta_to_global(k.param(Type::u64, "v"));
+    f.out = k.cvta_to_global(k.param(Type::u64, "out"));
+    f.mask = k.cvta_to_global(k.param(Type::u64, "mask"));
+    attention_sizes(k, f);
     f.mask_batch = k.param(Type::u64, "mask_batch");
     f.mask_head = k.param(Type::u64, "mask_head");
     f.mask_row = k.param(Type::u64, "mask_row");
@@ -85,6 +91,12 @@ inline SoftmaxStep softmax_step(Kernel& k, Reg m, Reg new_max) {
     Reg const alpha = k.ex2_approx(k.sub(m, subtract));
     k.mov(m, m_new);
     return {subtract, alpha};
+}
+
+// Two f32 values as one .b32 of two 16-bit elements (lo in the low half), rounded to nearest: an
+// MMA's A operand made from accumulators.
+inline Reg pack_pair(Kernel& k, DType element, Reg lo, Reg hi) {
+    return k.join(Type::b32, element_detail::narrow(k, element, lo), element_detail::narrow(k, element, hi));
 }
 
 // 1 / l, or 0 for a row that saw no key (l = 0).

@@ -57,10 +57,6 @@ void copy_rows(Kernel& k, Reg index, unsigned threads, unsigned rows, unsigned c
     }
 }
 
-Reg pack_pair(Kernel& k, DType element, Reg lo, Reg hi) {
-    return k.join(Type::b32, element_detail::narrow(k, element, lo), element_detail::narrow(k, element, hi));
-}
-
 }  // namespace
 
 namespace detail {

@@ -71,11 +71,6 @@ struct TileCopy {
     }
 };
 
-// Two f32 values as one .b32 of two 16-bit elements (lo in the low half), rounded to nearest.
-Reg pack_pair(Kernel& k, DType element, Reg lo, Reg hi) {
-    return k.join(Type::b32, element_detail::narrow(k, element, lo), element_detail::narrow(k, element, hi));
-}
-
 }  // namespace
 
 namespace detail {

@@ -14,7 +14,7 @@
 // no key (or only −Inf scores) gives zeros. The tensor-core kernel needs 16-byte aligned operands;
 // the simt kernel too unless built with `aligned` false.
 //
-// Three algorithms, all needing sm_80 (cp.async):
+// Four algorithms, the first three needing sm_80 (cp.async), wgmma sm_90a:
 //   * tensor_core (f16, bf16): a block owns `warps` × 16 · warp_tiles query rows of one (batch,
 //     head); each warp takes its rows as mma fragments (kept in registers while they fit) and walks the key blocks of 64 keys, which cp.async
 //     brings into shared memory one block ahead of use; S = q·kᵀ on mma.sync.m16n8k16 (f32),
@@ -24,6 +24,15 @@
 //     diagonal, the end of the keys, or a mask take the masked path; one barrier a key block. Grid:
 //     x = heads, y = ⌈q_len / (16·warps·warp_tiles)⌉ (row blocks taken last to first, so the
 //     longest causal blocks of every head start first), z = batch; 32·warps threads.
+//   * wgmma (f16, bf16, head_dim 64 or 128, no mask; sm_90a): Hopper's warp-specialised flash
+//     attention. A block owns 128 query rows of one (batch, head) and has 3 warpgroups: in the first,
+//     one thread copies q once and each key block's k tile (128 keys) by TMA into a ring of two
+//     slots, another thread the v tiles into a ring of their own (tensor maps from
+//     attention_tensor_maps); the other two take 64 rows each: S = q·kᵀ on wgmma m64n128k16 from
+//     shared memory, the online softmax in registers, and O += P·V with P from registers, block
+//     j's softmax running under block j − 1's P·V, the two consumers taking turns at the tensor
+//     cores. Grid: x = ⌈q_len / 128⌉ · heads (in groups of group_heads heads, within a group heads
+//     fastest and row blocks last to first), y = batch; 384 threads.
 //   * simt (any element type): every warp is an independent worker over `rows` query rows of one
 //     (batch, key/value head) — the rows are (query i, head of the group) pairs, i·group + g, so one
 //     warp serves all query heads that share a key/value head — and one split of the keys. Tiles
@@ -46,9 +55,12 @@
 // split), then their acc rows; see attention_partial_bytes). Grid: x = ⌈batch · kv_heads ·
 // ⌈q_len·group / rows⌉ · splits / warps⌉, 32·warps threads. decode: the frame, then batch, splits
 // (.u32) and partials (.u64); grid: x = splits (⌈keys seen / (32·warps)⌉), y = kv_heads, z =
-// batch; 32·warps threads.
+// batch; 32·warps threads. wgmma: q_map, k_map, v_map (tensor maps), out (.u64), q_len, kv_len,
+// heads, kv_heads (.u32), query_offset (.s32), causal (.u32), scale_log2 (.f32), group_heads (.u32,
+// 1 to heads).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,17 +68,18 @@
 #include "rayo/dtype.hpp"
 #include "rayo/export.hpp"
 #include "rayo/ptx/kernel.hpp"
+#include "rayo/ptx/tensor_map.hpp"
 
 namespace rayo::ptx::kernels {
 
-enum class AttentionAlgorithm : std::uint8_t { tensor_core, simt, decode };
+enum class AttentionAlgorithm : std::uint8_t { tensor_core, simt, decode, wgmma };
 
 struct RAYO_API AttentionConfig {
     AttentionAlgorithm algorithm = AttentionAlgorithm::tensor_core;
     DType element = DType::f16;  // tensor_core, decode: f16 or bf16; simt: f32, f16 or bf16
-    unsigned head_dim = 128;   // tensor_core, decode: 64, 80, 96, 128 or 256; simt: 1 to 256
+    unsigned head_dim = 128;   // tensor_core, decode: 64, 80, 96, 128 or 256; wgmma: 64 or 128; simt: 1 to 256
     bool mask = false;         // an additive f32 mask is read (not decode)
-    unsigned warps = 4;        // tensor_core: 4 or 8; simt: 1 to 8; decode: 4
+    unsigned warps = 4;        // tensor_core: 4 or 8; simt: 1 to 8; decode: 4; wgmma: 12
     unsigned rows = 4;         // simt: query rows a warp, 1 to 8
     unsigned warp_tiles = 1;   // tensor_core: m16 tiles of query rows a warp, 1 or 2
     bool partial = false;      // simt, decode: write partial states instead of out
@@ -95,6 +108,16 @@ inline constexpr unsigned attention_simt_block_budget = 96 * 1024;
 // Dynamic shared memory a block of attention(config) needs.
 [[nodiscard]] RAYO_API unsigned attention_shared_bytes(AttentionConfig const& config);
 
+// The tensor maps a wgmma kernel takes (q_map, k_map, v_map) for q, k and v at device addresses
+// `q`, `k` and `v` (16-byte aligned) of the shapes op::Attention gives them, as TensorMapSpecs for
+// the runtime to encode.
+struct RAYO_API AttentionOperands {
+    std::uint64_t q = 0, k = 0, v = 0;
+    std::uint64_t batch = 1, q_len = 0, kv_len = 0, heads = 1, kv_heads = 1;
+};
+[[nodiscard]] RAYO_API std::array<TensorMapSpec, 3> attention_tensor_maps(AttentionConfig const& config,
+                                                                         AttentionOperands const& operands);
+
 // Bytes of the partial states of `rows` output rows ([batch, q_len, heads] rows) in `splits` splits.
 [[nodiscard]] RAYO_API std::uint64_t attention_partial_bytes(std::uint64_t rows, unsigned splits, unsigned head_dim);
 
@@ -104,7 +127,8 @@ inline constexpr unsigned attention_simt_block_budget = 96 * 1024;
 // memory. Parameters: partials, out (.u64), rows, splits (.u32). Grid: x = rows, 256 threads.
 [[nodiscard]] RAYO_API Kernel attention_combine(DType element, unsigned head_dim);
 
-// Every configuration rayo's CUDA attention may run (for the assembly tests).
-[[nodiscard]] RAYO_API std::vector<AttentionConfig> attention_configs();
+// Every configuration rayo's CUDA attention may run on a device of `target` (for the assembly
+// tests): on sm_90 also the wgmma kernels.
+[[nodiscard]] RAYO_API std::vector<AttentionConfig> attention_configs(Target target);
 
 }  // namespace rayo::ptx::kernels
