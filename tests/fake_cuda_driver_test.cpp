@@ -131,6 +131,24 @@ TEST_F(FakeCuda, LargeHalfProductsRunTheWgmmaKernelWithTensorMapsOnSm90) {
     EXPECT_NE(ptx.find(sm90 ? ".param .align 64 .b8 a_map[128]" : "mma.sync.aligned.m16n8k16"), std::string::npos);
 }
 
+// A prefill of f16 attention reaches an sm_90 as the wgmma kernel with its three tensor maps (q, k,
+// v) encoded, and an sm_80 as the mma.sync kernel.
+TEST_F(FakeCuda, HalfAttentionPrefillRunsTheWgmmaKernelWithTensorMapsOnSm90) {
+    bool const sm90 = driver.compute_capability() >= 90;
+    auto const q = Tensor<half>::zeros({1, 256, 8, 128}, device);
+    auto const kv = Tensor<half>::zeros({1, 256, 2, 128}, device);
+    auto const out = Tensor<half>::zeros({1, 256, 8, 128}, device);
+    AttentionParams params;
+    params.causal = true;
+    int const before = driver.launches(), maps = driver.tensor_maps();
+    attention_into(q, kv, kv, params, out);
+    ASSERT_EQ(driver.launches(), before + 1);
+    std::string const ptx = driver.ptx(before);
+    EXPECT_EQ(ptx.find("rayo_attention_wgmma_f16_d128") != std::string::npos, sm90);
+    EXPECT_EQ(driver.tensor_maps(), maps + (sm90 ? 3 : 0));
+    EXPECT_NE(ptx.find(sm90 ? ".param .align 64 .b8 v_map[128]" : "mma.sync.aligned.m16n8k16"), std::string::npos);
+}
+
 // The one-row K-quant GEMV places its own wait after prefetching its first rows (sm_90): the
 // runner adds none before it.
 TEST_F(FakeCuda, TheGemvKeepsItsOwnWaitAfterItsPrefetch) {
