@@ -119,18 +119,21 @@ TEST(PtxAttention, EveryVariantEmitsForEveryTarget) {
 
 // ---- ptxas
 
-TEST(PtxAttention, EveryVariantAssemblesForSm80AndSm90) {
+// Every variant for one target, and the combine kernels: a test a target, so that ctest runs the
+// two (several minutes of ptxas each in CI) side by side.
+void expect_every_variant_assembles(Target t) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    for (Target t : {Target::sm_80, Target::sm_90}) {
-        for (AttentionConfig const& c : attention_configs(t)) {
-            SCOPED_TRACE(attention_name(c) + " " + std::string(to_string(t)));
-            Kernel const kernel = attention(c);
-            expect_assembles(kernel, emission_target(kernel, t));
-        }
-        for (DType e : {DType::f32, DType::f16, DType::bf16})
-            for (unsigned d : {64u, 80u, 96u, 128u, 256u}) expect_assembles(attention_combine(e, d), t);
+    for (AttentionConfig const& c : attention_configs(t)) {
+        SCOPED_TRACE(attention_name(c) + " " + std::string(to_string(t)));
+        Kernel const kernel = attention(c);
+        expect_assembles(kernel, emission_target(kernel, t));
     }
+    for (DType e : {DType::f32, DType::f16, DType::bf16})
+        for (unsigned d : {64u, 80u, 96u, 128u, 256u}) expect_assembles(attention_combine(e, d), t);
 }
+
+TEST(PtxAttention, EveryVariantAssemblesForSm80) { expect_every_variant_assembles(Target::sm_80); }
+TEST(PtxAttention, EveryVariantAssemblesForSm90) { expect_every_variant_assembles(Target::sm_90); }
 
 // The kernels rayo runs for head_dim 128 keep their fragments, S and O in registers: decode and the
 // one-tile prefill without spilling; the two-tile prefill (O and S of 32 rows, 192 registers) at

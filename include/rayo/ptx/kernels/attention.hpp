@@ -11,8 +11,8 @@
 // element type; query head h reads key/value head h / (heads / kv_heads); query row i sees key j
 // when !causal or j ≤ query_offset + i; the optional mask is f32, its element (b, h, i, j) at
 // b·mask_batch + h·mask_head + i·mask_row + j. Scores, softmax and sums are f32; a row that sees
-// no key (or only −Inf scores) gives zeros. The tensor-core kernel needs 16-byte aligned operands;
-// the simt kernel too unless built with `aligned` false.
+// no key (or only −Inf scores) gives zeros. The tensor-core and wgmma kernels need 16-byte
+// aligned operands; the simt kernel too unless built with `aligned` false.
 //
 // Four algorithms, the first three needing sm_80 (cp.async), wgmma sm_90a:
 //   * tensor_core (f16, bf16): a block owns `warps` × 16 · warp_tiles query rows of one (batch,
