@@ -67,7 +67,7 @@ Kernel attention_decode(AttentionConfig const& c) {
     DecodeLayout const layout(c);
     unsigned const d = c.head_dim, warps = c.warps, threads = warps * 32, stride = layout.stride, chunks = d / 8;
     unsigned const k_steps = d / 16, o_tiles = d / 8;
-    Type const input = c.element == DType::f16 ? Type::f16 : Type::bf16;
+    Type const input = element_detail::mma_type(c.element);
 
     Kernel k(attention_name(c));
     k.max_threads(threads);

@@ -88,7 +88,7 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
     unsigned const stride = d * 2 + 16, tile_bytes = key_block * stride, q_bytes = block_rows * stride;
     unsigned const k_steps = d / 16, o_tiles = d / 8;
     bool const q_in_registers = d * tiles <= 128;
-    Type const input = c.element == DType::f16 ? Type::f16 : Type::bf16;
+    Type const input = element_detail::mma_type(c.element);
 
     Kernel k(attention_name(c));
     k.max_threads(threads);

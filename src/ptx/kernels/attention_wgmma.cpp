@@ -24,6 +24,7 @@ namespace rayo::ptx::kernels {
 namespace {
 
 using namespace attention_detail;
+using warpgroup::RingPosition;
 using warpgroup::SlotRing;
 
 constexpr unsigned block_rows = 128;  // query rows a block: 64 a consumer warpgroup
@@ -110,10 +111,11 @@ void load_tile(Kernel& k, unsigned d, Reg at, Reg map, Reg head, Reg row, Reg ba
 
 // Waits for the slot of key block `jb` to be free, then copies the block's tile of `map` into it.
 void load_key_block(Kernel& k, unsigned d, WgmmaAttentionFrame const& f, SlotRing const& ring, Reg tiles, Reg map, Reg jb) {
-    Reg const slot = k.rem(jb, slots);
-    Reg const parity = k.and_(k.div(jb, slots), 1);
+    // Key block jb is the rings' position jb.
+    RingPosition const at{jb};
+    Reg const slot = at.slot(k, slots);
     // A fresh barrier's phase before the first counts as complete: the first round passes.
-    k.mbarrier_wait(ring.empty_at(k, slot), k.xor_(parity, 1));
+    k.mbarrier_wait(ring.empty_at(k, slot), k.xor_(at.parity(k, slots), 1));
     Reg const full = ring.full_at(k, slot);
     k.mbarrier_arrive_expect_tx(full, tile_bytes(d));
     load_tile(k, d, k.add(tiles, k.mul(slot, tile_bytes(d))), map, f.hk, k.mul(jb, key_block), f.b, full, key_block);
@@ -146,21 +148,16 @@ struct ConsumerRows {
     Reg key_col;   // .s32 2·(t % 4)
 };
 
-// The rings' slot and phase parity of key block `jb`.
-struct KeySlot {
-    Reg slot, parity;
-};
-KeySlot key_slot(Kernel& k, Reg jb) { return {k.rem(jb, slots), k.and_(k.div(jb, slots), 1)}; }
-
 // Issues S = q·kᵀ over key block jb once its k tile has landed: d / 16 MMAs, one group.
 void issue_scores(Kernel& k, AttentionConfig const& c, WgmmaAttentionFrame const& f, std::vector<Reg> const& q_desc,
                   Reg jb, std::vector<Reg> const& s, Reg zero_first) {
     unsigned const d = c.head_dim;
-    Type const input = c.element == DType::f16 ? Type::f16 : Type::bf16;
-    KeySlot const at = key_slot(k, jb);
-    k.mbarrier_wait(f.k_ring.full_at(k, at.slot), at.parity);
+    Type const input = element_detail::mma_type(c.element);
+    RingPosition const at{jb};
+    Reg const slot = at.slot(k, slots);
+    k.mbarrier_wait(f.k_ring.full_at(k, slot), at.parity(k, slots));
     std::uint64_t const k_major = warpgroup::descriptor_bits(warpgroup::swizzle_row, warpgroup::swizzle_atom);
-    Reg const k_desc = warpgroup::matrix_descriptor(k, k.add(f.k_smem, k.mul(at.slot, tile_bytes(d))), k_major);
+    Reg const k_desc = warpgroup::matrix_descriptor(k, k.add(f.k_smem, k.mul(slot, tile_bytes(d))), k_major);
     Reg const accumulate = k.not_pred(zero_first);
     k.wgmma_fence();
     for (unsigned kk = 0; kk < d / 16; ++kk) {
@@ -178,11 +175,12 @@ void issue_scores(Kernel& k, AttentionConfig const& c, WgmmaAttentionFrame const
 void issue_values(Kernel& k, AttentionConfig const& c, WgmmaAttentionFrame const& f, std::vector<std::array<Reg, 4>> const& p,
                   Reg jb, std::vector<Reg> const& o, Reg always) {
     unsigned const d = c.head_dim;
-    Type const input = c.element == DType::f16 ? Type::f16 : Type::bf16;
-    KeySlot const at = key_slot(k, jb);
-    k.mbarrier_wait(f.v_ring.full_at(k, at.slot), at.parity);
+    Type const input = element_detail::mma_type(c.element);
+    RingPosition const at{jb};
+    Reg const slot = at.slot(k, slots);
+    k.mbarrier_wait(f.v_ring.full_at(k, slot), at.parity(k, slots));
     // v: per 64 columns a box of 128 keys; 8-key atoms 1024 bytes apart, the next 64 columns a box on.
-    Reg const v_desc = warpgroup::matrix_descriptor(k, k.add(f.v_smem, k.mul(at.slot, tile_bytes(d))),
+    Reg const v_desc = warpgroup::matrix_descriptor(k, k.add(f.v_smem, k.mul(slot, tile_bytes(d))),
                                                     warpgroup::descriptor_bits(box_bytes(key_block), warpgroup::swizzle_atom));
     k.wgmma_fence();
     for (unsigned kk = 0; kk < key_block / 16; ++kk) {
@@ -195,7 +193,7 @@ void issue_values(Kernel& k, AttentionConfig const& c, WgmmaAttentionFrame const
 
 // The consumer's arrival on the slot of key block jb: the warpgroup's MMAs reading it are done.
 void release(Kernel& k, SlotRing const& ring, Reg jb, Reg releaser) {
-    k.if_then(releaser, [&] { k.mbarrier_arrive(ring.empty_at(k, key_slot(k, jb).slot)); });
+    k.if_then(releaser, [&] { k.mbarrier_arrive(ring.empty_at(k, RingPosition{jb}.slot(k, slots))); });
 }
 
 // Scores to the exp2 domain; keys past a row's causal limit or the keys' end to −Inf where the
@@ -417,7 +415,7 @@ Kernel attention_wgmma(AttentionConfig const& c) {
 std::array<TensorMapSpec, 3> attention_tensor_maps(AttentionConfig const& c, AttentionOperands const& o) {
     if (c.algorithm != AttentionAlgorithm::wgmma)
         throw BuildError("attention_tensor_maps: " + attention_name(c) + " takes no tensor maps");
-    Type const element = c.element == DType::f16 ? Type::f16 : Type::bf16;
+    Type const element = element_detail::mma_type(c.element);
     std::uint64_t const d = c.head_dim, row = d * 2;
     // [batch, rows, heads, head_dim] as (column, head, row, batch); boxes of 64 columns of one head.
     auto const map = [&](std::uint64_t address, std::uint64_t rows, std::uint64_t heads, std::uint32_t box_rows) {

@@ -35,15 +35,13 @@ constexpr unsigned table_entry_bytes = 8;  // .v2.u32: offset in an image, tap b
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
-Type mma_type(DType element) { return element == DType::bf16 ? Type::bf16 : Type::f16; }
-
 // The tensor-core GEMM configuration whose block layout and warp tiles the kernel uses.
 // 128-channel tiles take 8 warps (warp tiles of 32 × 64, as 64-channel tiles with 4), which keeps
 // the accumulators and the gathered values in flight well under the register file's share.
 unsigned warps_of(Conv2dGemmConfig const& c) { return c.tile_m == 128 ? 8 : 4; }
 
 GemmConfig gemm_config(Conv2dGemmConfig const& c) {
-    Type const t = mma_type(c.element);
+    Type const t = element_detail::mma_type(c.element);
     return gemm_resolved({.a = t, .b = t, .b_transposed = false, .algorithm = GemmAlgorithm::tensor_core,
                           .tile = {c.tile_m, c.tile_n, tile_k}, .warps = warps_of(c), .stages = c.stages});
 }

@@ -33,6 +33,9 @@ inline void check_floating(std::string const& kernel, DType element) {
 // The register type of a stored element: .b16 for f16 / bf16, .f32, .s32.
 [[nodiscard]] inline Type raw_type(DType type) { return is_16bit(type) ? Type::b16 : type == DType::i32 ? Type::s32 : Type::f32; }
 
+// The input type of a tensor-core MMA on 16-bit elements: .f16 or .bf16.
+[[nodiscard]] inline Type mma_type(DType element) { return element == DType::bf16 ? Type::bf16 : Type::f16; }
+
 // log2 of the element's size in bytes.
 [[nodiscard]] inline unsigned size_shift(DType type) { return is_16bit(type) ? 1 : 2; }
 
