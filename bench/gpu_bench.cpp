@@ -116,13 +116,15 @@ void run_conv2d(benchmark::State& state, ConvCase cc) {
     report(state, {.flops = 2.0 * static_cast<double>(n * cc.o * out_hw * out_hw * cc.c * cc.k * cc.k)});
 }
 
+// n × n · n × n; `options` as given (matmul_tf32: allow_tf32, as PyTorch's anchor row; _nt: b read
+// as [n, k], with no transposition before the product).
 template <class T>
-void run_matmul(benchmark::State& state, std::int64_t n) {
+void run_matmul(benchmark::State& state, std::int64_t n, rayo::MatmulOptions options = {}) {
     rayo::Device const device = bench_device();
     auto const a = random_tensor<T>(rayo::Shape{n, n}, device, {-1.0f, 1.0f}, 1);
     auto const b = random_tensor<T>(rayo::Shape{n, n}, device, {-1.0f, 1.0f}, 2);
     FTensor const out = output_tensor(rayo::Shape{n, n}, device);
-    time_op(state, device, [&] { rayo::matmul_into(a, b, out); });
+    time_op(state, device, [&] { rayo::matmul_into(a, b, out, options); });
     report(state, {.flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n)});
 }
 
@@ -252,6 +254,10 @@ void register_gpu() {
     }
     for (std::int64_t n : {1024, 4096, 8192}) {
         add_benchmark("gpu/matmul_f32/" + std::to_string(n), [n](benchmark::State& st) { run_matmul<float>(st, n); });
+        add_benchmark("gpu/matmul_tf32/" + std::to_string(n),
+                      [n](benchmark::State& st) { run_matmul<float>(st, n, {.allow_tf32 = true}); });
+        add_benchmark("gpu/matmul_tf32_nt/" + std::to_string(n),
+                      [n](benchmark::State& st) { run_matmul<float>(st, n, {.transpose_b = true, .allow_tf32 = true}); });
         add_benchmark("gpu/matmul_bf16/" + std::to_string(n),
                       [n](benchmark::State& st) { run_matmul<rayo::bfloat16>(st, n); });
         add_benchmark("gpu/matmul_f16/" + std::to_string(n), [n](benchmark::State& st) { run_matmul<rayo::half>(st, n); });

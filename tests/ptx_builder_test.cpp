@@ -408,6 +408,7 @@ Kernel every_hopper_atom() {
             k.wgmma_fence();
             k.wgmma(Type::f16, 256, d, desc, desc, accumulate);
             k.wgmma(Type::bf16, 256, d, desc, desc, accumulate, false, true);
+            k.wgmma(Type::f32, 256, d, desc, desc, accumulate);
             std::vector<Reg> a;
             for (unsigned i = 0; i < 4; ++i) a.push_back(k.mov(Type::b32, i));
             k.wgmma(Type::f16, 256, d, a, desc, accumulate, true);
@@ -440,6 +441,7 @@ TEST(PtxBuilder, HopperAtomsAreEmittedAsPtxWritesThem) {
           "setmaxnreg.dec.sync.aligned.u32 40;", "setmaxnreg.inc.sync.aligned.u32 232;", "wgmma.fence.sync.aligned;",
           "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%f", ", 1, 1, 0, 0;", ", 1, 1, 0, 1;",
           "}, {%b", ", 1, 1, 1;", "bar.sync 1, 256;", "bar.arrive 2, 128;",
+          "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {%f",
           "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;", "fence.proxy.async.shared::cta;",
           "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd", "cp.async.bulk.commit_group;",
           "cp.async.bulk.wait_group.read 0;", "barrier.cluster.arrive.release.aligned;",
@@ -479,7 +481,10 @@ TEST(PtxBuilder, HopperAtomsRejectBadShapesAtTheCall) {
     EXPECT_NE(build_error([&] { k.tma_load(at, map, {}, at); }).find("1 to 5 coordinates"), std::string::npos);
     std::vector<Reg> const six(6, at);
     EXPECT_NE(build_error([&] { k.tma_store(map, six, at); }).find("1 to 5 coordinates"), std::string::npos);
-    EXPECT_NE(build_error([&] { k.wgmma(Type::f32, 128, d, desc, desc, p); }).find(".f16 or .bf16"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::s32, 128, d, desc, desc, p); }).find(".f16, .bf16 or .f32"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::f32, 128, d, desc, desc, p, false, true); }).find("K-major"), std::string::npos);
+    std::vector<Reg> const four(4, at);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::f32, 128, d, four, desc, p); }).find("from shared memory only"), std::string::npos);
     EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 100, d, desc, desc, p); }).find("multiple of 8"), std::string::npos);
     EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 256, d, desc, desc, p); }).find("needs 128 accumulator"), std::string::npos);
     EXPECT_NE(build_error([&] { k.bar_sync(16, 64); }).find("0 to 15"), std::string::npos);

@@ -173,6 +173,15 @@ TEST(PtxGemm, ChoosesByTypeShapeAndAlignment) {
     EXPECT_EQ(pick(32, 4096, Type::f16, Type::f16, true, true).tile.n, 128u) << "32 tiles: one for every eighth SM";
     EXPECT_EQ(pick(4096, 4096, Type::f16, Type::f16, true, false).algorithm, GemmAlgorithm::tensor_core);
     EXPECT_EQ(pick(4096, 4096, Type::f32, Type::f16, true, true).algorithm, GemmAlgorithm::tensor_core);
+    // f32 stays exact on the CUDA cores unless the caller allows TF32; then b [n, k] runs on wgmma.
+    EXPECT_EQ(pick(4096, 4096, Type::f32, Type::f32, true, true).algorithm, GemmAlgorithm::simt);
+    auto const tf32 = [](bool b_transposed) {
+        return choose_gemm_config(4096, 4096, 4096, Type::f32, Type::f32, b_transposed, true, 132, Target::sm_90, 1, true, true);
+    };
+    EXPECT_EQ(tf32(true).algorithm, GemmAlgorithm::wgmma);
+    EXPECT_EQ(tf32(true).tile.k, 32u) << "a 128-byte row of f32";
+    EXPECT_EQ(gemm_name(tf32(true)), "gemm_wgmma_tf32_tf32_nt_128x256x32_w12_s4_v_g8");
+    EXPECT_EQ(tf32(false).algorithm, GemmAlgorithm::simt) << "tf32 wgmma reads b K-major only";
     EXPECT_EQ(choose_gemm_config(4096, 4096, 64, Type::f16, Type::f16, true, true, 132, Target::sm_90, 1, false).algorithm,
               GemmAlgorithm::tensor_core) << "no tensor maps without the driver's encoder";
     c = pick(4096, 4096, Type::f32, Type::f16, true, true);  // f32 a staged through registers: 8 warps
@@ -189,8 +198,8 @@ TEST(PtxGemm, ChoosesByTypeShapeAndAlignment) {
         std::set<std::string> listed;
         for (GemmConfig const& v : chosen_gemm_configs(t)) listed.insert(gemm_name(v));
         // Per type pair, layout, alignment and tile class; on sm_90 also the wgmma kernels (f16 and
-        // bf16, both layouts of b, batched or not, 128 or 256 columns).
-        EXPECT_EQ(listed.size(), 5u * 2u * 2u * 3u + (t == Target::sm_90 ? 2u * 2u * 2u * 2u : 0u));
+        // bf16, both layouts of b, batched or not, 128 or 256 columns; tf32 with b [n, k]).
+        EXPECT_EQ(listed.size(), 5u * 2u * 2u * 3u + (t == Target::sm_90 ? 2u * 2u * 2u * 2u + 2u * 2u : 0u));
         for (std::uint64_t m : {1u, 32u, 33u, 300u, 5000u})
             for (std::uint64_t n : {1u, 100u, 5000u})
                 for (auto [a, b] : std::vector<std::pair<Type, Type>>{{Type::f32, Type::f32}, {Type::f16, Type::f16},
@@ -327,6 +336,12 @@ TEST(PtxGemm, WgmmaKernelIsWarpSpecialised) {
     EXPECT_EQ(count(nt, "cp.async.bulk.tensor.2d"), 2u);
     EXPECT_TRUE(contains(nt, ", 1, 1, 0, 0;")) << "b K-major";
     EXPECT_EQ(gemm_launch(c, 4096, 4096, 1, 132).shared_bytes, 4u * (128u + 256u) * 64u * 2u + 1024u + 64u);
+    // f32 operands as tf32: k8 MMAs over 32 values a row, b [n, k] only.
+    GemmConfig const tf32{.a = Type::f32, .b = Type::f32, .b_transposed = true, .algorithm = GemmAlgorithm::wgmma};
+    std::string const tf = gemm(tf32).emit(Target::sm_90a);
+    EXPECT_EQ(count(tf, "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32"), 4u);
+    EXPECT_EQ(gemm_launch(tf32, 4096, 4096, 1, 132).shared_bytes, gemm_launch(c, 4096, 4096, 1, 132).shared_bytes);
+    EXPECT_THROW((void)gemm_resolved({.a = Type::f32, .b = Type::f32, .algorithm = GemmAlgorithm::wgmma}), BuildError);
 
     // The maps: a [m, k] in boxes of 64 k × 128 rows; b as stored, 128-byte swizzle, batch dimension
     // of 1 where every product shares the matrix.

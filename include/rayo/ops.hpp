@@ -168,11 +168,16 @@ template <FloatingElement T> RAYO_API Tensor<std::int64_t> argmin(Tensor<T> cons
 template <FloatingElement T> RAYO_API void argmin_into(Tensor<T> const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
 
 // ---- matrices ------------------------------------------------------------------------------------
-// How matmul reads b.
+// How matmul reads b, and how exact an f32 product must be.
 struct MatmulOptions {
     // b holds [..., n, k]: the product is a·bᵀ, read in place with no transposed copy (attention's
     // q·kᵀ, a linear layer's weights).
     bool transpose_b = false;
+    // f32 × f32 may run on the tensor cores in TF32, as PyTorch's allow_tf32 permits: each operand
+    // keeps its sign, exponent and top 10 mantissa bits (a relative error of up to 2^-10 per
+    // operand), the products are summed in f32. CUDA on Hopper (sm_90) takes it, 8-9x the exact
+    // f32 rate on large products (docs/performance.md); CPU, Vulkan and older GPUs compute exactly.
+    bool allow_tf32 = false;
 };
 // a[..., m, k] · b[..., k, n] -> f32 [..., m, n]: one matrix product for each index of the leading
 // (batch) axes, which broadcast by NumPy's rules ([b, h, m, k]·[b, h, k, n], [h, m, k]·[k, n]); 2-D

@@ -75,6 +75,9 @@ struct MatmulShape {
     std::size_t m = 0, n = 0, k = 0;
     bool b_transposed = false;
     std::size_t batch = 1, a_batch = 0, b_batch = 0;
+    // f32 × f32 may run on the tensor cores as TF32 (MatmulOptions::allow_tf32) where the backend
+    // has such a path; others compute it exactly.
+    bool tf32 = false;
 };
 
 // matmul (a and b of one floating type, batched) or linear (f32 a, b the weights: f32, f16, bf16,

@@ -47,6 +47,7 @@ MatmulPlan matmul_plan(Tensor<T> const& a, Tensor<T> const& b, MatmulOptions opt
     }
     MatmulPlan plan;
     plan.shape = {static_cast<std::size_t>(m), static_cast<std::size_t>(n), static_cast<std::size_t>(k), options.transpose_b};
+    plan.shape.tf32 = options.allow_tf32;
     std::vector<std::int64_t> dims(batch.dims().begin(), batch.dims().end());
     dims.push_back(m);
     dims.push_back(n);

@@ -697,23 +697,32 @@ void Kernel::wgmma_wait(int pending_groups) {
           .requires_target = {.compute_capability = 90, .architecture_specific = true}});
 }
 
+namespace {
+
+// wgmma's k and the name of its input type: f32 values are read as .tf32, 8 of them along k.
+unsigned wgmma_k(Type input) { return input == Type::f32 ? 8 : 16; }
+std::string wgmma_input(Type input) { return input == Type::f32 ? "tf32" : std::string(name_of(input)); }
+
+std::string wgmma_opcode(Type input, unsigned n) {
+    std::string const in = wgmma_input(input);
+    return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k" + std::to_string(wgmma_k(input)) + ".f32." + in +
+           "." + in;
+}
+
+}  // namespace
+
 void Kernel::check_wgmma(Type input, unsigned n, std::size_t accumulators) const {
-    if (input != Type::f16 && input != Type::bf16)
-        throw BuildError("ptx kernel '" + name_ + "': wgmma with f32 accumulators takes .f16 or .bf16 inputs, not ." +
+    if (input != Type::f16 && input != Type::bf16 && input != Type::f32)
+        throw BuildError("ptx kernel '" + name_ + "': wgmma with f32 accumulators takes .f16, .bf16 or .f32 (as .tf32) inputs, not ." +
                          std::string(name_of(input)));
     if (n < 8 || n > 256 || n % 8 != 0)
         throw BuildError("ptx kernel '" + name_ + "': wgmma's n is a multiple of 8 from 8 to 256, not " + std::to_string(n));
     if (accumulators != n / 2)
-        throw BuildError("ptx kernel '" + name_ + "': wgmma m64n" + std::to_string(n) + "k16 needs " +
-                         std::to_string(n / 2) + " accumulator registers, got " + std::to_string(accumulators));
+        throw BuildError("ptx kernel '" + name_ + "': wgmma m64n" + std::to_string(n) + "k" + std::to_string(wgmma_k(input)) +
+                         " needs " + std::to_string(n / 2) + " accumulator registers, got " + std::to_string(accumulators));
 }
 
 namespace {
-
-std::string wgmma_opcode(Type input, unsigned n) {
-    std::string const in(name_of(input));
-    return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." + in + "." + in;
-}
 
 VectorUse accumulator_use(std::span<Reg const> d) {
     VectorUse accumulators;
@@ -726,16 +735,24 @@ VectorUse accumulator_use(std::span<Reg const> d) {
 void Kernel::wgmma(Type input, unsigned n, std::span<Reg const> d, Reg a_descriptor, Reg b_descriptor, Reg accumulate,
                    bool transpose_a, bool transpose_b) {
     check_wgmma(input, n, d.size());
-    push({.opcode = wgmma_opcode(input, n),
-          .operands = {accumulator_use(d), read(a_descriptor, Type::b64), read(b_descriptor, Type::b64),
-                       read(accumulate, Type::pred), ImmUse{1, Type::s32}, ImmUse{1, Type::s32},
-                       ImmUse{transpose_a ? 1 : 0, Type::s32}, ImmUse{transpose_b ? 1 : 0, Type::s32}},
+    std::vector<OperandUse> operands{accumulator_use(d), read(a_descriptor, Type::b64), read(b_descriptor, Type::b64),
+                                     read(accumulate, Type::pred), ImmUse{1, Type::s32}, ImmUse{1, Type::s32}};
+    if (input == Type::f32) {
+        if (transpose_a || transpose_b)
+            throw BuildError("ptx kernel '" + name_ + "': wgmma with .tf32 inputs reads both operands K-major (no transposes)");
+    } else {
+        operands.push_back(ImmUse{transpose_a ? 1 : 0, Type::s32});
+        operands.push_back(ImmUse{transpose_b ? 1 : 0, Type::s32});
+    }
+    push({.opcode = wgmma_opcode(input, n), .operands = std::move(operands),
           .requires_target = {.compute_capability = 90, .architecture_specific = true}});
 }
 
 void Kernel::wgmma(Type input, unsigned n, std::span<Reg const> d, std::span<Reg const> a, Reg b_descriptor, Reg accumulate,
                    bool transpose_b) {
     check_wgmma(input, n, d.size());
+    if (input == Type::f32)
+        throw BuildError("ptx kernel '" + name_ + "': rayo issues wgmma with .tf32 inputs from shared memory only");
     if (a.size() != 4)
         throw BuildError("ptx kernel '" + name_ + "': wgmma with a from registers takes 4 .b32 registers, got " +
                          std::to_string(a.size()));

@@ -241,19 +241,21 @@ template <class T>
 void CaseContext::expect_close(Guarded<T> const& out, Expected const& e) {
     std::vector<T> const stored = out.values();
     std::vector<float> const got(stored.begin(), stored.end());
+    Tolerance tolerance = tolerance_;
+    tolerance.rounding += e.operand_rounding;
     Failures failures;
     for (std::size_t i = 0; i < got.size(); ++i) {
         double const w = e.want(i);
         double const scale = e.scale ? e.scale(i) : std::abs(w);
         double const magnitude = e.magnitude ? e.magnitude(i) : scale;
-        if (within<T>(tolerance_, got[i], w, scale, magnitude)) continue;
+        if (within<T>(tolerance, got[i], w, scale, magnitude)) continue;
         if (flushes_subnormals_) {
             // A device that flushes: a zero or subnormal where the reference is zero or subnormal,
             // or the result of the inputs with their subnormals read as zero.
             double const f = e.want_flushed ? e.want_flushed(i) : w;
             bool const tiny =
                 (got[i] == 0 || is_subnormal(got[i])) && (w == 0 || is_subnormal(w) || f == 0 || is_subnormal(f));
-            if (tiny || within<T>(tolerance_, got[i], f, e.scale ? scale : std::abs(f), magnitude)) {
+            if (tiny || within<T>(tolerance, got[i], f, e.scale ? scale : std::abs(f), magnitude)) {
                 ++flushed_;
                 continue;
             }

@@ -117,6 +117,9 @@ public:
         std::function<double(std::size_t)> scale = {};        // of the tolerance (Tolerance); default |want|
         std::function<double(std::size_t)> magnitude = {};    // of a product (Tolerance::rounding)
         std::function<double(std::size_t)> want_flushed = {}; // the reference with subnormal inputs read as 0
+        // Of the magnitude, on top of the op's rounding: what operands the caller allowed to be
+        // rounded on their way into a product add (TF32: 2^-9, 2^-10 for each operand).
+        double operand_rounding = 0;
     };
     // Each element against the reference under the op's tolerance. NaN must give NaN, infinities
     // the same infinity. On a device that flushes float32 subnormals (a Vulkan device without

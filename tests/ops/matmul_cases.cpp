@@ -48,14 +48,17 @@ std::vector<double> exact(std::vector<T> const& v) {
 // are all aligned (the GPUs' vector and TMA paths) or all not.
 std::size_t aligned_output(std::size_t offset) { return offset == 0 ? 1 : 0; }
 
-// Checks a product against the float64 one of the values as stored.
-void expect_product(CaseContext& ctx, Guarded<float> const& out, ProductReference const& want, std::size_t k) {
+// Checks a product against the float64 one of the values as stored; `operand_rounding` of Σ|a·b|
+// more where the caller allowed its operands to be rounded (TF32).
+void expect_product(CaseContext& ctx, Guarded<float> const& out, ProductReference const& want, std::size_t k,
+                    double operand_rounding = 0) {
     double const root_k = std::sqrt(static_cast<double>(std::max<std::size_t>(k, 1)));
     std::size_t const n = out.tensor().rank() ? static_cast<std::size_t>(out.tensor().shape()[out.tensor().rank() - 1]) : 1;
     ctx.expect_close(out, {.want = [&](std::size_t i) { return want.value[i]; },
                            .describe = [&](std::size_t i) { return "out(" + std::to_string(i / n) + ", " + std::to_string(i % n) + ")"; },
                            .scale = [&](std::size_t i) { return root_k * want.magnitude[i]; },
-                           .magnitude = [&](std::size_t i) { return want.magnitude[i]; }});
+                           .magnitude = [&](std::size_t i) { return want.magnitude[i]; },
+                           .operand_rounding = operand_rounding});
 }
 
 // Whether the target runs a product of this size in its budget (the simulator's is small).
@@ -99,6 +102,42 @@ void check_matmul(CaseContext& ctx) {
         ProductReference const want = product_ref(exact(av), exact(bv), 9, 11, 40, false);
         std::vector<float> const got = y.to_vector();
         for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want.value[i], 1e-3 * want.magnitude[i]) << i;
+    });
+}
+
+// f32 products that may run as TF32 (MatmulOptions::allow_tf32): within the f32 tolerance plus
+// 2^-9 of Σ|a·b| (each operand keeps 10 mantissa bits) against the exact product; exact where the
+// backend has no TF32 path. Odd sizes (which stay exact on every backend), the warpgroup sizes with
+// b either way round (Hopper's wgmma kernel, b [k, n] transposed first), and a batch sharing b.
+void check_tf32_matmul(CaseContext& ctx) {
+    double const tf32_rounding = std::ldexp(1.0, -9);
+    std::vector<Dims> dims = warpgroup_dims();
+    dims.insert(dims.begin(), {{13, 17, 19}, {65, 63, 67}});
+    for (Dims d : dims) {
+        if (!fits(ctx, d)) continue;
+        std::vector<float> const av = ctx.values(d.m * d.k, {-1, 1}, Specials::none);
+        std::vector<float> const bv = ctx.values(d.k * d.n, {-1, 1}, Specials::none);
+        for (bool transpose_b : {false, true}) {
+            SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k) +
+                         (transpose_b ? " b [n, k]" : " b [k, n]"));
+            ctx.attempt([&] {
+                Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, aligned_output(0));
+                Shape const b_shape = transpose_b ? Shape{d.n, d.k} : Shape{d.k, d.n};
+                matmul_into(ctx.input(av, Shape{d.m, d.k}, 0), ctx.input(bv, b_shape, 0), out.tensor(),
+                            {.transpose_b = transpose_b, .allow_tf32 = true});
+                expect_product(ctx, out, product_ref(exact(av), exact(bv), d.m, d.n, d.k, transpose_b), d.k, tf32_rounding);
+            });
+        }
+    }
+    Dims const d{72, 96, 68};
+    if (!fits(ctx, {3 * d.m, d.n, d.k})) return;
+    std::vector<float> const av = ctx.values(3 * d.m * d.k, {-1, 1}, Specials::none);
+    std::vector<float> const bv = ctx.values(d.k * d.n, {-1, 1}, Specials::none);
+    ctx.attempt([&] {
+        Guarded<float> out = ctx.output<float>(Shape{3, d.m, d.n}, aligned_output(0));
+        matmul_into(ctx.input(av, Shape{3, d.m, d.k}, 0), ctx.input(bv, Shape{d.k, d.n}, 0), out.tensor(),
+                    {.allow_tf32 = true});
+        expect_product(ctx, out, product_ref(exact(av), exact(bv), 3 * d.m, d.n, d.k, false), d.k, tf32_rounding);
     });
 }
 
@@ -362,6 +401,7 @@ std::vector<OpCase> cases() {
         {"matmul_f32", Op::matmul, DType::f32, check_matmul<float>},
         {"matmul_f16", Op::matmul, DType::f16, check_matmul<half>},
         {"matmul_bf16", Op::matmul, DType::bf16, check_matmul<bfloat16>},
+        {"matmul_tf32", Op::matmul, DType::f32, check_tf32_matmul},
         {"matmul_batched_f32", Op::matmul, DType::f32, check_batched_matmul<float>},
         {"matmul_batched_f16", Op::matmul, DType::f16, check_batched_matmul<half>},
         {"matmul_batched_bf16", Op::matmul, DType::bf16, check_batched_matmul<bfloat16>},

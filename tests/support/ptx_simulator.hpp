@@ -28,7 +28,8 @@
 //   descriptors, scale-d and, with a from registers, a's values then) and computed when a wgmma.wait_group retires its group: it reads
 //   shared memory then, and its accumulator registers hold a NaN (0x7fc00bad) from issue until
 //   every MMA in flight on them is retired. Each result element is (scale-d ? d : 0) plus the 16
-//   exact products summed in double, rounded to f32 once.
+//   (8 for tf32) exact products summed in double, rounded to f32 once; a tf32 operand is its f32
+//   value with the low 13 mantissa bits cleared.
 // * Thread-block clusters (more than one block), multicast, barrier.cluster, mapa and remote
 //   mbarrier arrivals are not simulated (SimulationError "... not simulated").
 // Only the subset of PTX the generators use is known; anything else fails with the instruction.
@@ -565,7 +566,7 @@ private:
 
     // wgmma.fence / .commit_group / .wait_group N .sync.aligned, and
     // wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<f16|bf16>.<same> {d}, adesc, bdesc, p, ±1, ±1, tA, tB
-    // or {d}, {a0, a1, a2, a3}, bdesc, p, ±1, ±1, tB.
+    // or {d}, {a0, a1, a2, a3}, bdesc, p, ±1, ±1, tB; m64n<N>k8.f32.tf32.tf32 {d}, adesc, bdesc, p, ±1, ±1.
     void decode_wgmma(std::size_t i, ptx::Instruction const& in, std::vector<std::string> const& tokens, Decoded& d) {
         auto const sync_aligned = [&](std::size_t at) {
             return tokens.size() > at + 1 && tokens[at] == "sync" && tokens[at + 1] == "aligned";
@@ -587,16 +588,21 @@ private:
         }
         if (tokens.size() != 8 || tokens[1] != "mma_async" || !sync_aligned(2))
             fail(i, "wgmma form not simulated");
-        unsigned n = 0;
-        if (std::sscanf(tokens[4].c_str(), "m64n%uk16", &n) != 1 || tokens[4] != "m64n" + std::to_string(n) + "k16")
-            fail(i, "wgmma shape ." + tokens[4] + " not simulated (m64nNk16 only)");
-        if (n < 8 || n > 256 || n % 8 != 0) fail(i, "wgmma n of " + std::to_string(n) + " (a multiple of 8 from 8 to 256)");
-        if (tokens[5] != "f32" || tokens[6] != tokens[7] || (tokens[6] != "f16" && tokens[6] != "bf16"))
+        if (tokens[5] != "f32" || tokens[6] != tokens[7] || (tokens[6] != "f16" && tokens[6] != "bf16" && tokens[6] != "tf32"))
             fail(i, "wgmma types ." + tokens[5] + "." + tokens[6] + "." + tokens[7] + " not simulated");
+        bool const tf32 = tokens[6] == "tf32";
+        std::string const k = tf32 ? "k8" : "k16";
+        unsigned n = 0;
+        if (std::sscanf(tokens[4].c_str(), "m64n%u", &n) != 1 || tokens[4] != "m64n" + std::to_string(n) + k)
+            fail(i, "wgmma shape ." + tokens[4] + " not simulated (m64nN" + k + " for ." + tokens[6] + ")");
+        if (n < 8 || n > 256 || n % 8 != 0) fail(i, "wgmma n of " + std::to_string(n) + " (a multiple of 8 from 8 to 256)");
         auto const& ops = in.operands;
         auto const* fragment = std::get_if<ptx::VectorUse>(&ops[1]);
         d.a_registers = fragment != nullptr;
-        if (ops.size() != (d.a_registers ? 7u : 8u)) fail(i, "wgmma with " + std::to_string(ops.size()) + " operands not simulated");
+        if (tf32 && d.a_registers) fail(i, "wgmma with .tf32 a from registers not simulated");
+        // tf32 has no transpose immediates.
+        std::size_t const operands = (d.a_registers ? 7u : 8u) - (tf32 ? 2u : 0u);
+        if (ops.size() != operands) fail(i, "wgmma with " + std::to_string(ops.size()) + " operands not simulated");
         auto const* accumulators = std::get_if<ptx::VectorUse>(&ops[0]);
         if (accumulators == nullptr || accumulators->elements.size() != n / 2)
             fail(i, "wgmma m64n" + std::to_string(n) + "k16 needs " + std::to_string(n / 2) + " accumulator registers");
@@ -613,7 +619,7 @@ private:
         }
         d.op = Op::wgmma;
         d.n = n;
-        d.source = tokens[6] == "bf16" ? ptx::Type::bf16 : ptx::Type::f16;
+        d.source = tf32 ? ptx::Type::f32 : tokens[6] == "bf16" ? ptx::Type::bf16 : ptx::Type::f16;
     }
 
     // ---- values
@@ -945,28 +951,30 @@ private:
                             std::to_string((d.start >> 7) & 7) + " of the swizzle pattern not simulated");
     }
 
-    // The shared address of element (mn, k) of a 16-bit wgmma operand (mn: m of a, n of b) laid out
-    // as its descriptor says; the canonical layouts (CUTLASS's make_gmma_desc) in bytes, K-major
-    // unless mn_major (transposed):
-    //   no swizzle, K-major:         start + (mn % 8)·16 + (mn / 8)·SBO + (k % 8)·2 + (k / 8)·LBO
+    // The shared address of element (mn, k) of a wgmma operand (mn: m of a, n of b) of `bytes`-wide
+    // elements laid out as its descriptor says; the canonical layouts (CUTLASS's make_gmma_desc) in
+    // bytes, with kb = k · bytes, K-major unless mn_major (transposed, 16-bit only):
+    //   no swizzle, K-major:         start + (mn % 8)·16 + (mn / 8)·SBO + kb % 16 + (kb / 16)·LBO
     //   no swizzle, MN-major:        start + (mn % 8)·2 + (mn / 8)·SBO + (k % 8)·16 + (k / 8)·LBO
-    //   128-byte swizzle, K-major:   start + (mn % 8)·128 + (mn / 8)·SBO + 2k  (LBO unused)
+    //   128-byte swizzle, K-major:   start + (mn % 8)·128 + (mn / 8)·SBO + kb  (LBO unused)
     //   128-byte swizzle, MN-major:  start + (mn % 64)·2 + (mn / 64)·LBO + (k % 8)·128 + (k / 8)·SBO
     // then, swizzled, address bits 4-6 XOR bits 7-9.
-    static std::uint64_t operand_address(Descriptor const& d, bool mn_major, unsigned mn, unsigned k) {
+    static std::uint64_t operand_address(Descriptor const& d, bool mn_major, unsigned mn, unsigned k, unsigned bytes) {
         std::uint64_t a = d.start;
+        unsigned const kb = k * bytes;
         if (d.swizzle == 0) {
             a += mn_major ? (mn % 8) * 2 + (mn / 8) * d.stride + (k % 8) * 16 + (k / 8) * d.leading
-                          : (mn % 8) * 16 + (mn / 8) * d.stride + (k % 8) * 2 + (k / 8) * d.leading;
+                          : (mn % 8) * 16 + (mn / 8) * d.stride + kb % 16 + (kb / 16) * d.leading;
             return a;
         }
         a += mn_major ? (mn % 64) * 2 + (mn / 64) * d.leading + (k % 8) * 128 + (k / 8) * d.stride
-                      : (mn % 8) * 128 + (mn / 8) * d.stride + 2 * k;
+                      : (mn % 8) * 128 + (mn / 8) * d.stride + kb;
         return a ^ (((a >> 7) & 7) << 4);
     }
 
-    // One wgmma.mma_async.m64n<n>k16.f32: d = a (64 x 16) · b (16 x n) + (scale-d ? d : 0), each
-    // element the sum in double of d (or 0) and the 16 products in k order, rounded to f32 once.
+    // One wgmma.mma_async.m64n<n>k<K>.f32: d = a (64 x K) · b (K x n) + (scale-d ? d : 0), each
+    // element the sum in double of d (or 0) and the K products in k order, rounded to f32 once
+    // (K = 16 for 16-bit inputs, 8 for tf32: f32 values with the low 13 mantissa bits cleared).
     // Thread t of the warpgroup holds d[4j + 2h + e] = D[16(t / 32) + (t % 32) / 4 + 8h][8j + 2(t % 4) + e].
     void compute_mma(Warpgroup& wg, PendingMma const& mma) {
         std::size_t const index = mma.index;
@@ -974,21 +982,28 @@ private:
         auto const& ops = d.in->operands;
         auto const imm = [&](std::size_t o) { return std::get<ptx::ImmUse>(ops[o]).value.integer(); };
         unsigned const n = d.n;
+        bool const tf32 = d.source == ptx::Type::f32;
+        unsigned const K = tf32 ? 8 : 16, bytes = tf32 ? 4 : 2;
         auto const element = [&](std::uint16_t h) {
             return d.source == ptx::Type::bf16 ? double{std::bit_cast<float>(std::uint32_t{h} << 16)} : double{half_to_float(h)};
         };
         auto const value = [&](std::uint64_t address) {
-            if (address + 2 > shared_memory_.size())
+            if (address + bytes > shared_memory_.size())
                 fail(index, "wgmma operand element at shared address " + std::to_string(address) +
                                 ", outside the block's " + std::to_string(shared_memory_.size()) + " bytes of shared memory");
+            if (tf32) {
+                std::uint32_t w = 0;
+                std::memcpy(&w, shared_memory_.data() + address, 4);
+                return double{std::bit_cast<float>(w & ~0x1fffu)};
+            }
             std::uint16_t h = 0;
             std::memcpy(&h, shared_memory_.data() + address, 2);
             return element(h);
         };
         Descriptor const b_desc = descriptor(mma.b_descriptor);
-        bool const b_mn = imm(d.a_registers ? 6 : 7) == 1;
+        bool const b_mn = !tf32 && imm(d.a_registers ? 6 : 7) == 1;
         auto const a_scale = static_cast<double>(imm(4)), b_scale = static_cast<double>(imm(5));
-        std::vector<double> a(64 * 16), b(16 * static_cast<std::size_t>(n));
+        std::vector<double> a(64 * K), b(K * static_cast<std::size_t>(n));
         if (d.a_registers) {
             // Thread t's register r holds A[16(t / 32) + (t % 32) / 4 + 8(r % 2)][8(r / 2) + 2(t % 4) + {0, 1}].
             for (unsigned t = 0; t < 128; ++t)
@@ -999,12 +1014,12 @@ private:
                     }
         } else {
             Descriptor const a_desc = descriptor(mma.a_descriptor);
-            bool const a_mn = imm(6) == 1;
+            bool const a_mn = !tf32 && imm(6) == 1;
             for (unsigned m = 0; m < 64; ++m)
-                for (unsigned k = 0; k < 16; ++k) a[m * 16 + k] = a_scale * value(operand_address(a_desc, a_mn, m, k));
+                for (unsigned k = 0; k < K; ++k) a[m * K + k] = a_scale * value(operand_address(a_desc, a_mn, m, k, bytes));
         }
-        for (unsigned k = 0; k < 16; ++k)
-            for (unsigned c = 0; c < n; ++c) b[k * n + c] = b_scale * value(operand_address(b_desc, b_mn, c, k));
+        for (unsigned k = 0; k < K; ++k)
+            for (unsigned c = 0; c < n; ++c) b[k * n + c] = b_scale * value(operand_address(b_desc, b_mn, c, k, bytes));
         auto const& accumulators = std::get<ptx::VectorUse>(ops[0]).elements;
         for (unsigned t = 0; t < 128; ++t) {
             unsigned const w = t / 32, l = t % 32;
@@ -1014,7 +1029,7 @@ private:
                         unsigned const row = 16 * w + l / 4 + 8 * h, col = 8 * j + 2 * (l % 4) + e;
                         std::uint64_t& r = wg.in_flight.at(accumulators[4 * j + 2 * h + e].reg.id())[t];
                         double sum = mma.accumulate ? double{f32(r)} : 0.0;
-                        for (unsigned k = 0; k < 16; ++k) sum += a[row * 16 + k] * b[k * n + col];
+                        for (unsigned k = 0; k < K; ++k) sum += a[row * K + k] * b[k * n + col];
                         r = bits(static_cast<float>(sum));
                     }
         }

@@ -258,12 +258,16 @@ public:
     // leading and stride byte offsets, swizzle mode; PTX ISA "Matrix Descriptor Format").
     // transpose_a / transpose_b: the operand is stored M- / N-major instead of K-major. Thread t of
     // the warpgroup holds, for j < n / 8, d[4j + 2h + e] = D[16·(t / 32) + (t % 32) / 4 + 8h][8j + 2·(t % 4) + e].
+    // input Type::f32 emits the TF32 form, m64n<n>k8.f32.tf32.tf32: a (64 × 8) and b (8 × n) are f32
+    // values in shared memory of which the tensor cores use the top 19 bits (sign, exponent and 10
+    // mantissa bits); both must be K-major (no transposes).
     void wgmma(Type input, unsigned n, std::span<Reg const> d, Reg a_descriptor, Reg b_descriptor, Reg accumulate,
                bool transpose_a = false, bool transpose_b = false);
     // The same with a from registers: `a` is the thread's four .b32 registers (two 16-bit values
     // each, the lower first) of the 64 × 16 tile, laid out as mma.m16n8k16's A fragment over its
     // warp's 16 rows: a[r] = A[16·(t / 32) + (t % 32) / 4 + 8·(r % 2)][8·(r / 2) + 2·(t % 4) + {0, 1}].
     // That is d's layout, so an accumulator tile rounded to 16 bits feeds the next MMA directly.
+    // 16-bit inputs only.
     void wgmma(Type input, unsigned n, std::span<Reg const> d, std::span<Reg const> a, Reg b_descriptor, Reg accumulate,
                bool transpose_b = false);
     // setmaxnreg.{dec,inc}.sync.aligned.u32 (sm_90a): the warpgroup's registers per thread become

@@ -11,11 +11,9 @@
 
 namespace rayo::cuda::ops {
 
-namespace {
-
 // A batch of matrix transpositions: rayo_transpose_tiled_b<bytes>, one 32 × 32 tile a block.
-void transpose(KernelRunner& runner, detail::Transposition const& t, std::size_t element_bytes, std::uint64_t out,
-               std::uint64_t in) {
+void transpose_matrices(KernelRunner& runner, detail::Transposition const& t, std::size_t element_bytes, std::uint64_t out,
+                        std::uint64_t in) {
     ptx::kernels::TransposeKernelConfig const config{.element_bytes = static_cast<unsigned>(element_bytes)};
     KernelKey key;
     key << "transpose_tiled/b" << config.element_bytes << "/" << ptx::to_string(runner.target());
@@ -24,8 +22,6 @@ void transpose(KernelRunner& runner, detail::Transposition const& t, std::size_t
     runner.run(key.view(), [config] { return ptx::kernels::transpose_tiled(config); }, dims, out, in, u32(t.rows),
                u32(t.cols), u32(t.in_stride), u32(t.out_stride), u32(t.in_batch), u32(t.out_batch));
 }
-
-}  // namespace
 
 Support supports(KernelRunner const&, op::Copy const&, OpViews const& v) {
     if (!detail::castable(v.in[0].dtype) || v.in[0].dtype != v.out[0].dtype)
@@ -44,7 +40,7 @@ void run(KernelRunner& runner, op::Copy const&, OpViews const& v) {
     detail::StridedLayout const l = detail::collapse(out, views);
     std::uint64_t out_address = runner.address(out), in_address = runner.address(in);
     if (auto const t = detail::as_transposition(l); t && t->rows <= 65535u * 32 && t->batch <= 65535) {
-        transpose(runner, *t, bytes_for(out.dtype, 1), out_address, in_address);
+        transpose_matrices(runner, *t, bytes_for(out.dtype, 1), out_address, in_address);
         return;
     }
     ptx::kernels::CopyStridedKernelConfig const config{.rank = static_cast<unsigned>(l.rank),

@@ -1,4 +1,6 @@
-// The matmul family on CUDA: f32 x f32 runs on the CUDA cores (f32 FMA, exact products); a 16-bit b
+// The matmul family on CUDA: f32 x f32 runs on the CUDA cores (f32 FMA, exact products), or, where
+// the caller allows TF32, on Hopper's warpgroup MMAs (b given as [k, n] transposed into a temporary
+// [n, k] first: wgmma reads tf32 K-major only); a 16-bit b
 // on the tensor cores with f32 accumulation (on Hopper, large f16/bf16 products on the warpgroup
 // MMAs, their tiles copied by the TMA through tensor maps encoded here per launch), an f32 a
 // rounded to b's type on the way (rayo::ptx::kernels::gemm says how accurate that is); the GEMM variant comes from
@@ -123,9 +125,10 @@ ptx::kernels::GemmConfig gemm_config(KernelRunner const& runner, op::MatmulShape
     bool const wgmma = warpgroup_mma_enabled(runner);
     ptx::kernels::GemmConfig config = ptx::kernels::choose_gemm_config(
         shape.m, shape.n, shape.k, a_type, b_type, shape.b_transposed, aligned, runner.multiprocessor_count(),
-        runner.target(), shape.batch, wgmma);
+        runner.target(), shape.batch, wgmma, shape.tf32);
     std::optional<ForcedWgmma> const& knob = wgmma_knob();
-    if (knob && wgmma && aligned && a_type == b_type && b_type != ptx::Type::f32) {
+    bool const tensor_core_types = b_type != ptx::Type::f32 || (shape.tf32 && shape.b_transposed);
+    if (knob && wgmma && aligned && a_type == b_type && tensor_core_types) {
         config = knob->config;
         config.a = config.b = b_type;
         config.b_transposed = shape.b_transposed;
@@ -191,6 +194,35 @@ void gemm(KernelRunner& runner, op::MatmulShape const& shape, GemmAddresses cons
     runner.launch(key, [config] { return ptx::kernels::gemm(config); }, dims, std::span(arguments.data(), count));
 }
 
+namespace {
+
+// An f32 product allowed to run as TF32 with b given as [k, n]: b transposed into a temporary
+// [n, k] (wgmma reads tf32 K-major only; the copy costs 2·k·n·4 bytes of traffic, a few percent of
+// a large product), then the wgmma GEMM. False where the product would not take the wgmma kernel
+// (then nothing ran).
+bool tf32_with_b_transposed(KernelRunner& runner, op::MatmulShape const& shape, GemmAddresses const& at) {
+    op::MatmulShape transposed = shape;
+    transposed.b_transposed = true;
+    bool const aligned = (at.a | at.out) % 16 == 0 && (shape.a_batch * 4) % 16 == 0 && shape.k * 4 % 16 == 0 &&
+                         shape.n * 4 % 16 == 0;
+    std::size_t const matrices = shape.b_batch != 0 ? shape.batch : 1;
+    if (!aligned || shape.n > 65535u * 32 || matrices > 65535 || shape.k > std::numeric_limits<std::uint32_t>::max() / 32 ||
+        gemm_config(runner, transposed, ptx::Type::f32, ptx::Type::f32, true).algorithm != ptx::kernels::GemmAlgorithm::wgmma)
+        return false;
+    TemporaryBuffer b_rows(runner, matrices * shape.n * shape.k * 4);
+    transpose_matrices(runner,
+                       {.batch = matrices, .rows = shape.n, .cols = shape.k, .in_stride = shape.n, .out_stride = shape.k,
+                        .in_batch = shape.b_batch, .out_batch = shape.n * shape.k},
+                       4, b_rows.address(), at.b);
+    if (shape.b_batch != 0) transposed.b_batch = shape.n * shape.k;
+    GemmAddresses rows_at = at;
+    rows_at.b = b_rows.address();
+    gemm(runner, transposed, rows_at);
+    return true;
+}
+
+}  // namespace
+
 void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
     auto const& shape = d.shape;
     TensorView const &a = v.in[0], &b = v.in[1], &out = v.out[0];
@@ -203,6 +235,9 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
     GemmAddresses at{.a = runner.address(a), .b = runner.address(b), .out = runner.address(out),
                      .bias = has_bias(v) ? runner.address(v.in[2]) : 0, .a_type = element_type(a.dtype),
                      .b_type = element_type(b.dtype)};
+    if (a.dtype == DType::f32 && b.dtype == DType::f32 && shape.tf32 && !shape.b_transposed &&
+        tf32_with_b_transposed(runner, shape, at))
+        return;
     // f32 x with f16 weights on Hopper: x rounded to f16 once (as the mma.sync kernel rounds it on
     // its way into shared memory), then the warpgroup-MMA GEMM.
     std::size_t const values = shape.batch * shape.m * shape.k;

@@ -6,6 +6,7 @@
 
 #include "cuda/kernel_runner.hpp"
 #include "dispatch/backend.hpp"
+#include "dispatch/broadcast.hpp"
 
 namespace rayo::cuda::ops {
 
@@ -63,6 +64,11 @@ void run(KernelRunner&, op::Pool2d const&, OpViews const&);
 // tensor-core GEMM on f16-decoded tiles; on Hopper, from 32 rows, w is decoded to f16 once instead
 // and multiplied by gemm() on the warpgroup MMAs.
 void linear_kquant(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out);
+
+// out[b][r, c] = in[b][c, r] for a batch of matrices of `element_bytes` values at device addresses
+// (layout.cpp: rayo_transpose_tiled_b<bytes>, for matmul.cpp too).
+void transpose_matrices(KernelRunner&, detail::Transposition const& t, std::size_t element_bytes, std::uint64_t out,
+                        std::uint64_t in);
 
 // The GEMM of matmul.cpp on operands at device addresses: out[batch, m, n] (f32) = a · op(b)
 // (+ bias, f32 [n], where its address is not 0), a and b of these element types (f32, f16, bf16;

@@ -69,18 +69,22 @@ GemmConfig gemm_resolved(GemmConfig const& config) {
     if (c.group_m == 0) c.group_m = 8;
 
     if (c.algorithm == GemmAlgorithm::wgmma) {
-        if (!is_half_type(c.b) || c.a != c.b)
-            reject("the wgmma algorithm multiplies f16 by f16 or bf16 by bf16, got a ." + std::string(name_of(c.a)) +
-                   " and b ." + std::string(name_of(c.b)));
+        if (c.a != c.b)
+            reject("the wgmma algorithm multiplies f16 by f16, bf16 by bf16 or f32 by f32 (as tf32), got a ." +
+                   std::string(name_of(c.a)) + " and b ." + std::string(name_of(c.b)));
+        if (c.b == Type::f32 && !c.b_transposed)
+            reject("the wgmma algorithm reads f32 (tf32) operands K-major only: b must be stored [n, k] (b_transposed)");
         if (!c.aligned) reject("the wgmma algorithm copies tiles with the TMA: its operands must be aligned");
         if (c.m != 0 || c.n != 0 || c.k != 0) reject("the wgmma algorithm takes its sizes as parameters (none baked)");
+        // A k step is one 128-byte row: 64 16-bit values or 32 f32 ones.
+        unsigned const row_values = 128 / static_cast<unsigned>(bytes_of(c.b));
         if (c.tile.m == 0) c.tile.m = 128;
         if (c.tile.n == 0) c.tile.n = 256;
-        if (c.tile.k == 0) c.tile.k = 64;
+        if (c.tile.k == 0) c.tile.k = row_values;
         if ((c.tile.m != 64 && c.tile.m != 128 && c.tile.m != 192) || c.tile.n % 64 != 0 || c.tile.n > 256 ||
-            c.tile.n == 0 || c.tile.k != 64)
-            reject("wgmma tiles are 64, 128 or 192 rows by a multiple of 64 columns up to 256, k steps of 64; got " +
-                   tile_text(c.tile));
+            c.tile.n == 0 || c.tile.k != row_values)
+            reject("wgmma tiles are 64, 128 or 192 rows by a multiple of 64 columns up to 256, k steps of " +
+                   std::to_string(row_values) + " ." + std::string(name_of(c.b)) + " values; got " + tile_text(c.tile));
         unsigned const warps = 4 * (1 + c.tile.m / 64);
         if (c.warps != 0 && c.warps != warps)
             reject("a wgmma tile of " + tile_text(c.tile) + " takes " + std::to_string(warps) +
@@ -162,7 +166,10 @@ std::string gemm_name(GemmConfig const& config) {
     std::string name = c.algorithm == GemmAlgorithm::simt          ? "gemm_simt_"
                        : c.algorithm == GemmAlgorithm::tensor_core ? "gemm_tc_"
                                                                     : "gemm_wgmma_";
-    name += std::string(name_of(c.a)) + "_" + std::string(name_of(c.b)) + (c.b_transposed ? "_nt_" : "_nn_");
+    // The wgmma kernel reads f32 operands as tf32, and says so.
+    std::string const a = c.algorithm == GemmAlgorithm::wgmma && c.a == Type::f32 ? "tf32" : std::string(name_of(c.a));
+    std::string const b = c.algorithm == GemmAlgorithm::wgmma && c.b == Type::f32 ? "tf32" : std::string(name_of(c.b));
+    name += a + "_" + b + (c.b_transposed ? "_nt_" : "_nn_");
     name += tile_text(c.tile) + "_w" + std::to_string(c.warps) + "_s" + std::to_string(c.stages);
     name += c.aligned ? "_v" : "_e";
     name += "_g" + std::to_string(c.group_m);
@@ -232,22 +239,25 @@ GemmConfig tile_config(TileClass size, Type a, Type b, bool b_transposed, bool a
 }
 
 // The wgmma kernel's configurations: 128 × 256 tiles in 4 slots, 128 × 128 in 6 (the most that fit
-// in shared memory; docs/backends/cuda.md, "Tuning decisions").
+// in shared memory; docs/backends/cuda.md, "Tuning decisions"). f32 (tf32) slots hold the same
+// bytes: half the k values.
 GemmConfig wgmma_config(Type t, bool b_transposed, bool wide) {
     return gemm_resolved({.a = t, .b = t, .b_transposed = b_transposed, .algorithm = GemmAlgorithm::wgmma,
-                          .tile = {128, wide ? 256u : 128u, 64}, .stages = wide ? 4u : 6u});
+                          .tile = {128, wide ? 256u : 128u, 0}, .stages = wide ? 4u : 6u});
 }
 
 }  // namespace
 
 GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t, Type a, Type b, bool b_transposed,
-                              bool aligned, int multiprocessors, Target target, std::uint64_t batch, bool tensor_maps) {
+                              bool aligned, int multiprocessors, Target target, std::uint64_t batch, bool tensor_maps,
+                              bool tf32) {
     // Hopper's warpgroup MMAs: 128x256 tiles once there are two for every SM, 128x128 ones once
     // there is one for every eighth SM (a multiprocessor's wgmma runs about twice mma.sync's rate
     // and its TMA copies stream b at the memory's rate, so a mostly idle GPU still finishes first);
     // fewer than 32 rows stay on the narrow mma.sync tiles.
     auto const sms = static_cast<std::uint64_t>(std::max(multiprocessors, 1));
-    if (compute_capability(target) >= 90 && tensor_maps && aligned && a == b && is_half_type(b) && m >= 32) {
+    bool const tensor_core_types = a == b && (is_half_type(b) || (tf32 && b == Type::f32 && b_transposed));
+    if (compute_capability(target) >= 90 && tensor_maps && aligned && tensor_core_types && m >= 32) {
         std::uint64_t const wide_tiles = batch * ceil_div(m, 128) * ceil_div(n, 256);
         std::uint64_t const tiles = batch * ceil_div(m, 128) * ceil_div(n, 128);
         if (wide_tiles >= 2 * sms || 8 * tiles >= sms) {
@@ -275,10 +285,11 @@ std::vector<GemmConfig> chosen_gemm_configs(Target target) {
                 for (TileClass size : {TileClass::large, TileClass::small, TileClass::few_rows})
                     configs.push_back(tile_config(size, a, b, b_transposed, aligned, target));
     if (compute_capability(target) >= 90)
-        for (Type t : {Type::f16, Type::bf16})
+        for (Type t : {Type::f16, Type::bf16, Type::f32})
             for (bool b_transposed : {false, true})
                 for (bool batched : {false, true})
                     for (bool wide : {false, true}) {
+                        if (t == Type::f32 && !b_transposed) continue;  // tf32 reads b [n, k] only
                         GemmConfig config = wgmma_config(t, b_transposed, wide);
                         config.batched = batched;
                         configs.push_back(config);

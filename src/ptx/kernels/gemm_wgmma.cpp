@@ -1,8 +1,9 @@
 // The Hopper GEMM: a persistent, warp-specialised kernel composed of the stages in
 // warpgroup_stages.hpp. Warpgroup 0 produces: one thread walks the block's output tiles and their
 // k steps, waits for a free slot, announces its bytes and starts the TMA copies of a's 128 × 64
-// tile and b's (tile_n × 64, or 64 × tile_n) into it. Warpgroups 1 .. tile_m / 64 consume: each
-// waits for the slot, issues four wgmma m64n<tile_n>k16 over its 64 rows, keeps one group of MMAs
+// tile and b's (tile_n × 64, or 64 × tile_n) into it (f32 operands, read as tf32: 32 k values a
+// row). Warpgroups 1 .. tile_m / 64 consume: each waits for the slot, issues four wgmma
+// m64n<tile_n>k16 (k8 for tf32) over its 64 rows, keeps one group of MMAs
 // in flight and releases the slot the group before read, then stores its f32 accumulators (plus
 // the bias) straight from registers. Producer and consumers count k steps the same way, so slot
 // and phase follow from one counter (RingPosition).
@@ -25,15 +26,18 @@ using warpgroup::SlotRing;
 using warpgroup::TileCoordinates;
 using warpgroup::TileSchedule;
 
-constexpr unsigned tile_k = 64;  // one 128-byte swizzled row of 16-bit values
-constexpr unsigned k_atom = 16;  // wgmma's k
+// A k step is one 128-byte swizzled row per operand row: 64 16-bit values or 32 f32 (tf32) ones;
+// wgmma's k spans 32 bytes of it (k16 of 16-bit values, k8 of tf32).
+unsigned element_bytes(GemmConfig const& c) { return static_cast<unsigned>(bytes_of(c.a)); }
+unsigned tile_k(GemmConfig const& c) { return warpgroup::swizzle_row / element_bytes(c); }
+constexpr unsigned k_atom_bytes = 32;
 // Registers per thread: the kernel starts at what 65536 allow its threads, then the producer
 // gives back all but what a loop of copies needs and the consumers take the rest.
 constexpr unsigned producer_registers = 40;
 
 unsigned consumers_of(GemmConfig const& c) { return c.tile.m / 64; }
-unsigned a_tile_bytes(GemmConfig const& c) { return c.tile.m * tile_k * 2; }
-unsigned b_tile_bytes(GemmConfig const& c) { return c.tile.n * tile_k * 2; }
+unsigned a_tile_bytes(GemmConfig const& c) { return c.tile.m * warpgroup::swizzle_row; }
+unsigned b_tile_bytes(GemmConfig const& c) { return c.tile.n * warpgroup::swizzle_row; }
 unsigned slot_bytes(GemmConfig const& c) { return a_tile_bytes(c) + b_tile_bytes(c); }
 
 // What both roles read: parameters, the ring and the tile schedule.
@@ -66,7 +70,7 @@ WgmmaFrame wgmma_frame(Kernel& kernel, GemmConfig const& c) {
     }
     if (c.bias) f.bias = kernel.cvta_to_global(kernel.param(Type::u64, "bias"));
     f.tid = kernel.special(Special::tid_x);
-    f.k_steps = kernel.div(kernel.add(f.k, tile_k - 1), tile_k);
+    f.k_steps = kernel.div(kernel.add(f.k, tile_k(c) - 1), tile_k(c));
 
     kernel.comment("shared memory: the slots from the first 1024-byte boundary, then the barriers");
     Reg const raw = kernel.shared_address(kernel.dynamic_shared(1024));
@@ -100,17 +104,17 @@ void produce(Kernel& kernel, GemmConfig const& c, WgmmaFrame const& f) {
             kernel.mbarrier_arrive_expect_tx(full, slot_bytes(c));
             Reg const a_tile = kernel.add(f.slots_base, kernel.mul(slot, slot_bytes(c)));
             Reg const b_tile = kernel.add(a_tile, a_tile_bytes(c));
-            Reg const k0 = kernel.mul(step, tile_k);
+            Reg const k0 = kernel.mul(step, tile_k(c));
             std::size_t const rank = c.batched ? 3 : 2;
             std::array const a_at{k0, tile.row0, a_product};
             kernel.tma_load(a_tile, f.a_map, std::span(a_at.data(), rank), full);
             if (c.b_transposed) {  // b [n, k]: tile_n rows of 64 k values
                 std::array const b_at{k0, tile.col0, b_product};
                 kernel.tma_load(b_tile, f.b_map, std::span(b_at.data(), rank), full);
-            } else {  // b [k, n]: per 64 columns, 64 k rows of 64 n values
+            } else {  // b [k, n] (16-bit): per 64 columns, 64 k rows of 64 n values
                 for (unsigned q = 0; q < c.tile.n / 64; ++q) {
                     std::array const b_at{kernel.add(tile.col0, q * 64), k0, b_product};
-                    kernel.tma_load(kernel.add(b_tile, q * 64 * tile_k * 2), f.b_map, std::span(b_at.data(), rank), full);
+                    kernel.tma_load(kernel.add(b_tile, q * 64 * warpgroup::swizzle_row), f.b_map, std::span(b_at.data(), rank), full);
                 }
             }
             position.advance(kernel);
@@ -120,20 +124,20 @@ void produce(Kernel& kernel, GemmConfig const& c, WgmmaFrame const& f) {
 
 // ---- a consumer: MMAs over the slots, then the epilogue
 
-// The MMAs of one k step on the slot at `a_tile`: four k16 steps of m64n<tile_n>.
+// The MMAs of one k step on the slot at `a_tile`: four wgmma k steps (k16, or k8 for tf32) of m64n<tile_n>.
 void multiply_slot(Kernel& kernel, GemmConfig const& c, Reg a_tile, Reg b_tile, std::vector<Reg> const& acc,
                    Reg accumulate) {
     // a: this consumer's 64 rows, K-major; b: K-major ([n, k]) or N-major ([k, n], 64-column
     // blocks of 64 k rows, 8 KiB apart).
     std::uint64_t const k_major = warpgroup::descriptor_bits(warpgroup::swizzle_row, warpgroup::swizzle_atom);
-    std::uint64_t const n_major = warpgroup::descriptor_bits(64 * tile_k * 2, warpgroup::swizzle_atom);
+    std::uint64_t const n_major = warpgroup::descriptor_bits(64 * warpgroup::swizzle_row, warpgroup::swizzle_atom);
     Reg const a_desc = warpgroup::matrix_descriptor(kernel, a_tile, k_major);
     Reg const b_desc = warpgroup::matrix_descriptor(kernel, b_tile, c.b_transposed ? k_major : n_major);
     kernel.wgmma_fence();
-    for (unsigned kk = 0; kk < tile_k / k_atom; ++kk) {
-        // Along k, a K-major k16 step is 32 bytes into each row; an N-major one 16 rows down.
-        Reg const a_k = kk == 0 ? a_desc : kernel.add(a_desc, kk * k_atom * 2 / 16);
-        unsigned const b_advance = c.b_transposed ? kk * k_atom * 2 / 16 : kk * k_atom * warpgroup::swizzle_row / 16;
+    for (unsigned kk = 0; kk < warpgroup::swizzle_row / k_atom_bytes; ++kk) {
+        // Along k, a K-major step is 32 bytes into each row; an N-major (16-bit) one 16 rows down.
+        Reg const a_k = kk == 0 ? a_desc : kernel.add(a_desc, kk * k_atom_bytes / 16);
+        unsigned const b_advance = c.b_transposed ? kk * k_atom_bytes / 16 : kk * 16 * warpgroup::swizzle_row / 16;
         Reg const b_k = kk == 0 ? b_desc : kernel.add(b_desc, b_advance);
         kernel.wgmma(c.b, c.tile.n, acc, a_k, b_k, accumulate, false, !c.b_transposed);
     }
@@ -219,19 +223,20 @@ std::array<TensorMapSpec, 2> gemm_tensor_maps(GemmConfig const& config, GemmOper
     // Every product's matrix where it has one; else a batch dimension of 1 that step 0 stays in.
     auto const batch_dim = [&](std::uint64_t bytes) { return bytes != 0 ? o.batch : std::uint64_t{1}; };
     auto const batch_stride = [&](std::uint64_t bytes, std::uint64_t matrix_bytes) { return bytes != 0 ? bytes : matrix_bytes; };
+    std::uint64_t const bytes = element_bytes(c);
     TensorMapSpec a{.address = o.a, .element = c.a, .rank = rank, .swizzle = TensorMapSwizzle::swizzle_128b};
     a.dims = {o.k, o.m, batch_dim(o.a_batch_bytes)};
-    a.strides = {0, o.k * 2, batch_stride(o.a_batch_bytes, o.m * o.k * 2)};
-    a.box = {tile_k, c.tile.m, 1};
+    a.strides = {0, o.k * bytes, batch_stride(o.a_batch_bytes, o.m * o.k * bytes)};
+    a.box = {tile_k(c), c.tile.m, 1};
     TensorMapSpec b{.address = o.b, .element = c.b, .rank = rank, .swizzle = TensorMapSwizzle::swizzle_128b};
     if (c.b_transposed) {
         b.dims = {o.k, o.n, batch_dim(o.b_batch_bytes)};
-        b.strides = {0, o.k * 2, batch_stride(o.b_batch_bytes, o.n * o.k * 2)};
-        b.box = {tile_k, c.tile.n, 1};
+        b.strides = {0, o.k * bytes, batch_stride(o.b_batch_bytes, o.n * o.k * bytes)};
+        b.box = {tile_k(c), c.tile.n, 1};
     } else {
         b.dims = {o.n, o.k, batch_dim(o.b_batch_bytes)};
-        b.strides = {0, o.n * 2, batch_stride(o.b_batch_bytes, o.n * o.k * 2)};
-        b.box = {64, tile_k, 1};
+        b.strides = {0, o.n * bytes, batch_stride(o.b_batch_bytes, o.n * o.k * bytes)};
+        b.box = {64, tile_k(c), 1};
     }
     return {a, b};
 }

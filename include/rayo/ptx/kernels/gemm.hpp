@@ -22,7 +22,9 @@
 //     Operands that are not 16-byte aligned (GemmConfig::aligned = false) are loaded element by
 //     element through registers instead of cp.async.
 //   * wgmma: f16 × f16 or bf16 × bf16 on Hopper's warpgroup MMAs (wgmma.mma_async m64nNk16, f32
-//     accumulation), a persistent, warp-specialised kernel: warpgroup 0 is the producer, one of its
+//     accumulation), or f32 × f32 as TF32 (m64nNk8.tf32, b stored [n, k]: the tensor cores use each
+//     f32 value's sign, exponent and top 10 mantissa bits, so a product carries a relative error of
+//     up to 2^-10 per operand; MatmulOptions::allow_tf32 opts in), a persistent, warp-specialised kernel: warpgroup 0 is the producer, one of its
 //     threads copying tiles of a and b with the tensor memory accelerator (TMA, 128-byte swizzle)
 //     into a ring of `stages` shared-memory slots guarded by mbarriers; warpgroups 1 .. tile.m / 64
 //     are consumers, each multiplying 64 rows of the block tile by its tile.n columns, and
@@ -64,13 +66,13 @@ enum class GemmAlgorithm : std::uint8_t {
     automatic,    // tensor_core when b is f16 or bf16, simt when it is f32
     simt,         // a and b f32
     tensor_core,  // b f16 or bf16; a the same type or f32 (converted to b's type)
-    wgmma,        // a and b both f16 or both bf16, aligned; sm_90a
+    wgmma,        // a and b both f16, both bf16 or both f32 (read as tf32, b_transposed), aligned; sm_90a
 };
 
 // A block's tile of the output (m × n) and the depth of one k step of the main loop. A zero field
 // takes the algorithm's default: 128 × 128 × 8 (simt), 128 × 128 × 32 (tensor_core), 128 × 256 × 64
 // (wgmma: m 64, 128 or 192 — one consumer warpgroup per 64 rows —, n a multiple of 64 up to 256,
-// k 64, the width of one 128-byte swizzled row).
+// k the values of one 128-byte swizzled row: 64 16-bit ones, 32 tf32 ones).
 struct RAYO_API GemmTile {
     unsigned m = 0, n = 0, k = 0;
 };
@@ -150,7 +152,8 @@ struct RAYO_API GemmOperands {
 // GemmConfig::aligned requires (the caller checks addresses and row lengths), on a GPU with
 // `multiprocessors` SMs of `target`: f32 × f32 on the CUDA cores; anything with a 16-bit b on the
 // tensor cores. On sm_90, where the runtime can encode tensor maps (`tensor_maps`), aligned
-// f16 × f16 and bf16 × bf16 products of 32 rows or more run the wgmma kernel: 128 × 256 tiles in
+// f16 × f16 and bf16 × bf16 products of 32 rows or more run the wgmma kernel (and f32 × f32 ones
+// with b [n, k] where `tf32` allows TF32): 128 × 256 tiles in
 // 4 slots where there are two such tiles per SM, 128 × 128 in 6 where there is one such tile for
 // every eighth SM. Otherwise large outputs
 // take 128x128 tiles (f32 on sm_90: k steps of 16 in two stages, else 8 in three); outputs with
@@ -159,7 +162,7 @@ struct RAYO_API GemmOperands {
 // batched kernel), the tiles of all of them count towards filling the SMs.
 [[nodiscard]] RAYO_API GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t k, Type a, Type b,
                                             bool b_transposed, bool aligned, int multiprocessors, Target target,
-                                            std::uint64_t batch = 1, bool tensor_maps = true);
+                                            std::uint64_t batch = 1, bool tensor_maps = true, bool tf32 = false);
 
 // Every configuration choose_gemm_config returns for `target`, for any problem.
 [[nodiscard]] RAYO_API std::vector<GemmConfig> chosen_gemm_configs(Target target);
