@@ -215,6 +215,24 @@ void run_tiny_op_with_read(benchmark::State& state) {
     });
 }
 
+// 100 tiny ops in a row, issued one by one or replayed from a capture (rayo::Graph): the host's
+// cost per op (CPU time / 100) and the device's (real time / 100); the ops counter is per second.
+void run_tiny_ops(benchmark::State& state, bool replay) {
+    constexpr int count = 100;
+    rayo::Device const device = bench_device();
+    FTensor const x = random_tensor(rayo::Shape{16}, device);
+    auto const issue = [&] {
+        for (int i = 0; i < count; ++i) rayo::add_into(x, 1.0f, x);
+    };
+    if (replay) {
+        rayo::Graph graph = rayo::capture(device, issue);
+        time_op(state, device, [&] { graph.replay(); });
+    } else {
+        time_op(state, device, issue);
+    }
+    state.counters["ops"] = benchmark::Counter(count, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 template <class W>
 std::string weight_name() {
     return std::string(rayo::to_string(rayo::dtype_of<W>));
@@ -283,6 +301,8 @@ void register_gpu() {
     register_quant_linear<rayo::q6_k>();
     add_benchmark("gpu/tiny_op", run_tiny_op);
     add_benchmark("gpu/tiny_op_with_read", run_tiny_op_with_read);
+    add_benchmark("gpu/tiny_op_x100/eager", [](benchmark::State& st) { run_tiny_ops(st, false); });
+    add_benchmark("gpu/tiny_op_x100/replay", [](benchmark::State& st) { run_tiny_ops(st, true); });
 }
 
 }  // namespace rayo_bench

@@ -18,6 +18,7 @@ function(rayo_add_cuda_backend target)
     # One glue file per op family, each launching its generated kernels.
     file(GLOB _rayo_cuda_op_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/cuda/ops/*.cpp)
     target_sources(${target} PRIVATE ${_rayo_cuda_op_sources}
+        ${PROJECT_SOURCE_DIR}/src/cuda/captured_graph.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/context.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/cuda_backend.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/cuda_backend_ops.cpp

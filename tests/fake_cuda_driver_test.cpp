@@ -31,6 +31,7 @@ public:
     [[nodiscard]] int launches() const { return call<int (*)()>("rayo_fake_cuda_launch_count")(); }
     [[nodiscard]] int modules() const { return call<int (*)()>("rayo_fake_cuda_module_count")(); }
     [[nodiscard]] int tensor_maps() const { return call<int (*)()>("rayo_fake_cuda_tensor_map_count")(); }
+    [[nodiscard]] int graphs() const { return call<int (*)()>("rayo_fake_cuda_graph_count")(); }
     [[nodiscard]] std::string ptx(int launch) const {
         return call<char const* (*)(int)>("rayo_fake_cuda_launch_ptx")(launch);
     }
@@ -112,6 +113,49 @@ TEST_F(FakeCuda, KernelsWaitForThePreviousGridFirstAndStartEarlyOnSm90Only) {
     } else {
         EXPECT_EQ(body.find("griddepcontrol"), std::string_view::npos) << ptx;
     }
+}
+
+// rayo::capture on CUDA is a stream capture: the body's kernels reach the driver once, into the
+// graph, and each replay launches them again; nothing else reaches the stream meanwhile (a host
+// read inside the body throws before it does), a failed body leaves no graph and the stream as it
+// was, and destroying the Graph destroys the driver's graph.
+TEST_F(FakeCuda, CaptureRecordsTheBodysKernelsIntoAGraphThatEachReplayLaunches) {
+    auto x = Tensor<float>::zeros({1024}, device);
+    auto const w = Tensor<half>::zeros({256, 1024}, device);
+    auto y = Tensor<float>::zeros({256}, device);
+    int const graphs = driver.graphs();
+    int const before = driver.launches();
+    {
+        Graph graph = capture(device, [&] {
+            add_into(x, 1.0f, x);
+            linear_into(x.reshape({1, 1024}), w, y.reshape({1, 256}));
+        });
+        EXPECT_TRUE(graph.native());
+        EXPECT_EQ(graph.ops(), 2u);
+        EXPECT_EQ(driver.graphs(), graphs + 1);
+        int const recorded = driver.launches();
+        EXPECT_EQ(recorded, before) << "a capture runs nothing";
+        std::uint64_t const ops = stats().ops;
+        graph.replay();
+        int const per_replay = driver.launches() - recorded;
+        EXPECT_GE(per_replay, 2);
+        graph.replay();
+        EXPECT_EQ(driver.launches(), recorded + 2 * per_replay);
+        EXPECT_EQ(stats().ops, ops + 4);
+        EXPECT_NO_THROW(device.synchronize());
+        EXPECT_NO_THROW((void)y.to_vector());
+    }
+    EXPECT_EQ(driver.graphs(), graphs);
+    int const launches = driver.launches();
+    EXPECT_THROW((void)capture(device, [&] {
+        add_into(x, 1.0f, x);
+        (void)x.to_vector();
+    }), Error);
+    EXPECT_EQ(driver.graphs(), graphs);
+    EXPECT_EQ(driver.launches(), launches);
+    add_into(x, 1.0f, x);  // the stream runs as before
+    EXPECT_EQ(driver.launches(), launches + 1);
+    EXPECT_NO_THROW(device.synchronize());
 }
 
 // A large f16 product reaches an sm_90's driver as the warpgroup-MMA kernel, emitted for sm_90a,

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/environment.hpp"
+#include "dispatch/capture.hpp"
 #include "dispatch/registry.hpp"
 #include "rayo/error.hpp"
 #include "rayo/gguf.hpp"
@@ -90,7 +91,10 @@ std::string Device::id() const {
     return std::string(to_string(kind_)) + ":" + std::to_string(index_);
 }
 
-void Device::synchronize() const { detail::Registry::instance().backend(*this).synchronize(); }
+void Device::synchronize() const {
+    detail::refuse_in_capture("Device::synchronize()");
+    detail::Registry::instance().backend(*this).synchronize();
+}
 
 MemoryUsage Device::memory_usage() const { return detail::Registry::instance().backend(*this).memory_usage(); }
 

@@ -98,6 +98,7 @@ CUdeviceptr CudaBackend::address(std::uintptr_t handle, std::size_t offset, std:
 
 std::uintptr_t CudaBackend::allocate(std::size_t bytes) {
     std::lock_guard lock(mutex_);
+    refuse_while_captured("an allocation");
     CUdeviceptr const pointer = memory_.allocate(bytes);
     try {
         // Pool memory may be reused while work queued on what it held before still runs.
@@ -112,6 +113,14 @@ std::uintptr_t CudaBackend::allocate(std::size_t bytes) {
 void CudaBackend::release(std::uintptr_t handle) noexcept {
     std::lock_guard lock(mutex_);
     if (buffers_.erase(handle) == 0) return;
+    if (capture_thread_) {  // a free queued now would be recorded into the graph
+        try {
+            released_in_capture_.push_back(handle);
+        } catch (std::bad_alloc const&) {  // the memory stays in the pool's hands
+            detail::log(LogLevel::error, "rayo: " + label() + ": release during a capture: out of host memory");
+        }
+        return;
+    }
     try {
         memory_.free(handle);  // ordered after the work already enqueued that uses it
     } catch (std::exception const& e) {  // a failed context: the memory goes with it
@@ -122,6 +131,7 @@ void CudaBackend::release(std::uintptr_t handle) noexcept {
 void CudaBackend::upload(std::uintptr_t dst, std::size_t offset, void const* src, std::size_t bytes) {
     if (bytes == 0) return;
     std::lock_guard lock(mutex_);
+    refuse_while_captured("an upload");
     CUdeviceptr const to = address(dst, offset, bytes, "upload");
     mark_written(dst);
     staging_.upload(to, {static_cast<std::byte const*>(src), bytes});
@@ -130,6 +140,7 @@ void CudaBackend::upload(std::uintptr_t dst, std::size_t offset, void const* src
 void CudaBackend::download(std::uintptr_t src, std::size_t offset, void* dst, std::size_t bytes) {
     if (bytes == 0) return;
     std::lock_guard lock(mutex_);
+    refuse_while_captured("a download");
     CUdeviceptr const from = address(src, offset, bytes, "download");
     staging_.download(from, {static_cast<std::byte*>(dst), bytes});
     ++drains_;  // the download waited for the stream's last copy, so for everything before it
@@ -140,6 +151,7 @@ void CudaBackend::copy(std::uintptr_t src, std::size_t src_offset, std::uintptr_
                        std::size_t bytes) {
     if (bytes == 0) return;
     std::lock_guard lock(mutex_);
+    refuse_while_captured("a copy");
     CUdeviceptr const from = address(src, src_offset, bytes, "copy source");
     CUdeviceptr const to = address(dst, dst_offset, bytes, "copy destination");
     if (from == to) return;
@@ -179,6 +191,7 @@ void CudaBackend::fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes
     auto pattern_at = [&](std::size_t i) { return p[i % pattern_bytes]; };  // the byte at start + i
 
     std::lock_guard lock(mutex_);
+    refuse_while_captured("a fill");
     CUdeviceptr const start = address(dst, offset, bytes, "fill");
     mark_written(dst);
     ScopedCurrent const current(context_);
@@ -232,6 +245,7 @@ void CudaBackend::fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes
 
 void CudaBackend::synchronize() {
     std::lock_guard lock(mutex_);
+    refuse_while_captured("synchronize()");
     stream_.synchronize("synchronize");
     ++drains_;
     raise_recorded_fault();
@@ -268,6 +282,7 @@ void CudaBackend::mark_written(std::uintptr_t handle) noexcept {
 }
 
 bool CudaBackend::settled(std::uintptr_t handle) const noexcept {
+    if (capture_thread_) return false;  // a graph's kernels run again after later writes
     auto const it = buffers_.find(handle);
     return it != buffers_.end() && it->second.written < drains_;
 }

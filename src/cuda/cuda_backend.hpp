@@ -6,11 +6,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "cuda/context.hpp"
 #include "cuda/kernel_runner.hpp"
@@ -69,6 +73,13 @@ public:
     [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& views) const override;
     void run(detail::OpDescriptor const& op, detail::OpViews const& views) override;
 
+    // Defined in captured_graph.cpp: stream capture into a CUDA graph (relaxed mode), where the
+    // driver has the graph entry points (else false: the dispatcher keeps the list of ops). While
+    // the stream is being captured, work from any other thread is refused with rayo::Error, tensors
+    // released are freed once the capture ends, and no buffer counts as settled.
+    [[nodiscard]] bool begin_capture() override;
+    [[nodiscard]] std::unique_ptr<detail::NativeGraph> end_capture(bool keep) override;
+
     // major * 10 + minor, e.g. 90 for sm_90.
     [[nodiscard]] int compute_capability() const noexcept { return properties_.compute_capability; }
     [[nodiscard]] int multiprocessor_count() const noexcept { return properties_.multiprocessor_count; }
@@ -86,6 +97,12 @@ public:
 
 private:
     class Runner;  // the KernelRunner the op glue sees (cuda_backend_ops.cpp)
+    class Graph;   // an instantiated CUDA graph (captured_graph.cpp)
+    // Throws rayo::Error when another thread's `what` would reach the stream while this thread
+    // captures it. Call with mutex_ held.
+    void refuse_while_captured(char const* what) const;
+    // Enqueues an instantiated graph; the buffers it writes become unsettled (captured_graph.cpp).
+    void launch_graph(CUgraphExec exec, std::span<std::uintptr_t const> written);
     // Runs body(runner) with the mutex held and the context current, and notes that it writes
     // `outputs`; without them (with_runner: the body may write anything) the runner reports nothing
     // settled.
@@ -131,6 +148,11 @@ private:
     std::uint64_t drains_ = 0;
     CUdeviceptr fault_record_ = 0;  // 0 until a kernel asks for it
     bool fault_pending_ = false;    // such a kernel was queued since the record was last read
+    // A stream capture in progress: the thread running it, and the tensors released meanwhile,
+    // freed when it ends (a free queued now would be recorded into the graph).
+    std::optional<std::thread::id> capture_thread_;
+    std::vector<CUdeviceptr> released_in_capture_;
+    bool pending_before_capture_ = false;  // fault_pending_ when the capture began
     struct KeyHash {
         using is_transparent = void;
         std::size_t operator()(std::string_view key) const noexcept { return std::hash<std::string_view>{}(key); }

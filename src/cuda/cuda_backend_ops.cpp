@@ -81,6 +81,7 @@ private:
 template <class Body>
 void CudaBackend::run_op(std::span<TensorView const> outputs, bool tracked, Body&& body) {
     std::lock_guard lock(mutex_);
+    refuse_while_captured("an op");
     ScopedCurrent const current(context_);
     // First: kernels an op queues before it throws count as well.
     for (TensorView const& out : outputs) mark_written(out.buffer);

@@ -134,6 +134,12 @@ std::unique_ptr<Driver> load() {
     resolve(d->cuLaunchKernel, "cuLaunchKernel", 4000);
     resolve.optional(d->cuLaunchKernelEx, "cuLaunchKernelEx", 11060);
     resolve.optional(d->cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", 12000);
+    resolve.optional(d->cuStreamBeginCapture, "cuStreamBeginCapture", 10010);
+    resolve.optional(d->cuStreamEndCapture, "cuStreamEndCapture", 10000);
+    resolve.optional(d->cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040);
+    resolve.optional(d->cuGraphLaunch, "cuGraphLaunch", 10000);
+    resolve.optional(d->cuGraphExecDestroy, "cuGraphExecDestroy", 10000);
+    resolve.optional(d->cuGraphDestroy, "cuGraphDestroy", 10000);
 
     if (d->cuDriverGetVersion(&d->version) != CUresult::success) d->version = 0;
     // cuInit fails with CUDA_ERROR_NO_DEVICE on a machine with the driver but no GPU.

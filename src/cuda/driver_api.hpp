@@ -24,6 +24,12 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUmemoryPool = struct CUmemPoolHandle_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+
+// CUstreamCaptureMode: relaxed lets the capturing thread make calls that are unsafe during a global
+// capture (loading a module the first time a kernel is launched).
+enum class CUstreamCaptureMode : int { global = 0, thread_local_mode = 1, relaxed = 2 };
 
 // An int-sized enum in cuda.h; the driver may return codes this list does not name.
 enum class CUresult : int {
@@ -203,6 +209,14 @@ struct Driver {
     // are made with cuLaunchKernel.
     CUresult (*cuLaunchKernelEx)(CUlaunchConfig const* config, CUfunction function, void** params,
                                  void** extra) = nullptr;
+    // Optional (CUDA 10+; instantiation with flags 11.4+): without them rayo::capture on CUDA keeps
+    // the list of ops and replays them one by one.
+    CUresult (*cuStreamBeginCapture)(CUstream stream, CUstreamCaptureMode mode) = nullptr;
+    CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph* graph) = nullptr;
+    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph, unsigned long long flags) = nullptr;
+    CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream) = nullptr;
+    CUresult (*cuGraphExecDestroy)(CUgraphExec exec) = nullptr;
+    CUresult (*cuGraphDestroy)(CUgraph graph) = nullptr;
     // Optional (CUDA 12.0+): without it the kernels that copy tiles with the TMA are not chosen.
     CUresult (*cuTensorMapEncodeTiled)(CUtensorMap* map, CUtensorMapDataType type, unsigned rank, void* address,
                                        std::uint64_t const* dims, std::uint64_t const* strides,

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -22,6 +24,14 @@ struct Support {
 
     [[nodiscard]] static Support yes() { return {}; }
     [[nodiscard]] static Support no(std::string why) { return {false, std::move(why)}; }
+};
+
+// A recording of a backend's queued work that it can enqueue again as one unit (a CUDA graph).
+class NativeGraph {
+public:
+    virtual ~NativeGraph() = default;
+    // Enqueues the recording once more; `written` are the buffers its ops write.
+    virtual void replay(std::span<std::uintptr_t const> written) = 0;
 };
 
 class Backend {
@@ -58,6 +68,17 @@ public:
     // alignment, device features) and is asked first.
     [[nodiscard]] virtual Support supports(OpDescriptor const& op, OpViews const& views) const = 0;
     virtual void run(OpDescriptor const& op, OpViews const& views) = 0;
+
+    // Capture (rayo::capture, dispatch/capture.hpp). A backend that can record its queued work
+    // itself starts recording and returns true: what run() queues until end_capture is recorded,
+    // not run. One that cannot returns false, and the dispatcher keeps the list of ops instead.
+    [[nodiscard]] virtual bool begin_capture() { return false; }
+    // Ends what begin_capture started: the recording, or nullptr where `keep` is false (the
+    // capture's body failed; the backend then drops what it recorded).
+    [[nodiscard]] virtual std::unique_ptr<NativeGraph> end_capture(bool keep) {
+        (void)keep;
+        return nullptr;
+    }
 };
 
 }  // namespace rayo::detail

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/logging.hpp"
+#include "dispatch/capture.hpp"
 #include "dispatch/registry.hpp"
 #include "rayo/error.hpp"
 #include "rayo/stats.hpp"
@@ -109,10 +110,14 @@ TensorView view_of(Storage const& storage, std::size_t offset, DType dtype, std:
 void dispatch(Device device, OpDescriptor const& op, std::initializer_list<OpArg> inputs,
               std::initializer_list<OpArg> outputs) {
     if (!well_formed(op)) throw Error("rayo: " + std::string(to_string(op_of(op))) + " dispatched as another family");
-    stats_state().ops.fetch_add(1, std::memory_order_relaxed);
     Backend& backend = Registry::instance().backend(device);
     ViewList const list(inputs, outputs);
     Support support = backend.supports(op, list.views());
+    if (GraphState* graph = active_capture()) {  // recorded, counted when replayed
+        capture_op(*graph, device, op, support, inputs, outputs, list.views());
+        return;
+    }
+    stats_state().ops.fetch_add(1, std::memory_order_relaxed);
     if (device.kind() == DeviceKind::cpu) {
         if (!support.native) throw Unsupported(std::string(to_string(op_of(op))) + " on cpu: " + support.reason);
         backend.run(op, list.views());
@@ -128,6 +133,8 @@ void dispatch(Device device, OpDescriptor const& op, std::initializer_list<OpArg
     }
     run_on_cpu(op, device, support.reason, inputs, outputs);
 }
+
+void count_ops(std::size_t count) noexcept { stats_state().ops.fetch_add(count, std::memory_order_relaxed); }
 
 }  // namespace rayo::detail
 

@@ -32,8 +32,12 @@ inline OpArg no_arg() noexcept { return {}; }
 // Runs `op` on the backend of `device` when it supports the op on these operands; otherwise the
 // op is logged (once per op and device), counted in rayo::stats(), and run on the CPU on host
 // copies of the inputs, after which the outputs are uploaded back. On the CPU itself, an op the
-// CPU backend does not support throws rayo::Unsupported.
+// CPU backend does not support throws rayo::Unsupported. While this thread captures
+// (rayo::capture), the op is recorded instead (dispatch/capture.hpp).
 void dispatch(Device device, OpDescriptor const& op, std::initializer_list<OpArg> inputs,
               std::initializer_list<OpArg> outputs);
+
+// Adds `count` ops to rayo::stats().ops (a graph's replay).
+void count_ops(std::size_t count) noexcept;
 
 }  // namespace rayo::detail

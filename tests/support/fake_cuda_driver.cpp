@@ -1,7 +1,8 @@
 // A libcuda.so.1 for tests on machines without a GPU: one device (an sm_90 with 132
 // multiprocessors, or the compute capability RAYO_FAKE_CUDA_CC names, e.g. 80), host memory for
 // device memory, copies done at once, kernels recorded and never run, tensor maps checked and
-// counted. Its memory pool keeps the counts a real one reports (CU_MEMPOOL_ATTR_*: bytes in use, reserved in 2 MiB steps and kept
+// counted, stream capture recording the kernel launches into a graph that each cuGraphLaunch
+// records again (copies, fills and waits while capturing fail as the driver's unsupported calls). Its memory pool keeps the counts a real one reports (CU_MEMPOOL_ATTR_*: bytes in use, reserved in 2 MiB steps and kept
 // until trimmed, and their high watermarks). It lets CI drive rayo's CUDA
 // runtime (discovery, memory, the module cache, the launch path) and ask what reached the driver
 // through the rayo_fake_cuda_* functions at the end. Only what rayo resolves is here.
@@ -19,7 +20,7 @@
 namespace {
 
 using Result = int;
-constexpr Result success = 0, invalid_value = 1, not_found = 500;
+constexpr Result success = 0, invalid_value = 1, not_found = 500, capture_unsupported = 900;
 
 struct Module {
     std::string ptx;
@@ -59,8 +60,15 @@ struct Pool {
     }
 };
 
+// A captured stream's launches.
+struct Graph {
+    std::vector<Launch> launches;
+};
+
 struct State {
     std::mutex mutex;
+    Graph* capturing = nullptr;  // the graph the stream is being captured into
+    int graphs = 0;              // alive
     Pool pool;
     std::vector<std::unique_ptr<Module>> modules;  // kept after unloading: launches refer to them
     std::vector<std::unique_ptr<Function>> functions;
@@ -102,7 +110,13 @@ struct LaunchConfig {  // cuda.h's CUlaunchConfig
 
 void record(void* function, bool starts_early) {
     std::lock_guard lock(state().mutex);
-    state().launches.push_back({static_cast<Function*>(function)->module, starts_early});
+    Launch const launch{static_cast<Function*>(function)->module, starts_early};
+    (state().capturing ? state().capturing->launches : state().launches).push_back(launch);
+}
+
+bool capturing() {
+    std::lock_guard lock(state().mutex);
+    return state().capturing != nullptr;
 }
 
 }  // namespace
@@ -180,7 +194,7 @@ Result cuStreamCreate(void** stream, unsigned) {
     return success;
 }
 Result cuStreamDestroy_v2(void*) { return success; }
-Result cuStreamSynchronize(void*) { return success; }
+Result cuStreamSynchronize(void*) { return capturing() ? capture_unsupported : success; }
 Result cuEventCreate(void** event, unsigned) {
     *event = std::malloc(1);
     return success;
@@ -261,18 +275,22 @@ Result cuMemFreeHost(void* pointer) {
     return success;
 }
 Result cuMemcpyHtoDAsync_v2(std::uint64_t to, void const* from, std::size_t bytes, void*) {
+    if (capturing()) return capture_unsupported;
     std::memcpy(as_pointer(to), from, bytes);
     return success;
 }
 Result cuMemcpyDtoHAsync_v2(void* to, std::uint64_t from, std::size_t bytes, void*) {
+    if (capturing()) return capture_unsupported;
     std::memcpy(to, as_pointer(from), bytes);
     return success;
 }
 Result cuMemcpyDtoDAsync_v2(std::uint64_t to, std::uint64_t from, std::size_t bytes, void*) {
+    if (capturing()) return capture_unsupported;
     std::memmove(as_pointer(to), as_pointer(from), bytes);
     return success;
 }
 Result cuMemsetD8Async(std::uint64_t to, unsigned char value, std::size_t count, void*) {
+    if (capturing()) return capture_unsupported;
     std::memset(as_pointer(to), value, count);
     return success;
 }
@@ -315,6 +333,39 @@ Result cuLaunchKernelEx(LaunchConfig const* config, void* function, void**, void
     for (unsigned i = 0; i < config->attribute_count; ++i)
         early |= config->attributes[i].id == 6 && config->attributes[i].value.programmatic_stream_serialization_allowed;
     record(function, early);
+    return success;
+}
+
+Result cuStreamBeginCapture_v2(void*, int mode) {
+    std::lock_guard lock(state().mutex);
+    if (state().capturing || mode < 0 || mode > 2) return invalid_value;
+    state().capturing = new Graph;
+    ++state().graphs;
+    return success;
+}
+Result cuStreamEndCapture(void*, void** graph) {
+    std::lock_guard lock(state().mutex);
+    if (!state().capturing) return invalid_value;
+    *graph = state().capturing;
+    state().capturing = nullptr;
+    return success;
+}
+Result cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long) {
+    *exec = graph;
+    return success;
+}
+Result cuGraphLaunch(void* exec, void*) {
+    std::lock_guard lock(state().mutex);
+    if (state().capturing) return capture_unsupported;
+    auto const& recorded = static_cast<Graph*>(exec)->launches;
+    state().launches.insert(state().launches.end(), recorded.begin(), recorded.end());
+    return success;
+}
+Result cuGraphExecDestroy(void*) { return success; }
+Result cuGraphDestroy(void* graph) {
+    std::lock_guard lock(state().mutex);
+    delete static_cast<Graph*>(graph);
+    --state().graphs;
     return success;
 }
 
@@ -389,6 +440,12 @@ Result cuGetProcAddress_v2(char const* symbol, void** function, int, std::uint64
         {"cuLaunchKernel", reinterpret_cast<void*>(&cuLaunchKernel)},
         {"cuLaunchKernelEx", reinterpret_cast<void*>(&cuLaunchKernelEx)},
         {"cuTensorMapEncodeTiled", reinterpret_cast<void*>(&cuTensorMapEncodeTiled)},
+        {"cuStreamBeginCapture", reinterpret_cast<void*>(&cuStreamBeginCapture_v2)},
+        {"cuStreamEndCapture", reinterpret_cast<void*>(&cuStreamEndCapture)},
+        {"cuGraphInstantiateWithFlags", reinterpret_cast<void*>(&cuGraphInstantiateWithFlags)},
+        {"cuGraphLaunch", reinterpret_cast<void*>(&cuGraphLaunch)},
+        {"cuGraphExecDestroy", reinterpret_cast<void*>(&cuGraphExecDestroy)},
+        {"cuGraphDestroy", reinterpret_cast<void*>(&cuGraphDestroy)},
     };
     for (auto const& e : entries)
         if (e.name == symbol) {
@@ -410,6 +467,11 @@ int rayo_fake_cuda_launch_count() {
 int rayo_fake_cuda_tensor_map_count() {
     std::lock_guard lock(state().mutex);
     return state().tensor_maps;
+}
+// Graphs captured and not yet destroyed.
+int rayo_fake_cuda_graph_count() {
+    std::lock_guard lock(state().mutex);
+    return state().graphs;
 }
 int rayo_fake_cuda_module_count() {
     std::lock_guard lock(state().mutex);

@@ -10,7 +10,9 @@
 
 namespace rayo::detail {
 
-class RAYO_API Storage {
+// Tensors hold it through std::shared_ptr; a capture (rayo::Graph) keeps weak references to what
+// its ops use.
+class RAYO_API Storage : public std::enable_shared_from_this<Storage> {
 public:
     // Allocates `bytes` on `device` (contents undefined).
     Storage(Device device, std::size_t bytes);

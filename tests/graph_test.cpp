@@ -1,0 +1,149 @@
+// rayo::capture and rayo::Graph on every kind of device present: the CPU, a Vulkan device
+// (lavapipe in CI, with the validation layer), the simulated CUDA device (the CUDA backend's op
+// glue on the PTX simulator, replaying the recorded ops) and a real CUDA GPU (a CUDA graph).
+// Replays against the same ops run eagerly on fresh inputs; what a capture refuses; replay after
+// a tensor is gone.
+#include <gtest/gtest.h>
+#include <rayo/rayo.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/test_support.hpp"
+#include "support/vulkan_support.hpp"
+#if RAYO_TEST_SIMULATED_CUDA
+#include "ops/simulated_cuda.hpp"
+#endif
+
+namespace rayo::test {
+namespace {
+
+// Where a case runs: "cpu", "vulkan" (the first Vulkan device), "cuda_sim", "cuda" (a GPU).
+class GraphTest : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        std::string const& where = GetParam();
+        if (where == "cpu") {
+            device = Device::cpu();
+        } else if (where == "vulkan") {
+            std::optional<Device> const d = first_vulkan_device();
+            if (!d) GTEST_SKIP() << "no Vulkan device";
+            device = *d;
+        } else if (where == "cuda_sim") {
+#if RAYO_TEST_SIMULATED_CUDA
+            device = ops::register_simulated_cuda();
+            simulated = true;
+#else
+            GTEST_SKIP() << "the CUDA backend is not built";
+#endif
+        } else {
+            std::optional<Device> found;
+            for (Device d : Device::all())
+                if (d.kind() == DeviceKind::cuda) found = d;
+            if (!found) GTEST_SKIP() << "no CUDA device";
+            device = *found;
+        }
+    }
+    void TearDown() override {
+#if RAYO_TEST_SIMULATED_CUDA
+        if (simulated) ops::unregister_simulated_cuda();
+#endif
+    }
+    [[nodiscard]] Tensor<float> upload(std::vector<float> const& v, Shape shape) const {
+        return Tensor<float>::from(std::span<float const>(v), std::move(shape), device);
+    }
+    Device device = Device::cpu();
+    bool simulated = false;
+};
+
+// A decode-like step: y = silu(x · wᵀ) + x2 · 0.5 over fixed tensors, replayed on new inputs.
+TEST_P(GraphTest, ReplaysTheRecordedOpsOnTheTensorsCurrentContents) {
+    constexpr std::int64_t rows = 3, in = 40, out = 24;
+    std::uint32_t const seed = fresh_seed();
+    std::vector<float> const wv = random_floats(out * in, seed, -1, 1);
+    auto const w = upload(wv, {out, in});
+    auto x = Tensor<float>::zeros({rows, in}, device);
+    auto const x2 = upload(random_floats(rows * out, seed + 1, -1, 1), {rows, out});
+    auto const y = poisoned({rows, out}, device);
+    auto const half_x2 = Tensor<float>::zeros({rows, out}, device);
+    std::uint64_t const ops_before = stats().ops;
+    Graph step = capture(device, [&] {
+        linear_into(x, w, y);
+        silu_into(y, y);
+        scale_into(x2, 0.5f, half_x2);
+        add_into(y, half_x2, y);
+    });
+    EXPECT_EQ(step.ops(), 4u);
+    EXPECT_EQ(step.device(), device);
+    EXPECT_EQ(step.native(), device.kind() == DeviceKind::cuda && !simulated);
+    EXPECT_EQ(stats().ops, ops_before) << "a capture runs nothing";
+    for (float v : y.to_vector()) ASSERT_EQ(v, poison) << "a capture runs nothing";
+
+    for (std::uint32_t round = 0; round < 3; ++round) {
+        std::vector<float> const xv = random_floats(rows * in, seed + 10 + round, -1, 1);
+        copy_into(upload(xv, {rows, in}), x);
+        std::uint64_t const ops = stats().ops;
+        step.replay();
+        EXPECT_EQ(stats().ops, ops + 4) << "each replay counts its ops";
+        FTensor const want = add(silu(linear(x, w)), scale(x2, 0.5f));
+        std::vector<float> const got = y.to_vector(), expected = want.to_vector();
+        ASSERT_EQ(got.size(), expected.size());
+        for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << "round " << round << ", " << i;
+    }
+}
+
+// What a capture records is ops on its device's tensors; anything else throws rayo::Error naming
+// it, leaves no graph and the device usable.
+TEST_P(GraphTest, RefusesWhatItCannotRecord) {
+    auto x = Tensor<float>::zeros({64}, device);
+    auto const cpu = Tensor<float>::zeros({64});
+    auto const refused = [&](std::function<void()> const& body, std::string const& says) {
+        try {
+            (void)capture(device, body);
+            ADD_FAILURE() << "no error; expected one saying '" << says << "'";
+        } catch (Error const& e) {
+            EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("capture on " + device.id()), std::string::npos) << e.what();
+        }
+    };
+    refused([&] { (void)add(x, 1.0f); }, "making a tensor");
+    refused([&] { (void)x.to_vector(); }, "read to the host");
+    refused([&] { device.synchronize(); }, "synchronize");
+    refused([&] { (void)x.clone(); }, "making a tensor");
+    if (device.kind() != DeviceKind::cpu) refused([&] { add_into(cpu, 1.0f, cpu); }, "its own device only");
+    refused([&] { (void)capture(device, [] {}); }, "a capture inside");
+    // The device works as before, and the next capture records.
+    add_into(x, 2.0f, x);
+    Graph g = capture(device, [&] { add_into(x, 1.0f, x); });
+    g.replay();
+    g.replay();
+    for (float v : x.to_vector()) ASSERT_EQ(v, 4.0f);
+}
+
+// The graph does not own its tensors: replay after one is destroyed is an error that names the op
+// and operand, and runs nothing.
+TEST_P(GraphTest, ReplayAfterATensorIsDestroyedThrowsAndRunsNothing) {
+    auto const y = Tensor<float>::zeros({32}, device);
+    std::optional<Tensor<float>> x = Tensor<float>::full({32}, 1.0f, device);
+    Graph g = capture(device, [&] {
+        add_into(y, 1.0f, y);
+        add_into(*x, y, y);
+    });
+    g.replay();
+    x.reset();
+    try {
+        g.replay();
+        ADD_FAILURE() << "no error";
+    } catch (Error const& e) {
+        EXPECT_NE(std::string(e.what()).find("op 1 (add) input 0"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("destroyed"), std::string::npos) << e.what();
+    }
+    for (float v : y.to_vector()) ASSERT_EQ(v, 2.0f) << "the failed replay ran nothing";
+}
+
+INSTANTIATE_TEST_SUITE_P(Graph, GraphTest, ::testing::Values("cpu", "vulkan", "cuda_sim", "cuda"),
+                         [](auto const& info) { return "graph_on_" + info.param; });
+
+}  // namespace
+}  // namespace rayo::test
