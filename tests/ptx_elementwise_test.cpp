@@ -157,15 +157,22 @@ TEST(PtxLayout, TiledTranspositionsAssemble) {
 
 TEST(PtxGather, EveryChunkAssemblesAndNoIdReadsOutsideTheTable) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    for (unsigned bytes : {2u, 4u, 16u}) {
-        SCOPED_TRACE(gather_rows({.chunk_bytes = bytes}).name());
-        expect_assembles(gather_rows({.chunk_bytes = bytes}), Target::sm_80);
-        expect_assembles(gather_rows({.chunk_bytes = bytes}), Target::sm_90);
-    }
+    for (bool scatter : {false, true})
+        for (unsigned bytes : {2u, 4u, 16u}) {
+            GatherKernelConfig const config{.chunk_bytes = bytes, .scatter = scatter};
+            SCOPED_TRACE(gather_rows(config).name());
+            expect_assembles(gather_rows(config), Target::sm_80);
+            expect_assembles(gather_rows(config), Target::sm_90);
+        }
     EXPECT_THROW((void)gather_rows({.chunk_bytes = 8}), BuildError);
     std::string const text = gather_rows({.chunk_bytes = 16}).emit(Target::sm_90);
     EXPECT_NE(text.find("setp.lt.u32"), std::string::npos) << "ids compared unsigned: negative ones are out of range";
     EXPECT_NE(text.find("ld.global.v4.u32"), std::string::npos);
+    // index_copy's kernel writes only where the id is in range: one store of data, none of zeros.
+    std::string const scatter = gather_rows({.chunk_bytes = 16, .scatter = true}).emit(Target::sm_90);
+    EXPECT_NE(scatter.find(".entry rayo_scatter_rows_c16"), std::string::npos);
+    EXPECT_EQ(scatter.find("st.global.v4.u32"), scatter.rfind("st.global.v4.u32")) << scatter;
+    EXPECT_NE(scatter.find("setp.lt.u32"), std::string::npos);
 }
 
 // ---- text

@@ -53,8 +53,8 @@ enum class Op : std::uint8_t {
     cast,
     // layout: elements copied between views of any strides (permute, expand, concat, narrow, copy)
     copy,
-    // gathers: rows picked by a tensor of ids
-    embedding, index_select,
+    // gathers: rows picked by a tensor of ids (index_copy: rows written at them)
+    embedding, index_select, index_copy,
     // rotary position embedding of [..., seq, heads, head_dim] by token positions
     rope,
     // softmax(q·kᵀ·scale + mask)·v over [batch, seq, heads, head_dim] operands
@@ -143,6 +143,7 @@ inline constexpr std::array op_table{
     OpInfo{Op::copy, "copy", OpFamily::layout, {}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
     OpInfo{Op::embedding, "embedding", OpFamily::gather, {}, {DType::f32, DType::f16, DType::bf16, DType::q4_k, DType::q6_k}},
     OpInfo{Op::index_select, "index_select", OpFamily::gather, {"axis"}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
+    OpInfo{Op::index_copy, "index_copy", OpFamily::gather, {"axis"}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
     OpInfo{Op::rope, "rope", OpFamily::rotary, {"freq_base", "freq_scale"}, detail::floating},
     OpInfo{Op::attention, "attention", OpFamily::attention, {"scale"}, detail::floating},
     OpInfo{Op::conv2d, "conv2d", OpFamily::convolution, {}, detail::floating},

@@ -280,6 +280,14 @@ template <CastElement T>
 RAYO_API Tensor<T> index_select(Tensor<T> const& x, int axis, Tensor<std::int32_t> const& ids);
 template <CastElement T>
 RAYO_API void index_select_into(Tensor<T> const& x, int axis, Tensor<std::int32_t> const& ids, Tensor<T> const& out);
+// The inverse: src's entry i along `axis` written over dst's entry ids[i] (ids rank 0 or 1; src is
+// dst's shape with that axis ids.numel() long), dst's other entries left as they are, as
+// torch.Tensor.index_copy_ (llama.cpp's set_rows): a token's keys and values into a KV cache at a
+// position held on the device. With an id repeated, one of its entries lands (on the CPU the
+// last). An id outside dst's axis: the CPU throws IndexError before writing; a GPU skips that
+// entry and raises the error at the next host read or synchronize(), as the gathers do.
+template <CastElement T>
+RAYO_API void index_copy_into(Tensor<T> const& src, int axis, Tensor<std::int32_t> const& ids, Tensor<T> const& dst);
 
 // ---- normalisation over the last axis ------------------------------------------------------------
 // x, gamma, beta and out hold one floating type T; the statistics are computed in f32.

@@ -20,12 +20,14 @@ namespace rayo::detail {
 }
 
 // yes when a GPU gather indexes these views with 32-bit counts of 2-byte chunks: contiguous
-// operands, fewer than 2^31 ids and table rows, fewer than 2^31 chunks in the output.
+// operands, fewer than 2^31 ids and table rows, fewer than 2^31 chunks in the output (index_copy:
+// in its src, the entries its threads walk).
 [[nodiscard]] inline Support gpu_gather_support(std::string const& backend, op::Gather const& g, OpViews const& v) {
     if (!v.in[0].is_contiguous() || !v.out[0].is_contiguous())
         return Support::no(backend + ": a gather takes contiguous tables and outputs");
     constexpr std::uint64_t limit = std::uint64_t{1} << 31;
-    if (v.in[1].numel() >= limit || g.rows >= limit || v.out[0].bytes() / 2 >= limit)
+    std::size_t const walked = g.op == Op::index_copy ? v.in[0].bytes() : v.out[0].bytes();
+    if (v.in[1].numel() >= limit || g.rows >= limit || walked / 2 >= limit)
         return Support::no(backend + ": a gather of 2^31 ids, rows or output chunks or more");
     return Support::yes();
 }

@@ -123,6 +123,9 @@ struct Copy {
 // ids, row] of the table's type, contiguous. An id outside [0, rows): the CPU throws IndexError
 // before writing; a GPU writes zeros for that entry and records the id in its fault record
 // (device_fault.hpp), raised at the next host read or synchronize().
+// index_copy runs the other way: in: src [outer, ids, row] of dst's type (contiguous), ids; out:
+// dst [outer, rows, row], entry i of src over entry ids[i] of dst, the rest untouched; an id
+// outside [0, rows) writes nothing (the CPU throws IndexError before writing; a GPU records it).
 struct Gather {
     static constexpr OpFamily family = OpFamily::gather;
     Op op;

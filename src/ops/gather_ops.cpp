@@ -1,5 +1,5 @@
 // The gathers: embedding and index_select, one op::Gather each (the K-quant tables' rows gathered
-// as blocks, then decoded by dequantize).
+// as blocks, then decoded by dequantize), and index_copy, the scatter back along the same geometry.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,6 +60,22 @@ Shape index_select_shape(Tensor<T> const& x, int axis, Tensor<std::int32_t> cons
     return Shape(std::move(dims));
 }
 
+// Checks index_copy's operands: src is dst's shape with the axis ids.numel() long.
+template <class T>
+void check_index_copy(Tensor<T> const& src, std::size_t a, Tensor<std::int32_t> const& ids, Tensor<T> const& dst) {
+    detail::check_same_device("index_copy", dst, src);
+    detail::check_same_device("index_copy", dst, ids);
+    if (ids.rank() > 1) throw ShapeError("index_copy: ids must have rank 0 or 1, got shape " + ids.shape().to_string());
+    std::vector<std::int64_t> dims(dst.shape().dims().begin(), dst.shape().dims().end());
+    dims[a] = static_cast<std::int64_t>(ids.numel());
+    if (src.shape() != Shape(dims))
+        throw ShapeError("index_copy: src " + src.shape().to_string() + " must be dst " + dst.shape().to_string() +
+                         " with axis " + std::to_string(a) + " " + std::to_string(ids.numel()) + " long (the ids), i.e. " +
+                         Shape(dims).to_string());
+    if (detail::overlaps(src, dst)) throw Error("index_copy: src and dst share memory");
+    if (detail::overlaps(ids, dst)) throw Error("index_copy: ids and dst share memory");
+}
+
 }  // namespace
 
 template <EmbeddingTable W>
@@ -98,6 +114,18 @@ Tensor<T> index_select(Tensor<T> const& x, int axis, Tensor<std::int32_t> const&
     return out;
 }
 
+template <CastElement T>
+void index_copy_into(Tensor<T> const& src, int axis, Tensor<std::int32_t> const& ids, Tensor<T> const& dst) {
+    if (dst.rank() == 0) throw ShapeError("index_copy: dst is a scalar (rank 0); it has no axis to copy along");
+    std::size_t const a = dst.shape().axis(axis);
+    check_index_copy(src, a, ids, dst);
+    if (src.numel() == 0) return;
+    detail::OpArg ids_arg = detail::arg(ids);
+    std::int64_t const n = static_cast<std::int64_t>(ids.numel());
+    ids_arg.view = detail::contiguous_view(ids_arg.view.buffer, ids_arg.view.offset, DType::i32, {&n, 1});
+    detail::dispatch(dst.device(), geometry(Op::index_copy, dst, a), {detail::arg(src), ids_arg}, {detail::arg(dst)});
+}
+
 #define RAYO_INSTANTIATE_EMBEDDING(W)                                                                          \
     template Tensor<embedding_result_t<W>> embedding<W>(Tensor<W> const&, Tensor<std::int32_t> const&);       \
     template void embedding_into<W>(Tensor<W> const&, Tensor<std::int32_t> const&, Tensor<embedding_result_t<W>> const&);
@@ -110,7 +138,8 @@ RAYO_INSTANTIATE_EMBEDDING(q6_k)
 
 #define RAYO_INSTANTIATE_INDEX_SELECT(T)                                                          \
     template Tensor<T> index_select<T>(Tensor<T> const&, int, Tensor<std::int32_t> const&);       \
-    template void index_select_into<T>(Tensor<T> const&, int, Tensor<std::int32_t> const&, Tensor<T> const&);
+    template void index_select_into<T>(Tensor<T> const&, int, Tensor<std::int32_t> const&, Tensor<T> const&);       \
+    template void index_copy_into<T>(Tensor<T> const&, int, Tensor<std::int32_t> const&, Tensor<T> const&);
 RAYO_INSTANTIATE_INDEX_SELECT(float)
 RAYO_INSTANTIATE_INDEX_SELECT(half)
 RAYO_INSTANTIATE_INDEX_SELECT(bfloat16)

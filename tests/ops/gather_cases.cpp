@@ -1,11 +1,13 @@
 // The gathers: embedding (f32, f16, bf16 tables copied bit for bit; q4_k and q6_k rows decoded bit
 // for bit as the reference decoder does) and index_select along every kind of axis, with repeated
-// ids, 0 ids, scalar ids, odd row sizes at odd offsets, into guarded outputs. And an id out of
-// range: the CPU raises IndexError before writing; a GPU writes zeros for it and raises the error,
-// naming the id, at the next host read, then runs on as before.
+// ids, 0 ids, scalar ids, odd row sizes at odd offsets, into guarded outputs; index_copy, the
+// scatter back, over the same axes, its other entries left as they were. And an id out of range:
+// the CPU raises IndexError before writing; a GPU writes zeros for it (index_copy: nothing) and
+// raises the error, naming the id, at the next host read, then runs on as before.
 #include "ops/element_bits.hpp"
 #include "ops/harness.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -128,6 +130,98 @@ void check_index_select(CaseContext& ctx) {
     expect_elements<T>(ctx, got, 6, [&](std::size_t e) { return x[(e < 3 ? 9 : 3) + e % 3]; }, "index_select, returned");
 }
 
+// `count` distinct ids in [0, rows), in random order, the last row first when there is room.
+std::vector<std::int32_t> distinct_ids(std::size_t count, std::size_t rows, std::mt19937& rng) {
+    std::vector<std::int32_t> all(rows);
+    for (std::size_t i = 0; i < rows; ++i) all[i] = static_cast<std::int32_t>(rows - 1 - i);
+    std::shuffle(all.begin() + 1, all.end(), rng);
+    all.resize(count);
+    return all;
+}
+
+// dst's entries ids[i] along `axis` become src's entries i; the rest stay (the guarded output's
+// poison). Then a repeated id (one of its entries lands: on the CPU the last) and the errors.
+template <class T>
+void check_index_copy(CaseContext& ctx) {
+    std::mt19937 rng(ctx.seed());
+    struct Case {
+        Shape dst;
+        int axis;
+        std::size_t ids;
+    };
+    std::vector<Case> const cases = {{Shape{4, 5, 6}, 1, 3},  {Shape{9, 3}, -1, 2},    {Shape{10}, 0, 10},
+                                     {Shape{6, 7}, 1, 0},     {Shape{3, 4, 2, 5}, 2, 1}, {Shape{513, 8, 128}, 0, 1},
+                                     {Shape{130, 3}, 0, 77}};
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+        Case const& c = cases[k];
+        SCOPED_TRACE("index_copy into " + c.dst.to_string() + " along " + std::to_string(c.axis) + ", " +
+                     std::to_string(c.ids) + " ids");
+        std::size_t const a = c.dst.axis(c.axis), extent = static_cast<std::size_t>(c.dst[a]);
+        std::vector<std::int32_t> const ids = distinct_ids(c.ids, extent, rng);
+        std::vector<std::int64_t> dims(c.dst.dims().begin(), c.dst.dims().end());
+        dims[a] = static_cast<std::int64_t>(ids.size());
+        Shape const src_shape(dims);
+        std::vector<T> const src = random_elements<T>(src_shape.numel(), rng);
+        Guarded<T> dst = ctx.output<T>(c.dst, k % 3);
+        std::vector<T> const before = dst.values();
+        index_copy_into(ctx.input(src, src_shape, k % 2), c.axis, ctx.input(ids, Shape{static_cast<std::int64_t>(ids.size())}),
+                        dst.tensor());
+        std::size_t inner = 1;
+        for (std::size_t i = a + 1; i < c.dst.rank(); ++i) inner *= static_cast<std::size_t>(c.dst[i]);
+        std::vector<std::ptrdiff_t> source(extent, -1);  // dst's entry along the axis -> src's, or none
+        for (std::size_t i = 0; i < ids.size(); ++i) source[static_cast<std::size_t>(ids[i])] = static_cast<std::ptrdiff_t>(i);
+        expect_elements<T>(ctx, dst.values(), before.size(), [&](std::size_t e) {
+            std::size_t const o = e / (extent * inner), j = e / inner % extent, r = e % inner;
+            std::ptrdiff_t const i = source[j];
+            return i < 0 ? before[e] : src[(o * ids.size() + static_cast<std::size_t>(i)) * inner + r];
+        }, "index_copy");
+        ctx.expect_guards(dst);
+    }
+    // A repeated id: one of its entries lands whole.
+    std::vector<T> const src = random_elements<T>(2 * 9, rng);
+    Guarded<T> dst = ctx.output<T>(Shape{4, 9}, 1);
+    index_copy_into(ctx.input(src, Shape{2, 9}), 0, ctx.input(std::vector<std::int32_t>{2, 2}, Shape{2}), dst.tensor());
+    std::vector<T> const got = dst.values();
+    bool const first = same_bits(got[18], src[0]);
+    std::size_t const from = first ? 0 : 9;
+    if (ctx.device().kind() == DeviceKind::cpu) {
+        EXPECT_FALSE(first) << "the CPU writes entries in order";
+    }
+    expect_elements<T>(ctx, std::vector<T>(got.begin() + 18, got.begin() + 27), 9, [&](std::size_t e) { return src[from + e]; },
+                       "index_copy of a repeated id");
+    ctx.expect_guards(dst);
+}
+
+// An id past the end of index_copy's dst: the CPU throws before writing; a GPU writes the other
+// entries and raises the error at the next host read.
+template <class T>
+void check_index_copy_out_of_range(CaseContext& ctx) {
+    std::mt19937 rng(ctx.seed());
+    std::vector<T> const src = random_elements<T>(3 * 16, rng);
+    std::vector<std::int32_t> const ids{0, 7, 2};
+    Guarded<T> dst = ctx.output<T>(Shape{4, 16}, 1);
+    std::vector<T> const before = dst.values();
+    std::string message;
+    try {
+        index_copy_into(ctx.input(src, Shape{3, 16}), 0, ctx.input(ids, Shape{3}), dst.tensor());
+        ctx.device().synchronize();
+        ADD_FAILURE() << "no IndexError on " << ctx.target().id;
+    } catch (IndexError const& e) {
+        message = e.what();
+    }
+    EXPECT_TRUE(message.starts_with("index_copy: ") && message.find("id 7 (ids[1])") != std::string::npos &&
+                message.find("4 rows") != std::string::npos)
+        << message;
+    bool const gpu = ctx.device().kind() != DeviceKind::cpu;
+    expect_elements<T>(ctx, dst.values(), before.size(), [&](std::size_t e) {
+        std::size_t const row = e / 16;
+        if (gpu && row == 0) return src[e];
+        if (gpu && row == 2) return src[32 + e % 16];
+        return before[e];
+    }, "after the error");
+    ctx.expect_guards(dst);
+}
+
 // Ids past either end of the table: the error names one of them, and nothing is read out of bounds.
 template <class T>
 void check_ids_out_of_range(CaseContext& ctx) {
@@ -182,6 +276,8 @@ void add_cases(std::vector<OpCase>& c, std::string const& type) {
         c.push_back({"embedding_out_of_range_" + type, Op::embedding, dtype_of<T>, check_ids_out_of_range<T>});
     }
     c.push_back({"index_select_" + type, Op::index_select, dtype_of<T>, check_index_select<T>});
+    c.push_back({"index_copy_" + type, Op::index_copy, dtype_of<T>, check_index_copy<T>});
+    c.push_back({"index_copy_out_of_range_" + type, Op::index_copy, dtype_of<T>, check_index_copy_out_of_range<T>});
 }
 
 std::vector<OpCase> cases() {

@@ -1,5 +1,5 @@
 // The gather family on the CPU: every id checked first, then one memcpy per entry, the entries
-// split over the thread pool.
+// split over the thread pool; index_copy's entries in order (a repeated id: the last lands).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +29,13 @@ void run(KernelRunner& r, op::Gather const& g, OpViews const& v) {
     auto const* from = data<std::byte const>(table);
     auto* to = data<std::byte>(out);
     std::size_t const entries = g.outer * n;
+    if (g.op == Op::index_copy) {  // in[0] is src [outer, n, row], out dst [outer, rows, row]
+        for (std::size_t e = 0; e < entries; ++e) {
+            std::size_t const o = e / n, id = static_cast<std::size_t>(ids[e % n]);
+            std::memcpy(to + (o * g.rows + id) * row_bytes, from + e * row_bytes, row_bytes);
+        }
+        return;
+    }
     std::size_t const grain = std::max<std::size_t>(1, elementwise_grain / std::max<std::size_t>(1, g.row));
     r.pool().parallel_for(entries, grain, [&](std::size_t e0, std::size_t e1) {
         for (std::size_t e = e0; e < e1; ++e) {

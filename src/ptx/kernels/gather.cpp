@@ -30,7 +30,7 @@ std::vector<Reg> zero_chunk(Kernel& k, unsigned bytes) {
 
 Kernel gather_rows(GatherKernelConfig const& config) {
     unsigned const bytes = config.chunk_bytes;
-    std::string const name = "rayo_gather_rows_c" + std::to_string(bytes);
+    std::string const name = std::string(config.scatter ? "rayo_scatter_rows_c" : "rayo_gather_rows_c") + std::to_string(bytes);
     if (bytes != 2 && bytes != 4 && bytes != 16) throw BuildError("ptx kernel '" + name + "': chunks of 2, 4 or 16 bytes");
     Kernel k(name);
     k.max_threads(config.block_threads);
@@ -49,18 +49,19 @@ Kernel gather_rows(GatherKernelConfig const& config) {
         Reg const o = k.div(entry, n);
         Reg const at = k.sub(entry, k.mul(o, n));
         Reg const id = k.ld(Space::global, Type::u32, k.element_address(ids, at, 4));
-        Reg const dst = k.element_address(out, i, bytes);
+        Reg const at_out = k.element_address(out, i, bytes);
         // Unsigned, so negative ids are out of range too.
         k.if_then_else(
             k.setp(Cmp::lt, id, rows),
             [&] {
-                Reg const source_entry = k.add(k.mul_wide(o, rows), k.cvt(Type::u64, id));
-                Reg const source_chunk = k.add(k.mul(source_entry, k.cvt(Type::u64, chunks)), k.cvt(Type::u64, chunk));
-                Reg const src = k.add(table, k.mul(source_chunk, static_cast<std::uint64_t>(bytes)));
-                store_chunk(k, bytes, dst, load_chunk(k, bytes, src));
+                Reg const table_entry = k.add(k.mul_wide(o, rows), k.cvt(Type::u64, id));
+                Reg const table_chunk = k.add(k.mul(table_entry, k.cvt(Type::u64, chunks)), k.cvt(Type::u64, chunk));
+                Reg const at_table = k.add(table, k.mul(table_chunk, static_cast<std::uint64_t>(bytes)));
+                if (config.scatter) store_chunk(k, bytes, at_table, load_chunk(k, bytes, at_out));
+                else store_chunk(k, bytes, at_out, load_chunk(k, bytes, at_table));
             },
             [&] {
-                store_chunk(k, bytes, dst, zero_chunk(k, bytes));
+                if (!config.scatter) store_chunk(k, bytes, at_out, zero_chunk(k, bytes));
                 k.if_then(k.setp(Cmp::eq, chunk, 0u), [&] {
                     k.st(Space::global, Type::u64, fault, k.join(Type::u64, id, at));
                     k.st(Space::global, Type::u64, k.add(fault, std::uint64_t{8}), k.join(Type::u64, rows, k.add(op, 1u)));

@@ -1,5 +1,6 @@
-// The gather family on Vulkan: shaders/gather_rows.comp, one chunk of the output per invocation;
-// ids out of range go to the device's fault record.
+// The gather family on Vulkan: shaders/gather_rows.comp, one chunk of the output per invocation
+// (index_copy: one chunk of src, written at its id); ids out of range go to the device's fault
+// record.
 #include <algorithm>
 #include <cstdint>
 
@@ -29,14 +30,18 @@ Support supports(ShaderRunner const& r, op::Gather const& g, OpViews const& v) {
 }
 
 void run(ShaderRunner& r, op::Gather const& g, OpViews const& v) {
-    TensorView const &table = v.in[0], &ids = v.in[1], &out = v.out[0];
-    std::size_t const entry_bytes = bytes_for(table.dtype, g.row);
-    Binding const bt = r.bind(table, table.bytes(), Access::read, "gather table");
+    // The shader reads binding 0 and writes binding 2: the table and out of a gather, index_copy's
+    // src and dst. Its "table" is what the ids index.
+    bool const scatter = g.op == Op::index_copy;
+    TensorView const &read = v.in[0], &ids = v.in[1], &written = v.out[0];
+    std::size_t const entry_bytes = bytes_for(read.dtype, g.row);
+    Binding const bt = r.bind(read, read.bytes(), Access::read, scatter ? "index_copy source" : "gather table");
     Binding const bi = r.bind(ids, ids.bytes(), Access::read, "gather ids");
-    Binding const bo = r.bind(out, out.bytes(), Access::write, "gather output");
+    // index_copy leaves dst's other entries as they are: bound for writing, read by nothing.
+    Binding const bo = r.bind(written, written.bytes(), Access::write, scatter ? "index_copy destination" : "gather output");
     std::uint32_t const chunk = detail::gather_chunk_bytes(entry_bytes, bt.offset, bo.offset);
     GatherPush push;
-    push.total = static_cast<std::uint32_t>(out.bytes() / chunk);
+    push.total = static_cast<std::uint32_t>((scatter ? read : written).bytes() / chunk);
     if (push.total == 0) return;
     push.chunks = static_cast<std::uint32_t>(entry_bytes / chunk);
     push.n = static_cast<std::uint32_t>(ids.numel());
@@ -46,7 +51,7 @@ void run(ShaderRunner& r, op::Gather const& g, OpViews const& v) {
     push.out_offset = bo.element_offset(chunk);
     push.op = static_cast<std::uint32_t>(g.op);
     std::uint32_t const workgroup = r.workgroup_size();
-    SpecConstants const constants{0u, workgroup, chunk};
+    SpecConstants const constants{0u, workgroup, chunk, scatter ? 1u : 0u};
     auto const groups =
         static_cast<std::uint32_t>(std::min<std::size_t>((push.total + workgroup - 1) / workgroup, r.max_groups()));
     r.dispatch(Shader::gather_rows, constants, {bt, bi, bo, r.fault_record()}, push, {groups});
