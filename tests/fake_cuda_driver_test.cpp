@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace rayo::test {
@@ -81,6 +82,13 @@ protected:
             EXPECT_LT(body.find(load), body.find("griddepcontrol.wait;")) << ptx;
         }
         return named;
+    }
+    // A q4_k GEMV whose blocks share x (many short rows), its x filled and y zeroed: w, x, y.
+    [[nodiscard]] std::tuple<Tensor<q4_k>, Tensor<float>, Tensor<float>> shared_x_gemv() const {
+        constexpr std::int64_t rows = 8200;  // more than the rows a GEMV gives each block's own x
+        std::vector<float> const values(rows * 256, 0.25f);
+        return {quantize<q4_k>(Tensor<float>::from(values, {rows, 256})).to(device), Tensor<float>::full({1, 256}, 1.0f, device),
+                Tensor<float>::zeros({1, rows}, device)};
     }
     Device device = Device::cpu();
     FakeDriver driver;
@@ -156,6 +164,26 @@ TEST_F(FakeCuda, CaptureRecordsTheBodysKernelsIntoAGraphThatEachReplayLaunches) 
     add_into(x, 1.0f, x);  // the stream runs as before
     EXPECT_EQ(driver.launches(), launches + 1);
     EXPECT_NO_THROW(device.synchronize());
+}
+
+// Inside a capture a buffer is settled unless an op of the capture writes it (the graph's launch
+// waits for all work before it): a GEMV whose blocks share x reads x before its wait even though
+// the host has not waited since x was written, unless the capture itself wrote x.
+TEST_F(FakeCuda, CapturedKernelsReadBeforeTheirWaitWhatTheCaptureDoesNotWrite) {
+    bool const sm90 = driver.compute_capability() >= 90;
+    auto const [w, x, y] = shared_x_gemv();
+    auto const x_first = [&] { return last_launch_reads_before_its_wait("_xw", "ld.global.nc.v4.f32"); };
+    Graph reads = capture(device, [&] { linear_into(x, w, y); });
+    reads.replay();
+    EXPECT_EQ(x_first(), sm90) << "filled before the capture: done when the graph starts";
+    Graph writes = capture(device, [&] {
+        add_into(x, 1.0f, x);
+        linear_into(x, w, y);
+    });
+    writes.replay();
+    EXPECT_FALSE(x_first()) << "written by the capture itself";
+    linear_into(x, w, y);
+    EXPECT_FALSE(x_first()) << "eagerly after the replay: written by it, not waited for";
 }
 
 // A large f16 product reaches an sm_90's driver as the warpgroup-MMA kernel, emitted for sm_90a,
@@ -247,11 +275,7 @@ TEST_F(FakeCuda, TheGemvRequestsItsWeightsBeforeItsWaitOnlyOnceTheHostHasWaitedS
 // has waited since x was last written (sm_90).
 TEST_F(FakeCuda, TheGemvReadsXBeforeItsWaitOnlyOnceTheHostHasWaitedSinceXWasWritten) {
     bool const sm90 = driver.compute_capability() >= 90;
-    constexpr std::int64_t rows = 8200;  // more than the rows a GEMV gives each block's own x
-    std::vector<float> const values(rows * 256, 0.25f);
-    auto const w = quantize<q4_k>(Tensor<float>::from(values, {rows, 256})).to(device);
-    auto const x = Tensor<float>::full({1, 256}, 1.0f, device);
-    auto const y = Tensor<float>::zeros({1, rows}, device);
+    auto const [w, x, y] = shared_x_gemv();
     auto const x_first = [&] { return last_launch_reads_before_its_wait("_xw", "ld.global.nc.v4.f32"); };
     linear_into(x, w, y);
     EXPECT_FALSE(x_first()) << "filled, not waited for";

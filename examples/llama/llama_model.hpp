@@ -16,6 +16,7 @@
 #include <rayo/rayo.hpp>
 
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 #include <concepts>
 #include <cstddef>
@@ -433,6 +434,14 @@ public:
     }
 
     [[nodiscard]] Hyperparameters const& hyperparameters() const noexcept { return hp_; }
+    // Whether a GPU's decode steps replay their position-independent ops from captures
+    // (rayo::capture) or issue every op (the default: on an H200 the ops issued one by one overlap
+    // each kernel's start with the one before, and decode 4% faster than 33 graphs a token with
+    // the attentions between them; under host load the graphs hold their rate, docs/performance.md).
+    void set_decode_capture(bool on) {
+        capture_decode_ = on;
+        graphs_.clear();
+    }
     [[nodiscard]] rayo::Device device() const noexcept { return device_; }
     // The bytes the weights take on the device.
     [[nodiscard]] std::size_t weight_bytes() const noexcept { return w_.device_bytes; }
@@ -454,7 +463,7 @@ public:
         auto const ids_positions = rayo::Tensor<std::int32_t>::from(std::span<std::int32_t const>(host), rayo::Shape{2, n}, device_);
         rayo::Tensor<std::int32_t> const ids = ids_positions.slice(0, 1).reshape({n});
         rayo::Tensor<std::int32_t> const positions = ids_positions.slice(1, 2).reshape({n});
-        if (n == 1 && !all_logits) return decode_step(ids, positions, pos);
+        if (n == 1 && !all_logits) return decode_step(ids_positions.reshape({2}), pos);
         rayo::FTensor x = w_.embeddings.rows(ids);
         for (std::size_t l = 0; l < w_.layers.size(); ++l) {
             x = rayo::add(x, attention_block(l, x, positions, pos));
@@ -522,9 +531,11 @@ private:
     }
 
     // The buffers of one decode step, kept between steps: a step then allocates nothing but its
-    // id upload, and runs its ops in place where they allow it.
+    // id upload, and runs its ops in place where they allow it. `step` holds the token's id and
+    // position, which every op of the step reads from the device.
     struct DecodeBuffers {
         rayo::FTensor x, h, qkv, attended, y, gate_up, logits;
+        rayo::Tensor<std::int32_t> step;
     };
 
     DecodeBuffers& decode_buffers() {
@@ -534,45 +545,94 @@ private:
             auto const make = [&](rayo::Shape shape) { return rayo::FTensor::empty(std::move(shape), device_); };
             decode_ = DecodeBuffers{.x = make({1, d}), .h = make({1, d}), .qkv = make({w_.layers.front().qkv.rows()}),
                                     .attended = make({1, q}), .y = make({1, d}), .gate_up = make({2 * f}),
-                                    .logits = make({static_cast<std::int64_t>(hp_.vocab)})};
+                                    .logits = make({static_cast<std::int64_t>(hp_.vocab)}),
+                                    .step = rayo::Tensor<std::int32_t>::zeros(rayo::Shape{2}, device_)};
         }
         return *decode_;
     }
 
-    // One token at `pos` through the model with the ops writing into the decode buffers. q turns in
-    // place and k on its way into the cache, beside v's copy: three ops that depend only on the
-    // projection, so a GPU runs them with no barrier between them. The residual
-    // stream passes between x and y: each block's output projection takes it as the bias (for one
-    // token, the residual add), so the add goes with the product.
-    rayo::FTensor decode_step(rayo::Tensor<std::int32_t> const& ids, rayo::Tensor<std::int32_t> const& positions,
-                              std::size_t pos) {
-        DecodeBuffers& b = decode_buffers();
+    // A decode step's ops between two attentions, which do not depend on the position: layer l's
+    // before its attention (rms_norm, q/k/v, rope of q and k, k and v into the cache at the
+    // position), and after it (the output projection with the residual as its bias, rms_norm, the
+    // feed-forward with the residual). q turns in place and k on its own before its copy into the
+    // cache, beside v's: ops that depend only on the projection, so a GPU runs them with no barrier
+    // between them. The residual stream passes between x and y.
+    void before_attention(std::size_t l) {
+        DecodeBuffers& b = *decode_;
+        Layer const& layer = w_.layers[l];
         auto const heads = static_cast<std::int64_t>(hp_.heads), kv_heads = static_cast<std::int64_t>(hp_.kv_heads),
-                   hd = static_cast<std::int64_t>(hp_.head_dim), f = static_cast<std::int64_t>(hp_.ffn_width),
-                   d = static_cast<std::int64_t>(hp_.width);
-        auto const at = static_cast<std::int64_t>(pos);
+                   hd = static_cast<std::int64_t>(hp_.head_dim);
+        rayo::Tensor<std::int32_t> const position = b.step.slice(1, 2);
         rayo::FTensor const q = b.qkv.slice(0, heads * hd).reshape({1, heads, hd});
         rayo::FTensor const k = b.qkv.slice(heads * hd, (heads + kv_heads) * hd).reshape({1, kv_heads, hd});
         rayo::FTensor const v = b.qkv.slice((heads + kv_heads) * hd, (heads + 2 * kv_heads) * hd).reshape({1, kv_heads, hd});
+        rayo::rms_norm_into(b.x, layer.attn_norm, hp_.rms_eps, b.h);
+        layer.qkv.apply_one_into(b.h, b.qkv);
+        rayo::rope_into(q, position, rope_, q);
+        rayo::rope_into(k, position, rope_, k);
+        rayo::index_copy_into(k, 0, position, k_cache_[l]);
+        rayo::index_copy_into(v, 0, position, v_cache_[l]);
+    }
+    void after_attention(std::size_t l) {
+        DecodeBuffers& b = *decode_;
+        Layer const& layer = w_.layers[l];
+        auto const f = static_cast<std::int64_t>(hp_.ffn_width), d = static_cast<std::int64_t>(hp_.width);
         rayo::FTensor const gate = b.gate_up.slice(0, f).reshape({1, f}), up = b.gate_up.slice(f, 2 * f).reshape({1, f});
-        w_.embeddings.rows_into(ids, b.x);
-        for (std::size_t l = 0; l < w_.layers.size(); ++l) {
-            Layer const& layer = w_.layers[l];
-            rayo::rms_norm_into(b.x, layer.attn_norm, hp_.rms_eps, b.h);
-            layer.qkv.apply_one_into(b.h, b.qkv);
-            rayo::rope_into(q, positions, rope_, q);
-            rayo::rope_into(k, positions, rope_, k_cache_[l].slice(at, at + 1));
-            rayo::copy_into(v, v_cache_[l].slice(at, at + 1));
-            rayo::attention_into(q, k_cache_[l].slice(0, at + 1), v_cache_[l].slice(0, at + 1), causal(),
-                                 b.attended.reshape({1, heads, hd}));
-            layer.o.apply_into(b.attended, b.x.reshape({d}), b.y);
-            rayo::rms_norm_into(b.y, layer.ffn_norm, hp_.rms_eps, b.h);
-            layer.gate_up.apply_one_into(b.h, b.gate_up);
-            rayo::swiglu_into(gate, up, gate);
-            layer.down.apply_into(gate, b.y.reshape({d}), b.x);
-        }
+        layer.o.apply_into(b.attended, b.x.reshape({d}), b.y);
+        rayo::rms_norm_into(b.y, layer.ffn_norm, hp_.rms_eps, b.h);
+        layer.gate_up.apply_one_into(b.h, b.gate_up);
+        rayo::swiglu_into(gate, up, gate);
+        layer.down.apply_into(gate, b.y.reshape({d}), b.x);
+    }
+    void logits_of_last() {
+        DecodeBuffers& b = *decode_;
         rayo::rms_norm_into(b.x, w_.output_norm, hp_.rms_eps, b.h);
         w_.output.apply_into(b.h, b.logits.reshape({1, static_cast<std::int64_t>(hp_.vocab)}));
+    }
+    // The stretch of a decode step before attention `l` (l = layers: after the last one).
+    void segment(std::size_t l) {
+        if (l > 0) after_attention(l - 1);
+        if (l < w_.layers.size()) before_attention(l);
+        else logits_of_last();
+    }
+
+    // The segments recorded once (rayo::capture) on a GPU, so that a step replays layers + 1 of them
+    // around its attentions instead of issuing each op; nullopt when the device cannot record one,
+    // which is said once, and the step runs its ops one by one.
+    std::vector<rayo::Graph>* decode_graphs() {
+        if (!capture_decode_ || device_.kind() == rayo::DeviceKind::cpu) return nullptr;
+        if (graphs_.empty()) {
+            try {
+                for (std::size_t l = 0; l <= w_.layers.size(); ++l)
+                    graphs_.push_back(rayo::capture(device_, [&] { segment(l); }));
+            } catch (rayo::Error const& e) {
+                graphs_.clear();
+                capture_decode_ = false;
+                std::fprintf(stderr, "rayo-llama: decoding without capture on %s: %s\n", device_.id().c_str(), e.what());
+                return nullptr;
+            }
+        }
+        return &graphs_;
+    }
+
+    // One token at `pos` through the model with the ops writing into the decode buffers. The
+    // attention of each layer reads the cache's first pos + 1 rows, so it runs on its own; the
+    // rest is the same every step and replays from decode_graphs() where there are some.
+    rayo::FTensor decode_step(rayo::Tensor<std::int32_t> const& ids_positions, std::size_t pos) {
+        DecodeBuffers& b = decode_buffers();
+        auto const heads = static_cast<std::int64_t>(hp_.heads), hd = static_cast<std::int64_t>(hp_.head_dim);
+        auto const at = static_cast<std::int64_t>(pos);
+        rayo::copy_into(ids_positions, b.step);
+        w_.embeddings.rows_into(b.step.slice(0, 1), b.x);
+        std::vector<rayo::Graph>* graphs = decode_graphs();
+        for (std::size_t l = 0; l <= w_.layers.size(); ++l) {
+            if (graphs) (*graphs)[l].replay();
+            else segment(l);
+            if (l == w_.layers.size()) break;
+            rayo::FTensor const q = b.qkv.slice(0, heads * hd).reshape({1, heads, hd});
+            rayo::attention_into(q, k_cache_[l].slice(0, at + 1), v_cache_[l].slice(0, at + 1), causal(),
+                                 b.attended.reshape({1, heads, hd}));
+        }
         return b.logits;
     }
 
@@ -585,6 +645,8 @@ private:
     // rounded as llama.cpp's default f16 cache holds them), except for a model of f32 weights.
     bool half_attention_ = false;
     std::optional<DecodeBuffers> decode_;
+    bool capture_decode_ = false;
+    std::vector<rayo::Graph> graphs_;
 };
 
 // ---- the vocabulary ------------------------------------------------------------------------------------

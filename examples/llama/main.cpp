@@ -41,12 +41,14 @@ struct Options {
     // default or RAYO_KQUANT_ACTIVATIONS). q8_k is llama.cpp's rounding: on a CPU, whose decode the
     // integer dot products bound, half the work of the default pair of blocks, at ~0.5% error.
     std::optional<rayo::KQuantActivations> activations;
+    // Decode steps on a GPU replay their position-independent ops from rayo::capture.
+    bool capture = false;
 };
 
 constexpr char const* usage =
     "usage: rayo-llama MODEL.gguf (--prompt-tokens ID,ID,... | --prompt-file FILE) [--n-predict N]\n"
     "                  [--device cpu|vulkan[:N]|cuda[:N]] [--context N] [--logits FILE]\n"
-    "                  [--activations q8_k|q8_k_residual]\n";
+    "                  [--activations q8_k|q8_k_residual] [--capture]\n";
 
 std::vector<std::int32_t> parse_tokens(std::string const& text) {
     std::vector<std::int32_t> ids;
@@ -116,6 +118,8 @@ Options parse(int argc, char** argv) {
             o.device = value();
         } else if (a == "--logits") {
             o.logits_file = value();
+        } else if (a == "--capture") {
+            o.capture = true;
         } else if (a == "-h" || a == "--help") {
             std::cout << usage;
             std::exit(0);
@@ -144,6 +148,7 @@ int run(Options const& o) {
     rayo_llama::Vocabulary const vocab(file);
     rayo_llama::Model model(file, device, rayo_examples::progress_line("loading " + o.model + " onto " + device.id()),
                             o.context);
+    model.set_decode_capture(o.capture);
     device.synchronize();
     double const load_s = seconds_since(t_load);
     rayo_llama::Hyperparameters const& hp = model.hyperparameters();

@@ -67,6 +67,7 @@ std::unique_ptr<detail::NativeGraph> CudaBackend::end_capture(bool keep) {
     CUgraph graph = nullptr;
     CUresult const ended = d.cuStreamEndCapture(stream_.handle(), &graph);
     capture_thread_.reset();
+    for (auto& [pointer, buffer] : buffers_) buffer.written_in_capture = false;
     // Frees of tensors released meanwhile, queued now on the stream as it runs again.
     for (CUdeviceptr pointer : released_in_capture_) {
         try {

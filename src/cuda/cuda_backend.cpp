@@ -278,12 +278,17 @@ void CudaBackend::raise_recorded_fault() {
 }
 
 void CudaBackend::mark_written(std::uintptr_t handle) noexcept {
-    if (auto const it = buffers_.find(handle); it != buffers_.end()) it->second.written = drains_;
+    if (auto const it = buffers_.find(handle); it != buffers_.end()) {
+        it->second.written = drains_;
+        if (capture_thread_) it->second.written_in_capture = true;
+    }
 }
 
 bool CudaBackend::settled(std::uintptr_t handle) const noexcept {
-    if (capture_thread_) return false;  // a graph's kernels run again after later writes
     auto const it = buffers_.find(handle);
+    // A graph's launch waits for everything queued before it: inside a capture only the graph's
+    // own earlier ops can still be writing a buffer when its kernels start early.
+    if (capture_thread_) return it != buffers_.end() && !it->second.written_in_capture;
     return it != buffers_.end() && it->second.written < drains_;
 }
 

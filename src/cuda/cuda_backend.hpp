@@ -76,7 +76,8 @@ public:
     // Defined in captured_graph.cpp: stream capture into a CUDA graph (relaxed mode), where the
     // driver has the graph entry points (else false: the dispatcher keeps the list of ops). While
     // the stream is being captured, work from any other thread is refused with rayo::Error, tensors
-    // released are freed once the capture ends, and no buffer counts as settled.
+    // released are freed once the capture ends, and a buffer counts as settled unless an op of the
+    // capture writes it.
     [[nodiscard]] bool begin_capture() override;
     [[nodiscard]] std::unique_ptr<detail::NativeGraph> end_capture(bool keep) override;
 
@@ -142,6 +143,7 @@ private:
     struct Buffer {
         std::size_t bytes = 0;
         std::uint64_t written = 0;  // drains_ when work writing it was last queued (or it was allocated)
+        bool written_in_capture = false;  // by an op of the capture in progress
     };
     std::unordered_map<CUdeviceptr, Buffer> buffers_;  // live allocations
     // How often the host has waited for everything queued on the stream to finish.

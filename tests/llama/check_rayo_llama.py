@@ -52,6 +52,7 @@ def main() -> int:
     p.add_argument("--n-predict", type=int, default=8)
     p.add_argument("--tie", action="store_true")
     p.add_argument("--rope-freqs", action="store_true")
+    p.add_argument("--capture", action="store_true", help="decode with rayo-llama --capture (rayo::capture on a GPU)")
     p.add_argument("--hf", action="store_true",
                    help="the model and its logits from transformers' LlamaForCausalLM (hf_to_gguf.py; needs torch)")
     a = p.parse_args()
@@ -67,7 +68,8 @@ def main() -> int:
         run([sys.executable, HERE / "reference.py", work / "reference.npz", "--prompt-tokens", PROMPT,
              "--n-predict", str(a.n_predict), "--out", work])
     out = run([a.rayo_llama, work / "model.gguf", "--device", a.device, "--prompt-tokens", PROMPT,
-               "--n-predict", str(a.n_predict), "--logits", work / "rayo_logits.txt"])
+               "--n-predict", str(a.n_predict), "--logits", work / "rayo_logits.txt",
+               *(["--capture"] if a.capture else [])])
 
     want = np.loadtxt(work / "logits.txt")
     got = np.loadtxt(work / "rayo_logits.txt")
