@@ -62,7 +62,7 @@ public:
 
 private:
     friend RAYO_API Graph capture(Device device, std::function<void()> const& body);
-    explicit Graph(std::unique_ptr<detail::GraphState> state) noexcept;
+    Graph() noexcept;  // capture() gives it its state
     std::unique_ptr<detail::GraphState> state_;
 };
 

@@ -82,7 +82,7 @@ void capture_op(GraphState& graph, Device device, OpDescriptor const& op, Suppor
 
 namespace rayo {
 
-Graph::Graph(std::unique_ptr<detail::GraphState> state) noexcept : state_(std::move(state)) {}
+Graph::Graph() noexcept = default;
 Graph::Graph(Graph&&) noexcept = default;
 Graph& Graph::operator=(Graph&&) noexcept = default;
 Graph::~Graph() = default;
@@ -130,7 +130,9 @@ Graph capture(Device device, std::function<void()> const& body) {
         throw;
     }
     if (state->records_natively) state->native = state->backend->end_capture(true);
-    return Graph(std::move(state));
+    Graph graph;
+    graph.state_ = std::move(state);
+    return graph;
 }
 
 }  // namespace rayo
