@@ -622,6 +622,7 @@ private:
         DecodeBuffers& b = decode_buffers();
         auto const heads = static_cast<std::int64_t>(hp_.heads), hd = static_cast<std::int64_t>(hp_.head_dim);
         auto const at = static_cast<std::int64_t>(pos);
+        rayo::FTensor const q = b.qkv.slice(0, heads * hd).reshape({1, heads, hd});
         rayo::copy_into(ids_positions, b.step);
         w_.embeddings.rows_into(b.step.slice(0, 1), b.x);
         std::vector<rayo::Graph>* graphs = decode_graphs();
@@ -629,7 +630,6 @@ private:
             if (graphs) (*graphs)[l].replay();
             else segment(l);
             if (l == w_.layers.size()) break;
-            rayo::FTensor const q = b.qkv.slice(0, heads * hd).reshape({1, heads, hd});
             rayo::attention_into(q, k_cache_[l].slice(0, at + 1), v_cache_[l].slice(0, at + 1), causal(),
                                  b.attended.reshape({1, heads, hd}));
         }

@@ -51,12 +51,10 @@ bool CudaBackend::begin_capture() {
     std::lock_guard lock(mutex_);
     if (capture_thread_) throw Error(label() + ": a capture is already recording the device's stream on another thread");
     ScopedCurrent const current(context_);
-    bool const pending = fault_pending_;
+    pending_before_capture_ = fault_pending_;  // end_capture puts it back: the kernels recorded do not run
     (void)fault_record();  // outside the graph: its address stays valid for every replay
-    fault_pending_ = pending;
     check(d.cuStreamBeginCapture(stream_.handle(), CUstreamCaptureMode::relaxed), label() + ": cuStreamBeginCapture");
     capture_thread_ = std::this_thread::get_id();
-    pending_before_capture_ = pending;
     return true;
 }
 
@@ -77,7 +75,7 @@ std::unique_ptr<detail::NativeGraph> CudaBackend::end_capture(bool keep) {
         }
     }
     released_in_capture_.clear();
-    fault_pending_ = pending_before_capture_;  // the kernels recorded did not run
+    fault_pending_ = pending_before_capture_;
     if (!keep || ended != CUresult::success) {
         if (graph) (void)d.cuGraphDestroy(graph);
         if (keep) throw_error(ended, label() + ": cuStreamEndCapture");
@@ -99,8 +97,7 @@ std::unique_ptr<detail::NativeGraph> CudaBackend::end_capture(bool keep) {
 
 void CudaBackend::launch_graph(CUgraphExec exec, std::span<std::uintptr_t const> written) {
     std::lock_guard lock(mutex_);
-    refuse_while_captured("a graph replay");
-    if (capture_thread_) throw Error(label() + ": a graph replay inside a capture");
+    refuse_while_captured("a graph replay");  // the capturing thread's own replay is refused by Graph::replay
     ScopedCurrent const current(context_);
     for (std::uintptr_t handle : written) mark_written(handle);
     check(context_.driver().cuGraphLaunch(exec, stream_.handle()), label() + ": cuGraphLaunch");

@@ -25,6 +25,14 @@ detail::op::Gather geometry(Op op, Tensor<T> const& table, std::size_t a) {
     return g;
 }
 
+// ids as the dispatch takes them: a contiguous rank-1 view of its numel() entries.
+detail::OpArg ids_arg(Tensor<std::int32_t> const& ids) {
+    detail::OpArg arg = detail::arg(ids);
+    std::int64_t const n = static_cast<std::int64_t>(ids.numel());
+    arg.view = detail::contiguous_view(arg.view.buffer, arg.view.offset, DType::i32, {&n, 1});
+    return arg;
+}
+
 // Checks what every gather needs of its operands, then runs it into `out`.
 template <class T, class O>
 void gather_into(Op op, Tensor<T> const& table, Tensor<std::int32_t> const& ids, detail::op::Gather const& g,
@@ -34,10 +42,7 @@ void gather_into(Op op, Tensor<T> const& table, Tensor<std::int32_t> const& ids,
     detail::check_out(name, out, shape, table, false);
     detail::check_out(name, out, shape, ids, false);
     if (out.numel() == 0) return;
-    detail::OpArg ids_arg = detail::arg(ids);
-    std::int64_t const n = static_cast<std::int64_t>(ids.numel());
-    ids_arg.view = detail::contiguous_view(ids_arg.view.buffer, ids_arg.view.offset, DType::i32, {&n, 1});
-    detail::dispatch(table.device(), g, {detail::arg(table), ids_arg}, {detail::arg(out)});
+    detail::dispatch(table.device(), g, {detail::arg(table), ids_arg(ids)}, {detail::arg(out)});
 }
 
 template <class W>
@@ -120,10 +125,7 @@ void index_copy_into(Tensor<T> const& src, int axis, Tensor<std::int32_t> const&
     std::size_t const a = dst.shape().axis(axis);
     check_index_copy(src, a, ids, dst);
     if (src.numel() == 0) return;
-    detail::OpArg ids_arg = detail::arg(ids);
-    std::int64_t const n = static_cast<std::int64_t>(ids.numel());
-    ids_arg.view = detail::contiguous_view(ids_arg.view.buffer, ids_arg.view.offset, DType::i32, {&n, 1});
-    detail::dispatch(dst.device(), geometry(Op::index_copy, dst, a), {detail::arg(src), ids_arg}, {detail::arg(dst)});
+    detail::dispatch(dst.device(), geometry(Op::index_copy, dst, a), {detail::arg(src), ids_arg(ids)}, {detail::arg(dst)});
 }
 
 #define RAYO_INSTANTIATE_EMBEDDING(W)                                                                          \

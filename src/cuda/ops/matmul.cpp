@@ -94,6 +94,15 @@ std::optional<ForcedWgmma> const& wgmma_knob() {
     return knob;
 }
 
+// 16-byte accesses need 16-byte aligned tensors whose rows, and the steps between a batch's
+// matrices, are whole 16-byte multiples.
+bool operands_aligned(op::MatmulShape const& shape, GemmAddresses const& at) {
+    std::uint64_t const a_bytes = ptx::bytes_of(at.a_type), b_bytes = ptx::bytes_of(at.b_type);
+    std::uint64_t const b_row = shape.b_transposed ? shape.k : shape.n;
+    return (at.a | at.b | at.out | shape.a_batch * a_bytes | shape.b_batch * b_bytes | shape.m * shape.n * 4) % 16 == 0 &&
+           shape.k * a_bytes % 16 == 0 && b_row * b_bytes % 16 == 0 && shape.n * 4 % 16 == 0;
+}
+
 }  // namespace
 
 Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
@@ -144,13 +153,10 @@ bool runs_on_warpgroup_mma(KernelRunner const& runner, op::MatmulShape const& sh
 void gemm(KernelRunner& runner, op::MatmulShape const& shape, GemmAddresses const& at) {
     if (shape.m == 0 || shape.n == 0) return;
     std::uint64_t a_address = at.a, b_address = at.b, out_address = at.out, bias_address = at.bias;
-    std::uint64_t const a_bytes = ptx::bytes_of(at.a_type), b_bytes = ptx::bytes_of(at.b_type);
     // The bytes between consecutive products' matrices.
-    std::uint64_t a_batch = shape.a_batch * a_bytes, b_batch = shape.b_batch * b_bytes, out_batch = shape.m * shape.n * 4;
-    // 16-byte accesses need 16-byte aligned tensors whose rows are whole 16-byte multiples.
-    std::uint64_t const b_row = shape.b_transposed ? shape.k : shape.n;
-    bool const aligned = (a_address | b_address | out_address | a_batch | b_batch | out_batch) % 16 == 0 &&
-                         shape.k * a_bytes % 16 == 0 && b_row * b_bytes % 16 == 0 && shape.n * 4 % 16 == 0;
+    std::uint64_t a_batch = shape.a_batch * ptx::bytes_of(at.a_type), b_batch = shape.b_batch * ptx::bytes_of(at.b_type),
+                  out_batch = shape.m * shape.n * 4;
+    bool const aligned = operands_aligned(shape, at);
     ptx::kernels::GemmConfig config = gemm_config(runner, shape, at.a_type, at.b_type, aligned);
     config.bias = at.bias != 0;
     auto m = static_cast<std::uint32_t>(shape.m), n = static_cast<std::uint32_t>(shape.n), k = static_cast<std::uint32_t>(shape.k);
@@ -203,10 +209,11 @@ namespace {
 bool tf32_with_b_transposed(KernelRunner& runner, op::MatmulShape const& shape, GemmAddresses const& at) {
     op::MatmulShape transposed = shape;
     transposed.b_transposed = true;
-    bool const aligned = (at.a | at.out) % 16 == 0 && (shape.a_batch * 4) % 16 == 0 && shape.k * 4 % 16 == 0 &&
-                         shape.n * 4 % 16 == 0;
     std::size_t const matrices = shape.b_batch != 0 ? shape.batch : 1;
-    if (!aligned || shape.n > 65535u * 32 || matrices > 65535 || shape.k > std::numeric_limits<std::uint32_t>::max() / 32 ||
+    if (shape.b_batch != 0) transposed.b_batch = shape.n * shape.k;
+    GemmAddresses rows_at = at;
+    rows_at.b = 0;  // the temporary, 16-byte aligned
+    if (!operands_aligned(transposed, rows_at) || shape.n > 65535u * 32 || matrices > 65535 || shape.k > std::numeric_limits<std::uint32_t>::max() / 32 ||
         gemm_config(runner, transposed, ptx::Type::f32, ptx::Type::f32, true).algorithm != ptx::kernels::GemmAlgorithm::wgmma)
         return false;
     TemporaryBuffer b_rows(runner, matrices * shape.n * shape.k * 4);
@@ -214,8 +221,6 @@ bool tf32_with_b_transposed(KernelRunner& runner, op::MatmulShape const& shape, 
                        {.batch = matrices, .rows = shape.n, .cols = shape.k, .in_stride = shape.n, .out_stride = shape.k,
                         .in_batch = shape.b_batch, .out_batch = shape.n * shape.k},
                        4, b_rows.address(), at.b);
-    if (shape.b_batch != 0) transposed.b_batch = shape.n * shape.k;
-    GemmAddresses rows_at = at;
     rows_at.b = b_rows.address();
     gemm(runner, transposed, rows_at);
     return true;

@@ -167,9 +167,10 @@ std::string gemm_name(GemmConfig const& config) {
                        : c.algorithm == GemmAlgorithm::tensor_core ? "gemm_tc_"
                                                                     : "gemm_wgmma_";
     // The wgmma kernel reads f32 operands as tf32, and says so.
-    std::string const a = c.algorithm == GemmAlgorithm::wgmma && c.a == Type::f32 ? "tf32" : std::string(name_of(c.a));
-    std::string const b = c.algorithm == GemmAlgorithm::wgmma && c.b == Type::f32 ? "tf32" : std::string(name_of(c.b));
-    name += a + "_" + b + (c.b_transposed ? "_nt_" : "_nn_");
+    auto const operand = [&](Type t) {
+        return c.algorithm == GemmAlgorithm::wgmma && t == Type::f32 ? std::string("tf32") : std::string(name_of(t));
+    };
+    name += operand(c.a) + "_" + operand(c.b) + (c.b_transposed ? "_nt_" : "_nn_");
     name += tile_text(c.tile) + "_w" + std::to_string(c.warps) + "_s" + std::to_string(c.stages);
     name += c.aligned ? "_v" : "_e";
     name += "_g" + std::to_string(c.group_m);
