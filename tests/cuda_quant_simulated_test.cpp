@@ -4,7 +4,7 @@
 // only when the issuing thread waits for them), against a float64 reference on the dequantized
 // weights, with poisoned outputs. Shapes cover a partial last ring slot (q4_k, 9 blocks a row),
 // warps that take several rows (more rows than the simulated grid's 32 warps), two rows of x, and
-// the fallback of q6_k rows that are not 16-byte multiples.
+// the fallback of q6_k rows that are not 16-byte multiples; each with linear's bias.
 #include "support/ptx_simulator.hpp"
 #include "support/test_support.hpp"
 
@@ -56,6 +56,11 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
     HostView<float> x(runner, xv.size(), 0, DType::f32);
     HostView<W> wt(runner, blocks.size(), 0, dtype_of<W>);
     HostView<float> out(runner, c.m * c.n, 0, DType::f32);
+    // Through the glue with linear's bias, which the one-row spanning GEMV adds as it stores and
+    // the caller adds after the others (here on the host).
+    std::vector<float> const bias = direct ? std::vector<float>(c.n, 0.0f) : random_floats(c.n, seed + 2, -4.0f, 4.0f);
+    HostView<float> bias_view(runner, c.n, 0, DType::f32);
+    bias_view.fill(bias);
     x.fill(xv);
     wt.fill(blocks);
     out.fill(std::vector<float>(c.m * c.n, poison));
@@ -69,8 +74,13 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
             .shared_bytes = static_cast<unsigned>(kernels::quant_gemv_spanning_shared_bytes(*direct, steps))};
         runner.run("direct", [&] { return kernels::quant_gemv_spanning(*direct); }, dims, runner.address(wt.view()),
                    runner.address(x.view()), runner.address(out.view()), static_cast<std::uint32_t>(c.n));
-    } else {
-        cuda::ops::linear_kquant(runner, {c.m, c.n, c.k, true}, x.matrix(c.m, c.k), wt.matrix(c.n, c.k), out.matrix(c.m, c.n));
+    }
+    bool bias_added = true;
+    if (!direct) {
+        auto const bias_matrix = bias_view.matrix(1, c.n);
+        bias_added = cuda::ops::linear_kquant(runner, {c.m, c.n, c.k, true}, x.matrix(c.m, c.k), wt.matrix(c.n, c.k),
+                                              &bias_matrix, out.matrix(c.m, c.n));
+        EXPECT_EQ(bias_added, c.form == Form::spanning && c.m == 1);
     }
 
     for (auto const& l : runner.launches()) {
@@ -98,17 +108,20 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
         }
     }
 
-    std::vector<float> const y = out.values();
+    std::vector<float> const raw = out.values();
+    std::vector<float> y = raw;
+    if (!bias_added)
+        for (std::size_t i = 0; i < y.size(); ++i) y[i] += bias[i % c.n];
     double num = 0, den = 0, typical = 0;
     for (std::size_t i = 0; i < c.m; ++i)
         for (std::size_t j = 0; j < c.n; ++j) {
-            double sum = 0;
+            double sum = bias[j];
             for (std::size_t p = 0; p < c.k; ++p) {
                 double const product = double(xv[i * c.k + p]) * double(wv[j * c.k + p]);
                 sum += product;
                 typical += product * product;
             }
-            EXPECT_TRUE(std::isfinite(y[i * c.n + j]) && y[i * c.n + j] != poison) << "out[" << i << ", " << j << "] not written";
+            EXPECT_TRUE(std::isfinite(raw[i * c.n + j]) && raw[i * c.n + j] != poison) << "out[" << i << ", " << j << "] not written";
             num += (y[i * c.n + j] - sum) * (y[i * c.n + j] - sum);
             den += sum * sum;
         }

@@ -417,9 +417,11 @@ public:
         if (context != 0 && context < hp_.context) hp_.context = context;
         rayo::Shape const cache_shape = kv_cache_shape();
         try {
+            auto const c = cache_shape[0], kv = cache_shape[1], hd = cache_shape[2];
             for (std::size_t i = 0; i < hp_.layers; ++i) {
-                k_cache_.push_back(rayo::FTensor::zeros(cache_shape, device));
-                v_cache_.push_back(rayo::FTensor::zeros(cache_shape, device));
+                kv_cache_.push_back(rayo::FTensor::zeros(rayo::Shape{2, c, kv, hd}, device));
+                k_cache_.push_back(kv_cache_.back().slice(0, 1).reshape({c, kv, hd}));
+                v_cache_.push_back(kv_cache_.back().slice(1, 2).reshape({c, kv, hd}));
             }
         } catch (rayo::OutOfMemory const& e) {
             throw rayo::OutOfMemory(std::string(e.what()) + ", for a KV cache of " + std::to_string(hp_.context) +
@@ -554,24 +556,21 @@ private:
     // A decode step's ops between two attentions, which do not depend on the position: layer l's
     // before its attention (rms_norm, q/k/v, rope of q and k, k and v into the cache at the
     // position), and after it (the output projection with the residual as its bias, rms_norm, the
-    // feed-forward with the residual). q turns in place and k on its own before its copy into the
-    // cache, beside v's: ops that depend only on the projection, so a GPU runs them with no barrier
-    // between them. The residual stream passes between x and y.
+    // feed-forward with the residual). q and k, neighbours in the projection's output, turn in place
+    // in one rope; then k and v, neighbours too, go into the cache in one index_copy. The residual
+    // stream passes between x and y.
     void before_attention(std::size_t l) {
         DecodeBuffers& b = *decode_;
         Layer const& layer = w_.layers[l];
         auto const heads = static_cast<std::int64_t>(hp_.heads), kv_heads = static_cast<std::int64_t>(hp_.kv_heads),
                    hd = static_cast<std::int64_t>(hp_.head_dim);
         rayo::Tensor<std::int32_t> const position = b.step.slice(1, 2);
-        rayo::FTensor const q = b.qkv.slice(0, heads * hd).reshape({1, heads, hd});
-        rayo::FTensor const k = b.qkv.slice(heads * hd, (heads + kv_heads) * hd).reshape({1, kv_heads, hd});
-        rayo::FTensor const v = b.qkv.slice((heads + kv_heads) * hd, (heads + 2 * kv_heads) * hd).reshape({1, kv_heads, hd});
+        rayo::FTensor const qk = b.qkv.slice(0, (heads + kv_heads) * hd).reshape({1, heads + kv_heads, hd});
+        rayo::FTensor const kv = b.qkv.slice(heads * hd, (heads + 2 * kv_heads) * hd).reshape({2, 1, kv_heads, hd});
         rayo::rms_norm_into(b.x, layer.attn_norm, hp_.rms_eps, b.h);
         layer.qkv.apply_one_into(b.h, b.qkv);
-        rayo::rope_into(q, position, rope_, q);
-        rayo::rope_into(k, position, rope_, k);
-        rayo::index_copy_into(k, 0, position, k_cache_[l]);
-        rayo::index_copy_into(v, 0, position, v_cache_[l]);
+        rayo::rope_into(qk, position, rope_, qk);
+        rayo::index_copy_into(kv, 1, position, kv_cache_[l]);
     }
     void after_attention(std::size_t l) {
         DecodeBuffers& b = *decode_;
@@ -639,7 +638,9 @@ private:
     Hyperparameters hp_;
     rayo::Device device_;
     Weights w_;
-    std::vector<rayo::FTensor> k_cache_, v_cache_;
+    // A layer's keys and values in one tensor [2, context, kv_heads, head_dim], so that a decode
+    // step writes both with one index_copy; k_cache_ and v_cache_ are its two halves.
+    std::vector<rayo::FTensor> kv_cache_, k_cache_, v_cache_;
     rayo::RopeParams rope_;
     // A prompt's attention runs on the GPUs' tensor cores in f16 (its queries, keys and values
     // rounded as llama.cpp's default f16 cache holds them), except for a model of f32 weights.

@@ -5,7 +5,7 @@
 // MMAs, their tiles copied by the TMA through tensor maps encoded here per launch), an f32 a
 // rounded to b's type on the way (rayo::ptx::kernels::gemm says how accurate that is); the GEMM variant comes from
 // rayo::ptx::kernels::choose_gemm_config. K-quant weights go to linear_kquant (quantization.cpp),
-// linear's bias then added by the element-wise add.
+// linear's bias added by its one-row GEMV as it stores, else by the element-wise add.
 #include <array>
 #include <charconv>
 #include <cstdint>
@@ -39,7 +39,7 @@ ptx::Type element_type(DType t) {
 
 bool has_bias(OpViews const& v) { return v.in.size() > 2 && v.in[2].present; }
 
-// linear's bias added to every row of a K-quant product (whose kernels have no epilogue): out +=
+// linear's bias added to every row of a K-quant product whose kernel has no epilogue: out +=
 // bias seen as [rows, n] with a row stride of 0, by the element-wise add.
 void add_bias_rows(KernelRunner& runner, op::MatmulShape const& shape, TensorView const& bias, TensorView const& out) {
     auto const rows = static_cast<std::int64_t>(shape.batch * shape.m), n = static_cast<std::int64_t>(shape.n);
@@ -232,8 +232,8 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
     auto const& shape = d.shape;
     TensorView const &a = v.in[0], &b = v.in[1], &out = v.out[0];
     if (is_kquant(b.dtype)) {
-        linear_kquant(runner, shape, a, b, out);
-        if (has_bias(v)) add_bias_rows(runner, shape, v.in[2], out);
+        TensorView const* bias = has_bias(v) ? &v.in[2] : nullptr;
+        if (!linear_kquant(runner, shape, a, b, bias, out) && bias) add_bias_rows(runner, shape, *bias, out);
         return;
     }
     if (shape.m == 0 || shape.n == 0) return;

@@ -62,8 +62,10 @@ void run(KernelRunner&, op::Pool2d const&, OpViews const&);
 // only when rayo::kquant_activations() is q8_k); one row of x with q4_k weights and k <= 32768
 // takes, in the residual mode, the spanning GEMV (x as int16 in registers); more rows take the
 // tensor-core GEMM on f16-decoded tiles; on Hopper, from 32 rows, w is decoded to f16 once instead
-// and multiplied by gemm() on the warpgroup MMAs.
-void linear_kquant(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out);
+// and multiplied by gemm() on the warpgroup MMAs. Returns whether it added `bias` (f32 [n], or null)
+// to every row: the spanning GEMV adds it as it stores; otherwise the caller adds it.
+bool linear_kquant(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const* bias,
+                   TensorView const& out);
 
 // out[b][r, c] = in[b][c, r] for a batch of matrices of `element_bytes` values at device addresses
 // (layout.cpp: rayo_transpose_tiled_b<bytes>, for matmul.cpp too).

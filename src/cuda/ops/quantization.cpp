@@ -215,8 +215,9 @@ std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsi
 // ring) whose shared memory fits (x, the rings, and the warp sums of every step: more blocks for
 // very many rows), else returns false.
 bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint64_t w_at, std::uint64_t x_at,
-                       std::uint64_t out_at, std::uint32_t n) {
+                       std::uint64_t out_at, std::uint32_t n, std::uint64_t bias_at) {
     kernels::QuantGemvSpanningConfig config = plan.config;
+    config.bias = bias_at != 0;
     unsigned const threads = config.groups * kernels::quant_gemv_spanning_group_threads(config.blocks_per_row);
     std::size_t const per_sm = std::max(plan.min_blocks_per_multiprocessor, plan.threads_per_multiprocessor / threads);
     for (;;) {
@@ -249,8 +250,11 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
                 << config.groups << ".r" << config.batch << ".s" << config.stages << (config.share_x ? ".xs" : ".xr")
                 << ".n" << config.max_registers << ".p" << config.prefetch_steps
                 << (config.early_start ? ".early." : ".") << (config.bulk ? "bulk." : "") << "w"
-                << config.weight_steps_before_wait << (config.x_before_wait ? ".xw." : ".") << target_name(runner);
-            runner.run(key.view(), [=] { return kernels::quant_gemv_spanning(config); }, dims, w_at, x_at, out_at, n);
+                << config.weight_steps_before_wait << (config.x_before_wait ? ".xw." : ".") << (config.bias ? "bias." : "")
+                << target_name(runner);
+            auto const build = [=] { return kernels::quant_gemv_spanning(config); };
+            if (config.bias) runner.run(key.view(), build, dims, w_at, x_at, out_at, n, bias_at);
+            else runner.run(key.view(), build, dims, w_at, x_at, out_at, n);
             return true;
         }
         if (config.stages > 2) config.stages /= 2;
@@ -259,8 +263,9 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
     }
 }
 
-void linear_gemv(KernelRunner& runner, op::MatmulShape shape, TensorView const& x, TensorView const& w,
-                 TensorView const& out) {
+// Returns whether it added the bias (`bias_at`, 0 for none): the spanning GEMV adds it as it stores.
+bool linear_gemv(KernelRunner& runner, op::MatmulShape shape, TensorView const& x, TensorView const& w,
+                 std::uint64_t bias_at, TensorView const& out) {
     DType const weight = w.dtype;
     bool const residual = kquant_activations() == KQuantActivations::q8_k_residual;
     std::size_t const blocks_per_row = shape.k / quant_block_values;
@@ -279,7 +284,10 @@ void linear_gemv(KernelRunner& runner, op::MatmulShape shape, TensorView const& 
         auto const spanning =
             spanning_gemv(runner.target(), weight, rows, n, residual, blocks_per_row, w_at, runner.settled(w),
                           runner.settled(x));
-        if (spanning && run_spanning_gemv(runner, *spanning, w_at, x_rows, out_rows, n)) continue;
+        if (spanning && run_spanning_gemv(runner, *spanning, w_at, x_rows, out_rows, n, shape.m == 1 ? bias_at : 0)) {
+            if (shape.m == 1) return bias_at != 0;
+            continue;
+        }
         std::size_t const shared = kernels::quant_gemv_fused_shared_bytes(weight, rows, blocks_per_row);
         if (rows <= gemv_fused_max_rows && shared <= gemv_fused_max_shared) {
             kernels::QuantGemvConfig const plain{.weight = weight,
@@ -314,6 +322,7 @@ void linear_gemv(KernelRunner& runner, op::MatmulShape shape, TensorView const& 
         runner.run(key.view(), [=] { return kernels::quant_gemv(config); }, dims, w_at, records.address(), out_rows, n,
                    blocks);
     }
+    return false;
 }
 
 void linear_gemm(KernelRunner& runner, op::MatmulShape shape, TensorView const& x, TensorView const& w,
@@ -417,11 +426,14 @@ void run(KernelRunner& runner, op::Dequantize const&, OpViews const& v) {
                out_at, as_u32(blocks, "dequantize: blocks"));
 }
 
-void linear_kquant(KernelRunner& runner, op::MatmulShape shape, TensorView const& x, TensorView const& w,
-                   TensorView const& out) {
-    if (shape.m == 0 || shape.n == 0) return;
-    if (shape.m <= gemv_max_rows) linear_gemv(runner, shape, x, w, out);
-    else linear_gemm(runner, shape, x, w, out);
+bool linear_kquant(KernelRunner& runner, op::MatmulShape shape, TensorView const& x, TensorView const& w,
+                   TensorView const* bias, TensorView const& out) {
+    if (shape.m == 0 || shape.n == 0) return true;
+    std::uint64_t const bias_at = bias ? runner.address(*bias) : 0;
+    if (bias) require_aligned(bias_at, 4, "linear: bias");
+    if (shape.m <= gemv_max_rows) return linear_gemv(runner, shape, x, w, bias_at, out);
+    linear_gemm(runner, shape, x, w, out);
+    return false;
 }
 
 }  // namespace rayo::cuda::ops

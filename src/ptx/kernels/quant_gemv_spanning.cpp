@@ -25,6 +25,7 @@
 // warps never wait for each other between steps.
 #include <array>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -143,13 +144,14 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
              (config.share_x ? "_xs" : "") +
              (config.prefetch_steps ? "_p" + std::to_string(config.prefetch_steps) : "") +
              (config.early_start ? "_early" : "") + (weights_early ? "_w" + std::to_string(weights_early) : "") +
-             (config.x_before_wait ? "_xw" : ""));
+             (config.x_before_wait ? "_xw" : "") + (config.bias ? "_bias" : ""));
     k.max_threads(32 * warps);
     if (config.max_registers != 0) k.max_registers(config.max_registers);
     Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
     Reg const x = k.cvta_to_global(k.param(Type::u64, "x"));
     Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
     Reg const n = k.param(Type::u32, "n");
+    std::optional<Reg> const bias = config.bias ? std::optional(k.cvta_to_global(k.param(Type::u64, "bias"))) : std::nullopt;
 
     Reg const tid = k.special(Special::tid_x);
     Reg const lane = k.and_(tid, 31);
@@ -598,6 +600,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             Reg const at = k.add(sums, k.shl(k.mul(e, group_warps), 2));
             Reg total = k.ld(Space::shared, Type::f32, Address(at));
             for (unsigned w = 1; w < group_warps; ++w) total = k.add(total, k.ld(Space::shared, Type::f32, Address(at, 4 * w)));
+            if (bias) total = k.add(total, k.ld(Space::global, Type::f32, Address(k.add(*bias, k.mul_wide(row, 4)))));
             k.st(Space::global, Type::f32, Address(k.add(out, k.mul_wide(row, 4))), total);
         });
     });

@@ -189,6 +189,9 @@ struct RAYO_API QuantGemvSpanningConfig {
     // memory there (share_x), or loaded there and quantized after it. Only for an x that no kernel
     // which may still be running writes.
     bool x_before_wait = false;
+    // A fifth parameter, bias (.u64, f32 [n]): row r's result gets bias[r] added (linear's bias,
+    // e.g. the residual stream of a decode step) instead of a separate add kernel.
+    bool bias = false;
 };
 [[nodiscard]] RAYO_API Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config);
 constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) noexcept {
