@@ -4,8 +4,9 @@
 // and multi-head, masks [q_len, kv_len], [batch, 1, 1, kv_len] and [heads, q_len, 1] with −Inf
 // entries and fully hidden rows (zeros), more queries than keys under the causal default (the first
 // rows see nothing: zeros), NaN in q, k and v (prefill, and decode through the key split), hidden
-// rows under the split, rank-3 operands, and 0-sized problems; at f32, f16
-// and bf16 (16-bit inputs are random floats rounded to the type, the reference computed from them).
+// rows under the split, rank-3 operands, and 0-sized problems; decode with the key and value views on
+// 16-byte runs (as a KV cache is) and off them; at f32, f16 and bf16 (16-bit inputs are random floats
+// rounded to the type, the reference computed from them).
 //
 // Tolerance (tolerances.cpp): |got − want| ≤ rel · max|v| · (1 + scale · |q_i| · max_j |k_j|) per
 // element of row i: a score's error grows with |q_i|·|k_j| (and √head_dim, which rel absorbs), and
@@ -32,13 +33,14 @@ struct Problem {
     bool nans = false;     // a NaN in one row of q, one key of k and one element of v
     bool rank3 = false;    // operands without the batch axis (batch 1)
     bool hide_rows = false;  // the mask hides every key of some rows
+    bool aligned = false;    // k and v start on 8 elements (16-byte runs, as a KV cache does)
 
     [[nodiscard]] std::string describe() const {
         return "batch " + std::to_string(batch) + ", q_len " + std::to_string(q_len) + ", kv_len " + std::to_string(kv_len) +
                ", heads " + std::to_string(heads) + "/" + std::to_string(kv_heads) + ", head_dim " + std::to_string(head_dim) +
                (causal ? ", causal" : "") + (offset ? ", offset " + std::to_string(*offset) : "") +
                (mask != MaskKind::none ? ", mask " + std::to_string(static_cast<int>(mask)) : "") + (nans ? ", NaNs" : "") +
-               (rank3 ? ", rank 3" : "");
+               (rank3 ? ", rank 3" : "") + (aligned ? ", aligned" : "");
     }
     [[nodiscard]] std::size_t largest() const { return std::max(batch * q_len * heads, batch * kv_len * kv_heads) * head_dim; }
 };
@@ -148,8 +150,10 @@ void check_problem(CaseContext& ctx, Problem const& p, std::size_t index) {
     params.query_offset = p.offset;
     if (p.mask != MaskKind::none) params.mask = ctx.input(mask.values, mask.shape, index % 2);
     Guarded<T> out = ctx.output<T>(q_shape, index % 3);
-    attention_into(ctx.input(rounded_to<T>(q), q_shape, index % 2), ctx.input(rounded_to<T>(k), kv_shape, (index + 1) % 2),
-                   ctx.input(rounded_to<T>(v), kv_shape, index % 3), params, out.tensor());
+    std::size_t const run = p.aligned ? 8 : 1;
+    attention_into(ctx.input(rounded_to<T>(q), q_shape, index % 2),
+                   ctx.input(rounded_to<T>(k), kv_shape, (index + 1) % 2 * run),
+                   ctx.input(rounded_to<T>(v), kv_shape, index % 3 * run), params, out.tensor());
 
     // Per (batch, kv head): max |v| and max |k_j|; per row: |q_i|.
     std::size_t const group = p.kv_heads ? p.heads / p.kv_heads : 1;
@@ -192,7 +196,8 @@ std::vector<Problem> problems() {
         {.batch = 1, .q_len = 9, .kv_len = 70, .heads = 3, .kv_heads = 1, .head_dim = 96, .causal = true, .offset = 40,
          .mask = MaskKind::rows_by_keys},
         {.batch = 1, .q_len = 1, .kv_len = 1000, .heads = 4, .kv_heads = 1, .head_dim = 64, .causal = true},
-        {.batch = 2, .q_len = 1, .kv_len = 1100, .heads = 8, .kv_heads = 2, .head_dim = 128, .causal = true},
+        {.batch = 2, .q_len = 1, .kv_len = 1100, .heads = 8, .kv_heads = 2, .head_dim = 128, .causal = true,
+         .aligned = true},
         {.batch = 2, .q_len = 3, .kv_len = 300, .heads = 2, .kv_heads = 2, .head_dim = 128, .mask = MaskKind::per_batch_key},
         {.batch = 1, .q_len = 16, .kv_len = 40, .heads = 4, .kv_heads = 2, .head_dim = 128, .causal = true,
          .mask = MaskKind::per_batch_key},
@@ -201,20 +206,24 @@ std::vector<Problem> problems() {
         {.batch = 1, .q_len = 12, .kv_len = 20, .heads = 2, .kv_heads = 2, .head_dim = 40, .mask = MaskKind::rows_by_keys,
          .rank3 = true, .hide_rows = true},
         {.batch = 1, .q_len = 6, .kv_len = 10, .heads = 2, .kv_heads = 2, .head_dim = 64, .nans = true},
-        {.batch = 1, .q_len = 1, .kv_len = 700, .heads = 4, .kv_heads = 2, .head_dim = 64, .nans = true},
+        {.batch = 1, .q_len = 1, .kv_len = 700, .heads = 4, .kv_heads = 2, .head_dim = 64, .nans = true,
+         .aligned = true},
         {.batch = 1, .q_len = 2, .kv_len = 600, .heads = 2, .kv_heads = 1, .head_dim = 64, .mask = MaskKind::rows_by_keys,
          .hide_rows = true},
         {.batch = 1, .q_len = 7, .kv_len = 4, .heads = 2, .kv_heads = 1, .head_dim = 64, .causal = true},
         // Decode over a short cache: splits of one tile where longer ones leave multiprocessors idle.
         {.batch = 1, .q_len = 1, .kv_len = 100, .heads = 4, .kv_heads = 1, .head_dim = 128, .causal = true},
-        // Decode at an offset short of the cache's end (keys past it unseen), a group of 3, head_dim 40;
-        // and a group of 16 query heads a key/value head.
-        {.batch = 2, .q_len = 1, .kv_len = 90, .heads = 6, .kv_heads = 2, .head_dim = 40, .causal = true, .offset = 50},
+        // Decode at an offset short of the cache's end (keys past it unseen), a group of 3, head_dim 40
+        // (five 16-byte runs of f16); and a group of 16 query heads a key/value head.
+        {.batch = 2, .q_len = 1, .kv_len = 90, .heads = 6, .kv_heads = 2, .head_dim = 40, .causal = true, .offset = 50,
+         .aligned = true},
         {.batch = 1, .q_len = 1, .kv_len = 130, .heads = 16, .kv_heads = 1, .head_dim = 64, .causal = true},
         // Decode with the largest group a decode workgroup takes (8) at head_dim 256, and with one
-        // query head a key/value head over a cache of 45 keys (a split of 13) at head_dim 36.
-        {.batch = 1, .q_len = 1, .kv_len = 77, .heads = 8, .kv_heads = 1, .head_dim = 256},
-        {.batch = 1, .q_len = 1, .kv_len = 45, .heads = 3, .kv_heads = 3, .head_dim = 36, .causal = true},
+        // query head a key/value head over a cache of 45 keys (a split of 13) at head_dim 36 (not whole
+        // 16-byte runs of f16).
+        {.batch = 1, .q_len = 1, .kv_len = 77, .heads = 8, .kv_heads = 1, .head_dim = 256, .aligned = true},
+        {.batch = 1, .q_len = 1, .kv_len = 45, .heads = 3, .kv_heads = 3, .head_dim = 36, .causal = true,
+         .aligned = true},
         {.batch = 1, .q_len = 70, .kv_len = 130, .heads = 8, .kv_heads = 2, .head_dim = 64, .causal = true,
          .mask = MaskKind::per_head_row},
         // Prefill long enough for the GPUs' blocks of 128 query rows (Hopper's wgmma kernel): two row
@@ -225,6 +234,14 @@ std::vector<Problem> problems() {
         {.batch = 2, .q_len = 0, .kv_len = 9, .heads = 2, .kv_heads = 1, .head_dim = 64},
         {.batch = 1, .q_len = 3, .kv_len = 0, .heads = 2, .kv_heads = 1, .head_dim = 64, .causal = true},
         {.batch = 0, .q_len = 3, .kv_len = 5, .heads = 2, .kv_heads = 2, .head_dim = 64},
+        // Decode over a cache of 5 keys, of one key seen (query_offset 0) and of none (zeros); and a
+        // cache long enough for splits of 128 keys (the last of 4) over 32 query heads of 8 key/value heads.
+        {.batch = 1, .q_len = 1, .kv_len = 5, .heads = 4, .kv_heads = 2, .head_dim = 64, .aligned = true},
+        {.batch = 1, .q_len = 1, .kv_len = 40, .heads = 2, .kv_heads = 1, .head_dim = 64, .causal = true, .offset = 0,
+         .aligned = true},
+        {.batch = 2, .q_len = 1, .kv_len = 0, .heads = 2, .kv_heads = 1, .head_dim = 64, .aligned = true},
+        {.batch = 2, .q_len = 1, .kv_len = 4100, .heads = 32, .kv_heads = 8, .head_dim = 128, .causal = true,
+         .aligned = true},
     };
 }
 

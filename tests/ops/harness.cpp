@@ -50,8 +50,9 @@ std::vector<Target> const& targets() {
             if (d.kind() == DeviceKind::cpu) continue;
             t.push_back({id, d.kind(), [d] { return d; }, [] {}, device_budget});
 #if RAYO_TEST_VULKAN
-            // The shared-memory builds of the reduction, row and K-quant GEMV shaders, where the
-            // device would otherwise take the subgroup ones.
+            // The shared-memory builds of the reduction, row and K-quant GEMV shaders and the
+            // portable decode attention shader (attention_decode), where the device would otherwise
+            // take the subgroup ones.
             if (d.kind() == DeviceKind::vulkan && vulkan::has_subgroup_arithmetic(d))
                 t.push_back({id + "_shared_memory", d.kind(),
                              [d] {
@@ -61,6 +62,7 @@ std::vector<Target> const& targets() {
                              [d] { vulkan::use_subgroups(d, true); }, device_budget, [](Op op, DType dtype) {
                                  OpFamily const f = family(op);
                                  return f == OpFamily::reduction || f == OpFamily::softmax || f == OpFamily::normalization ||
+                                        op == Op::attention ||
                                         (op == Op::linear && (dtype == DType::q4_k || dtype == DType::q6_k));
                              }});
 #endif

@@ -1,10 +1,14 @@
-// Attention on Vulkan, four shaders:
+// Attention on Vulkan, five shaders:
 // * f16 prefill on devices with cooperative matrices (tensor cores): attention_coopmat_d<D>.comp,
 //   flash attention with q·kᵀ and P·v on 16x16 by 16x8 fragments, 64 query rows a workgroup, for
 //   head_dim 64, 80, 96, 128 and 256 (a build each, so its loops unroll);
-// * one query row a head without a mask (a decode step): attention_decode.comp, a workgroup a split
-//   of 32 keys of a key/value head for all the query heads of its group, an invocation a (head,
-//   key) pair;
+// * one query row a head without a mask (a decode step), with subgroups and key and value views on
+//   16-byte chunks: attention_decode_subgroup.comp, a workgroup a split of 32 to 128 keys of a
+//   key/value head for all the query heads of its group, a team of up to 8 lanes reading a key row
+//   in 16-byte chunks and summing its dot products by shuffles, an invocation a chunk of the value
+//   rows for a subset of the keys;
+// * other decode steps (no subgroups, unaligned views, head_dim not of whole chunks):
+//   attention_decode.comp, a workgroup a split of 32 keys, an invocation a (head, key) pair;
 // * everything else (f32, bf16, unaligned views, other head dims, devices without those features):
 //   attention.comp, a team of invocations per query row, the keys in blocks through an online softmax,
 //   the head dim a specialization constant (any up to 256), split across workgroups with the same
@@ -34,7 +38,7 @@ struct AttentionPush {
     std::uint32_t splits = 1, keys_per_split = 0;
 };
 
-// Mirrors the push constants of shaders/attention_decode.comp.
+// Mirrors the push constants of shaders/attention_decode.comp and attention_decode_subgroup.comp.
 struct DecodePush {
     std::uint32_t q_offset = 0, k_offset = 0, v_offset = 0;
     std::uint32_t kv_len = 0, heads = 0, kv_heads = 0, seen = 0;
@@ -42,8 +46,8 @@ struct DecodePush {
     std::uint32_t splits = 1;
 };
 
-// attention_decode.comp's MAX_GROUP and MAX_D, and the keys a split: 32, so that a decode step's
-// short cache still gives many workgroups (docs/backends/vulkan.md has the figure).
+// The decode shaders' MAX_GROUP and MAX_D, and attention_decode.comp's keys a split: 32, so that a
+// decode step's short cache still gives many workgroups (docs/backends/vulkan.md has the figure).
 constexpr std::size_t decode_max_group = 8, decode_max_head_dim = 256, decode_split_keys = 32;
 
 // One query row a head, no mask, a group the shader holds.
@@ -72,6 +76,46 @@ std::size_t decode_keys(ShaderRunner const& r, op::Attention const& a) {
 std::size_t decode_splits(ShaderRunner const& r, op::Attention const& a) {
     std::size_t const keys = decode_keys(r, a);
     return std::max<std::size_t>(1, (decode_seen(a) + keys - 1) / keys);
+}
+
+// attention_decode_subgroup.comp: its workgroup size, its keys a split (most_keys, halved down to
+// least_keys while the splits give fewer than busy workgroups, so that a short cache still fills
+// the GPU; 512 ran the H200's 8192-key step faster than 256 or 1024, the combining pass growing
+// with the splits) and the most lanes a team (the least subgroup size of a compute shader on
+// devices that vary it).
+constexpr std::size_t subgroup_decode_workgroup = 128, subgroup_decode_most_keys = 128,
+                      subgroup_decode_least_keys = 32, subgroup_decode_busy = 512, subgroup_decode_max_team = 8;
+
+struct SubgroupDecode {
+    std::size_t keys = 0, splits = 0, team = 0;
+};
+
+// The subgroup decode shader's plan where it runs: subgroups on, a head_dim of whole 16-byte chunks,
+// key and value views that start on one, full subgroups, a team the subgroup holds and shared
+// memory the device has.
+std::optional<SubgroupDecode> subgroup_decode(ShaderRunner const& r, op::Attention const& a, DType type,
+                                              std::uint32_t k_offset, std::uint32_t v_offset) {
+    std::size_t const chunk = 16 / bytes_for(type, 1), chunks = a.head_dim / chunk, group = a.heads / a.kv_heads;
+    std::size_t const subgroup = r.physical().subgroup_size;
+    if (!r.subgroups() || a.head_dim == 0 || a.head_dim % chunk != 0 || k_offset % chunk != 0 ||
+        v_offset % chunk != 0 || subgroup_decode_workgroup % subgroup != 0 || chunks > subgroup_decode_workgroup)
+        return std::nullopt;
+    SubgroupDecode d;
+    // A team of the least power of two lanes that leaves each at most two chunks of a key row.
+    d.team = 1;
+    while (d.team * 2 < chunks && d.team < std::min(subgroup, subgroup_decode_max_team)) d.team *= 2;
+    if (chunks > 8 * d.team) return std::nullopt;  // at most 8 chunks a lane in registers (the shader's PER)
+    std::size_t const seen = decode_seen(a), kv_groups = a.batch * a.kv_heads;
+    d.keys = subgroup_decode_most_keys;
+    while (d.keys > subgroup_decode_least_keys && (seen + d.keys - 1) / d.keys * kv_groups < subgroup_decode_busy)
+        d.keys /= 2;
+    d.splits = std::max<std::size_t>(1, (seen + d.keys - 1) / d.keys);
+    std::size_t const subsets = subgroup_decode_workgroup / chunks;
+    // q, the halving tree's slots (attention_decode_subgroup.comp's SLOTS) and the scores, in floats.
+    std::size_t const slots = std::max<std::size_t>(1, subsets / 2);
+    std::size_t const shared = (group * a.head_dim * (1 + slots) + group * d.keys) * sizeof(float);
+    if (shared > r.limits().maxComputeSharedMemorySize) return std::nullopt;
+    return d;
 }
 
 // Mirrors the push constants of shaders/attention_combine.comp.
@@ -221,11 +265,11 @@ void check_combine_budget(ShaderRunner const& r, op::Attention const& a, std::si
                         "attention's combination of " + std::to_string(splits) + " splits");
 }
 
-// A decode step on attention_decode.comp, its splits merged by attention_combine.comp.
+// A decode step on attention_decode_subgroup.comp where it runs, else attention_decode.comp; the
+// splits merged by attention_combine.comp.
 void run_decode(ShaderRunner& r, op::Attention const& a, Binding const& q, Binding const& k, Binding const& val,
                 Binding const& o, DType type) {
-    std::size_t const size = bytes_for(type, 1), keys = decode_keys(r, a), splits = decode_splits(r, a);
-    std::size_t const group = a.heads / a.kv_heads;
+    std::size_t const size = bytes_for(type, 1), group = a.heads / a.kv_heads;
     DecodePush push;
     push.q_offset = q.element_offset(size);
     push.k_offset = k.element_offset(size);
@@ -235,14 +279,29 @@ void run_decode(ShaderRunner& r, op::Attention const& a, Binding const& q, Bindi
     push.kv_heads = static_cast<std::uint32_t>(a.kv_heads);
     push.seen = static_cast<std::uint32_t>(decode_seen(a));
     push.scale = a.scale;
+    std::optional<SubgroupDecode> const fast = subgroup_decode(r, a, type, push.k_offset, push.v_offset);
+    std::size_t const keys = fast ? fast->keys : decode_keys(r, a), splits = fast ? fast->splits : decode_splits(r, a);
     push.splits = static_cast<std::uint32_t>(splits);
     check_combine_budget(r, a, splits);
     ScratchBuffer const partials = r.scratch(a.batch * a.heads * splits * (a.head_dim + 2) * sizeof(float));
-    SpecConstants constants{0u, static_cast<std::uint32_t>(keys * group), static_cast<std::uint32_t>(a.head_dim),
-                            static_cast<std::uint32_t>(group), static_cast<std::uint32_t>(keys)};
-    Shader const shader = element_build(Shader::attention_decode, Shader::attention_decode_element16, type, constants);
-    r.dispatch(shader, constants, {q, k, val, partials.bind(Access::write)}, push,
-               {static_cast<std::uint32_t>(splits), static_cast<std::uint32_t>(a.batch * a.kv_heads)});
+    Groups const groups{static_cast<std::uint32_t>(splits), static_cast<std::uint32_t>(a.batch * a.kv_heads)};
+    if (fast) {
+        SpecConstants constants{0u,
+                                static_cast<std::uint32_t>(subgroup_decode_workgroup),
+                                static_cast<std::uint32_t>(a.head_dim),
+                                static_cast<std::uint32_t>(group),
+                                static_cast<std::uint32_t>(keys),
+                                static_cast<std::uint32_t>(fast->team)};
+        Shader const shader = element_build(Shader::attention_decode_subgroup,
+                                            Shader::attention_decode_subgroup_element16, type, constants);
+        r.dispatch(shader, constants, {q, k, val, partials.bind(Access::write)}, push, groups);
+    } else {
+        SpecConstants constants{0u, static_cast<std::uint32_t>(keys * group), static_cast<std::uint32_t>(a.head_dim),
+                                static_cast<std::uint32_t>(group), static_cast<std::uint32_t>(keys)};
+        Shader const shader =
+            element_build(Shader::attention_decode, Shader::attention_decode_element16, type, constants);
+        r.dispatch(shader, constants, {q, k, val, partials.bind(Access::write)}, push, groups);
+    }
     combine_splits(r, a, type, partials, o, splits, o.element_offset(size));
 }
 
