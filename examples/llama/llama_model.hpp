@@ -171,6 +171,15 @@ public:
     void apply_into(rayo::FTensor const& x, rayo::FTensor const& bias, rayo::FTensor const& out) const {
         std::visit([&](auto const& w) { rayo::linear_into(x, w, bias, out); }, w_);
     }
+    // rms_norm(x, gain, eps) · wᵀ, in one op.
+    void apply_normed_into(rayo::FTensor const& x, rayo::FTensor const& gain, float eps, rayo::FTensor const& out) const {
+        std::visit([&](auto const& w) { rayo::rms_norm_linear_into(x, gain, eps, w, out); }, w_);
+    }
+    // swiglu(gate, up) · wᵀ + bias, in one op.
+    void apply_swiglu_into(rayo::FTensor const& gate, rayo::FTensor const& up, rayo::FTensor const& bias,
+                           rayo::FTensor const& out) const {
+        std::visit([&](auto const& w) { rayo::swiglu_linear_into(gate, up, w, bias, out); }, w_);
+    }
     // The rows `ids` of the matrix as f32 (the token embeddings).
     [[nodiscard]] rayo::FTensor rows(rayo::Tensor<std::int32_t> const& ids) const {
         rayo::FTensor out = rayo::FTensor::empty(rayo::Shape{ids.shape()[0], shape()[1]}, ids.device());
@@ -219,14 +228,15 @@ public:
         return n;
     }
 
-    // x [1, in] → out [rows()]: each projection's values at its rows' place, in order.
-    void apply_one_into(rayo::FTensor const& x, rayo::FTensor const& out) const {
+    // rms_norm(x [1, in], gain, eps) → out [rows()]: each projection's values at its rows' place, in
+    // order, each group's product forming the normalised input itself.
+    void apply_one_normed_into(rayo::FTensor const& x, rayo::FTensor const& gain, float eps, rayo::FTensor const& out) const {
         std::int64_t at = 0;
         std::size_t part = 0;
         for (Group const& g : groups_) {
             std::int64_t rows = 0;
             for (std::size_t i = 0; i < g.parts; ++i) rows += part_rows_[part++];
-            g.weight.apply_into(x, out.slice(at, at + rows).reshape({1, rows}));
+            g.weight.apply_normed_into(x, gain, eps, out.slice(at, at + rows).reshape({1, rows}));
             at += rows;
         }
     }
@@ -536,7 +546,7 @@ private:
     // id upload, and runs its ops in place where they allow it. `step` holds the token's id and
     // position, which every op of the step reads from the device.
     struct DecodeBuffers {
-        rayo::FTensor x, h, qkv, attended, y, gate_up, logits;
+        rayo::FTensor x, qkv, attended, y, gate_up, logits;
         rayo::Tensor<std::int32_t> step;
     };
 
@@ -545,7 +555,7 @@ private:
             auto const d = static_cast<std::int64_t>(hp_.width), f = static_cast<std::int64_t>(hp_.ffn_width);
             auto const q = static_cast<std::int64_t>(hp_.heads * hp_.head_dim);
             auto const make = [&](rayo::Shape shape) { return rayo::FTensor::empty(std::move(shape), device_); };
-            decode_ = DecodeBuffers{.x = make({1, d}), .h = make({1, d}), .qkv = make({w_.layers.front().qkv.rows()}),
+            decode_ = DecodeBuffers{.x = make({1, d}), .qkv = make({w_.layers.front().qkv.rows()}),
                                     .attended = make({1, q}), .y = make({1, d}), .gate_up = make({2 * f}),
                                     .logits = make({static_cast<std::int64_t>(hp_.vocab)}),
                                     .step = rayo::Tensor<std::int32_t>::zeros(rayo::Shape{2}, device_)};
@@ -557,8 +567,9 @@ private:
     // before its attention (rms_norm, q/k/v, rope of q and k, k and v into the cache at the
     // position), and after it (the output projection with the residual as its bias, rms_norm, the
     // feed-forward with the residual). q and k, neighbours in the projection's output, turn in place
-    // in one rope; then k and v, neighbours too, go into the cache in one index_copy. The residual
-    // stream passes between x and y.
+    // in one rope; then k and v, neighbours too, go into the cache in one index_copy. rms_norm and
+    // swiglu are formed by the products that read them (rms_norm_linear, swiglu_linear). The
+    // residual stream passes between x and y.
     void before_attention(std::size_t l) {
         DecodeBuffers& b = *decode_;
         Layer const& layer = w_.layers[l];
@@ -567,8 +578,7 @@ private:
         rayo::Tensor<std::int32_t> const position = b.step.slice(1, 2);
         rayo::FTensor const qk = b.qkv.slice(0, (heads + kv_heads) * hd).reshape({1, heads + kv_heads, hd});
         rayo::FTensor const kv = b.qkv.slice(heads * hd, (heads + 2 * kv_heads) * hd).reshape({2, 1, kv_heads, hd});
-        rayo::rms_norm_into(b.x, layer.attn_norm, hp_.rms_eps, b.h);
-        layer.qkv.apply_one_into(b.h, b.qkv);
+        layer.qkv.apply_one_normed_into(b.x, layer.attn_norm, hp_.rms_eps, b.qkv);
         rayo::rope_into(qk, position, rope_, qk);
         rayo::index_copy_into(kv, 1, position, kv_cache_[l]);
     }
@@ -578,15 +588,12 @@ private:
         auto const f = static_cast<std::int64_t>(hp_.ffn_width), d = static_cast<std::int64_t>(hp_.width);
         rayo::FTensor const gate = b.gate_up.slice(0, f).reshape({1, f}), up = b.gate_up.slice(f, 2 * f).reshape({1, f});
         layer.o.apply_into(b.attended, b.x.reshape({d}), b.y);
-        rayo::rms_norm_into(b.y, layer.ffn_norm, hp_.rms_eps, b.h);
-        layer.gate_up.apply_one_into(b.h, b.gate_up);
-        rayo::swiglu_into(gate, up, gate);
-        layer.down.apply_into(gate, b.y.reshape({d}), b.x);
+        layer.gate_up.apply_one_normed_into(b.y, layer.ffn_norm, hp_.rms_eps, b.gate_up);
+        layer.down.apply_swiglu_into(gate, up, b.y.reshape({d}), b.x);
     }
     void logits_of_last() {
         DecodeBuffers& b = *decode_;
-        rayo::rms_norm_into(b.x, w_.output_norm, hp_.rms_eps, b.h);
-        w_.output.apply_into(b.h, b.logits.reshape({1, static_cast<std::int64_t>(hp_.vocab)}));
+        w_.output.apply_normed_into(b.x, w_.output_norm, hp_.rms_eps, b.logits.reshape({1, static_cast<std::int64_t>(hp_.vocab)}));
     }
     // The stretch of a decode step before attention `l` (l = layers: after the last one).
     void segment(std::size_t l) {

@@ -214,6 +214,26 @@ template <LinearWeight W, HalfPrecision O>
 RAYO_API void linear_into(FTensor const& x, Tensor<W> const& w, Tensor<O> const& out);
 template <LinearWeight W, HalfPrecision O>
 RAYO_API void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& bias, Tensor<O> const& out);
+// linear of an input formed in the same op, as a decode step's feed-forward and projections take
+// it: swiglu_linear(gate, up, w) = linear(swiglu(gate, up), w) and rms_norm_linear(x, gain, eps,
+// w) = linear(rms_norm(x, gain, eps), w), each with an optional bias. One op: a backend forms the
+// input inside the product's kernel where it has one (CUDA's one-row K-quant GEMV), else into a
+// temporary of its own just before it, so they run inside rayo::capture like any op. f32 operands;
+// up has gate's shape, gain is [in]. Counted as linear in rayo::stats().
+template <LinearWeight W>
+RAYO_API FTensor swiglu_linear(FTensor const& gate, FTensor const& up, Tensor<W> const& w);
+template <LinearWeight W>
+RAYO_API void swiglu_linear_into(FTensor const& gate, FTensor const& up, Tensor<W> const& w, FTensor const& out);
+template <LinearWeight W>
+RAYO_API void swiglu_linear_into(FTensor const& gate, FTensor const& up, Tensor<W> const& w, FTensor const& bias,
+                                 FTensor const& out);
+template <LinearWeight W>
+RAYO_API FTensor rms_norm_linear(FTensor const& x, FTensor const& gain, float eps, Tensor<W> const& w);
+template <LinearWeight W>
+RAYO_API void rms_norm_linear_into(FTensor const& x, FTensor const& gain, float eps, Tensor<W> const& w, FTensor const& out);
+template <LinearWeight W>
+RAYO_API void rms_norm_linear_into(FTensor const& x, FTensor const& gain, float eps, Tensor<W> const& w,
+                                   FTensor const& bias, FTensor const& out);
 
 // ---- element types -------------------------------------------------------------------------------
 // The element types cast converts between.

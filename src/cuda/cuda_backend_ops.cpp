@@ -31,6 +31,7 @@ public:
         return backend_.multiprocessor_shared();
     }
     [[nodiscard]] std::uint64_t address(TensorView const& view) override {
+        if (is_temporary_tensor(view.buffer)) return view.buffer + view.offset;
         return backend_.address(view.buffer, view.offset, view.span_bytes(), "kernel operand");
     }
     [[nodiscard]] bool settled(TensorView const& view) const noexcept override {

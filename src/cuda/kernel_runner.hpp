@@ -3,6 +3,7 @@
 // CudaBackend implements it; the op files see nothing else of the runtime.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <concepts>
@@ -14,6 +15,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "cuda/residency.hpp"
 #include "dispatch/backend.hpp"
@@ -126,6 +128,17 @@ public:
         std::array<void*, sizeof...(Args)> pointers{static_cast<void*>(&args)...};
         launch(key, make, dims, pointers);
     }
+
+    // Temporaries seen as operands (TemporaryTensor): a view whose buffer is one of them has its
+    // address as its handle, which address() resolves.
+    void add_temporary_tensor(std::uint64_t address) { temporary_tensors_.push_back(address); }
+    void remove_temporary_tensor(std::uint64_t address) noexcept { std::erase(temporary_tensors_, address); }
+    [[nodiscard]] bool is_temporary_tensor(std::uint64_t handle) const noexcept {
+        return std::ranges::find(temporary_tensors_, handle) != temporary_tensors_.end();
+    }
+
+private:
+    std::vector<std::uint64_t> temporary_tensors_;
 };
 
 // Temporary device memory released (stream-ordered) when it goes out of scope.
@@ -140,6 +153,23 @@ public:
 private:
     KernelRunner* runner_;
     std::uint64_t address_;
+};
+
+// A TemporaryBuffer seen as an operand handle (TensorView::buffer), for an op that passes an
+// intermediate between the backend's own ops.
+class TemporaryTensor {
+public:
+    TemporaryTensor(KernelRunner& runner, std::size_t bytes) : buffer_(runner, bytes), runner_(&runner) {
+        runner.add_temporary_tensor(buffer_.address());
+    }
+    ~TemporaryTensor() { runner_->remove_temporary_tensor(buffer_.address()); }
+    TemporaryTensor(TemporaryTensor const&) = delete;
+    TemporaryTensor& operator=(TemporaryTensor const&) = delete;
+    [[nodiscard]] std::uintptr_t handle() const noexcept { return buffer_.address(); }
+
+private:
+    TemporaryBuffer buffer_;
+    KernelRunner* runner_;
 };
 
 }  // namespace rayo::cuda

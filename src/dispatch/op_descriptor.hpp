@@ -80,13 +80,21 @@ struct MatmulShape {
     bool tf32 = false;
 };
 
+// What linear multiplies: its x as given, or an input formed from x and a fourth operand first:
+// swiglu(x, up) (silu(x)·up, x the gate) or rms_norm(x, eps)·gain. A backend may form it inside
+// the product's kernel (fused) or into a temporary before it (dispatch/linear_input.hpp).
+enum class LinearInput : std::uint8_t { x, swiglu, rms_norm };
+
 // matmul (a and b of one floating type, batched) or linear (f32 a, b the weights: f32, f16, bf16,
 // q4_k or q6_k, b_transposed, batch 1). in: a, b[, bias: f32 [n], linear only, added to every row
-// of out]; out: f32 [batch, m, n].
+// of out][, linear with a formed input only: up (f32, a's shape) or gain (f32 [k])]; out: f32
+// [batch, m, n].
 struct Matmul {
     static constexpr OpFamily family = OpFamily::matmul;
     Op op;
     MatmulShape shape;
+    LinearInput input = LinearInput::x;
+    float eps = 0.0f;  // rms_norm's
 };
 
 // f32 values -> blocks of out's type (q4_k, q6_k, q8_k). in: values; out: blocks.

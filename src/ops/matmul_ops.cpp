@@ -180,6 +180,80 @@ FTensor linear(FTensor const& x, Tensor<W> const& w, FTensor const& bias) {
     return out;
 }
 
+// ---- linear of a formed input (swiglu_linear, rms_norm_linear)
+
+namespace {
+
+// x (swiglu's gate) and its second operand (up, or rms_norm's gain) checked, then linear with the
+// input formed from them, in one op.
+template <LinearWeight W>
+void formed_linear_into(detail::op::LinearInput input, float eps, FTensor const& x, FTensor const& second,
+                        Tensor<W> const& w, FTensor const* bias, FTensor const& out) {
+    bool const swiglu = input == detail::op::LinearInput::swiglu;
+    std::string const name = swiglu ? "swiglu_linear" : "rms_norm_linear";
+    auto const [s, result] = linear_shape(x, w);
+    detail::check_same_device(name, x, second);
+    if (swiglu && second.shape() != x.shape())
+        throw ShapeError(name + ": up has shape " + second.shape().to_string() + ", expected gate's " + x.shape().to_string());
+    if (!swiglu && second.shape() != Shape{static_cast<std::int64_t>(s.k)})
+        throw ShapeError(name + ": gain has shape " + second.shape().to_string() + ", expected [" + std::to_string(s.k) +
+                         "] to match the last axis of " + x.shape().to_string());
+    if (!swiglu && !(eps >= 0.0f)) throw Error(name + ": eps must be >= 0, got " + std::to_string(eps));
+    if (bias) check_bias(x, s.n, *bias);
+    for (FTensor const* in : {&x, &second, bias}) if (in) detail::check_out(name, out, result, *in, false);
+    detail::check_out(name, out, result, w, false);
+    detail::dispatch(x.device(), detail::op::Matmul{Op::linear, s, input, eps},
+                     {detail::arg(x), detail::arg(w), bias ? detail::arg(*bias) : detail::no_arg(), detail::arg(second)},
+                     {detail::arg(out)});
+}
+
+}  // namespace
+
+template <LinearWeight W>
+FTensor swiglu_linear(FTensor const& gate, FTensor const& up, Tensor<W> const& w) {
+    FTensor out = FTensor::empty(linear_shape(gate, w).second, gate.device());
+    formed_linear_into(detail::op::LinearInput::swiglu, 0.0f, gate, up, w, nullptr, out);
+    return out;
+}
+template <LinearWeight W>
+void swiglu_linear_into(FTensor const& gate, FTensor const& up, Tensor<W> const& w, FTensor const& out) {
+    formed_linear_into(detail::op::LinearInput::swiglu, 0.0f, gate, up, w, nullptr, out);
+}
+template <LinearWeight W>
+void swiglu_linear_into(FTensor const& gate, FTensor const& up, Tensor<W> const& w, FTensor const& bias, FTensor const& out) {
+    formed_linear_into(detail::op::LinearInput::swiglu, 0.0f, gate, up, w, &bias, out);
+}
+template <LinearWeight W>
+FTensor rms_norm_linear(FTensor const& x, FTensor const& gain, float eps, Tensor<W> const& w) {
+    FTensor out = FTensor::empty(linear_shape(x, w).second, x.device());
+    formed_linear_into(detail::op::LinearInput::rms_norm, eps, x, gain, w, nullptr, out);
+    return out;
+}
+template <LinearWeight W>
+void rms_norm_linear_into(FTensor const& x, FTensor const& gain, float eps, Tensor<W> const& w, FTensor const& out) {
+    formed_linear_into(detail::op::LinearInput::rms_norm, eps, x, gain, w, nullptr, out);
+}
+template <LinearWeight W>
+void rms_norm_linear_into(FTensor const& x, FTensor const& gain, float eps, Tensor<W> const& w, FTensor const& bias,
+                          FTensor const& out) {
+    formed_linear_into(detail::op::LinearInput::rms_norm, eps, x, gain, w, &bias, out);
+}
+
+#define RAYO_INSTANTIATE_FORMED_LINEAR(W)                                                                              \
+    template FTensor swiglu_linear(FTensor const&, FTensor const&, Tensor<W> const&);                                 \
+    template void swiglu_linear_into(FTensor const&, FTensor const&, Tensor<W> const&, FTensor const&);               \
+    template void swiglu_linear_into(FTensor const&, FTensor const&, Tensor<W> const&, FTensor const&, FTensor const&); \
+    template FTensor rms_norm_linear(FTensor const&, FTensor const&, float, Tensor<W> const&);                        \
+    template void rms_norm_linear_into(FTensor const&, FTensor const&, float, Tensor<W> const&, FTensor const&);      \
+    template void rms_norm_linear_into(FTensor const&, FTensor const&, float, Tensor<W> const&, FTensor const&,       \
+                                       FTensor const&);
+RAYO_INSTANTIATE_FORMED_LINEAR(float)
+RAYO_INSTANTIATE_FORMED_LINEAR(half)
+RAYO_INSTANTIATE_FORMED_LINEAR(bfloat16)
+RAYO_INSTANTIATE_FORMED_LINEAR(q4_k)
+RAYO_INSTANTIATE_FORMED_LINEAR(q6_k)
+#undef RAYO_INSTANTIATE_FORMED_LINEAR
+
 // ---- products rounded into 16-bit outputs: the f32 product, then cast
 
 namespace {

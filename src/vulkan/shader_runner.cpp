@@ -45,6 +45,11 @@ Binding ShaderRunner::bind(detail::TensorView const& view, std::size_t bytes, Ac
     return {b.allocation.buffer, b.allocation.offset, b.allocation.size, view.offset, bytes, access, &b.last_use};
 }
 
+ScratchTensor::ScratchTensor(VulkanBackend& backend, std::size_t bytes)
+    : backend_(&backend), handle_(backend.allocate_locked(std::max<std::size_t>(bytes, 4))) {}
+
+ScratchTensor::~ScratchTensor() { backend_->release_locked(handle_); }
+
 ScratchBuffer ShaderRunner::scratch(std::size_t bytes) {
     Allocation a;
     try {

@@ -95,6 +95,22 @@ private:
     Allocation allocation_;
 };
 
+// A buffer of the backend's for the length of one op, seen through a handle as tensors are
+// (TensorView::buffer): an intermediate that the op passes between the backend's own ops. Freed
+// once the work recorded on it has run.
+class ScratchTensor {
+public:
+    ScratchTensor(VulkanBackend& backend, std::size_t bytes);
+    ~ScratchTensor();
+    ScratchTensor(ScratchTensor const&) = delete;
+    ScratchTensor& operator=(ScratchTensor const&) = delete;
+    [[nodiscard]] std::uintptr_t handle() const noexcept { return handle_; }
+
+private:
+    VulkanBackend* backend_;
+    std::uintptr_t handle_;
+};
+
 struct Groups {
     std::uint32_t x = 1, y = 1, z = 1;
 };
@@ -131,6 +147,7 @@ public:
     // A tensor's range [view.offset, view.offset + bytes) as a dispatch argument; checks range and alignment.
     [[nodiscard]] Binding bind(detail::TensorView const& view, std::size_t bytes, Access access, char const* what);
     [[nodiscard]] ScratchBuffer scratch(std::size_t bytes);
+    [[nodiscard]] ScratchTensor scratch_tensor(std::size_t bytes) { return {backend_, bytes}; }
     // A scratch buffer of at least `bytes` kept by the backend for the next op that asks (a new
     // allocation of that size costs milliseconds): linear's decoded K-quant weights.
     [[nodiscard]] ScratchBuffer const& kept_scratch(std::size_t bytes);

@@ -69,6 +69,10 @@ void VulkanBackend::reclaim() {
 
 std::uintptr_t VulkanBackend::allocate(std::size_t bytes) {
     std::lock_guard lock(mutex_);
+    return allocate_locked(bytes);
+}
+
+std::uintptr_t VulkanBackend::allocate_locked(std::size_t bytes) {
     auto const& limits = device_.physical().properties.limits;
     // The heap first: a request no heap can hold is out of memory, whatever the binding limit.
     if (bytes > device_memory_.heap_bytes())
@@ -97,6 +101,10 @@ std::uintptr_t VulkanBackend::allocate(std::size_t bytes) {
 
 void VulkanBackend::release(std::uintptr_t handle) noexcept {
     std::lock_guard lock(mutex_);
+    release_locked(handle);
+}
+
+void VulkanBackend::release_locked(std::uintptr_t handle) noexcept {
     auto node = buffers_.extract(handle);
     if (node.empty()) return;
     try {

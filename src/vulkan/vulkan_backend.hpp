@@ -61,6 +61,10 @@ public:
 private:
     friend class ShaderRunner;
     friend class ScratchBuffer;
+    friend class ScratchTensor;
+    // allocate and release with mutex_ held (by run(), for an op's temporary tensors).
+    [[nodiscard]] std::uintptr_t allocate_locked(std::size_t bytes);
+    void release_locked(std::uintptr_t handle) noexcept;
     struct Buffer {
         Allocation allocation;
         std::uint64_t last_use = 0;  // serial of the last batch that touched it

@@ -396,6 +396,122 @@ void check_kquant_linear(CaseContext& ctx) {
     }
 }
 
+// swiglu_linear and rms_norm_linear: the input formed in float64 from the stored operands (silu(gate)
+// ·up; x/sqrt(mean(x²) + eps)·gain), then the product with the weights as stored (K-quant ones
+// dequantized), with and without a bias. One row of x at the decode shapes (where a GPU forms the
+// input inside its GEMV), several rows, rows of x that are not 16-byte aligned, 0 rows; x of large
+// magnitude (1e20: squares past f32's range) and of mixed signs. Float weights: each element
+// within the product's tolerance plus the formed input's rounding to f32 (2^-22 of its magnitude);
+// K-quant weights: ‖y − ref‖ / ‖ref‖ within the K-quant linear's bound.
+template <LinearWeight W>
+void check_formed_linear(CaseContext& ctx) {
+    struct Problem {
+        std::size_t m, n, k;
+        bool rms_norm, bias, unaligned = false;
+        float x_scale = 1.0f;
+    };
+    std::vector<Problem> const problems{
+        {.m = 1, .n = 7, .k = 256, .rms_norm = false, .bias = false},
+        {.m = 1, .n = 70, .k = 2048, .rms_norm = false, .bias = true},
+        {.m = 1, .n = 37, .k = 2304, .rms_norm = true, .bias = false},
+        {.m = 1, .n = 33, .k = 512, .rms_norm = true, .bias = true},
+        {.m = 3, .n = 33, .k = 512, .rms_norm = false, .bias = true},
+        {.m = 5, .n = 20, .k = 256, .rms_norm = true, .bias = true},
+        {.m = 1, .n = 9, .k = 256, .rms_norm = true, .bias = false, .unaligned = true},
+        {.m = 2, .n = 9, .k = 256, .rms_norm = false, .bias = false, .unaligned = true},
+        {.m = 0, .n = 5, .k = 256, .rms_norm = true, .bias = true},
+        {.m = 1, .n = 16, .k = 512, .rms_norm = true, .bias = false, .x_scale = 1e20f},
+        {.m = 1, .n = 20, .k = 2048, .rms_norm = true, .bias = true},
+        {.m = 1, .n = 12, .k = 2048, .rms_norm = true, .bias = false, .x_scale = 1e20f},
+    };
+    constexpr bool quantized = std::same_as<W, q4_k> || std::same_as<W, q6_k>;
+    float const eps = 1e-5f;
+    for (Problem const& p : problems) {
+        if (!fits(ctx, {p.m, p.n, p.k})) continue;
+        SCOPED_TRACE(std::string(p.rms_norm ? "rms_norm_linear " : "swiglu_linear ") + std::to_string(p.m) + "x" +
+                     std::to_string(p.n) + "x" + std::to_string(p.k) + (p.bias ? " bias" : "") +
+                     (p.unaligned ? " unaligned" : "") + (p.x_scale != 1.0f ? " large x" : ""));
+        std::vector<float> xv = quantized ? activation_like(p.m, p.k, ctx.seed() + static_cast<std::uint32_t>(p.n))
+                                          : ctx.values(p.m * p.k, {-2, 2}, Specials::none);
+        for (float& v : xv) v *= p.x_scale;
+        std::vector<float> const second = ctx.values(p.rms_norm ? p.k : p.m * p.k, {-1.5f, 1.5f}, Specials::none);
+        std::vector<float> const bv = ctx.values(p.n, {-4, 4}, Specials::none);
+        std::vector<double> wv;
+        Tensor<W> const w = [&] {
+            if constexpr (quantized) {
+                Tensor<W> const host = quantize<W>(Tensor<float>::from(ctx.values(p.n * p.k, {-1, 1}, Specials::none), {p.n, p.k}));
+                std::vector<float> const dequantized = dequantize(host).to_vector();
+                wv.assign(dequantized.begin(), dequantized.end());
+                return host.to(ctx.device());
+            } else {
+                std::vector<W> const stored = as<W>(ctx.values(p.n * p.k, {-1, 1}, Specials::none));
+                wv = exact(stored);
+                return ctx.input(stored, Shape{p.n, p.k}, 0);
+            }
+        }();
+        std::vector<double> formed(p.m * p.k);
+        for (std::size_t i = 0; i < p.m; ++i) {
+            double squares = 0;
+            for (std::size_t c = 0; c < p.k; ++c) squares += double(xv[i * p.k + c]) * xv[i * p.k + c];
+            double const scale = 1.0 / std::sqrt(squares / static_cast<double>(p.k) + eps);
+            for (std::size_t c = 0; c < p.k; ++c) {
+                double const x = xv[i * p.k + c];
+                formed[i * p.k + c] = p.rms_norm ? x * scale * second[c] : x / (1.0 + std::exp(-x)) * second[i * p.k + c];
+            }
+        }
+        ProductReference want = product_ref(formed, wv, p.m, p.n, p.k, true);
+        if (p.bias)
+            for (std::size_t i = 0; i < want.value.size(); ++i) {
+                want.value[i] += bv[i % p.n];
+                want.magnitude[i] += std::abs(bv[i % p.n]);
+            }
+        std::size_t const x_offset = p.unaligned ? 1 : 0;
+        Tensor<float> const x = ctx.input(xv, Shape{p.m, p.k}, x_offset);
+        Tensor<float> const operand = ctx.input(second, p.rms_norm ? Shape{p.k} : Shape{p.m, p.k}, x_offset);
+        Guarded<float> out = ctx.output<float>(Shape{p.m, p.n}, aligned_output(x_offset));
+        bool ran = false;
+        ctx.attempt([&] {
+            Tensor<float> const bias = ctx.input(bv, Shape{p.n}, 0);
+            if (p.rms_norm && p.bias) rms_norm_linear_into(x, operand, eps, w, bias, out.tensor());
+            else if (p.rms_norm) rms_norm_linear_into(x, operand, eps, w, out.tensor());
+            else if (p.bias) swiglu_linear_into(x, operand, w, bias, out.tensor());
+            else swiglu_linear_into(x, operand, w, out.tensor());
+            ran = true;
+        });
+        if (!ran) continue;
+        ctx.expect_guards(out);
+        if constexpr (quantized) {
+            std::vector<float> const got = out.values();
+            double num = 0, den = 0, typical = 0;
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                num += (got[i] - want.value[i]) * (got[i] - want.value[i]);
+                den += want.value[i] * want.value[i];
+                typical += want.magnitude[i] * want.magnitude[i] / static_cast<double>(p.k);
+            }
+            EXPECT_LE(std::sqrt(num / std::max({den, typical, 1e-300})), ctx.tolerance().rel) << "on " << ctx.target().id;
+        } else {
+            expect_product(ctx, out, want, p.k, 0x1p-22);
+        }
+    }
+    // The returned forms: the same values as the _into forms.
+    ctx.attempt([&] {
+        std::size_t const k = quantized ? 256 : 64;
+        Tensor<W> const w = [&] {
+            std::vector<float> const values = ctx.values(3 * k, {-1, 1}, Specials::none);
+            if constexpr (quantized) return quantize<W>(Tensor<float>::from(values, {3, k})).to(ctx.device());
+            else return ctx.input(as<W>(values), Shape{3, k}, 0);
+        }();
+        Tensor<float> const x = ctx.input(ctx.values(2 * k, {-1, 1}, Specials::none), Shape{2, k}, 0);
+        Tensor<float> const up = ctx.input(ctx.values(2 * k, {-1, 1}, Specials::none), Shape{2, k}, 0);
+        Tensor<float> const g = ctx.input(ctx.values(k, {-1, 1}, Specials::none), Shape{k}, 0);
+        Guarded<float> a = ctx.output<float>(Shape{2, 3}, 0), b = ctx.output<float>(Shape{2, 3}, 0);
+        swiglu_linear_into(x, up, w, a.tensor());
+        rms_norm_linear_into(x, g, 1e-6f, w, b.tensor());
+        EXPECT_EQ(swiglu_linear(x, up, w).to_vector(), a.values());
+        EXPECT_EQ(rms_norm_linear(x, g, 1e-6f, w).to_vector(), b.values());
+    });
+}
+
 std::vector<OpCase> cases() {
     return {
         {"matmul_f32", Op::matmul, DType::f32, check_matmul<float>},
@@ -416,6 +532,11 @@ std::vector<OpCase> cases() {
         {"linear_bf16", Op::linear, DType::bf16, check_linear<bfloat16>},
         {"linear_q4_k", Op::linear, DType::q4_k, check_kquant_linear<q4_k>},
         {"linear_q6_k", Op::linear, DType::q6_k, check_kquant_linear<q6_k>},
+        {"formed_linear_f32", Op::linear, DType::f32, check_formed_linear<float>},
+        {"formed_linear_f16", Op::linear, DType::f16, check_formed_linear<half>},
+        {"formed_linear_bf16", Op::linear, DType::bf16, check_formed_linear<bfloat16>},
+        {"formed_linear_q4_k", Op::linear, DType::q4_k, check_formed_linear<q4_k>},
+        {"formed_linear_q6_k", Op::linear, DType::q6_k, check_formed_linear<q6_k>},
     };
 }
 

@@ -1,11 +1,14 @@
 // The matmul family on the CPU: the packed GEMM (gemm_driver.cpp) for f32, f16 and bf16 operands,
 // transposed weights as strides; K-quant weights go to linear_kquant (quantization.cpp). linear's
-// bias is added to the product's rows afterwards, for either.
+// bias is added to the product's rows afterwards, for either. A formed input (swiglu_linear,
+// rms_norm_linear) is formed into a scratch buffer of the calling thread first.
 #include <algorithm>
 #include <string>
 
 #include "cpu/gemm_driver.hpp"
 #include "cpu/ops/ops.hpp"
+#include "cpu/scratch_buffer.hpp"
+#include "dispatch/linear_input.hpp"
 #include "dispatch/operand_checks.hpp"
 #include "rayo/quant.hpp"
 
@@ -26,7 +29,10 @@ GemmType gemm_type(DType t) {
 
 }  // namespace
 
-Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
+Support supports(KernelRunner const& r, op::Matmul const& d, OpViews const& v) {
+    if (d.input != op::LinearInput::x)
+        return detail::supports_with_formed_input(d, v, detail::formed_input_view(v.in[0], detail::unbound_buffer),
+                                                  [&](auto const& op, OpViews const& views) { return supports(r, op, views); });
     DType const a = v.in[0].dtype, b = v.in[1].dtype;
     if (v.out[0].dtype != DType::f32 || !is_floating(a) || !(is_floating(b) || is_kquant(b)))
         return Support::no("cpu matmul: " + std::string(to_string(a)) + " x " + std::string(to_string(b)) + " -> " +
@@ -74,6 +80,13 @@ void gemm_batch(KernelRunner& r, op::MatmulShape const& shape, TensorView const&
 }  // namespace
 
 void run(KernelRunner& r, op::Matmul const& d, OpViews const& v) {
+    if (d.input != op::LinearInput::x) {
+        thread_local ScratchBuffer formed;
+        auto const buffer = reinterpret_cast<std::uintptr_t>(formed.get(v.in[0].numel()));
+        detail::run_with_formed_input(d, v, detail::formed_input_view(v.in[0], buffer),
+                                      [&](auto const& op, OpViews const& views) { run(r, op, views); });
+        return;
+    }
     auto const& shape = d.shape;
     TensorView const &a = v.in[0], &b = v.in[1];
     if (is_kquant(b.dtype)) linear_kquant(r, shape, a, b, v.out[0]);

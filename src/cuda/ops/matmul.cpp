@@ -17,6 +17,7 @@
 
 #include "core/environment.hpp"
 #include "cuda/ops/ops.hpp"
+#include "dispatch/linear_input.hpp"
 #include "dispatch/operand_checks.hpp"
 #include "rayo/ptx/kernels/gemm.hpp"
 #include "rayo/ptx/kernels/quant.hpp"
@@ -105,7 +106,10 @@ bool operands_aligned(op::MatmulShape const& shape, GemmAddresses const& at) {
 
 }  // namespace
 
-Support supports(KernelRunner const&, op::Matmul const& d, OpViews const& v) {
+Support supports(KernelRunner const& runner, op::Matmul const& d, OpViews const& v) {
+    if (d.input != op::LinearInput::x)
+        return detail::supports_with_formed_input(d, v, detail::formed_input_view(v.in[0], detail::unbound_buffer),
+                                                  [&](auto const& op, OpViews const& views) { return supports(runner, op, views); });
     auto const& shape = d.shape;
     DType const a = v.in[0].dtype, b = v.in[1].dtype;
     if (v.out[0].dtype != DType::f32 || !is_floating(a) || !(is_floating(b) || is_kquant(b)) ||
@@ -229,6 +233,15 @@ bool tf32_with_b_transposed(KernelRunner& runner, op::MatmulShape const& shape, 
 }  // namespace
 
 void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
+    if (d.input != op::LinearInput::x) {
+        TensorView const* bias = has_bias(v) ? &v.in[2] : nullptr;
+        FormedInput const formed{.second = v.in[3], .rms_norm = d.input == op::LinearInput::rms_norm, .eps = d.eps};
+        if (is_kquant(v.in[1].dtype) && linear_kquant_formed(runner, d.shape, v.in[0], v.in[1], bias, formed, v.out[0])) return;
+        TemporaryTensor const input(runner, v.in[0].numel() * sizeof(float));
+        detail::run_with_formed_input(d, v, detail::formed_input_view(v.in[0], input.handle()),
+                                      [&](auto const& op, OpViews const& views) { run(runner, op, views); });
+        return;
+    }
     auto const& shape = d.shape;
     TensorView const &a = v.in[0], &b = v.in[1], &out = v.out[0];
     if (is_kquant(b.dtype)) {

@@ -66,6 +66,16 @@ void run(KernelRunner&, op::Pool2d const&, OpViews const&);
 // to every row: the spanning GEMV adds it as it stores; otherwise the caller adds it.
 bool linear_kquant(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const* bias,
                    TensorView const& out);
+// linear of an input formed from x and `second` (swiglu: silu(x)·second; rms_norm: rms_norm(x,
+// eps)·second) in the one-row spanning GEMV, which forms it as it loads x; with the bias. False,
+// with nothing run, where that GEMV does not take the product (the caller forms the input first).
+struct FormedInput {
+    TensorView second;
+    bool rms_norm = false;
+    float eps = 0.0f;
+};
+bool linear_kquant_formed(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w,
+                          TensorView const* bias, FormedInput const& formed, TensorView const& out);
 
 // out[b][r, c] = in[b][c, r] for a batch of matrices of `element_bytes` values at device addresses
 // (layout.cpp: rayo_transpose_tiled_b<bytes>, for matmul.cpp too).

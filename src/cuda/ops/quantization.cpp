@@ -214,10 +214,18 @@ std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsi
 // Launches it with the deepest ring (stages, then rows a step, halved in turn; registers take no
 // ring) whose shared memory fits (x, the rings, and the warp sums of every step: more blocks for
 // very many rows), else returns false.
+// What the spanning GEMV multiplies: x, or an input it forms from x and `second` as it loads them.
+struct SpanningInput {
+    kernels::GemvInput input = kernels::GemvInput::x;
+    std::uint64_t second = 0;
+    float eps = 0.0f;
+};
+
 bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint64_t w_at, std::uint64_t x_at,
-                       std::uint64_t out_at, std::uint32_t n, std::uint64_t bias_at) {
+                       std::uint64_t out_at, std::uint32_t n, std::uint64_t bias_at, SpanningInput const& formed = {}) {
     kernels::QuantGemvSpanningConfig config = plan.config;
     config.bias = bias_at != 0;
+    config.input = formed.input;
     unsigned const threads = config.groups * kernels::quant_gemv_spanning_group_threads(config.blocks_per_row);
     std::size_t const per_sm = std::max(plan.min_blocks_per_multiprocessor, plan.threads_per_multiprocessor / threads);
     for (;;) {
@@ -251,10 +259,17 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
                 << ".n" << config.max_registers << ".p" << config.prefetch_steps
                 << (config.early_start ? ".early." : ".") << (config.bulk ? "bulk." : "") << "w"
                 << config.weight_steps_before_wait << (config.x_before_wait ? ".xw." : ".") << (config.bias ? "bias." : "")
-                << target_name(runner);
+                << "i" << static_cast<unsigned>(config.input) << "." << target_name(runner);
             auto const build = [=] { return kernels::quant_gemv_spanning(config); };
-            if (config.bias) runner.run(key.view(), build, dims, w_at, x_at, out_at, n, bias_at);
-            else runner.run(key.view(), build, dims, w_at, x_at, out_at, n);
+            // After n: bias, then second and eps, each only where the kernel takes it.
+            std::uint64_t second = formed.second;
+            float eps = formed.eps;
+            std::array<void*, 7> arguments{&w_at, &x_at, &out_at, &n};
+            std::size_t count = 4;
+            if (config.bias) arguments[count++] = &bias_at;
+            if (config.input != kernels::GemvInput::x) arguments[count++] = &second;
+            if (config.input == kernels::GemvInput::rms_norm) arguments[count++] = &eps;
+            runner.launch(key.view(), build, dims, std::span(arguments.data(), count));
             return true;
         }
         if (config.stages > 2) config.stages /= 2;
@@ -424,6 +439,21 @@ void run(KernelRunner& runner, op::Dequantize const&, OpViews const& v) {
     key << "quant.dequantize." << to_string(in.dtype) << ".t" << config.threads << "." << target_name(runner);
     runner.run(key.view(), [=] { return kernels::dequantize(config); }, conversion_dims(blocks, "dequantize"), in_at,
                out_at, as_u32(blocks, "dequantize: blocks"));
+}
+
+bool linear_kquant_formed(KernelRunner& runner, op::MatmulShape shape, TensorView const& x, TensorView const& w,
+                          TensorView const* bias, FormedInput const& formed, TensorView const& out) {
+    if (shape.m != 1 || shape.n == 0 || kquant_activations() != KQuantActivations::q8_k_residual) return false;
+    std::uint64_t const x_at = runner.address(x), w_at = runner.address(w), out_at = runner.address(out);
+    std::uint64_t const second_at = runner.address(formed.second), bias_at = bias ? runner.address(*bias) : 0;
+    if (x_at % 16 != 0 || second_at % 16 != 0 || w_at % block_alignment(w.dtype) != 0 || out_at % 4 != 0 || bias_at % 4 != 0)
+        return false;
+    std::size_t const blocks_per_row = shape.k / quant_block_values;
+    auto const plan = spanning_gemv(runner.target(), w.dtype, 1, as_u32(shape.n, "linear: n"), true, blocks_per_row, w_at,
+                                    runner.settled(w), runner.settled(x) && runner.settled(formed.second));
+    auto const input = formed.rms_norm ? kernels::GemvInput::rms_norm : kernels::GemvInput::swiglu;
+    return plan && run_spanning_gemv(runner, *plan, w_at, x_at, out_at, static_cast<std::uint32_t>(shape.n), bias_at,
+                                     {.input = input, .second = second_at, .eps = formed.eps});
 }
 
 bool linear_kquant(KernelRunner& runner, op::MatmulShape shape, TensorView const& x, TensorView const& w,

@@ -25,12 +25,14 @@
 // warps never wait for each other between steps.
 #include <array>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "rayo/ptx/kernels/elementwise.hpp"
 #include "rayo/ptx/kernels/quant.hpp"
 #include "ptx/kernels/quant_words.hpp"
 
@@ -144,7 +146,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
              (config.share_x ? "_xs" : "") +
              (config.prefetch_steps ? "_p" + std::to_string(config.prefetch_steps) : "") +
              (config.early_start ? "_early" : "") + (weights_early ? "_w" + std::to_string(weights_early) : "") +
-             (config.x_before_wait ? "_xw" : "") + (config.bias ? "_bias" : ""));
+             (config.x_before_wait ? "_xw" : "") + (config.bias ? "_bias" : "") +
+             (config.input == GemvInput::swiglu ? "_swiglu" : config.input == GemvInput::rms_norm ? "_rms_norm" : ""));
     k.max_threads(32 * warps);
     if (config.max_registers != 0) k.max_registers(config.max_registers);
     Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
@@ -152,6 +155,9 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
     Reg const n = k.param(Type::u32, "n");
     std::optional<Reg> const bias = config.bias ? std::optional(k.cvta_to_global(k.param(Type::u64, "bias"))) : std::nullopt;
+    bool const formed = config.input != GemvInput::x, rms_norm = config.input == GemvInput::rms_norm;
+    std::optional<Reg> const second = formed ? std::optional(k.cvta_to_global(k.param(Type::u64, "second"))) : std::nullopt;
+    std::optional<Reg> const eps = rms_norm ? std::optional(k.param(Type::f32, "eps")) : std::nullopt;
 
     Reg const tid = k.special(Special::tid_x);
     Reg const lane = k.and_(tid, 31);
@@ -204,7 +210,9 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     std::uint32_t const bulk_slot_bytes = step_bytes + 16;
     std::uint32_t const bulk_at = (ring_at + 15) / 16 * 16;
     std::uint32_t const barriers_at = bulk_at + stages * bulk_slot_bytes;
-    std::uint32_t const sums_at = bulk ? barriers_at + 16 * stages : ring_at + warps * stages * batch * slot_bytes;
+    // rms_norm: each warp's Σx² and Σ(x·2^-96)² (for squares past f32's range), then every step's sums.
+    std::uint32_t const squares_at = bulk ? barriers_at + 16 * stages : ring_at + warps * stages * batch * slot_bytes;
+    std::uint32_t const sums_at = squares_at + (rms_norm ? 8 * warps : 0);
 
     Reg const ones = k.mov(Type::u32, 0x01010101);
     auto const sum_words = [&](std::vector<Reg> const& words) {
@@ -240,7 +248,34 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     Reg const x_block = k.add(x, k.mul_wide(b, 1024));
     Reg const x_shared_block = k.add(shared, k.mul(b, 512));
     Reg x_scale;
-    std::vector<Reg> x_values;  // own x: the 32 floats as loaded
+    std::vector<Reg> x_values;       // own x: the 32 floats as loaded
+    std::vector<Reg> second_values;  // and the formed input's second operand at the same places
+    // The formed input's value from x and its second operand; rms_norm's squares summed on the way.
+    Reg squares = k.mov(Type::f32, 0.0f), scaled_squares = k.mov(Type::f32, 0.0f);
+    auto const form = [&](std::vector<Reg>& values, std::vector<Reg> const& seconds, Reg counted) {
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            if (rms_norm) {
+                Reg const scaled = k.mul(values[i], 0x1p-96f);
+                k.mov(squares, k.fma(values[i], k.selp(values[i], 0.0f, counted, Type::f32), squares));
+                k.mov(scaled_squares, k.fma(scaled, k.selp(scaled, 0.0f, counted, Type::f32), scaled_squares));
+                values[i] = k.mul(values[i], seconds[i]);
+            } else {
+                values[i] = k.mul(emit_unary(k, Op::silu, values[i]), seconds[i]);
+            }
+        }
+    };
+    // A warp's squares into its slots (before the CTA's last barrier, read after it).
+    auto const store_squares = [&](Reg squares_at) {
+        Reg total = squares, scaled_total = scaled_squares;
+        for (int delta = 16; delta >= 1; delta /= 2) {
+            total = k.add(total, k.shfl(ShuffleMode::bfly, total, delta));
+            scaled_total = k.add(scaled_total, k.shfl(ShuffleMode::bfly, scaled_total, delta));
+        }
+        k.predicated(k.setp(Cmp::eq, lane, 0), true, [&] {
+            k.st(Space::shared, Type::f32, Address(k.add(squares_at, k.shl(warp, 3))), total);
+            k.st(Space::shared, Type::f32, Address(k.add(squares_at, k.shl(warp, 3)), 4), scaled_total);
+        });
+    };
     // x is read once: after the wait, or (x_before_wait: no running kernel writes it) just before it,
     // so that its loads overlap the kernel before's last blocks. Shared x is then stored whole before
     // the wait; a thread's own x is only requested there and quantized after the wait and the
@@ -251,6 +286,11 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                 Reg const at = k.add(x_block, k.mul_wide(run, 4));
                 for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc)) x_values.push_back(r);
                 for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc)) x_values.push_back(r);
+                if (!formed) continue;
+                Reg const second_at = k.add(k.add(*second, k.mul_wide(b, 1024)), k.mul_wide(run, 4));
+                for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(second_at), Cache::nc)) second_values.push_back(r);
+                for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(second_at, 16), Cache::nc))
+                    second_values.push_back(r);
             }
             return;
         }
@@ -261,6 +301,13 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             auto v = k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc);
             auto const v1 = k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc);
             v.insert(v.end(), v1.begin(), v1.end());
+            if (formed) {
+                Reg const second_at = k.add(*second, k.add(k.mul_wide(xb, 1024), k.mul_wide(lane, 32)));
+                auto s = k.ld_vector(Space::global, Type::f32, 4, Address(second_at), Cache::nc);
+                auto const s1 = k.ld_vector(Space::global, Type::f32, 4, Address(second_at, 16), Cache::nc);
+                s.insert(s.end(), s1.begin(), s1.end());
+                form(v, s, k.setp(Cmp::eq, lane, lane));
+            }
             Reg amax = k.abs(v[0]);
             for (int i = 1; i < 8; ++i) amax = k.max(amax, k.abs(v[i]));
             for (int delta = 16; delta >= 1; delta /= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
@@ -270,6 +317,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                 k.st(Space::shared, Type::f32, Address(k.add(shared, k.shl(xb, 2)), scales_at), k.mul(amax, 1.0f / 32767.0f));
             });
         });
+        if (rms_norm) store_squares(k.add(shared, squares_at));
         k.bar_sync();
     };
     auto const quantized_x = [&] {
@@ -281,6 +329,10 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                 for (Reg w : k.ld_vector(Space::shared, Type::b32, 4, Address(k.add(x_shared_block, k.shl(run, 1)))))
                     words.push_back(w);
             return words;
+        }
+        if (formed) {
+            form(x_values, second_values, active);
+            if (rms_norm) store_squares(k.add(shared, squares_at));
         }
         Reg amax = k.abs(x_values[0]);
         for (std::size_t i = 1; i < x_values.size(); ++i) amax = k.max(amax, k.abs(x_values[i]));
@@ -590,6 +642,24 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     });
     if (streamed) k.cp_async_wait(0);  // no copy outlives the kernel
     k.bar_sync();
+    // rms_norm's scale 1/sqrt(mean(x²) + eps) from the warps' squares: every warp's where the CTA
+    // shares x (each took its own blocks), the first group's where each group holds all of x; in
+    // units of x·2^-96 where the plain squares overflowed.
+    Reg row_scale;
+    if (rms_norm) {
+        unsigned const holders = config.share_x ? warps : group_warps;
+        Reg total = k.ld(Space::shared, Type::f32, Address(k.add(shared, squares_at)));
+        Reg scaled_total = k.ld(Space::shared, Type::f32, Address(k.add(shared, squares_at), 4));
+        for (unsigned w = 1; w < holders; ++w) {
+            total = k.add(total, k.ld(Space::shared, Type::f32, Address(k.add(shared, squares_at), 8 * w)));
+            scaled_total = k.add(scaled_total, k.ld(Space::shared, Type::f32, Address(k.add(shared, squares_at), 8 * w + 4)));
+        }
+        float const inverse_k = 1.0f / static_cast<float>(256 * blocks);
+        Reg const plain = k.rcp(k.sqrt(k.fma(total, inverse_k, *eps)));
+        // eps·2^-192 is below f32's range, and negligible beside squares that overflowed.
+        Reg const scaled = k.mul(k.rcp(k.sqrt(k.mul(scaled_total, inverse_k))), 0x1p-96f);
+        row_scale = k.selp(plain, scaled, k.setp(Cmp::lt, total, std::numeric_limits<float>::infinity()), Type::f32);
+    }
     // Row slot e of the CTA: step e / (groups·batch), row first + step·stride + e % (groups·batch).
     unsigned const rows_per_step = config.groups * batch;
     Reg const e = k.reg(Type::u32);
@@ -600,6 +670,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             Reg const at = k.add(sums, k.shl(k.mul(e, group_warps), 2));
             Reg total = k.ld(Space::shared, Type::f32, Address(at));
             for (unsigned w = 1; w < group_warps; ++w) total = k.add(total, k.ld(Space::shared, Type::f32, Address(at, 4 * w)));
+            if (rms_norm) total = k.mul(total, row_scale);
             if (bias) total = k.add(total, k.ld(Space::global, Type::f32, Address(k.add(*bias, k.mul_wide(row, 4)))));
             k.st(Space::global, Type::f32, Address(k.add(out, k.mul_wide(row, 4))), total);
         });

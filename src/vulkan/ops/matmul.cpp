@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/environment.hpp"
+#include "dispatch/linear_input.hpp"
 #include "dispatch/operand_checks.hpp"
 #include "rayo/error.hpp"
 #include "rayo/gguf.hpp"
@@ -178,6 +179,9 @@ MatmulPlan plan_matmul(ShaderRunner const& r, op::MatmulShape shape, DType a, DT
 }  // namespace
 
 Support supports(ShaderRunner const& r, op::Matmul const& d, OpViews const& v) {
+    if (d.input != op::LinearInput::x)
+        return detail::supports_with_formed_input(d, v, detail::formed_input_view(v.in[0], detail::unbound_buffer),
+                                                  [&](auto const& op, OpViews const& views) { return supports(r, op, views); });
     auto const& shape = d.shape;
     DType const a = v.in[0].dtype, b = v.in[1].dtype;
     bool const quantized = is_kquant(b);
@@ -204,6 +208,12 @@ Support supports(ShaderRunner const& r, op::Matmul const& d, OpViews const& v) {
 }
 
 void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
+    if (d.input != op::LinearInput::x) {  // formed by the swiglu or rms_norm shader into a scratch tensor
+        ScratchTensor const formed = r.scratch_tensor(v.in[0].numel() * sizeof(float));
+        detail::run_with_formed_input(d, v, detail::formed_input_view(v.in[0], formed.handle()),
+                                      [&](auto const& op, OpViews const& views) { run(r, op, views); });
+        return;
+    }
     auto const& shape = d.shape;
     TensorView const &a = v.in[0], &b = v.in[1], &out = v.out[0];
     TensorView const* bias_view = v.in.size() > 2 && v.in[2].present ? &v.in[2] : nullptr;  // linear's

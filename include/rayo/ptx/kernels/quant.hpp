@@ -162,6 +162,7 @@ constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std
 constexpr unsigned quant_gemv_spanning_max_blocks = 128;  // a group of at most 1024 threads
 constexpr unsigned quant_gemv_spanning_max_stages = 16;
 constexpr unsigned quant_gemv_spanning_max_prefetch_steps = 16;
+enum class GemvInput : std::uint8_t { x, swiglu, rms_norm };
 struct RAYO_API QuantGemvSpanningConfig {
     DType weight = DType::q4_k;   // q4_k or q6_k
     unsigned blocks_per_row = 1;  // 1..quant_gemv_spanning_max_blocks, baked into the kernel
@@ -192,6 +193,11 @@ struct RAYO_API QuantGemvSpanningConfig {
     // A fifth parameter, bias (.u64, f32 [n]): row r's result gets bias[r] added (linear's bias,
     // e.g. the residual stream of a decode step) instead of a separate add kernel.
     bool bias = false;
+    // What is multiplied (GemvInput): x, or an input formed from x and the parameter `second` (.u64,
+    // f32 [k], after bias) as x is loaded: silu(x)·second (swiglu), or x·second scaled by
+    // 1/sqrt(mean(x²) + eps) (rms_norm, `eps` .f32 the last parameter; the scale, common to every
+    // row, is applied to the row sums).
+    GemvInput input = GemvInput::x;
 };
 [[nodiscard]] RAYO_API Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config);
 constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) noexcept {
@@ -206,13 +212,16 @@ constexpr std::size_t quant_gemv_spanning_shared_bytes(QuantGemvSpanningConfig c
     std::size_t const group_warps = quant_gemv_spanning_group_threads(config.blocks_per_row) / 32;
     std::size_t const rows = std::size_t{config.groups} * config.batch;
     std::size_t const x = config.share_x ? 512 * std::size_t{config.blocks_per_row} + 16 * ((config.blocks_per_row + 3) / 4) : 0;
+    // rms_norm: each warp's Σx² and Σ(x·2^-96)² after everything else.
+    std::size_t const squares = config.input == GemvInput::rms_norm ? 8 * config.groups * group_warps : 0;
     if (config.bulk) {
         std::size_t const row_bytes = std::size_t{config.blocks_per_row} * size_of(config.weight);
         // x, the slots (16-byte aligned, 16 bytes apart), two mbarriers a slot, the warps' sums.
-        return (x + 15) / 16 * 16 + config.stages * (rows * row_bytes + 16) + 16 * config.stages + steps * rows * group_warps * 4;
+        return (x + 15) / 16 * 16 + config.stages * (rows * row_bytes + 16) + 16 * config.stages + steps * rows * group_warps * 4 +
+               squares;
     }
     return x + group_warps * config.groups * config.stages * config.batch * quant_gemv_spanning_slot_row_bytes(config.weight) +
-           steps * rows * group_warps * 4;
+           steps * rows * group_warps * 4 + squares;
 }
 
 // ---- the GEMM path ------------------------------------------------------------------------------
