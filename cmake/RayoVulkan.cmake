@@ -42,6 +42,7 @@ include(RayoShaders)
 
 function(rayo_add_vulkan_backend target)
     set(_rayo_vulkan_sources
+        ${PROJECT_SOURCE_DIR}/src/vulkan/captured_graph.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/command_stream.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/diagnostics.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/discovery.cpp

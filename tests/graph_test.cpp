@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/test_support.hpp"
@@ -53,6 +54,8 @@ protected:
     [[nodiscard]] Tensor<float> upload(std::vector<float> const& v, Shape shape) const {
         return Tensor<float>::from(std::span<float const>(v), std::move(shape), device);
     }
+    // Whether the device records natively: a CUDA graph on a GPU, a secondary command buffer on Vulkan.
+    [[nodiscard]] bool native() const { return (device.kind() == DeviceKind::cuda && !simulated) || device.kind() == DeviceKind::vulkan; }
     Device device = Device::cpu();
     bool simulated = false;
 };
@@ -76,7 +79,7 @@ TEST_P(GraphTest, ReplaysTheRecordedOpsOnTheTensorsCurrentContents) {
     });
     EXPECT_EQ(step.ops(), 4u);
     EXPECT_EQ(step.device(), device);
-    EXPECT_EQ(step.native(), device.kind() == DeviceKind::cuda && !simulated);
+    EXPECT_EQ(step.native(), native());
     EXPECT_EQ(stats().ops, ops_before) << "a capture runs nothing";
     for (float v : y.to_vector()) ASSERT_EQ(v, poison) << "a capture runs nothing";
 
@@ -91,6 +94,82 @@ TEST_P(GraphTest, ReplaysTheRecordedOpsOnTheTensorsCurrentContents) {
         ASSERT_EQ(got.size(), expected.size());
         for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << "round " << round << ", " << i;
     }
+}
+
+// A decode step's ops whose backends use memory of their own between kernels (attention's split
+// keys, a formed linear input, a gather's ids): replayed several times without a host wait between
+// them, then once more after the graph is gone from the scope of a second one, against the same ops
+// run one by one.
+TEST_P(GraphTest, OpsWithTemporariesReplayLikeTheOpsRunOneByOne) {
+    constexpr std::int64_t width = 64, heads = 4, kv_heads = 2, head_dim = 16, context = 300, ffn = 96;
+    std::uint32_t const seed = fresh_seed();
+    auto const w_qkv = upload(random_floats((heads + 2 * kv_heads) * head_dim * width, seed, -0.2f, 0.2f),
+                              {(heads + 2 * kv_heads) * head_dim, width});
+    auto const w_up = upload(random_floats(2 * ffn * width, seed + 1, -0.2f, 0.2f), {2 * ffn, width});
+    auto const w_down = upload(random_floats(width * ffn, seed + 2, -0.2f, 0.2f), {width, ffn});
+    auto const gain = upload(random_floats(width, seed + 3, 0.5f, 1.5f), {width});
+    auto const keys = upload(random_floats(context * kv_heads * head_dim, seed + 4, -1, 1), {context, kv_heads, head_dim});
+    auto const values = upload(random_floats(context * kv_heads * head_dim, seed + 5, -1, 1), {context, kv_heads, head_dim});
+    auto const x = Tensor<float>::zeros({1, width}, device);
+    auto const qkv = Tensor<float>::zeros({(heads + 2 * kv_heads) * head_dim}, device);
+    auto const attended = Tensor<float>::zeros({1, heads, head_dim}, device);
+    auto const gate_up = Tensor<float>::zeros({2 * ffn}, device);
+    auto const y = poisoned({1, width}, device);
+    auto const ids = Tensor<std::int32_t>::from(std::vector<std::int32_t>{7}, {1}, device);
+    auto const row = Tensor<float>::zeros({1, width}, device);
+    FTensor const q = qkv.slice(0, heads * head_dim).reshape({1, heads, head_dim});
+    FTensor const gate = gate_up.slice(0, ffn).reshape({1, ffn}), up = gate_up.slice(ffn, 2 * ffn).reshape({1, ffn});
+    static_assert(heads * head_dim == width);
+    auto const step = [&] {
+        rms_norm_linear_into(x, gain, 1e-5f, w_qkv, qkv.reshape({1, (heads + 2 * kv_heads) * head_dim}));
+        attention_into(q, keys, values, AttentionParams{}, attended);
+        linear_into(attended.reshape({1, width}), w_up, gate_up.reshape({1, 2 * ffn}));
+        swiglu_linear_into(gate, up, w_down, x.reshape({width}), y);
+        index_select_into(w_up, 0, ids, row);
+    };
+    Graph g = capture(device, step);
+    EXPECT_EQ(g.native(), native());
+    std::vector<std::vector<float>> inputs;
+    for (std::uint32_t round = 0; round < 3; ++round) inputs.push_back(random_floats(width, seed + 10 + round, -1, 1));
+    std::vector<std::vector<float>> replayed;
+    for (auto const& in : inputs) {
+        copy_into(upload(in, {1, width}), x);
+        g.replay();
+        g.replay();  // the same inputs again, queued behind the first: the same outputs
+        replayed.push_back(y.to_vector());
+    }
+    for (std::size_t round = 0; round < inputs.size(); ++round) {
+        copy_into(upload(inputs[round], {1, width}), x);
+        step();
+        std::vector<float> const want = y.to_vector();
+        ASSERT_EQ(replayed[round].size(), want.size());
+        for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(replayed[round][i], want[i]) << "round " << round << ", " << i;
+    }
+    std::vector<float> const picked = row.to_vector(), table = w_up.to_vector();
+    for (std::int64_t c = 0; c < width; ++c) ASSERT_EQ(picked[c], table[7 * width + c]);
+}
+
+// A device that records natively refuses another thread's work while a capture records it.
+TEST_P(GraphTest, AnotherThreadsOpDuringACaptureThrows) {
+    if (!native()) GTEST_SKIP() << "the ops are recorded as a list: other threads' ops run as usual";
+    auto const x = Tensor<float>::zeros({16}, device);
+    auto const other = Tensor<float>::zeros({16}, device);
+    std::string message;
+    Graph g = capture(device, [&] {
+        add_into(x, 1.0f, x);
+        std::thread([&] {
+            try {
+                add_into(other, 1.0f, other);
+            } catch (Error const& e) {
+                message = e.what();
+            }
+        }).join();
+    });
+    EXPECT_NE(message.find("another thread"), std::string::npos) << message;
+    g.replay();
+    for (float v : x.to_vector()) ASSERT_EQ(v, 1.0f);
+    add_into(other, 1.0f, other);
+    for (float v : other.to_vector()) ASSERT_EQ(v, 1.0f);
 }
 
 // What a capture records is ops on its device's tensors; anything else throws rayo::Error naming

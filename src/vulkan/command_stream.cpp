@@ -113,33 +113,61 @@ CommandStream::Batch& CommandStream::recording() {
     return *recording_;
 }
 
+namespace {
+
+// The buffer barriers after which commands may touch what `written` lists (one for each range).
+void barrier_after(VolkDeviceTable const& fn, VkCommandBuffer commands, std::vector<BufferAccess> const& written) {
+    std::vector<VkBufferMemoryBarrier> barriers;
+    for (auto const& w : written) {
+        VkBufferMemoryBarrier m{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
+        m.srcAccessMask = device_writes;
+        m.dstAccessMask = device_accesses;
+        m.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+        m.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+        m.buffer = w.buffer;
+        m.offset = w.offset;
+        m.size = w.size;
+        barriers.push_back(m);
+    }
+    fn.vkCmdPipelineBarrier(commands, device_stages, device_stages, 0, 0, nullptr, static_cast<std::uint32_t>(barriers.size()),
+                            barriers.data(), 0, nullptr);
+}
+
+// Whether a command touching `accesses` must wait for the commands since the last barrier.
+bool hazard(std::span<BufferAccess const> accesses, std::vector<BufferAccess> const& written,
+            std::vector<BufferAccess> const& read) {
+    bool found = false;
+    for (auto const& a : accesses) {
+        for (auto const& w : written) found |= overlap(a, w);            // RAW, WAW
+        if (a.write) for (auto const& r : read) found |= overlap(a, r);  // WAR
+    }
+    return found;
+}
+
+}  // namespace
+
 VkCommandBuffer CommandStream::record(std::span<BufferAccess const> accesses, std::string_view label) {
+    if (commands_) {
+        RecordedCommands& c = *commands_;
+        if (hazard(accesses, c.written, c.read)) {
+            barrier_after(device_.fn(), c.commands, c.written);
+            c.written.clear();
+            c.read.clear();
+        }
+        for (auto const& a : accesses) {
+            (a.write ? c.written : c.read).push_back(a);
+            c.accesses.push_back(a);
+        }
+        return c.commands;
+    }
     if (recording_ && recording_->profiled && recording_->labels.size() + 1 >= GpuProfile::queries_per_batch) submit();
     Batch& b = recording();
     // The end of the command before this one (its barrier would otherwise count as that command's).
     if (b.profiled && !b.labels.empty()) profile_->mark(b.commands, b.queries, static_cast<std::uint32_t>(b.labels.size()));
-    bool hazard = false;
-    for (auto const& a : accesses) {
-        for (auto const& w : b.written) hazard |= overlap(a, w);                 // RAW, WAW
-        if (a.write) for (auto const& r : b.read) hazard |= overlap(a, r);       // WAR
-    }
-    if (hazard) {
+    if (hazard(accesses, b.written, b.read)) {
         // Buffer barriers for what was written since the last barrier; a pure write-after-read
         // needs only the execution dependency the barrier itself gives.
-        std::vector<VkBufferMemoryBarrier> barriers;
-        for (auto const& w : b.written) {
-            VkBufferMemoryBarrier m{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
-            m.srcAccessMask = device_writes;
-            m.dstAccessMask = device_accesses;
-            m.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-            m.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-            m.buffer = w.buffer;
-            m.offset = w.offset;
-            m.size = w.size;
-            barriers.push_back(m);
-        }
-        device_.fn().vkCmdPipelineBarrier(b.commands, device_stages, device_stages, 0, 0, nullptr,
-                                          static_cast<std::uint32_t>(barriers.size()), barriers.data(), 0, nullptr);
+        barrier_after(device_.fn(), b.commands, b.written);
         b.written.clear();
         b.read.clear();
     }
@@ -150,11 +178,17 @@ VkCommandBuffer CommandStream::record(std::span<BufferAccess const> accesses, st
 }
 
 VkDescriptorSet CommandStream::descriptor_set(VkDescriptorSetLayout layout) {
+    if (commands_) return allocate_set(commands_->descriptor_pools, commands_->pools_used, layout);
     Batch& b = recording();
+    return allocate_set(b.descriptor_pools, b.pools_used, layout);
+}
+
+VkDescriptorSet CommandStream::allocate_set(std::vector<VkDescriptorPool>& pools, std::size_t& pools_used,
+                                            VkDescriptorSetLayout layout) {
     auto const& fn = device_.fn();
     VkDevice const dev = device_.handle();
     for (;;) {
-        if (b.pools_used == b.descriptor_pools.size()) {
+        if (pools_used == pools.size()) {
             VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets_per_pool * buffers_per_set};
             VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
             info.maxSets = sets_per_pool;
@@ -162,18 +196,72 @@ VkDescriptorSet CommandStream::descriptor_set(VkDescriptorSetLayout layout) {
             info.pPoolSizes = &size;
             VkDescriptorPool pool = VK_NULL_HANDLE;
             check(fn.vkCreateDescriptorPool(dev, &info, nullptr, &pool), "vkCreateDescriptorPool");
-            b.descriptor_pools.push_back(pool);
+            pools.push_back(pool);
         }
         VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-        alloc.descriptorPool = b.descriptor_pools[b.pools_used];
+        alloc.descriptorPool = pools[pools_used];
         alloc.descriptorSetCount = 1;
         alloc.pSetLayouts = &layout;
         VkDescriptorSet set = VK_NULL_HANDLE;
         VkResult const r = fn.vkAllocateDescriptorSets(dev, &alloc, &set);
         if (r == VK_SUCCESS) return set;
         if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) check(r, "vkAllocateDescriptorSets");
-        ++b.pools_used;  // this pool is full: the next one
+        ++pools_used;  // this pool is full: the next one
     }
+}
+
+void CommandStream::begin_recording() {
+    auto const& fn = device_.fn();
+    VkDevice const dev = device_.handle();
+    RecordedCommands c;
+    VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pool.queueFamilyIndex = device_.physical().compute_queue_family;
+    check(fn.vkCreateCommandPool(dev, &pool, nullptr, &c.pool), "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    alloc.commandPool = c.pool;
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_SECONDARY;
+    alloc.commandBufferCount = 1;
+    VkCommandBufferInheritanceInfo inheritance{VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    // Executed by several batches, which may be in flight together.
+    begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
+    begin.pInheritanceInfo = &inheritance;
+    VkResult r = fn.vkAllocateCommandBuffers(dev, &alloc, &c.commands);
+    if (r == VK_SUCCESS) r = fn.vkBeginCommandBuffer(c.commands, &begin);
+    if (r != VK_SUCCESS) {
+        fn.vkDestroyCommandPool(dev, c.pool, nullptr);
+        check(r, "recording a secondary command buffer");
+    }
+    commands_ = std::move(c);
+}
+
+std::optional<RecordedCommands> CommandStream::end_recording(bool keep) {
+    if (!commands_) return std::nullopt;
+    RecordedCommands c = std::move(*commands_);
+    commands_.reset();
+    VkResult const r = device_.fn().vkEndCommandBuffer(c.commands);
+    if (!keep || r != VK_SUCCESS) {
+        destroy_recording(c);
+        if (keep) check(r, "vkEndCommandBuffer");
+        return std::nullopt;
+    }
+    c.written.clear();
+    c.read.clear();
+    return c;
+}
+
+void CommandStream::execute(RecordedCommands& recorded) {
+    VkCommandBuffer const primary = record(recorded.accesses, "captured commands");
+    device_.fn().vkCmdExecuteCommands(primary, 1, &recorded.commands);
+    recorded.last_serial = next_serial_;
+}
+
+void CommandStream::destroy_recording(RecordedCommands& c) noexcept {
+    auto const& fn = device_.fn();
+    for (auto p : c.descriptor_pools) fn.vkDestroyDescriptorPool(device_.handle(), p, nullptr);
+    fn.vkDestroyCommandPool(device_.handle(), c.pool, nullptr);  // frees its command buffer
+    c.descriptor_pools.clear();
+    c.pool = VK_NULL_HANDLE;
 }
 
 void CommandStream::set_profiling(bool on) {

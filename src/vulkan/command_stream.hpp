@@ -29,6 +29,19 @@ struct BufferAccess {
     bool write = false;
 };
 
+// Commands recorded once into a secondary command buffer (a capture, rayo/graph.hpp) and executed
+// again by CommandStream::execute as one command of the batch being recorded. Owned by the caller,
+// released through CommandStream::destroy_recording once no batch that executed it is in flight.
+struct RecordedCommands {
+    VkCommandPool pool = VK_NULL_HANDLE;
+    VkCommandBuffer commands = VK_NULL_HANDLE;
+    std::vector<VkDescriptorPool> descriptor_pools;
+    std::size_t pools_used = 0;
+    std::vector<BufferAccess> written, read;  // since the last barrier
+    std::vector<BufferAccess> accesses;       // every range its commands touch
+    std::uint64_t last_serial = 0;            // the newest batch that executed it
+};
+
 class CommandStream {
 public:
     explicit CommandStream(LogicalDevice const& device);
@@ -46,6 +59,15 @@ public:
     void submit_if_large();
     // Submits the batch being recorded, if any, so that the GPU starts on it.
     void flush() { submit(); }
+
+    // From begin_recording to end_recording, record() and descriptor_set() put commands into a
+    // RecordedCommands instead of the batch; end_recording(false) discards them.
+    void begin_recording();
+    [[nodiscard]] std::optional<RecordedCommands> end_recording(bool keep);
+    [[nodiscard]] bool recording_commands() const noexcept { return commands_.has_value(); }
+    // Records the execution of `recorded` into the batch, after whatever barrier its ranges need.
+    void execute(RecordedCommands& recorded);
+    void destroy_recording(RecordedCommands& recorded) noexcept;
 
     // The serial of the batch being recorded (what its commands complete with).
     [[nodiscard]] std::uint64_t recording_serial() const noexcept { return next_serial_; }
@@ -79,6 +101,7 @@ private:
     };
 
     Batch& recording();
+    VkDescriptorSet allocate_set(std::vector<VkDescriptorPool>& pools, std::size_t& pools_used, VkDescriptorSetLayout layout);
     void submit();
     void retire(Batch& batch);
     void destroy(Batch& batch) noexcept;
@@ -93,6 +116,7 @@ private:
     std::size_t batch_limit_;  // commands at which submit_if_large submits (command_stream.cpp)
     std::optional<GpuProfile> profile_;
     bool profiling_ = false;
+    std::optional<RecordedCommands> commands_;  // between begin_recording and end_recording
 };
 
 }  // namespace rayo::vulkan

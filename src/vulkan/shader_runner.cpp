@@ -38,6 +38,7 @@ void ShaderRunner::check_loop_budget(std::uint64_t iterations, std::string const
 Binding ShaderRunner::bind(detail::TensorView const& view, std::size_t bytes, Access access, char const* what) {
     VulkanBackend::Buffer& b = backend_.buffer(view.buffer);
     backend_.check_range(b, view.offset, bytes, what);
+    if (backend_.capture_) backend_.capture_->buffers.push_back(view.buffer);
     std::size_t const element = size_of(view.dtype);
     if (element > 0 && view.offset % std::min<std::size_t>(element, 4) != 0)
         throw Unsupported(std::string("vulkan: ") + what + " starts at byte offset " + std::to_string(view.offset) +
@@ -63,6 +64,8 @@ ScratchBuffer ShaderRunner::scratch(std::size_t bytes) {
 }
 
 ScratchBuffer const& ShaderRunner::kept_scratch(std::size_t bytes) {
+    // The next op that asks may write it while a captured command still reads it at each replay.
+    if (backend_.capture_) throw Unsupported("vulkan: an op whose scratch buffer is shared with later ops, in a capture");
     auto& kept = backend_.kept_scratch_;
     if (!kept || kept->size() < bytes) {
         kept.reset();

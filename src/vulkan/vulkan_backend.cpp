@@ -53,6 +53,10 @@ void VulkanBackend::check_range(Buffer const& b, std::size_t offset, std::size_t
 }
 
 void VulkanBackend::free_after(std::uint64_t serial, Allocation const& a, bool staging) {
+    if (capture_) {  // a recorded command may use it at every replay
+        capture_->kept.push_back({serial, a, staging});
+        return;
+    }
     if (serial <= stream_.completed_serial()) (staging ? staging_memory_ : device_memory_).free(a);
     else pending_.push_back({serial, a, staging});
 }
@@ -133,6 +137,7 @@ std::optional<Allocation> VulkanBackend::reserve_or_wait(bool staging, std::size
 void VulkanBackend::upload(std::uintptr_t dst, std::size_t offset, void const* src, std::size_t bytes) {
     if (bytes == 0) return;
     std::lock_guard lock(mutex_);
+    refuse_while_captured("an upload");
     Buffer& b = buffer(dst);
     check_range(b, offset, bytes, "upload");
     // In pieces of a quarter of a staging block, each submitted once copied, so that a large
@@ -162,6 +167,7 @@ void VulkanBackend::upload(std::uintptr_t dst, std::size_t offset, void const* s
 void VulkanBackend::download(std::uintptr_t src, std::size_t offset, void* dst, std::size_t bytes) {
     if (bytes == 0) return;
     std::lock_guard lock(mutex_);
+    refuse_while_captured("a download");
     Buffer& b = buffer(src);
     check_range(b, offset, bytes, "download");
     reclaim();
@@ -189,6 +195,7 @@ void VulkanBackend::copy(std::uintptr_t src, std::size_t src_offset, std::uintpt
                          std::size_t bytes) {
     if (bytes == 0) return;
     std::lock_guard lock(mutex_);
+    refuse_while_captured("a copy");
     Buffer& s = buffer(src);
     Buffer& d = buffer(dst);
     check_range(s, src_offset, bytes, "copy source");
@@ -235,6 +242,7 @@ void VulkanBackend::fill(std::uintptr_t dst, std::size_t offset, std::size_t byt
         return;
     }
     std::lock_guard lock(mutex_);
+    refuse_while_captured("a fill");
     Buffer& b = buffer(dst);
     check_range(b, offset, bytes, "fill");
     reclaim();
@@ -247,6 +255,7 @@ void VulkanBackend::fill(std::uintptr_t dst, std::size_t offset, std::size_t byt
 
 void VulkanBackend::synchronize() {
     std::lock_guard lock(mutex_);
+    refuse_while_captured("synchronize()");
     stream_.wait(stream_.recording_serial());
     reclaim();
     raise_recorded_fault();
@@ -298,6 +307,7 @@ detail::Support VulkanBackend::supports(detail::OpDescriptor const& op, detail::
 
 void VulkanBackend::run(detail::OpDescriptor const& op, detail::OpViews const& views) {
     std::lock_guard lock(mutex_);
+    refuse_while_captured("an op");
     reclaim();
     ShaderRunner runner(*this);
     std::visit([&](auto const& d) { ops::run(runner, d, views); }, op);

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <thread>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -48,6 +50,9 @@ public:
 
     [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& views) const override;
     void run(detail::OpDescriptor const& op, detail::OpViews const& views) override;
+    // rayo::capture: the ops' commands recorded into a secondary command buffer (captured_graph.cpp).
+    [[nodiscard]] bool begin_capture() override;
+    [[nodiscard]] std::unique_ptr<detail::NativeGraph> end_capture(bool keep) override;
 
     [[nodiscard]] PhysicalDevice const& physical() const noexcept { return device_.physical(); }
     // Diagnostics and the tests' path switches (diagnostics.hpp).
@@ -59,6 +64,7 @@ public:
     [[nodiscard]] std::optional<std::string> profile_table();
 
 private:
+    class Graph;
     friend class ShaderRunner;
     friend class ScratchBuffer;
     friend class ScratchTensor;
@@ -78,6 +84,8 @@ private:
     Buffer& buffer(std::uintptr_t handle);
     void reclaim();  // frees what the GPU has finished with
     void free_after(std::uint64_t serial, Allocation const& a, bool staging);
+    // Throws when another thread than the capturing one records `what` while a capture runs.
+    void refuse_while_captured(char const* what) const;
     // `bytes` of staging or device memory from the blocks already held, waiting for the oldest
     // pending free that would serve rather than asking the driver for a new block (which costs
     // milliseconds: it clears the memory). nullopt when nothing held or pending serves. Tensors
@@ -113,6 +121,16 @@ private:
     std::optional<Allocation> fault_record_;     // until a dispatch asks for it: none
     bool fault_pending_ = false;                 // such a dispatch was recorded since the last look
     PathSwitches switches_;
+    // While a capture records: its thread, the buffers its commands bind (whose last use each
+    // replay renews), and the memory freed meanwhile, which its commands may use at every replay
+    // and which the graph therefore keeps.
+    struct Capture {
+        std::thread::id thread;
+        std::vector<std::uintptr_t> buffers;
+        std::vector<PendingFree> kept;
+        bool fault_pending_before = false;
+    };
+    std::optional<Capture> capture_;
 };
 
 // The Vulkan backend behind `device` (the diagnostics and test switches of diagnostics.hpp);
