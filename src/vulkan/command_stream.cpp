@@ -60,6 +60,26 @@ void CommandStream::destroy(Batch& b) noexcept {
     fn.vkDestroyCommandPool(device_.handle(), b.pool, nullptr);  // frees its command buffer
 }
 
+VkCommandBuffer CommandStream::command_buffer(VkCommandBufferLevel level, VkCommandPoolCreateFlags flags,
+                                              VkCommandPool& pool) {
+    auto const& fn = device_.fn();
+    VkDevice const dev = device_.handle();
+    VkCommandPoolCreateInfo info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    info.flags = flags;
+    info.queueFamilyIndex = device_.physical().compute_queue_family;
+    check(fn.vkCreateCommandPool(dev, &info, nullptr, &pool), "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    alloc.commandPool = pool;
+    alloc.level = level;
+    alloc.commandBufferCount = 1;
+    VkCommandBuffer commands = VK_NULL_HANDLE;
+    if (VkResult r = fn.vkAllocateCommandBuffers(dev, &alloc, &commands); r != VK_SUCCESS) {
+        fn.vkDestroyCommandPool(dev, pool, nullptr);
+        check(r, "vkAllocateCommandBuffers");
+    }
+    return commands;
+}
+
 CommandStream::Batch& CommandStream::recording() {
     if (recording_) return *recording_;
     auto const& fn = device_.fn();
@@ -73,19 +93,8 @@ CommandStream::Batch& CommandStream::recording() {
         b = std::move(idle_.back());
         idle_.pop_back();
     } else {
-        VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-        pool.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
-        pool.queueFamilyIndex = device_.physical().compute_queue_family;
-        check(fn.vkCreateCommandPool(dev, &pool, nullptr, &b.pool), "vkCreateCommandPool");
-        VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-        alloc.commandPool = b.pool;
-        alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-        alloc.commandBufferCount = 1;
+        b.commands = command_buffer(VK_COMMAND_BUFFER_LEVEL_PRIMARY, VK_COMMAND_POOL_CREATE_TRANSIENT_BIT, b.pool);
         VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-        if (VkResult r = fn.vkAllocateCommandBuffers(dev, &alloc, &b.commands); r != VK_SUCCESS) {
-            fn.vkDestroyCommandPool(dev, b.pool, nullptr);
-            check(r, "vkAllocateCommandBuffers");
-        }
         if (VkResult r = fn.vkCreateFence(dev, &fence, nullptr, &b.fence); r != VK_SUCCESS) {
             fn.vkDestroyCommandPool(dev, b.pool, nullptr);
             check(r, "vkCreateFence");
@@ -214,23 +223,15 @@ void CommandStream::begin_recording() {
     auto const& fn = device_.fn();
     VkDevice const dev = device_.handle();
     RecordedCommands c;
-    VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    pool.queueFamilyIndex = device_.physical().compute_queue_family;
-    check(fn.vkCreateCommandPool(dev, &pool, nullptr, &c.pool), "vkCreateCommandPool");
-    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    alloc.commandPool = c.pool;
-    alloc.level = VK_COMMAND_BUFFER_LEVEL_SECONDARY;
-    alloc.commandBufferCount = 1;
+    c.commands = command_buffer(VK_COMMAND_BUFFER_LEVEL_SECONDARY, 0, c.pool);
     VkCommandBufferInheritanceInfo inheritance{VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     // Executed by several batches, which may be in flight together.
     begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
     begin.pInheritanceInfo = &inheritance;
-    VkResult r = fn.vkAllocateCommandBuffers(dev, &alloc, &c.commands);
-    if (r == VK_SUCCESS) r = fn.vkBeginCommandBuffer(c.commands, &begin);
-    if (r != VK_SUCCESS) {
+    if (VkResult const r = fn.vkBeginCommandBuffer(c.commands, &begin); r != VK_SUCCESS) {
         fn.vkDestroyCommandPool(dev, c.pool, nullptr);
-        check(r, "recording a secondary command buffer");
+        check(r, "vkBeginCommandBuffer");
     }
     commands_ = std::move(c);
 }
