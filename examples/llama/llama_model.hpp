@@ -164,9 +164,6 @@ public:
     [[nodiscard]] rayo::FTensor apply(rayo::FTensor const& x) const {
         return std::visit([&](auto const& w) { return rayo::linear(x, w); }, w_);
     }
-    void apply_into(rayo::FTensor const& x, rayo::FTensor const& out) const {
-        std::visit([&](auto const& w) { rayo::linear_into(x, w, out); }, w_);
-    }
     // x [rows, in] · wᵀ + bias [out] in every row -> f32 [rows, out].
     void apply_into(rayo::FTensor const& x, rayo::FTensor const& bias, rayo::FTensor const& out) const {
         std::visit([&](auto const& w) { rayo::linear_into(x, w, bias, out); }, w_);

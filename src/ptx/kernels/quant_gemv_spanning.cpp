@@ -250,14 +250,16 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     Reg x_scale;
     std::vector<Reg> x_values;       // own x: the 32 floats as loaded
     std::vector<Reg> second_values;  // and the formed input's second operand at the same places
-    // The formed input's value from x and its second operand; rms_norm's squares summed on the way.
+    // The formed input's value from x and its second operand; rms_norm's squares summed on the way,
+    // of the values `counted` holds for (every value where it is null).
     Reg squares = k.mov(Type::f32, 0.0f), scaled_squares = k.mov(Type::f32, 0.0f);
-    auto const form = [&](std::vector<Reg>& values, std::vector<Reg> const& seconds, Reg counted) {
+    auto const form = [&](std::vector<Reg>& values, std::vector<Reg> const& seconds, Reg const* counted) {
+        auto const kept = [&](Reg v) { return counted ? k.selp(v, 0.0f, *counted, Type::f32) : v; };
         for (std::size_t i = 0; i < values.size(); ++i) {
             if (rms_norm) {
                 Reg const scaled = k.mul(values[i], 0x1p-96f);
-                k.mov(squares, k.fma(values[i], k.selp(values[i], 0.0f, counted, Type::f32), squares));
-                k.mov(scaled_squares, k.fma(scaled, k.selp(scaled, 0.0f, counted, Type::f32), scaled_squares));
+                k.mov(squares, k.fma(values[i], kept(values[i]), squares));
+                k.mov(scaled_squares, k.fma(scaled, kept(scaled), scaled_squares));
                 values[i] = k.mul(values[i], seconds[i]);
             } else {
                 values[i] = k.mul(emit_unary(k, Op::silu, values[i]), seconds[i]);
@@ -306,7 +308,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                 auto s = k.ld_vector(Space::global, Type::f32, 4, Address(second_at), Cache::nc);
                 auto const s1 = k.ld_vector(Space::global, Type::f32, 4, Address(second_at, 16), Cache::nc);
                 s.insert(s.end(), s1.begin(), s1.end());
-                form(v, s, k.setp(Cmp::eq, lane, lane));
+                form(v, s, nullptr);
             }
             Reg amax = k.abs(v[0]);
             for (int i = 1; i < 8; ++i) amax = k.max(amax, k.abs(v[i]));
@@ -331,7 +333,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             return words;
         }
         if (formed) {
-            form(x_values, second_values, active);
+            form(x_values, second_values, &active);
             if (rms_norm) store_squares(k.add(shared, squares_at));
         }
         Reg amax = k.abs(x_values[0]);
