@@ -160,6 +160,35 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
     }
 }
 
+// The spanning GEMV with linear's bias and with each formed input (swiglu_linear, rms_norm_linear),
+// x shared through shared memory or held by each thread, q4_k from registers and q6_k from rings
+// and (sm_90, started early) bulk copies, as the glue launches them.
+TEST(PtxQuant, SpanningGemvWithBiasAndFormedInputsAssembles) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (Target t : targets) {
+        ptx::Module module(t);
+        for (auto input : {kernels::GemvInput::x, kernels::GemvInput::swiglu, kernels::GemvInput::rms_norm})
+            for (bool share_x : {true, false})
+                for (DType weight : {DType::q4_k, DType::q6_k}) {
+                    bool const q6 = weight == DType::q6_k;
+                    kernels::QuantGemvSpanningConfig config{.weight = weight, .blocks_per_row = 16, .groups = share_x ? 4u : 1u,
+                                                            .batch = 2, .stages = q6 ? 2u : 0u, .share_x = share_x,
+                                                            .bias = true, .input = input};
+                    module.add(kernels::quant_gemv_spanning(config));
+                    if (compute_capability(t) >= 90) {
+                        config.prefetch_steps = 2;
+                        config.early_start = true;
+                        config.bulk = q6;
+                        config.stages = q6 ? 4u : 0u;
+                        config.x_before_wait = share_x;
+                        module.add(kernels::quant_gemv_spanning(config));
+                    }
+                }
+        std::string const failure = ptxas_failure("rayo_quant_gemv_spanning_formed", module.emit(), t);
+        EXPECT_TRUE(failure.empty()) << failure;
+    }
+}
+
 TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXTheRingsAndEveryStepsWarpSums) {
     // 56 blocks: 448 threads = 14 warps; x 28672 bytes, 56 scales in 224 bytes, 8 steps of 2 rows × 14 sums.
     EXPECT_EQ(kernels::quant_gemv_spanning_group_threads(56), 448u);
