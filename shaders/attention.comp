@@ -25,6 +25,7 @@ layout(constant_id = 3) const uint ROWS = 4;
 layout(constant_id = 4) const bool HAS_MASK = false;
 layout(constant_id = 5) const bool CAUSAL = false;
 layout(constant_id = 6) const bool PARTIAL = false;
+layout(constant_id = 8) const bool STORED_POSITION = false;  // query_offset read from Position
 const uint TEAM = 16;
 const uint BK = 32;       // keys a block
 const uint MAX_PER = 16;  // columns an invocation
@@ -46,6 +47,7 @@ layout(std430, set = 0, binding = 2) readonly buffer V { RAYO_ELEMENT v[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Mask { float mask[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer Out { RAYO_ELEMENT o[]; };
 layout(std430, set = 0, binding = 5) writeonly buffer Partial { float partial[]; };
+layout(std430, set = 0, binding = 6) readonly buffer Position { int position[]; };
 
 // Mirrors AttentionPush (src/vulkan/ops/attention.cpp); offsets in elements.
 layout(push_constant) uniform Params {
@@ -55,6 +57,7 @@ layout(push_constant) uniform Params {
     int query_offset;
     uint mask_batch, mask_head, mask_row;
     uint splits, keys_per_split;
+    uint position_offset;
 } params;
 
 shared float dots[MAX_ROWS * TEAM * BK];  // each member's share of each score
@@ -79,14 +82,17 @@ void main() {
         qv[e] = live && c < D ? element_value(q[q_at + c]) : 0.0;
         acc[e] = 0.0;
     }
+    // q's first position: the push constant, or the stored one clamped to [0, kv_len].
+    int query_offset =
+        STORED_POSITION ? clamp(position[params.position_offset], 0, int(params.kv_len)) : params.query_offset;
     // The workgroup's keys: its split, and under CAUSAL no further than its last row sees.
     uint begin = split * params.keys_per_split;
     uint end = min(params.kv_len, begin + params.keys_per_split);
     if (CAUSAL) {
         uint last_row = min(params.q_len, first_row + ROWS) - 1;
-        end = uint(clamp(params.query_offset + int(last_row) + 1, int(begin), int(end)));
+        end = uint(clamp(query_offset + int(last_row) + 1, int(begin), int(end)));
     }
-    int row_sees = params.query_offset + int(i);  // CAUSAL: the last key row i sees
+    int row_sees = query_offset + int(i);  // CAUSAL: the last key row i sees
     uint mask_at = params.mask_offset + b * params.mask_batch + head * params.mask_head + i * params.mask_row;
 
     float row_max = neg_inf, row_sum = 0.0;

@@ -30,6 +30,7 @@
 layout(local_size_x = 128) in;
 layout(constant_id = 4) const bool HAS_MASK = false;
 layout(constant_id = 5) const bool CAUSAL = false;
+layout(constant_id = 6) const bool STORED_POSITION = false;  // query_offset read from Position
 
 const uint D = HEAD_DIM;
 const uint ROWS = 64u, SUBGROUPS = 4u, THREADS = 128u;
@@ -49,6 +50,7 @@ layout(std430, set = 0, binding = 1) readonly buffer K8 { uvec4 k8[]; };
 layout(std430, set = 0, binding = 2) readonly buffer V8 { uvec4 v8[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Mask { float mask[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer Out8 { uvec4 o8[]; };
+layout(std430, set = 0, binding = 5) readonly buffer Position { int position[]; };
 
 // Mirrors AttentionPush (src/vulkan/ops/attention.cpp); offsets in elements.
 layout(push_constant) uniform Params {
@@ -58,6 +60,7 @@ layout(push_constant) uniform Params {
     int query_offset;
     uint mask_batch, mask_head, mask_row;
     uint splits, keys_per_split;
+    uint position_offset;
 } params;
 
 // k then v of a block ([BK][DS] halves each); before the loop, the workgroup's q rows ([64][DS]).
@@ -111,16 +114,19 @@ void main() {
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 8> acc[FRAGS_D];
     [[unroll]] for (uint f = 0u; f < FRAGS_D; ++f) acc[f] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0.0);
 
+    // q's first position: the push constant, or the stored one clamped to [0, kv_len].
+    int query_offset =
+        STORED_POSITION ? clamp(position[params.position_offset], 0, int(params.kv_len)) : params.query_offset;
     // The keys the workgroup's rows see at most.
     uint end = params.kv_len;
     if (CAUSAL) {
         int last_row = int(min(params.q_len, r0 + ROWS)) - 1;
-        end = uint(clamp(params.query_offset + last_row + 1, 0, int(params.kv_len)));
+        end = uint(clamp(query_offset + last_row + 1, 0, int(params.kv_len)));
     }
     // This invocation's softmax row (two invocations a row, 16 keys each) and its state.
     uint row = lane >> 1u, half_ = lane & 1u;
     uint i = r0 + sg * 16u + row;
-    int row_sees = params.query_offset + int(i);
+    int row_sees = query_offset + int(i);
     uint mask_at = params.mask_offset + b * params.mask_batch + head * params.mask_head + i * params.mask_row;
     float row_max = neg_inf, row_sum = 0.0;
     bool row_nan = false;

@@ -26,6 +26,7 @@ layout(constant_id = 3) const uint GROUP = 4;   // query heads a key/value head,
 // Keys a split, a power of two at most MAX_KEYS; the host sets the workgroup size (constant 1) to
 // KEYS · GROUP.
 layout(constant_id = 4) const uint KEYS = 32;
+layout(constant_id = 5) const bool STORED_POSITION = false;  // the keys seen follow Position
 const uint MAX_D = 256;
 const uint MAX_GROUP = 8;
 const uint MAX_KEYS = 64;
@@ -42,6 +43,7 @@ layout(std430, set = 0, binding = 0) readonly buffer Q { RAYO_ELEMENT q[]; };
 layout(std430, set = 0, binding = 1) readonly buffer K { RAYO_ELEMENT k[]; };
 layout(std430, set = 0, binding = 2) readonly buffer V { RAYO_ELEMENT v[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Partial { float partial[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Position { int position[]; };
 
 // Mirrors DecodePush (src/vulkan/ops/attention.cpp); offsets in elements.
 layout(push_constant) uniform Params {
@@ -50,6 +52,7 @@ layout(push_constant) uniform Params {
     uint seen;     // keys the row sees (causal: up to its query offset)
     float scale;
     uint splits;
+    uint position_offset;
 } params;
 
 shared float q_shared[MAX_GROUP * MAX_D];
@@ -82,7 +85,10 @@ void main() {
     uint k_at = params.k_offset + b * params.kv_len * kv_stride + kv_head * D;
     uint v_at = params.v_offset + b * params.kv_len * kv_stride + kv_head * D;
     uint begin = split * KEYS;
-    uint count = begin < params.seen ? min(KEYS, params.seen - begin) : 0;
+    // The keys the row sees: the push constant, or up to the stored position (clamped to [0, kv_len]).
+    int stored = STORED_POSITION ? clamp(position[params.position_offset], 0, int(params.kv_len)) : 0;
+    uint seen = STORED_POSITION ? min(uint(stored) + 1, params.kv_len) : params.seen;
+    uint count = begin < seen ? min(KEYS, seen - begin) : 0;
 
     // The group's query rows into shared memory.
     for (uint x = t; x < GROUP * D; x += threads) {

@@ -38,6 +38,7 @@ layout(constant_id = 2) const uint D = 128;    // head_dim, a multiple of E, at 
 layout(constant_id = 3) const uint GROUP = 4;  // query heads a key/value head, at most MAX_GROUP
 layout(constant_id = 4) const uint KEYS = 128; // keys a split
 layout(constant_id = 5) const uint TEAM = 8;   // lanes a key row: a power of two, at most 8
+layout(constant_id = 6) const bool STORED_POSITION = false;  // the keys seen follow Position
 const uint MAX_D = 256;
 const uint MAX_GROUP = 8;
 
@@ -73,6 +74,7 @@ layout(std430, set = 0, binding = 0) readonly buffer Q { RAYO_ELEMENT q[]; };
 layout(std430, set = 0, binding = 1) readonly buffer K { uvec4 k[]; };
 layout(std430, set = 0, binding = 2) readonly buffer V { uvec4 v[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Partial { float partial[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Position { int position[]; };
 
 // Mirrors DecodePush (src/vulkan/ops/attention.cpp); offsets in elements, those of k and v
 // multiples of E.
@@ -82,6 +84,7 @@ layout(push_constant) uniform Params {
     uint seen;     // keys the row sees (causal: up to its query offset)
     float scale;
     uint splits;
+    uint position_offset;
 } params;
 
 shared vec4 q_shared[GROUP * D / 4];
@@ -113,7 +116,10 @@ void main() {
     uint kv_head = gl_WorkGroupID.y % params.kv_heads, b = gl_WorkGroupID.y / params.kv_heads;
     uint first_head = kv_head * GROUP;
     uint begin = split * KEYS;
-    uint count = begin < params.seen ? min(KEYS, params.seen - begin) : 0;
+    // The keys the row sees: the push constant, or up to the stored position (clamped to [0, kv_len]).
+    int stored = STORED_POSITION ? clamp(position[params.position_offset], 0, int(params.kv_len)) : 0;
+    uint seen = STORED_POSITION ? min(uint(stored) + 1, params.kv_len) : params.seen;
+    uint count = begin < seen ? min(KEYS, seen - begin) : 0;
     // Chunk c of key (or value) row j of this split: rows + j · row_stride + c.
     uint row_stride = params.kv_heads * CHUNKS;
     uint first_row = (b * params.kv_len + begin) * row_stride + kv_head * CHUNKS;

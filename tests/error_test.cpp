@@ -327,6 +327,15 @@ TEST_F(Errors, AttentionNamesWhatIsWrong) {
     expect_error<IndexError>([&] { attention_into(q, kv, kv, at, o); }, {"attention", "query_offset -1", "kv_len 7"});
     at.query_offset = 8;
     expect_error<IndexError>([&] { attention_into(q, kv, kv, at, o); }, {"attention", "query_offset 8", "kv_len 7"});
+    at.query_offset = 3;
+    at.query_position = Tensor<std::int32_t>::zeros({1});
+    expect_error<Error>([&] { attention_into(q, kv, kv, at, o); }, {"attention", "query_offset and query_position"});
+    AttentionParams stored;
+    stored.query_position = Tensor<std::int32_t>::zeros({1});
+    expect_error<Error>([&] { attention_into(q, kv, kv, stored, o); }, {"attention", "query_position", "causal"});
+    stored.causal = true;
+    stored.query_position = Tensor<std::int32_t>::zeros({2});
+    expect_error<ShapeError>([&] { attention_into(q, kv, kv, stored, o); }, {"attention", "query_position", "one element", "[2]"});
     AttentionParams nan_scale;
     nan_scale.scale = std::numeric_limits<float>::infinity();
     expect_error<Error>([&] { attention_into(q, kv, kv, nan_scale, o); }, {"attention", "scale", "finite"});
@@ -338,6 +347,8 @@ TEST_F(Errors, AttentionNamesWhatIsWrong) {
         expect_error<Error>([&] { attention_into(q, kv.to(d), kv, {}, o); }, {"attention", "different devices", d.id()});
         masked.mask = Tensor<float>::zeros({5, 7}, d);
         expect_error<Error>([&] { attention_into(q, kv, kv, masked, o); }, {"attention", "different devices", d.id()});
+        stored.query_position = Tensor<std::int32_t>::zeros({1}, d);
+        expect_error<Error>([&] { attention_into(q, kv, kv, stored, o); }, {"attention", "different devices", d.id()});
     }
     for (float v : o.to_vector()) EXPECT_EQ(v, poison);
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <rayo/rayo.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <thread>
@@ -147,6 +148,38 @@ TEST_P(GraphTest, OpsWithTemporariesReplayLikeTheOpsRunOneByOne) {
     }
     std::vector<float> const picked = row.to_vector(), table = w_up.to_vector();
     for (std::int64_t c = 0; c < width; ++c) ASSERT_EQ(picked[c], table[7 * width + c]);
+}
+
+// Attention over a whole cache whose position is a device tensor: one capture serves every
+// position, each replay seeing the keys up to the value stored there, as the op run eagerly with
+// that tensor does (bit for bit) and, within rounding, as attention over the seen rows only.
+TEST_P(GraphTest, AttentionFollowsItsStoredPositionBetweenReplays) {
+    constexpr std::int64_t heads = 4, kv_heads = 2, head_dim = 16, context = 300;
+    std::uint32_t const seed = fresh_seed();
+    auto const q = upload(random_floats(heads * head_dim, seed, -1, 1), {1, heads, head_dim});
+    auto const keys = upload(random_floats(context * kv_heads * head_dim, seed + 1, -1, 1), {context, kv_heads, head_dim});
+    auto const values = upload(random_floats(context * kv_heads * head_dim, seed + 2, -1, 1), {context, kv_heads, head_dim});
+    auto const position = Tensor<std::int32_t>::zeros({1}, device);
+    auto const out = poisoned({1, heads, head_dim}, device);
+    AttentionParams params;
+    params.causal = true;
+    params.query_position = position;
+    Graph g = capture(device, [&] { attention_into(q, keys, values, params, out); });
+    AttentionParams causal;
+    causal.causal = true;
+    for (std::int32_t const at : {0, 17, 150, 299}) {
+        copy_into(Tensor<std::int32_t>::from(std::vector<std::int32_t>{at}, {1}, device), position);
+        g.replay();
+        std::vector<float> const got = out.to_vector();
+        std::vector<float> const eager = attention(q, keys, values, params).to_vector();
+        std::vector<float> const seen =
+            attention(q, keys.slice(0, at + 1), values.slice(0, at + 1), causal).to_vector();
+        ASSERT_EQ(got.size(), seen.size());
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            ASSERT_EQ(got[i], eager[i]) << "position " << at << ", " << i;
+            ASSERT_NEAR(got[i], seen[i], 1e-5) << "position " << at << ", " << i;
+        }
+    }
 }
 
 // A device that records natively refuses another thread's work while a capture records it.

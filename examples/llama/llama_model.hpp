@@ -15,6 +15,7 @@
 
 #include <rayo/rayo.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cmath>
@@ -443,10 +444,8 @@ public:
     }
 
     [[nodiscard]] Hyperparameters const& hyperparameters() const noexcept { return hp_; }
-    // Whether a GPU's decode steps replay their position-independent ops from captures
-    // (rayo::capture) or issue every op (the default: on an H200 the ops issued one by one overlap
-    // each kernel's start with the one before, and decode 4% faster than 33 graphs a token with
-    // the attentions between them; under host load the graphs hold their rate, docs/performance.md).
+    // Whether a GPU's decode steps replay from captures (rayo::capture: one a decode_window of
+    // positions) or issue every op (the default).
     void set_decode_capture(bool on) {
         capture_decode_ = on;
         graphs_.clear();
@@ -544,7 +543,7 @@ private:
     // position, which every op of the step reads from the device.
     struct DecodeBuffers {
         rayo::FTensor x, qkv, attended, y, gate_up, logits;
-        rayo::Tensor<std::int32_t> step;
+        rayo::Tensor<std::int32_t> step, position;  // position: step's second element
     };
 
     DecodeBuffers& decode_buffers() {
@@ -552,32 +551,31 @@ private:
             auto const d = static_cast<std::int64_t>(hp_.width), f = static_cast<std::int64_t>(hp_.ffn_width);
             auto const q = static_cast<std::int64_t>(hp_.heads * hp_.head_dim);
             auto const make = [&](rayo::Shape shape) { return rayo::FTensor::empty(std::move(shape), device_); };
+            auto const step = rayo::Tensor<std::int32_t>::zeros(rayo::Shape{2}, device_);
             decode_ = DecodeBuffers{.x = make({1, d}), .qkv = make({w_.layers.front().qkv.rows()}),
                                     .attended = make({1, q}), .y = make({1, d}), .gate_up = make({2 * f}),
-                                    .logits = make({static_cast<std::int64_t>(hp_.vocab)}),
-                                    .step = rayo::Tensor<std::int32_t>::zeros(rayo::Shape{2}, device_)};
+                                    .logits = make({static_cast<std::int64_t>(hp_.vocab)}), .step = step,
+                                    .position = step.slice(1, 2)};
         }
         return *decode_;
     }
 
-    // A decode step's ops between two attentions, which do not depend on the position: layer l's
-    // before its attention (rms_norm, q/k/v, rope of q and k, k and v into the cache at the
-    // position), and after it (the output projection with the residual as its bias, rms_norm, the
-    // feed-forward with the residual). q and k, neighbours in the projection's output, turn in place
-    // in one rope; then k and v, neighbours too, go into the cache in one index_copy. rms_norm and
-    // swiglu are formed by the products that read them (rms_norm_linear, swiglu_linear). The
-    // residual stream passes between x and y.
+    // A decode step's ops of layer l before its attention (rms_norm, q/k/v, rope of q and k, k and
+    // v into the cache at the position) and after it (the output projection with the residual as
+    // its bias, rms_norm, the feed-forward with the residual). q and k, neighbours in the
+    // projection's output, turn in place in one rope; then k and v, neighbours too, go into the
+    // cache in one index_copy. rms_norm and swiglu are formed by the products that read them
+    // (rms_norm_linear, swiglu_linear). The residual stream passes between x and y.
     void before_attention(std::size_t l) {
         DecodeBuffers& b = *decode_;
         Layer const& layer = w_.layers[l];
         auto const heads = static_cast<std::int64_t>(hp_.heads), kv_heads = static_cast<std::int64_t>(hp_.kv_heads),
                    hd = static_cast<std::int64_t>(hp_.head_dim);
-        rayo::Tensor<std::int32_t> const position = b.step.slice(1, 2);
         rayo::FTensor const qk = b.qkv.slice(0, (heads + kv_heads) * hd).reshape({1, heads + kv_heads, hd});
         rayo::FTensor const kv = b.qkv.slice(heads * hd, (heads + 2 * kv_heads) * hd).reshape({2, 1, kv_heads, hd});
         layer.qkv.apply_one_normed_into(b.x, layer.attn_norm, hp_.rms_eps, b.qkv);
-        rayo::rope_into(qk, position, rope_, qk);
-        rayo::index_copy_into(kv, 1, position, kv_cache_[l]);
+        rayo::rope_into(qk, b.position, rope_, qk);
+        rayo::index_copy_into(kv, 1, b.position, kv_cache_[l]);
     }
     void after_attention(std::size_t l) {
         DecodeBuffers& b = *decode_;
@@ -588,54 +586,57 @@ private:
         layer.gate_up.apply_one_normed_into(b.y, layer.ffn_norm, hp_.rms_eps, b.gate_up);
         layer.down.apply_swiglu_into(gate, up, b.y.reshape({d}), b.x);
     }
-    void logits_of_last() {
+
+    // The keys a decode step's attentions span: the cache's rows up to the next multiple of
+    // decode_window past the position, which the attention reads from the device and which hides
+    // the rows past it, so that one sequence of ops (and one capture) serves decode_window positions.
+    static constexpr std::size_t decode_window = 256;
+
+    // A whole decode step of the token whose id and position are in the decode buffers' `step`,
+    // with attentions over the cache's first `keys` rows.
+    void decode_ops(std::size_t keys) {
         DecodeBuffers& b = *decode_;
-        w_.output.apply_normed_into(b.x, w_.output_norm, hp_.rms_eps, b.logits.reshape({1, static_cast<std::int64_t>(hp_.vocab)}));
-    }
-    // The stretch of a decode step before attention `l` (l = layers: after the last one).
-    void segment(std::size_t l) {
-        if (l > 0) after_attention(l - 1);
-        if (l < w_.layers.size()) before_attention(l);
-        else logits_of_last();
-    }
-
-    // The segments recorded once (rayo::capture) on a GPU, so that a step replays layers + 1 of them
-    // around its attentions instead of issuing each op; nullopt when the device cannot record one,
-    // which is said once, and the step runs its ops one by one.
-    std::vector<rayo::Graph>* decode_graphs() {
-        if (!capture_decode_ || device_.kind() == rayo::DeviceKind::cpu) return nullptr;
-        if (graphs_.empty()) {
-            try {
-                for (std::size_t l = 0; l <= w_.layers.size(); ++l)
-                    graphs_.push_back(rayo::capture(device_, [&] { segment(l); }));
-            } catch (rayo::Error const& e) {
-                graphs_.clear();
-                capture_decode_ = false;
-                std::fprintf(stderr, "rayo-llama: decoding without capture on %s: %s\n", device_.id().c_str(), e.what());
-                return nullptr;
-            }
+        auto const heads = static_cast<std::int64_t>(hp_.heads), hd = static_cast<std::int64_t>(hp_.head_dim);
+        auto const span = static_cast<std::int64_t>(keys);
+        rayo::FTensor const q = b.qkv.slice(0, heads * hd).reshape({1, heads, hd});
+        rayo::AttentionParams attend = causal();
+        attend.query_position = b.position;
+        w_.embeddings.rows_into(b.step.slice(0, 1), b.x);
+        for (std::size_t l = 0; l < w_.layers.size(); ++l) {
+            before_attention(l);
+            rayo::attention_into(q, k_cache_[l].slice(0, span), v_cache_[l].slice(0, span), attend,
+                                 b.attended.reshape({1, heads, hd}));
+            after_attention(l);
         }
-        return &graphs_;
+        w_.output.apply_normed_into(b.x, w_.output_norm, hp_.rms_eps,
+                                    b.logits.reshape({1, static_cast<std::int64_t>(hp_.vocab)}));
     }
 
-    // One token at `pos` through the model with the ops writing into the decode buffers. The
-    // attention of each layer reads the cache's first pos + 1 rows, so it runs on its own; the
-    // rest is the same every step and replays from decode_graphs() where there are some.
+    // The decode step over `keys` cache rows recorded once (rayo::capture) on a GPU; null where
+    // capture is off, or the device cannot record one (said once; the steps then run their ops).
+    rayo::Graph* decode_graph(std::size_t keys) {
+        if (!capture_decode_ || device_.kind() == rayo::DeviceKind::cpu) return nullptr;
+        for (auto& [span, graph] : graphs_)
+            if (span == keys) return &graph;
+        try {
+            graphs_.emplace_back(keys, rayo::capture(device_, [&] { decode_ops(keys); }));
+        } catch (rayo::Error const& e) {
+            graphs_.clear();
+            capture_decode_ = false;
+            std::fprintf(stderr, "rayo-llama: decoding without capture on %s: %s\n", device_.id().c_str(), e.what());
+            return nullptr;
+        }
+        return &graphs_.back().second;
+    }
+
+    // One token at `pos` through the model with the ops writing into the decode buffers: its id and
+    // position go to the device, then the step's ops run (or replay from decode_graph()).
     rayo::FTensor decode_step(rayo::Tensor<std::int32_t> const& ids_positions, std::size_t pos) {
         DecodeBuffers& b = decode_buffers();
-        auto const heads = static_cast<std::int64_t>(hp_.heads), hd = static_cast<std::int64_t>(hp_.head_dim);
-        auto const at = static_cast<std::int64_t>(pos);
-        rayo::FTensor const q = b.qkv.slice(0, heads * hd).reshape({1, heads, hd});
         rayo::copy_into(ids_positions, b.step);
-        w_.embeddings.rows_into(b.step.slice(0, 1), b.x);
-        std::vector<rayo::Graph>* graphs = decode_graphs();
-        for (std::size_t l = 0; l <= w_.layers.size(); ++l) {
-            if (graphs) (*graphs)[l].replay();
-            else segment(l);
-            if (l == w_.layers.size()) break;
-            rayo::attention_into(q, k_cache_[l].slice(0, at + 1), v_cache_[l].slice(0, at + 1), causal(),
-                                 b.attended.reshape({1, heads, hd}));
-        }
+        std::size_t const keys = std::min(hp_.context, (pos / decode_window + 1) * decode_window);
+        if (rayo::Graph* graph = decode_graph(keys)) graph->replay();
+        else decode_ops(keys);
         return b.logits;
     }
 
@@ -651,7 +652,7 @@ private:
     bool half_attention_ = false;
     std::optional<DecodeBuffers> decode_;
     bool capture_decode_ = false;
-    std::vector<rayo::Graph> graphs_;
+    std::vector<std::pair<std::size_t, rayo::Graph>> graphs_;  // by the keys their attentions span
 };
 
 // ---- the vocabulary ------------------------------------------------------------------------------------

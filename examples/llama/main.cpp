@@ -41,7 +41,7 @@ struct Options {
     // default or RAYO_KQUANT_ACTIVATIONS). q8_k is llama.cpp's rounding: on a CPU, whose decode the
     // integer dot products bound, half the work of the default pair of blocks, at ~0.5% error.
     std::optional<rayo::KQuantActivations> activations;
-    // Decode steps on a GPU replay their position-independent ops from rayo::capture.
+    // Decode steps on a GPU replay from rayo::capture (one capture for 256 positions).
     bool capture = false;
 };
 

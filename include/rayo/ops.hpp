@@ -366,6 +366,11 @@ struct AttentionParams {
     // The position of q's first row among the keys; by default kv_len − q_len (the queries are the
     // last rows: prefill when equal, decode against a KV cache when q_len is 1).
     std::optional<std::int64_t> query_offset;
+    // The same position read from device memory when the op runs, in place of query_offset: i32,
+    // one element, on q's device; causal only. k and v can then be a whole KV cache of which the
+    // rows past the position are hidden, and a captured attention (rayo::capture) follows the value
+    // written there between replays. A stored value outside [0, kv_len] is taken as the nearer end.
+    std::optional<Tensor<std::int32_t>> query_position;
     // Added to the scores before the softmax: f32, broadcastable to [batch, heads, q_len, kv_len]
     // (NumPy's rules: [q_len, kv_len], [batch, 1, 1, kv_len], …), −Inf hiding a key. On q's device.
     std::optional<FTensor> mask;

@@ -33,8 +33,8 @@ StatsState& stats_state() {
     return state;
 }
 
-// The most operands of one op (layer_norm: x, gamma, beta; one output).
-constexpr std::size_t max_inputs = 4;
+// The most operands of one op (attention: q, k, v, mask, position; one output).
+constexpr std::size_t max_inputs = 5;
 constexpr std::size_t max_outputs = 2;
 
 // The views of one op's operands, on the stack: the dispatch of a small op allocates nothing.

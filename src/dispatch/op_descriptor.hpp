@@ -172,7 +172,9 @@ struct Rope {
 // of the keys: with `causal`, it sees keys j ≤ query_offset + i. Scores are q·k·scale (+ the mask,
 // f32, its element (b, h, i, j) at b·mask_batch + h·mask_head + i·mask_row + j: a step of 0
 // broadcasts), softmax in f32, times v. A row that sees no key (or only −Inf scores) is zeros.
-// in: q, k, v[, mask]; out: o.
+// With stored_position, query_offset is instead the i32 at in[4] when the op runs, clamped to
+// [0, kv_len] (causal only), so the host cannot size work by it.
+// in: q, k, v[, mask][, position]; out: o.
 struct Attention {
     static constexpr OpFamily family = OpFamily::attention;
     Op op = Op::attention;
@@ -180,6 +182,7 @@ struct Attention {
     float scale = 1.0f;
     bool causal = false;
     std::int64_t query_offset = 0;
+    bool stored_position = false;
     bool has_mask = false;
     std::size_t mask_batch = 0, mask_head = 0, mask_row = 0;
 };

@@ -63,6 +63,19 @@ detail::op::Attention describe(Tensor<T> const& q, Tensor<T> const& k, Attention
         throw IndexError(std::string(name) + ": query_offset " + std::to_string(*params.query_offset) +
                          " is outside [0, kv_len " + std::to_string(kv_len) + "]");
     a.query_offset = params.query_offset.value_or(kv_len - static_cast<std::int64_t>(a.q_len));
+    if (params.query_position) {
+        Tensor<std::int32_t> const& position = *params.query_position;
+        if (params.query_offset)
+            throw Error(std::string(name) + ": query_offset and query_position both given; pass one");
+        if (!params.causal)
+            throw Error(std::string(name) + ": query_position needs causal attention (the position only hides keys)");
+        if (position.numel() != 1)
+            throw ShapeError(std::string(name) + ": query_position must hold one element, got shape " +
+                             position.shape().to_string());
+        detail::check_same_device(name, q, position);
+        a.stored_position = true;
+        a.query_offset = 0;
+    }
     return a;
 }
 
@@ -118,13 +131,16 @@ void run_attention(Tensor<T> const& q, Tensor<T> const& k, Tensor<T> const& v, A
     detail::check_out(name, out, q.shape(), k, false);
     detail::check_out(name, out, q.shape(), v, false);
     if (mask) detail::check_out(name, out, q.shape(), *mask, false);
+    if (a.stored_position) detail::check_out(name, out, q.shape(), *params.query_position, false);
     if (out.numel() == 0) return;
     if (a.kv_len == 0) {  // no key to see: every row is zeros
         std::byte const zero{0};
         detail::TensorAccess::storage(out).fill(detail::TensorAccess::offset(out), out.bytes(), &zero, 1);
         return;
     }
-    detail::dispatch(q.device(), a, {detail::arg(q), detail::arg(k), detail::arg(v), mask ? detail::arg(*mask) : detail::no_arg()},
+    detail::dispatch(q.device(), a,
+                     {detail::arg(q), detail::arg(k), detail::arg(v), mask ? detail::arg(*mask) : detail::no_arg(),
+                      a.stored_position ? detail::arg(*params.query_position) : detail::no_arg()},
                      {detail::arg(out)});
 }
 

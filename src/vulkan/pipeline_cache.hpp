@@ -23,10 +23,10 @@ enum class DenormMode : std::uint8_t {
     preserve,        // the DenormPreserve build: subnormals kept, as on the CPU
 };
 
-// Specialization constants by constant_id (0: op code, 1: workgroup size, 2..7: shader-specific, e.g.
-// tile shapes). Unused entries stay 0; ids a shader does not declare are ignored. get() adds
-// constant 31 (RAYO_FUSED_FMA) from the device.
-using SpecConstants = std::array<std::uint32_t, 8>;
+// Specialization constants by constant_id (0: op code, 1: workgroup size, 2..8: shader-specific, e.g.
+// tile shapes; 7 is the element type of the _element16 builds). Unused entries stay 0; ids a shader
+// does not declare are ignored. get() adds constant 31 (RAYO_FUSED_FMA) from the device.
+using SpecConstants = std::array<std::uint32_t, 9>;
 
 // The push-constant range of every pipeline layout: the minimum maxPushConstantsSize Vulkan
 // guarantees. A shader's push block may be any size up to this.

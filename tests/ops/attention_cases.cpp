@@ -5,8 +5,10 @@
 // entries and fully hidden rows (zeros), more queries than keys under the causal default (the first
 // rows see nothing: zeros), NaN in q, k and v (prefill, and decode through the key split), hidden
 // rows under the split, rank-3 operands, and 0-sized problems; decode with the key and value views on
-// 16-byte runs (as a KV cache is) and off them; at f32, f16 and bf16 (16-bit inputs are random floats
-// rounded to the type, the reference computed from them).
+// 16-byte runs (as a KV cache is) and off them; the position read from a device tensor
+// (query_position: decode over a whole cache, prefill, under a mask, stored values past either end,
+// clamped); at f32, f16 and bf16 (16-bit inputs are random floats rounded to the type, the reference
+// computed from them).
 //
 // Tolerance (tolerances.cpp): |got − want| ≤ rel · max|v| · (1 + scale · |q_i| · max_j |k_j|) per
 // element of row i: a score's error grows with |q_i|·|k_j| (and √head_dim, which rel absorbs), and
@@ -16,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
@@ -34,13 +37,15 @@ struct Problem {
     bool rank3 = false;    // operands without the batch axis (batch 1)
     bool hide_rows = false;  // the mask hides every key of some rows
     bool aligned = false;    // k and v start on 8 elements (16-byte runs, as a KV cache does)
+    std::optional<std::int32_t> stored = std::nullopt;  // query_position's value (offset unset)
 
     [[nodiscard]] std::string describe() const {
         return "batch " + std::to_string(batch) + ", q_len " + std::to_string(q_len) + ", kv_len " + std::to_string(kv_len) +
                ", heads " + std::to_string(heads) + "/" + std::to_string(kv_heads) + ", head_dim " + std::to_string(head_dim) +
                (causal ? ", causal" : "") + (offset ? ", offset " + std::to_string(*offset) : "") +
                (mask != MaskKind::none ? ", mask " + std::to_string(static_cast<int>(mask)) : "") + (nans ? ", NaNs" : "") +
-               (rank3 ? ", rank 3" : "") + (aligned ? ", aligned" : "");
+               (rank3 ? ", rank 3" : "") + (aligned ? ", aligned" : "") +
+               (stored ? ", stored position " + std::to_string(*stored) : "");
     }
     [[nodiscard]] std::size_t largest() const { return std::max(batch * q_len * heads, batch * kv_len * kv_heads) * head_dim; }
 };
@@ -142,12 +147,14 @@ void check_problem(CaseContext& ctx, Problem const& p, std::size_t index) {
     }
     Mask const mask = make_mask(ctx, p);
     float const scale = 1.0f / std::sqrt(static_cast<float>(std::max<std::size_t>(d, 1)));
-    std::int64_t const offset = p.offset.value_or(i64(p.kv_len) - i64(p.q_len));
+    std::int64_t const offset =
+        p.stored ? std::clamp<std::int64_t>(*p.stored, 0, i64(p.kv_len)) : p.offset.value_or(i64(p.kv_len) - i64(p.q_len));
     std::vector<double> const want = reference(p, q, k, v, mask, scale, offset);
 
     AttentionParams params;
     params.causal = p.causal;
     params.query_offset = p.offset;
+    if (p.stored) params.query_position = ctx.input(std::vector<std::int32_t>{*p.stored}, Shape{1}, index % 2);
     if (p.mask != MaskKind::none) params.mask = ctx.input(mask.values, mask.shape, index % 2);
     Guarded<T> out = ctx.output<T>(q_shape, index % 3);
     std::size_t const run = p.aligned ? 8 : 1;
@@ -242,6 +249,22 @@ std::vector<Problem> problems() {
         {.batch = 2, .q_len = 1, .kv_len = 0, .heads = 2, .kv_heads = 1, .head_dim = 64, .aligned = true},
         {.batch = 2, .q_len = 1, .kv_len = 4100, .heads = 32, .kv_heads = 8, .head_dim = 128, .causal = true,
          .aligned = true},
+        // The position from a device tensor: decode over a whole cache of which it sees 700 keys (and,
+        // unaligned, 31), two query rows, prefill on the tensor-core shapes, under a mask, and stored
+        // values past either end of the keys (taken as kv_len and 0).
+        {.batch = 2, .q_len = 1, .kv_len = 1100, .heads = 8, .kv_heads = 2, .head_dim = 128, .causal = true,
+         .aligned = true, .stored = 699},
+        {.batch = 1, .q_len = 1, .kv_len = 90, .heads = 6, .kv_heads = 2, .head_dim = 40, .causal = true, .stored = 30},
+        {.batch = 1, .q_len = 2, .kv_len = 300, .heads = 4, .kv_heads = 1, .head_dim = 64, .causal = true,
+         .aligned = true, .stored = 150},
+        {.batch = 1, .q_len = 136, .kv_len = 520, .heads = 2, .kv_heads = 1, .head_dim = 128, .causal = true,
+         .stored = 200},
+        {.batch = 1, .q_len = 9, .kv_len = 70, .heads = 3, .kv_heads = 1, .head_dim = 96, .causal = true,
+         .mask = MaskKind::rows_by_keys, .stored = 33},
+        {.batch = 1, .q_len = 3, .kv_len = 50, .heads = 4, .kv_heads = 2, .head_dim = 64, .causal = true,
+         .aligned = true, .stored = 1 << 30},
+        {.batch = 1, .q_len = 1, .kv_len = 50, .heads = 4, .kv_heads = 2, .head_dim = 64, .causal = true,
+         .aligned = true, .stored = -5},
     };
 }
 

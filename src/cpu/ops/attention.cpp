@@ -4,6 +4,7 @@
 // keeps a running maximum and sum per row, so the score matrix is never stored.
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -187,7 +188,10 @@ Support supports(KernelRunner const&, op::Attention const& a, OpViews const& v) 
     return Support::yes();
 }
 
-void run(KernelRunner& r, op::Attention const& a, OpViews const& v) {
+void run(KernelRunner& r, op::Attention const& stated, OpViews const& v) {
+    op::Attention a = stated;
+    if (a.stored_position)
+        a.query_offset = std::clamp<std::int64_t>(*data<std::int32_t const>(v.in[4]), 0, static_cast<std::int64_t>(a.kv_len));
     KernelTable const& k = r.kernels();
     DType const type = v.in[0].dtype;
     std::size_t const block_q = round_up(48, k.gemm_mr);

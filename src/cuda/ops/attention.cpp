@@ -59,6 +59,7 @@ struct FrameArguments {
     std::uint64_t q, k, v, out, mask;
     std::uint32_t q_len, kv_len, heads, kv_heads;
     std::int32_t query_offset;
+    std::uint64_t query_position;  // the stored position's address, or 0
     std::uint32_t causal;
     float scale_log2;
     std::uint64_t mask_batch, mask_head, mask_row;
@@ -72,7 +73,8 @@ FrameArguments frame_arguments(KernelRunner& runner, op::Attention const& a, OpV
             .out = runner.address(v.out[0]), .mask = mask ? runner.address(v.in[3]) : 0,
             .q_len = static_cast<std::uint32_t>(a.q_len), .kv_len = static_cast<std::uint32_t>(a.kv_len),
             .heads = static_cast<std::uint32_t>(a.heads), .kv_heads = static_cast<std::uint32_t>(a.kv_heads),
-            .query_offset = static_cast<std::int32_t>(offset), .causal = a.causal ? 1u : 0u,
+            .query_offset = static_cast<std::int32_t>(offset),
+            .query_position = a.stored_position ? runner.address(v.in[4]) : 0, .causal = a.causal ? 1u : 0u,
             .scale_log2 = static_cast<float>(a.scale * 1.4426950408889634), .mask_batch = a.mask_batch,
             .mask_head = a.mask_head, .mask_row = a.mask_row};
 }
@@ -107,7 +109,7 @@ void run_wgmma(KernelRunner& runner, op::Attention const& a, OpViews const& v, F
     std::uint64_t const kv_bytes = 4 * a.kv_len * a.kv_heads * a.head_dim;
     auto const group_heads = static_cast<std::uint32_t>(kv_bytes <= wgmma_l2_working_set ? a.heads : std::min<std::size_t>(a.heads, 4));
     runner.run(key.view(), [config] { return kernels::attention(config); }, dims, q_map, k_map, v_map, f.out, f.q_len,
-               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.causal, f.scale_log2, group_heads);
+               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.query_position, f.causal, f.scale_log2, group_heads);
 }
 
 void run_tensor_cores(KernelRunner& runner, op::Attention const& a, OpViews const& v, FrameArguments const& f) {
@@ -122,7 +124,7 @@ void run_tensor_cores(KernelRunner& runner, op::Attention const& a, OpViews cons
     KernelKey key;
     key << "attention/" << kernels::attention_name(config) << "/" << ptx::to_string(runner.target());
     runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
-               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row);
+               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.query_position, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row);
 }
 
 // The partial (max, sum, O) states of every output row when the keys are split across blocks, in
@@ -163,8 +165,9 @@ bool takes_decode(op::Attention const& a, OpViews const& v) {
 void run_decode(KernelRunner& runner, op::Attention const& a, OpViews const& v, FrameArguments const& f) {
     DType const type = v.in[0].dtype;
     auto const d = static_cast<unsigned>(a.head_dim);
-    // Keys any row sees: the causal limit of the last row may end them early.
-    std::int64_t const seen = a.causal ? std::clamp<std::int64_t>(std::int64_t{f.query_offset} + static_cast<std::int64_t>(a.q_len), 0,
+    // Keys any row sees: the causal limit of the last row may end them early (known here unless the
+    // position is stored; then blocks past it find no key and write empty states).
+    std::int64_t const seen = a.causal && !a.stored_position ? std::clamp<std::int64_t>(std::int64_t{f.query_offset} + static_cast<std::int64_t>(a.q_len), 0,
                                                                    static_cast<std::int64_t>(a.kv_len))
                                        : static_cast<std::int64_t>(a.kv_len);
     auto const splits = static_cast<unsigned>(std::max<std::int64_t>((seen + decode_split - 1) / decode_split, 1));
@@ -177,7 +180,7 @@ void run_decode(KernelRunner& runner, op::Attention const& a, OpViews const& v, 
     KernelKey key;
     key << "attention/" << kernels::attention_name(config) << "/" << ptx::to_string(runner.target());
     runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
-               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row,
+               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.query_position, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row,
                static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits), states.address());
     states.combine(runner, type, f.out);
 }
@@ -211,7 +214,7 @@ void run_simt(KernelRunner& runner, op::Attention const& a, OpViews const& v, Fr
     KernelKey key;
     key << "attention/" << kernels::attention_name(config) << "/" << ptx::to_string(runner.target());
     runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
-               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row,
+               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.query_position, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row,
                static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits), split_keys, states.address());
     states.combine(runner, type, f.out);
 }

@@ -20,7 +20,7 @@ inline constexpr float minus_infinity = -std::numeric_limits<float>::infinity();
 struct AttentionFrame {
     Reg q, k, v, out, mask;         // global addresses
     Reg q_len, kv_len, heads, kv_heads;  // .u32
-    Reg query_offset;               // .s32
+    Reg query_offset;               // .s32: the parameter, or the s32 at query_position when that is not 0
     Reg causal;                     // .pred
     Reg scale_log2;                 // .f32
     Reg mask_batch, mask_head, mask_row;  // .u64 elements
@@ -33,6 +33,11 @@ inline void attention_sizes(Kernel& k, AttentionFrame& f) {
     f.heads = k.param(Type::u32, "heads");
     f.kv_heads = k.param(Type::u32, "kv_heads");
     f.query_offset = k.param(Type::s32, "query_offset");
+    Reg const position = k.param(Type::u64, "query_position");
+    k.if_then(k.setp(Cmp::ne, position, std::uint64_t{0}), [&] {
+        Reg const stored = k.ld(Space::global, Type::s32, Address(k.cvta_to_global(position)));
+        k.mov(f.query_offset, k.min(k.max(stored, 0), k.bitcast(Type::s32, f.kv_len)));
+    });
     f.causal = k.setp(Cmp::ne, k.param(Type::u32, "causal"), 0u);
     f.scale_log2 = k.param(Type::f32, "scale_log2");
 }

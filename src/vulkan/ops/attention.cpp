@@ -36,6 +36,7 @@ struct AttentionPush {
     std::int32_t query_offset = 0;
     std::uint32_t mask_batch = 0, mask_head = 0, mask_row = 0;
     std::uint32_t splits = 1, keys_per_split = 0;
+    std::uint32_t position_offset = 0;  // of the stored position (STORED_POSITION), in i32 elements
 };
 
 // Mirrors the push constants of shaders/attention_decode.comp and attention_decode_subgroup.comp.
@@ -44,6 +45,7 @@ struct DecodePush {
     std::uint32_t kv_len = 0, heads = 0, kv_heads = 0, seen = 0;
     float scale = 1.0f;
     std::uint32_t splits = 1;
+    std::uint32_t position_offset = 0;
 };
 
 // The decode shaders' MAX_GROUP and MAX_D, and attention_decode.comp's keys a split: 32, so that a
@@ -56,9 +58,10 @@ bool takes_decode(op::Attention const& a) {
            a.head_dim <= decode_max_head_dim;
 }
 
-// The keys the decode row sees: under causal, those up to its query offset.
+// The keys the decode row sees: under causal, those up to its query offset (all of them as far as
+// the host knows when the shader reads the position).
 std::size_t decode_seen(op::Attention const& a) {
-    if (!a.causal) return a.kv_len;
+    if (!a.causal || a.stored_position) return a.kv_len;
     return static_cast<std::size_t>(std::clamp<std::int64_t>(a.query_offset + 1, 0, static_cast<std::int64_t>(a.kv_len)));
 }
 
@@ -268,7 +271,7 @@ void check_combine_budget(ShaderRunner const& r, op::Attention const& a, std::si
 // A decode step on attention_decode_subgroup.comp where it runs, else attention_decode.comp; the
 // splits merged by attention_combine.comp.
 void run_decode(ShaderRunner& r, op::Attention const& a, Binding const& q, Binding const& k, Binding const& val,
-                Binding const& o, DType type) {
+                Binding const& position, Binding const& o, DType type) {
     std::size_t const size = bytes_for(type, 1), group = a.heads / a.kv_heads;
     DecodePush push;
     push.q_offset = q.element_offset(size);
@@ -279,6 +282,8 @@ void run_decode(ShaderRunner& r, op::Attention const& a, Binding const& q, Bindi
     push.kv_heads = static_cast<std::uint32_t>(a.kv_heads);
     push.seen = static_cast<std::uint32_t>(decode_seen(a));
     push.scale = a.scale;
+    push.position_offset = position.element_offset(4);
+    std::uint32_t const stored = a.stored_position ? 1u : 0u;
     std::optional<SubgroupDecode> const fast = subgroup_decode(r, a, type, push.k_offset, push.v_offset);
     std::size_t const keys = fast ? fast->keys : decode_keys(r, a), splits = fast ? fast->splits : decode_splits(r, a);
     push.splits = static_cast<std::uint32_t>(splits);
@@ -291,16 +296,17 @@ void run_decode(ShaderRunner& r, op::Attention const& a, Binding const& q, Bindi
                                 static_cast<std::uint32_t>(a.head_dim),
                                 static_cast<std::uint32_t>(group),
                                 static_cast<std::uint32_t>(keys),
-                                static_cast<std::uint32_t>(fast->team)};
+                                static_cast<std::uint32_t>(fast->team),
+                                stored};
         Shader const shader = element_build(Shader::attention_decode_subgroup,
                                             Shader::attention_decode_subgroup_element16, type, constants);
-        r.dispatch(shader, constants, {q, k, val, partials.bind(Access::write)}, push, groups);
+        r.dispatch(shader, constants, {q, k, val, partials.bind(Access::write), position}, push, groups);
     } else {
         SpecConstants constants{0u, static_cast<std::uint32_t>(keys * group), static_cast<std::uint32_t>(a.head_dim),
-                                static_cast<std::uint32_t>(group), static_cast<std::uint32_t>(keys)};
+                                static_cast<std::uint32_t>(group), static_cast<std::uint32_t>(keys), stored};
         Shader const shader =
             element_build(Shader::attention_decode, Shader::attention_decode_element16, type, constants);
-        r.dispatch(shader, constants, {q, k, val, partials.bind(Access::write)}, push, groups);
+        r.dispatch(shader, constants, {q, k, val, partials.bind(Access::write), position}, push, groups);
     }
     combine_splits(r, a, type, partials, o, splits, o.element_offset(size));
 }
@@ -314,7 +320,9 @@ void run(ShaderRunner& r, op::Attention const& a, OpViews const& v) {
     Binding const k = r.bind(kv, kv.bytes(), Access::read, "attention k");
     Binding const val = r.bind(vv, vv.bytes(), Access::read, "attention v");
     Binding const o = r.bind(out, out.bytes(), Access::write, "attention output");
-    if (takes_decode(a)) return run_decode(r, a, q, k, val, o, qv.dtype);
+    Binding const position =
+        a.stored_position ? r.bind(v.in[4], v.in[4].bytes(), Access::read, "attention query_position") : q.untouched();
+    if (takes_decode(a)) return run_decode(r, a, q, k, val, position, o, qv.dtype);
     Binding const mask = a.has_mask ? r.bind(v.in[3], v.in[3].bytes(), Access::read, "attention mask") : q.untouched();
     AttentionPush push;
     push.q_offset = q.element_offset(size);
@@ -333,14 +341,15 @@ void run(ShaderRunner& r, op::Attention const& a, OpViews const& v) {
     push.mask_row = static_cast<std::uint32_t>(a.mask_row);
     Choice const c = choose(r, a, qv.dtype, push.q_offset, push.k_offset, push.v_offset, push.o_offset);
     Plan const& p = c.plan;
+    push.position_offset = position.element_offset(4);
     push.splits = static_cast<std::uint32_t>(p.splits);
     push.keys_per_split = static_cast<std::uint32_t>(p.keys_per_split);
     auto const flag = [](bool b) { return b ? 1u : 0u; };
     auto const d = static_cast<std::uint32_t>(a.head_dim);
 
     if (c.path == Path::coopmat) {
-        SpecConstants constants{0u, 128u, d, 0u, flag(a.has_mask), flag(a.causal)};
-        r.dispatch(*coopmat_shader(a.head_dim), constants, {q, k, val, mask, o}, push,
+        SpecConstants constants{0u, 128u, d, 0u, flag(a.has_mask), flag(a.causal), flag(a.stored_position)};
+        r.dispatch(*coopmat_shader(a.head_dim), constants, {q, k, val, mask, o, position}, push,
                    {static_cast<std::uint32_t>(p.row_groups), static_cast<std::uint32_t>(a.batch * a.heads)});
         return;
     }
@@ -354,9 +363,9 @@ void run(ShaderRunner& r, op::Attention const& a, OpViews const& v) {
     r.check_loop_budget(p.keys_per_split / key_block * block_iterations + other_iterations,
                         "attention over " + std::to_string(p.keys_per_split) + " keys a workgroup");
     SpecConstants constants{0u, p.rows * static_cast<std::uint32_t>(team), d, p.rows, flag(a.has_mask), flag(a.causal),
-                            flag(split)};
+                            flag(split), 0u /* the element type */, flag(a.stored_position)};
     Shader const shader = element_build(Shader::attention, Shader::attention_element16, qv.dtype, constants);
-    r.dispatch(shader, constants, {q, k, val, mask, direct_out, partial_binding}, push,
+    r.dispatch(shader, constants, {q, k, val, mask, direct_out, partial_binding, position}, push,
                {static_cast<std::uint32_t>(p.row_groups), static_cast<std::uint32_t>(a.batch * a.heads),
                 static_cast<std::uint32_t>(p.splits)});
     if (split) combine_splits(r, a, qv.dtype, *partials, o, p.splits, push.o_offset);

@@ -49,15 +49,16 @@
 //     `partial` a partial state for attention_combine (split = ctaid.x), else the normalised row.
 //
 // tensor_core parameters, in order: q, k, v, out, mask (.u64), q_len, kv_len, heads, kv_heads
-// (.u32), query_offset (.s32), causal (.u32, 0 or 1), scale_log2 (.f32: scale·log2(e)),
-// mask_batch, mask_head, mask_row (.u64 elements). simt: the same, then batch, splits, split_keys
+// (.u32), query_offset (.s32), query_position (.u64: where not 0, the address of an s32 read in
+// place of query_offset, clamped to [0, kv_len]), causal (.u32, 0 or 1), scale_log2 (.f32:
+// scale·log2(e)), mask_batch, mask_head, mask_row (.u64 elements). simt: the same, then batch, splits, split_keys
 // (.u32: keys a split, a multiple of 32) and partials (.u64: the m/l pairs of every (output row,
 // split), then their acc rows; see attention_partial_bytes). Grid: x = ⌈batch · kv_heads ·
 // ⌈q_len·group / rows⌉ · splits / warps⌉, 32·warps threads. decode: the frame, then batch, splits
-// (.u32) and partials (.u64); grid: x = splits (⌈keys seen / (32·warps)⌉), y = kv_heads, z =
+// (.u32) and partials (.u64); grid: x = splits (⌈keys seen / (32·warps)⌉, or of kv_len with query_position), y = kv_heads, z =
 // batch; 32·warps threads. wgmma: q_map, k_map, v_map (tensor maps), out (.u64), q_len, kv_len,
-// heads, kv_heads (.u32), query_offset (.s32), causal (.u32), scale_log2 (.f32), group_heads (.u32,
-// 1 to heads).
+// heads, kv_heads (.u32), query_offset (.s32), query_position (.u64), causal (.u32), scale_log2
+// (.f32), group_heads (.u32, 1 to heads).
 #pragma once
 
 #include <array>
