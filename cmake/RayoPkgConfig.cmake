@@ -1,4 +1,4 @@
-# rayo.pc for builds that do not use CMake:
+# rayo.pc (and rayo-llm.pc for rayo::llm) for builds that do not use CMake:
 #   c++ -std=c++20 app.cpp $(pkg-config --cflags --libs rayo)
 # A static librayo.a needs its own dependencies on the link line; a shared one does not.
 set(RAYO_PC_SYSTEM_LIBS "-pthread")
@@ -31,3 +31,7 @@ else()
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/rayo.pc.in ${PROJECT_BINARY_DIR}/rayo.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/rayo.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(RAYO_BUILD_LLM)
+    configure_file(${PROJECT_SOURCE_DIR}/cmake/rayo-llm.pc.in ${PROJECT_BINARY_DIR}/rayo-llm.pc @ONLY)
+    install(FILES ${PROJECT_BINARY_DIR}/rayo-llm.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()

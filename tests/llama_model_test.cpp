@@ -1,6 +1,6 @@
-// rayo-llama's model loader (examples/llama/llama_model.hpp) on the llama fuzzer's seed files
+// rayo::llm's model loader on the llama fuzzer's seed files
 // (tests/support/llama_samples.hpp): the valid models run, the broken ones are refused with a
-// message naming the problem; and the vocabulary's text of SentencePiece and byte-level BPE tokens.
+// message naming the problem; and the text of SentencePiece and byte-level BPE tokens.
 #include <gtest/gtest.h>
 
 #include <rayo/rayo.hpp>
@@ -13,16 +13,16 @@
 #include <utility>
 #include <vector>
 
-#include "llama_model.hpp"
+#include <rayo/llm.hpp>
 #include "support/llama_samples.hpp"
 
 namespace {
 
 namespace samples = rayo::test::llama_samples;
 namespace gguf = rayo::gguf;
-using rayo_llama::Model;
-using rayo_llama::ModelError;
-using rayo_llama::Vocabulary;
+using rayo::llm::Model;
+using rayo::llm::ModelError;
+using rayo::llm::Tokenizer;
 
 gguf::File parse(std::vector<std::byte> const& bytes) { return gguf::File::from_memory(bytes, "sample"); }
 
@@ -96,81 +96,83 @@ TEST(LlamaModel, ContextCapBoundsTheCache) {
     EXPECT_EQ(capped.hyperparameters().context, 8u);
 }
 
-// ---- the vocabulary ------------------------------------------------------------------------------------
+// ---- the tokens' text -------------------------------------------------------------------------------
 
-Vocabulary vocabulary(char const* model, std::vector<std::string> tokens, std::vector<std::byte>& storage) {
+// A tokenizer of `tokens` (all normal, or of `types`); byte-level vocabularies get no merges.
+Tokenizer tokenizer(char const* model, std::vector<std::string> tokens, std::vector<std::int32_t> types = {}) {
     gguf::Metadata md;
     md.set("tokenizer.ggml.model", model);
+    if (types.empty()) types.assign(tokens.size(), 1);
     md.set("tokenizer.ggml.tokens", std::move(tokens));
-    storage = gguf::write_to_memory(md, {});
-    return Vocabulary(parse(storage));
+    md.set("tokenizer.ggml.token_type", std::move(types));
+    md.set("tokenizer.ggml.merges", std::vector<std::string>{});
+    return Tokenizer::from_metadata(md);
 }
 
-TEST(LlamaVocabulary, ByteLevelCharactersMapBackToBytes) {
-    std::vector<std::byte> storage;
-    Vocabulary const v = vocabulary("gpt2",
-                                    {"\xc4\xa0hello",                 // Ġhello
-                                     "\xc4\x8a", "\xc4\x89",          // Ċ ĉ: newline, tab
-                                     "caf\xc3\x83\xc2\xa9",           // cafÃ©: café
-                                     "\xc3\xa2\xc4\xa2\xc4\xb6",      // âĢĶ: an em dash
-                                     "\xc4\x80", "\xc4\xa1", "\xc5\x83",  // Ā ġ Ń: bytes 0x00, 0x7f, 0xad
-                                     "\xc2\xa1\xc2\xae\xc3\xbf", "!~"},   // ¡®ÿ and ASCII: themselves
-                                    storage);
-    EXPECT_EQ(v.text(0), " hello");
-    EXPECT_EQ(v.text(1), "\n");
-    EXPECT_EQ(v.text(2), "\t");
-    EXPECT_EQ(v.text(3), "caf\xc3\xa9");
-    EXPECT_EQ(v.text(4), "\xe2\x80\x94");
-    EXPECT_EQ(v.text(5), std::string(1, '\0'));
-    EXPECT_EQ(v.text(6), "\x7f");
-    EXPECT_EQ(v.text(7), "\xad");
-    EXPECT_EQ(v.text(8), "\xa1\xae\xff");
-    EXPECT_EQ(v.text(9), "!~");
-    EXPECT_EQ(v.text(10), "");
-    EXPECT_EQ(v.text(-1), "");
+TEST(LlamaTokenText, ByteLevelCharactersMapBackToBytes) {
+    Tokenizer const v = tokenizer("gpt2",
+                                  {"\xc4\xa0hello",                 // Ġhello
+                                   "\xc4\x8a", "\xc4\x89",          // Ċ ĉ: newline, tab
+                                   "caf\xc3\x83\xc2\xa9",           // cafÃ©: café
+                                   "\xc3\xa2\xc4\xa2\xc4\xb6",      // âĢĶ: an em dash
+                                   "\xc4\x80", "\xc4\xa1", "\xc5\x83",  // Ā ġ Ń: bytes 0x00, 0x7f, 0xad
+                                   "\xc2\xa1\xc2\xae\xc3\xbf", "!~"});  // ¡®ÿ and ASCII: themselves
+    EXPECT_EQ(v.token_text(0), " hello");
+    EXPECT_EQ(v.token_text(1), "\n");
+    EXPECT_EQ(v.token_text(2), "\t");
+    EXPECT_EQ(v.token_text(3), "caf\xc3\xa9");
+    EXPECT_EQ(v.token_text(4), "\xe2\x80\x94");
+    EXPECT_EQ(v.token_text(5), std::string(1, '\0'));
+    EXPECT_EQ(v.token_text(6), "\x7f");
+    EXPECT_EQ(v.token_text(7), "\xad");
+    EXPECT_EQ(v.token_text(8), "\xa1\xae\xff");
+    EXPECT_EQ(v.token_text(9), "!~");
+    EXPECT_THROW((void)v.token_text(10), rayo::IndexError);
+    EXPECT_THROW((void)v.token_text(-1), rayo::IndexError);
 }
 
-// Pieces that are no byte-level spelling (a raw space, a character past the 256 byte characters, a
-// broken UTF-8 sequence) are shown as they are.
-TEST(LlamaVocabulary, ByteLevelPiecesOfOtherCharactersStayAsTheyAre) {
-    std::vector<std::string> const pieces{"a b", "\xc5\x84", "\xe4\xb8\xad", "x\xc3", "\xc3(", "\xc2\xad"};
-    std::vector<std::byte> storage;
-    Vocabulary const v = vocabulary("gpt2", pieces, storage);
-    for (std::size_t i = 0; i < pieces.size(); ++i) EXPECT_EQ(v.text(static_cast<std::int32_t>(i)), pieces[i]) << i;
+// Pieces that are no byte-level spelling (a raw space, a character past the 256 byte characters)
+// are shown as they are; a broken UTF-8 sequence in a piece reads as U+FFFD.
+TEST(LlamaTokenText, ByteLevelPiecesOfOtherCharactersStayAsTheyAre) {
+    std::vector<std::string> const pieces{"a b", "\xc5\x84", "\xe4\xb8\xad", "\xc2\xad", "x\xc3", "\xc3("};
+    Tokenizer const v = tokenizer("gpt2", pieces);
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(v.token_text(static_cast<std::int32_t>(i)), pieces[i]) << i;
+    EXPECT_EQ(v.token_text(4), "x\xef\xbf\xbd");
+    EXPECT_EQ(v.token_text(5), "\xef\xbf\xbd(");
 }
 
-TEST(LlamaVocabulary, SentencePieceSpacesAndByteTokens) {
-    std::vector<std::byte> storage;
-    Vocabulary const v = vocabulary("llama", {"\xe2\x96\x81the", "<0x0A>", "<0xC3>", "<0xa9>", "<0xZZ>", "\xc4\xa0x"}, storage);
-    EXPECT_EQ(v.text(0), " the");
-    EXPECT_EQ(v.text(1), "\n");
-    EXPECT_EQ(v.text(2) + v.text(3), "\xc3\xa9");
-    EXPECT_EQ(v.text(4), "<0xZZ>");
-    EXPECT_EQ(v.text(5), "\xc4\xa0x");  // Ġ is a byte-level character only in "gpt2" vocabularies
+TEST(LlamaTokenText, SentencePieceSpacesAndByteTokens) {
+    Tokenizer const v = tokenizer("llama", {"\xe2\x96\x81the", "<0x0A>", "<0xC3>", "<0xa9>", "<0xZZ>", "\xc4\xa0x"},
+                                  {1, 6, 6, 6, 6, 1});
+    EXPECT_EQ(v.token_text(0), " the");
+    EXPECT_EQ(v.token_text(1), "\n");
+    EXPECT_EQ(v.token_text(2) + v.token_text(3), "\xc3\xa9");
+    EXPECT_EQ(v.token_text(4), "<0xZZ>");
+    EXPECT_EQ(v.token_text(5), "\xc4\xa0x");  // Ġ is a byte-level character only in "gpt2" vocabularies
 }
 
-TEST(LlamaVocabulary, SeedVocabulariesReadAsText) {
+TEST(LlamaTokenText, SeedVocabulariesReadAsText) {
     auto const bytes = samples::contents({.vocabulary = samples::Vocabulary::byte_level}).bytes();
-    Vocabulary const byte_level(parse(bytes));
+    Tokenizer const byte_level = Tokenizer::from_gguf(parse(bytes));
     std::string text;
-    for (std::int32_t id : {1, 3, 2, 4, 5, 6}) text += byte_level.text(id);
+    for (std::int32_t id : {1, 3, 2, 4, 5, 6}) text += byte_level.token_text(id);
     EXPECT_EQ(text, " thecaf\xc3\xa9\n\xe2\x80\x94 !");
 
     auto const sp_bytes = samples::contents({.vocabulary = samples::Vocabulary::sentencepiece}).bytes();
-    Vocabulary const sentencepiece(parse(sp_bytes));
+    Tokenizer const sentencepiece = Tokenizer::from_gguf(parse(sp_bytes));
     text.clear();
-    for (std::int32_t id : {6, 7, 4, 5, 9, 3}) text += sentencepiece.text(id);
+    for (std::int32_t id : {6, 7, 4, 5, 9, 3}) text += sentencepiece.token_text(id);
     EXPECT_EQ(text, " the caf\xc3\xa9.\n");
 
     auto const none = samples::contents({.vocabulary = samples::Vocabulary::none}).bytes();
-    EXPECT_TRUE(Vocabulary(parse(none)).empty());
+    EXPECT_THROW((void)Tokenizer::from_gguf(parse(none)), rayo::llm::UnsupportedTokenizer);
 }
 
-TEST(LlamaVocabulary, TokensOfAnotherTypeRaiseModelError) {
+TEST(LlamaTokenText, TokensOfAnotherTypeAreAFormatError) {
     gguf::Metadata md;
+    md.set("tokenizer.ggml.model", "llama");
     md.set("tokenizer.ggml.tokens", std::vector<std::uint32_t>{1, 2});
-    auto const bytes = gguf::write_to_memory(md, {});
-    EXPECT_THROW((void)Vocabulary(parse(bytes)), ModelError);
+    EXPECT_THROW((void)Tokenizer::from_metadata(md), rayo::FormatError);
 }
 
 }  // namespace

@@ -2,13 +2,15 @@
 # CMake and pkg-config package files, rayo/config.hpp; and package files free of leftovers of
 # their generation (a literal if(ON)) and of repeated link items.
 #   cmake -DPREFIX=... -P installed_files.cmake
-foreach(file bin/rayo-info bin/rayo-gguf-inspect share/doc/rayo/LICENSE include/rayo/config.hpp)
+foreach(file bin/rayo-info bin/rayo-gguf-inspect bin/rayo-llama share/doc/rayo/LICENSE include/rayo/config.hpp
+             include/rayo/llm.hpp)
     if(NOT EXISTS "${PREFIX}/${file}")
         message(FATAL_ERROR "the install lacks ${file}")
     endif()
 endforeach()
 foreach(pattern "*/pkgconfig/rayo.pc" "*/cmake/rayo/rayoConfig.cmake" "*/cmake/rayo/rayoConfigVersion.cmake"
-                "*/cmake/rayo/rayoTargets.cmake" "*/cmake/rayo/rayoCpuKernelsTargets.cmake")
+                "*/cmake/rayo/rayoTargets.cmake" "*/cmake/rayo/rayoCpuKernelsTargets.cmake" "*/cmake/rayo/rayoLlmTargets.cmake"
+                "*/pkgconfig/rayo-llm.pc")
     file(GLOB_RECURSE found "${PREFIX}/${pattern}")
     if(NOT found)
         message(FATAL_ERROR "the install lacks ${pattern}")

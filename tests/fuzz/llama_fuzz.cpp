@@ -1,7 +1,7 @@
 // libFuzzer target: any bytes as a GGUF file, run as rayo-llama runs a model on the CPU: the
-// vocabulary (every token's text), the hyper-parameters, the model with its KV cache capped at a
+// tokenizer (every token's text, texts encoded and decoded), the hyper-parameters, the model with its KV cache capped at a
 // few tokens, then a prompt of two tokens and one decode step. A file either runs or is refused
-// with rayo_llama::ModelError or a rayo::Error whose message is printable and short. Once a model
+// with rayo::llm::ModelError or a rayo::Error whose message is printable and short. Once a model
 // is built, its forward pass must run (anything but OutOfMemory is a finding: a file the loader
 // accepted that the ops refuse), and bad requests (a token outside the vocabulary, a prompt past
 // the context) must raise ModelError. Anything else, or a sanitizer report, is a finding.
@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <iostream>
 #include <span>
 #include <string>
@@ -22,7 +23,7 @@
 #include <vector>
 
 #include "gguf_mutator.hpp"
-#include "llama_model.hpp"
+#include <rayo/llm.hpp>
 
 extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
 
@@ -48,7 +49,7 @@ template <class Run>
 void expect_model_error(std::string_view request, Run run) {
     try {
         run();
-    } catch (rayo_llama::ModelError const& e) {
+    } catch (rayo::llm::ModelError const& e) {
         check_message(e);
         return;
     } catch (std::exception const& e) {
@@ -57,10 +58,25 @@ void expect_model_error(std::string_view request, Run run) {
     finding(std::string(request) + " ran");
 }
 
+// The file's tokenizer, if it has one rayo runs: every token's text, and texts (broken UTF-8 and
+// special tokens among them) encoded to ids inside the vocabulary and decoded back.
 std::size_t read_vocabulary(rayo::gguf::File const& file) {
-    rayo_llama::Vocabulary const vocab(file);
-    std::size_t sink = vocab.empty();
-    for (std::int32_t id = -1; id <= 4096; ++id) sink += vocab.text(id).size();
+    std::optional<rayo::llm::Tokenizer> tokenizer;
+    try {
+        tokenizer = rayo::llm::Tokenizer::from_gguf(file);
+    } catch (rayo::Error const& e) {
+        check_message(e);
+        return 0;
+    }
+    std::size_t sink = 0;
+    auto const n = static_cast<std::int32_t>(std::min<std::size_t>(tokenizer->vocab_size(), 4096));
+    for (std::int32_t id = 0; id < n; ++id) sink += tokenizer->token_text(id, true).size();
+    for (std::string_view text : {"Hello, world! 12345", " \xff\xc3( caf\xc3\xa9\n\n\t  ", "<s><|eot_id|>a<|im_start|>"}) {
+        std::vector<std::int32_t> const ids = tokenizer->encode(text, true, true);
+        for (std::int32_t id : ids)
+            if (id < 0 || static_cast<std::size_t>(id) >= tokenizer->vocab_size()) finding("encode gave id " + std::to_string(id));
+        sink += tokenizer->decode(ids, true).size();
+    }
     return sink;
 }
 
@@ -70,8 +86,8 @@ void expect_logits(rayo::FTensor const& logits, rayo::Shape const& shape) {
 }
 
 // The checks a built model must pass: a prompt, a decode step, and the requests it must refuse.
-void run_model(rayo_llama::Model& model, rayo_llama::Hyperparameters const& file_hp) {
-    rayo_llama::Hyperparameters const& hp = model.hyperparameters();
+void run_model(rayo::llm::Model& model, rayo::llm::Hyperparameters const& file_hp) {
+    rayo::llm::Hyperparameters const& hp = model.hyperparameters();
     if (hp.context != std::min(file_hp.context, context_cap) || hp.vocab != file_hp.vocab)
         finding("the model's hyper-parameters differ from the file's");
     auto const last = static_cast<std::int32_t>(hp.vocab - 1);
@@ -100,11 +116,11 @@ void run_model(rayo_llama::Model& model, rayo_llama::Hyperparameters const& file
 void run_file(rayo::gguf::File const& file) {
     try {
         (void)read_vocabulary(file);
-    } catch (rayo_llama::ModelError const& e) {
+    } catch (rayo::llm::ModelError const& e) {
         check_message(e);
     }
-    rayo_llama::Hyperparameters const hp = rayo_llama::read_hyperparameters(file);
-    rayo_llama::Model model(file, rayo::Device::cpu(), {}, context_cap);
+    rayo::llm::Hyperparameters const hp = rayo::llm::read_hyperparameters(file);
+    rayo::llm::Model model(file, rayo::Device::cpu(), {}, context_cap);
     run_model(model, hp);
 }
 
@@ -120,7 +136,7 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
     try {
         rayo::gguf::File const file = rayo::gguf::File::from_memory(bytes, "fuzz");
         run_file(file);
-    } catch (rayo_llama::ModelError const& e) {
+    } catch (rayo::llm::ModelError const& e) {
         check_message(e);
     } catch (rayo::Error const& e) {
         check_message(e);

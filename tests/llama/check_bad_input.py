@@ -21,17 +21,21 @@ sys.path.insert(0, str(HERE))
 import gguf_writer as gw  # noqa: E402
 
 
-def rewrite(src: Path, dst: Path, drop_key=None, set_key=None, drop_tensor=None, change_tensor=None) -> None:
-    """A copy of src with one key dropped or replaced, or one tensor dropped or changed."""
+def rewrite(src: Path, dst: Path, drop_key=None, set_key=None, drop_tensor=None, change_tensor=None,
+            set_key2=None) -> None:
+    """A copy of src with one key dropped, a key or two replaced or added, or one tensor dropped or changed."""
     r = gw.GGUFReader(src)
     w = gw.GGUFWriter(r.alignment)
+    sets = {s[0]: s for s in (set_key, set_key2) if s}
     for key, m in r.metadata.items():
         if key == gw.ALIGNMENT_KEY or key == drop_key:
             continue
-        if set_key and key == set_key[0]:
-            w.add(key, set_key[1], set_key[2])
+        if key in sets:
+            w.add(key, sets[key][1], sets.pop(key)[2])
             continue
         w.add(key, m.value_type, m.value, m.element_type)
+    for key, value_type, value in sets.values():
+        w.add(key, value_type, value)
     for name, t in r.tensors.items():
         if name == drop_tensor:
             continue
@@ -63,8 +67,8 @@ def main() -> int:
         "missing_tensor": (dict(drop_tensor="blk.1.ffn_down.weight"), ["blk.1.ffn_down.weight"]),
         "shape": (dict(change_tensor=("blk.0.attn_q.weight", gw.GGMLType.F16, [q.ne[0], q.ne[1] // 2],
                                       f16_bytes[:len(f16_bytes) // 2])), ["blk.0.attn_q.weight", "shape"]),
-        "type": (dict(change_tensor=("blk.0.attn_q.weight", gw.GGMLType.Q8_0, [q.ne[0], q.ne[1]],
-                                     bytes(gw.tensor_nbytes(gw.GGMLType.Q8_0, q.ne)))), ["blk.0.attn_q.weight", "Q8_0"]),
+        "type": (dict(change_tensor=("blk.0.attn_q.weight", gw.GGMLType.Q5_0, [q.ne[0], q.ne[1]],
+                                     bytes(gw.tensor_nbytes(gw.GGMLType.Q5_0, q.ne)))), ["blk.0.attn_q.weight", "Q5_0"]),
         "heads": (dict(set_key=("llama.attention.head_count_kv", gw.ValueType.U32, 3)), ["head_count_kv", "3"]),
         "context": (dict(set_key=("llama.context_length", gw.ValueType.U64, 2**31)), ["2147483648", "positions"]),
     }
@@ -72,7 +76,8 @@ def main() -> int:
 
     def expect(what, args, words):
         nonlocal failures
-        done = subprocess.run([a.rayo_llama, *map(str, args)], capture_output=True, text=True)
+        done = subprocess.run([a.rayo_llama, *(x if isinstance(x, bytes) else str(x) for x in args)],
+                              capture_output=True, text=True, errors="replace")
         ok = done.returncode == 2 and all(w in done.stderr for w in words)
         print(f"{'ok' if ok else 'FAILED'} {what}: exit {done.returncode}: {done.stderr.strip()}")
         failures += not ok
@@ -99,6 +104,21 @@ def main() -> int:
     expect("negative token", [good, "--device", "cpu", "--prompt-tokens", "1,-3"], ["-3", "vocabulary"])
     expect("prompt longer than the context", [good, "--device", "cpu", "--prompt-tokens", ",".join(["5"] * 17)],
            ["17", "context of 16"])
+    expect("text prompt longer than the context", [good, "--device", "cpu", "-p", "a" * 40], ["context of 16"])
+    expect("no chat template", [good, "--device", "cpu", "--chat", "-p", "hi"], ["chat template"])
+    expect("negative temperature", [good, "--device", "cpu", "-p", "hi", "--temp", "-1"], ["temperature"])
+    expect("top-p of 0", [good, "--device", "cpu", "-p", "hi", "--top-p", "0"], ["top_p"])
+    expect("text and ids", [good, "-p", "hi", "--prompt-tokens", "1"], ["not both"])
+    unknown_pre = work / "bad_pre_tokenizer.gguf"
+    rewrite(good, unknown_pre, set_key=("tokenizer.ggml.model", gw.ValueType.STRING, "gpt2"),
+            set_key2=("tokenizer.ggml.pre", gw.ValueType.STRING, "no-such-pre"))
+    expect("unknown pre-tokenizer", [unknown_pre, "--device", "cpu", "-p", "hi"], ["no-such-pre", "llama-bpe"])
+    # Invalid UTF-8 in a prompt is text like any other: its bytes become byte tokens.
+    done = subprocess.run([a.rayo_llama, good, "--device", "cpu", "-p", b"caf\xc3(\xff", "-n", "2"],
+                          capture_output=True)
+    ok = done.returncode == 0 and done.stdout.startswith(b"caf\xc3(\xff")
+    print(f"{'ok' if ok else 'FAILED'} invalid UTF-8 in a prompt: exit {done.returncode}")
+    failures += not ok
     expect("not a token id", [good, "--device", "cpu", "--prompt-tokens", "1,x"], ["'x'", "token id"])
     expect("unknown activation rounding", [good, "--device", "cpu", "--prompt-tokens", "1", "--activations", "q4"],
            ["--activations", "'q4'"])

@@ -4,8 +4,10 @@ reference.py and rayo-llama on one device, and compares every prompt position's 
 greedy tokens.
 
     check_rayo_llama.py RAYO_LLAMA --type q4_k --device cpu --work DIR [--tie] [--rope-freqs] [--hf]
+                        [--arch llama|qwen2|qwen3] [--head-dim N] [--sliding-window N]
 
---hf takes the model and its logits from transformers' LlamaForCausalLM at random initialisation
+--hf takes the model and its logits from transformers' LlamaForCausalLM (Qwen2ForCausalLM,
+Qwen3ForCausalLM; MistralForCausalLM with a sliding window) at random initialisation
 (hf_to_gguf.py, on a machine with torch and transformers) instead of make_model.py and reference.py.
 
 Logits must lie within `tolerance · max|logit|` of the reference (per weight type, below); the
@@ -28,7 +30,8 @@ PROMPT = "1,300,301,302,42,7,260,261"
 # (decoded), so what is left is rayo's arithmetic: f32 sums, 16-bit activations beside 16-bit
 # weights on the GPUs, q8_k-quantized activations beside K-quant weights.
 # The CPU and lavapipe stay within 2e-6 (f32, f16, bf16) and 2e-4 (K-quants).
-TOLERANCE = {"f32": 1e-5, "f16": 1e-2, "bf16": 1e-2, "q4_k": 1e-2, "q6_k": 1e-2, "q4_k_m": 1e-2}
+TOLERANCE = {"f32": 1e-5, "f16": 1e-2, "bf16": 1e-2, "q4_k": 1e-2, "q6_k": 1e-2, "q4_k_m": 1e-2, "q8_0": 1e-2,
+             "q4_0": 1e-2, "q5_k": 1e-2, "q5_k_m": 1e-2}
 SKIP = 77  # ctest's SKIP_RETURN_CODE: the device is not present
 
 
@@ -53,13 +56,17 @@ def main() -> int:
     p.add_argument("--tie", action="store_true")
     p.add_argument("--rope-freqs", action="store_true")
     p.add_argument("--capture", action="store_true", help="decode with rayo-llama --capture (rayo::capture on a GPU)")
+    p.add_argument("--arch", default="llama", help="llama, qwen2 or qwen3")
+    p.add_argument("--head-dim", type=int, default=0, help="a head size other than hidden / heads (Qwen 3's)")
+    p.add_argument("--sliding-window", type=int, default=0)
     p.add_argument("--hf", action="store_true",
                    help="the model and its logits from transformers' LlamaForCausalLM (hf_to_gguf.py; needs torch)")
     a = p.parse_args()
 
     work = a.work
     work.mkdir(parents=True, exist_ok=True)
-    extra = (["--tie"] if a.tie else []) + (["--rope-freqs"] if a.rope_freqs else [])
+    extra = (["--tie"] if a.tie else []) + (["--rope-freqs"] if a.rope_freqs else []) + [
+        "--arch", a.arch, "--head-dim", str(a.head_dim), "--sliding-window", str(a.sliding_window)]
     if a.hf:
         print(run([sys.executable, HERE / "hf_to_gguf.py", "--type", a.type, "--out", work, "--prompt-tokens", PROMPT,
                    "--n-predict", str(a.n_predict), *extra]).strip().splitlines()[-1])
@@ -68,7 +75,7 @@ def main() -> int:
         run([sys.executable, HERE / "reference.py", work / "reference.npz", "--prompt-tokens", PROMPT,
              "--n-predict", str(a.n_predict), "--out", work])
     out = run([a.rayo_llama, work / "model.gguf", "--device", a.device, "--prompt-tokens", PROMPT,
-               "--n-predict", str(a.n_predict), "--logits", work / "rayo_logits.txt",
+               "--n-predict", str(a.n_predict), "--temp", "0", "--ignore-eos", "--logits", work / "rayo_logits.txt",
                *(["--capture"] if a.capture else [])])
 
     want = np.loadtxt(work / "logits.txt")

@@ -59,8 +59,11 @@ class GGMLType(IntEnum):
     """The ggml tensor types this tooling writes (ids as ggml numbers them)."""
     F32 = 0
     F16 = 1
-    Q8_0 = 8  # written only as a type rayo-llama refuses (tests/llama/check_bad_input.py)
+    Q4_0 = 2
+    Q5_0 = 6  # written only as a type rayo-llama refuses (tests/llama/check_bad_input.py)
+    Q8_0 = 8
     Q4_K = 12
+    Q5_K = 13
     Q6_K = 14
     BF16 = 30
 
@@ -69,14 +72,18 @@ class GGMLType(IntEnum):
 BLOCK_LAYOUT = {
     GGMLType.F32: (1, 4),
     GGMLType.F16: (1, 2),
+    GGMLType.Q4_0: (32, 18),
+    GGMLType.Q5_0: (32, 22),
     GGMLType.Q8_0: (32, 34),
+    GGMLType.Q5_K: (256, 176),
     GGMLType.BF16: (1, 2),
     GGMLType.Q4_K: (256, 144),
     GGMLType.Q6_K: (256, 210),
 }
 
 TYPE_BY_NAME = {"f32": GGMLType.F32, "f16": GGMLType.F16, "bf16": GGMLType.BF16,
-                "q4_k": GGMLType.Q4_K, "q6_k": GGMLType.Q6_K}
+                "q4_k": GGMLType.Q4_K, "q6_k": GGMLType.Q6_K, "q8_0": GGMLType.Q8_0, "q4_0": GGMLType.Q4_0,
+                "q5_k": GGMLType.Q5_K}
 
 
 def tensor_nbytes(ggml_type: GGMLType, ne: Iterable[int]) -> int:
@@ -349,6 +356,12 @@ def encode(x: np.ndarray, ggml_type: GGMLType) -> bytes:
         return kquant.quantize_q4_k(x).tobytes()
     if t == GGMLType.Q6_K:
         return kquant.quantize_q6_k(x).tobytes()
+    if t == GGMLType.Q5_K:
+        return kquant.quantize_q5_k(x).tobytes()
+    if t == GGMLType.Q8_0:
+        return kquant.quantize_q8_0(x).tobytes()
+    if t == GGMLType.Q4_0:
+        return kquant.quantize_q4_0(x).tobytes()
     raise ValueError(f"cannot encode {t.name}")
 
 
@@ -368,6 +381,12 @@ def decode(data: bytes, ggml_type: GGMLType, ne: Iterable[int]) -> np.ndarray:
         flat = kquant.dequantize_q4_k(np.frombuffer(data, dtype=np.uint8))
     elif t == GGMLType.Q6_K:
         flat = kquant.dequantize_q6_k(np.frombuffer(data, dtype=np.uint8))
+    elif t == GGMLType.Q5_K:
+        flat = kquant.dequantize_q5_k(np.frombuffer(data, dtype=np.uint8))
+    elif t == GGMLType.Q8_0:
+        flat = kquant.dequantize_q8_0(np.frombuffer(data, dtype=np.uint8))
+    elif t == GGMLType.Q4_0:
+        flat = kquant.dequantize_q4_0(np.frombuffer(data, dtype=np.uint8))
     else:
         raise ValueError(f"cannot decode ggml type {int(ggml_type)}")
     return flat.reshape(shape)

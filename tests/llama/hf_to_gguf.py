@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A randomly initialised transformers LlamaForCausalLM -> GGUF (the same writer and conventions
+"""A randomly initialised transformers LlamaForCausalLM (Qwen2, Qwen3, Mistral with --arch and
+--sliding-window) -> GGUF (the same writer and conventions
 as make_model.py) plus transformers' own logits for a prompt, for comparing rayo-llama with
 Hugging Face on a machine that has torch and transformers:
 
@@ -21,19 +22,32 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+import transformers
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import llama_gguf as lg  # noqa: E402
 import reference  # noqa: E402
 
 
-def build_model(hp: lg.HParams, a) -> LlamaForCausalLM:
-    config = LlamaConfig(vocab_size=hp.n_vocab, hidden_size=hp.n_embd, intermediate_size=hp.n_ff,
-                         num_hidden_layers=hp.n_layer, num_attention_heads=hp.n_head,
-                         num_key_value_heads=hp.n_head_kv, max_position_embeddings=hp.n_ctx,
-                         rms_norm_eps=hp.rms_eps, tie_word_embeddings=a.tie, initializer_range=a.init_std,
-                         attention_bias=False, mlp_bias=False)
+def build_model(hp: lg.HParams, a):
+    """transformers' model of hp.arch: LlamaForCausalLM, MistralForCausalLM for a sliding window,
+    Qwen2ForCausalLM or Qwen3ForCausalLM; their biases and q/k norms made random (transformers
+    starts them at 0 and 1, which would test nothing)."""
+    common = dict(vocab_size=hp.n_vocab, hidden_size=hp.n_embd, intermediate_size=hp.n_ff,
+                  num_hidden_layers=hp.n_layer, num_attention_heads=hp.n_head, num_key_value_heads=hp.n_head_kv,
+                  max_position_embeddings=hp.n_ctx, rms_norm_eps=hp.rms_eps, tie_word_embeddings=a.tie,
+                  initializer_range=a.init_std)
+    if hp.arch == "qwen2":
+        config, cls = transformers.Qwen2Config(**common, use_sliding_window=False), transformers.Qwen2ForCausalLM
+    elif hp.arch == "qwen3":
+        config = transformers.Qwen3Config(**common, head_dim=hp.head_dim, attention_bias=False, use_sliding_window=False)
+        cls = transformers.Qwen3ForCausalLM
+    elif hp.sliding_window:
+        config, cls = transformers.MistralConfig(**common, sliding_window=hp.sliding_window), transformers.MistralForCausalLM
+    else:
+        config = transformers.LlamaConfig(**common, attention_bias=False, mlp_bias=False)
+        cls = transformers.LlamaForCausalLM
+    config._attn_implementation = "eager"
     rope = {"rope_type": "default"}
     if a.rope_freqs:  # the scaling lg.llama3_rope_factors describes, as transformers configures it
         rope = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -44,10 +58,17 @@ def build_model(hp: lg.HParams, a) -> LlamaForCausalLM:
         config.rope_theta = hp.rope_base
         config.rope_scaling = dict(rope, type=rope["rope_type"]) if a.rope_freqs else None
     torch.manual_seed(a.seed)
-    return LlamaForCausalLM(config).float().eval()
+    model = cls(config).float().eval()
+    with torch.no_grad():
+        for name, t in model.named_parameters():
+            if name.endswith(".bias"):
+                t.normal_(0.0, 0.5)
+            elif name.endswith(("q_norm.weight", "k_norm.weight")):
+                t.copy_(1 + 0.1 * torch.randn_like(t))
+    return model
 
 
-def rope_divisors(model: LlamaForCausalLM, hp: lg.HParams) -> np.ndarray:
+def rope_divisors(model, hp: lg.HParams) -> np.ndarray:
     """Each pair's frequency divisor: the unscaled inverse frequency over the model's."""
     i = np.arange(0, hp.head_dim, 2, dtype=np.float64)
     plain = hp.rope_base ** (-i / hp.head_dim)
@@ -88,7 +109,7 @@ def main(argv=None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     stored = lg.write_llama_gguf(a.out / "model.gguf", hp, weights, a.type, tie=a.tie,
                                  rope_factors=divisors if a.rope_freqs else None,
-                                 name=f"transformers LlamaForCausalLM seed {a.seed} {a.type}")
+                                 name=f"transformers {type(model).__name__} seed {a.seed} {a.type}")
     lg.save_reference(a.out / "reference.npz", hp, stored, weight_type=a.type, tie=a.tie, seed=a.seed,
                       source="transformers")
 

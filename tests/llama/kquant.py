@@ -1,8 +1,10 @@
-"""q4_k and q6_k blocks (GGUF / ggml K-quants) in NumPy, written from /work/shared/QUANT.md.
+"""q4_k, q5_k and q6_k blocks (GGUF / ggml K-quants) and q8_0, q4_0 blocks in NumPy, written from
+/work/shared/QUANT.md and ggml's block layouts.
 
 The dequantizers are exact: they evaluate the formulas in float32 in the same order as the
-reference (q4_k: (d·sc)·q − dmin·m; q6_k: (d·sc)·(q − 32)), so they reproduce the stored test
-vectors bit for bit. The quantizers are simple, not the reference search: q4_k takes each
+reference (q4_k, q5_k: (d·sc)·q − dmin·m; q6_k: (d·sc)·(q − 32); q8_0: d·q; q4_0: (q − 8)·d), so
+they reproduce the stored test vectors bit for bit. q5_k's quantizer is q4_k's with 32 levels;
+q8_0's and q4_0's are ggml's (the largest magnitude as ±127, or as −8). The quantizers are simple, not the reference search: q4_k takes each
 32-value sub-block's range [min(0, min x), max x] as 16 levels; q6_k takes each 16-value
 sub-block's largest magnitude as code −32. Both then code the sub-block factors in 6 or 8 bits
 against f16 super-scales exactly as the reference does, and re-quantize every value against the
@@ -18,7 +20,11 @@ import numpy as np
 
 QK_K = 256
 Q4_K_BYTES = 144
+Q5_K_BYTES = 176
 Q6_K_BYTES = 210
+QK_0 = 32
+Q8_0_BYTES = 34
+Q4_0_BYTES = 18
 
 
 def _blocks(x: np.ndarray) -> np.ndarray:
@@ -117,6 +123,110 @@ def _quantize_q4_k_blocks(x: np.ndarray) -> np.ndarray:
     q = q.reshape(-1, 4, 2, 32)
     out[:, 16:] = (q[:, :, 0, :] | (q[:, :, 1, :] << 4)).reshape(-1, 128)
     return out
+
+
+# ---- q5_k -----------------------------------------------------------------------------------
+
+
+def dequantize_q5_k(blocks: np.ndarray) -> np.ndarray:
+    """float32 values (n_blocks·256,) of q5_k blocks: q4_k's with a fifth bit from qh."""
+    b = np.asarray(blocks, dtype=np.uint8).reshape(-1, Q5_K_BYTES)
+    d, dmin = _get_f16(b, 0), _get_f16(b, 2)
+    sc, m = _unpack_q4_k_scales(b[:, 4:16])
+    d_sub = d[:, None] * sc.astype(np.float32)
+    m_sub = dmin[:, None] * m.astype(np.float32)
+    qh = b[:, 16:48]                                # bit j of qh[l]: value 32j + l
+    qs = b[:, 48:].reshape(-1, 4, 32)
+    low = np.stack([qs & 0x0F, qs >> 4], axis=2).reshape(-1, 8, 32)
+    high = np.stack([(qh >> j) & 1 for j in range(8)], axis=1)  # (n, 8, 32)
+    q = (low | (high << 4)).astype(np.float32)
+    y = d_sub[:, :, None] * q - m_sub[:, :, None]
+    return y.astype(np.float32).reshape(-1)
+
+
+def quantize_q5_k(x: np.ndarray) -> np.ndarray:
+    """q5_k blocks (n_blocks, 176) of rows whose length is a multiple of 256."""
+    return _chunked(_quantize_q5_k_blocks, x, Q5_K_BYTES)
+
+
+def _quantize_q5_k_blocks(x: np.ndarray) -> np.ndarray:
+    v = x.reshape(-1, 8, 32)
+    lo = np.minimum(v.min(axis=2), 0.0)
+    hi = v.max(axis=2)
+    scale, mins = (hi - lo) / np.float32(31), -lo
+    max_scale, max_min = scale.max(axis=1), mins.max(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ls = np.where(max_scale[:, None] > 0, np.minimum(63, np.rint(np.float32(63) / max_scale[:, None] * scale)), 0)
+        lm = np.where(max_min[:, None] > 0, np.minimum(63, np.rint(np.float32(63) / max_min[:, None] * mins)), 0)
+    ls, lm = ls.astype(np.int32), lm.astype(np.int32)
+    d, dmin = _f16(max_scale / np.float32(63)), _f16(max_min / np.float32(63))
+    step = d[:, None] * ls.astype(np.float32)
+    offset = dmin[:, None] * lm.astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.rint((v + offset[:, :, None]) / step[:, :, None])
+    q = np.where(step[:, :, None] > 0, np.clip(q, 0, 31), 0).astype(np.uint8)  # (n, 8, 32)
+    out = np.zeros((v.shape[0], Q5_K_BYTES), dtype=np.uint8)
+    _put_f16(out, 0, d)
+    _put_f16(out, 2, dmin)
+    out[:, 4:16] = _pack_q4_k_scales(ls, lm)
+    high = (q >> 4) & 1
+    out[:, 16:48] = sum((high[:, j, :] << j) for j in range(8)).astype(np.uint8)
+    low = (q & 0x0F).reshape(-1, 4, 2, 32)
+    out[:, 48:] = (low[:, :, 0, :] | (low[:, :, 1, :] << 4)).reshape(-1, 128)
+    return out
+
+
+# ---- q8_0 and q4_0: blocks of 32 ------------------------------------------------------------
+
+
+def _small_blocks(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    if x.ndim == 0 or x.shape[-1] % QK_0:
+        raise ValueError(f"q8_0 / q4_0 rows must be a multiple of {QK_0} values, got shape {x.shape}")
+    return x.reshape(-1, QK_0)
+
+
+def quantize_q8_0(x: np.ndarray) -> np.ndarray:
+    """q8_0 blocks (n_blocks, 34): d = max|x| / 127, codes round(x / d)."""
+    v = _small_blocks(x)
+    d = np.abs(v).max(axis=1) / np.float32(127)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(d > 0, np.float32(1) / d, 0).astype(np.float32)
+    q = np.rint(v * inv[:, None]).astype(np.int8)
+    out = np.zeros((v.shape[0], Q8_0_BYTES), dtype=np.uint8)
+    _put_f16(out, 0, d)
+    out[:, 2:] = q.view(np.uint8)
+    return out
+
+
+def dequantize_q8_0(blocks: np.ndarray) -> np.ndarray:
+    b = np.asarray(blocks, dtype=np.uint8).reshape(-1, Q8_0_BYTES)
+    d = _get_f16(b, 0)
+    q = np.ascontiguousarray(b[:, 2:]).view(np.int8).astype(np.float32)
+    return (d[:, None] * q).astype(np.float32).reshape(-1)
+
+
+def quantize_q4_0(x: np.ndarray) -> np.ndarray:
+    """q4_0 blocks (n_blocks, 18): the value of largest magnitude becomes code 0 (d = it / −8),
+    codes min(15, trunc(x / d + 8.5)); value i < 16 in the low nibble of byte i, 16 + i in its high."""
+    v = _small_blocks(x)
+    peak = np.take_along_axis(v, np.abs(v).argmax(axis=1)[:, None], axis=1)[:, 0]
+    d = peak / np.float32(-8)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(d != 0, np.float32(1) / d, 0).astype(np.float32)
+    q = np.minimum(15, np.trunc(v * inv[:, None] + np.float32(8.5))).astype(np.uint8)
+    out = np.zeros((v.shape[0], Q4_0_BYTES), dtype=np.uint8)
+    _put_f16(out, 0, d)
+    out[:, 2:] = q[:, :16] | (q[:, 16:] << 4)
+    return out
+
+
+def dequantize_q4_0(blocks: np.ndarray) -> np.ndarray:
+    b = np.asarray(blocks, dtype=np.uint8).reshape(-1, Q4_0_BYTES)
+    d = _get_f16(b, 0)
+    qs = b[:, 2:]
+    q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float32) - np.float32(8)
+    return (q * d[:, None]).astype(np.float32).reshape(-1)
 
 
 # ---- q6_k -----------------------------------------------------------------------------------

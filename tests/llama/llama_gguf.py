@@ -1,4 +1,5 @@
-"""Llama weights in Hugging Face layout -> a GGUF file in llama.cpp's conventions.
+"""Llama-family weights (Llama, Mistral, Qwen 2, Qwen 3) in Hugging Face layout -> a GGUF file in
+llama.cpp's conventions.
 
 Shared by make_model.py (random NumPy weights) and hf_to_gguf.py (a transformers model). The
 conventions, as llama.cpp reads a file of architecture "llama":
@@ -10,7 +11,9 @@ conventions, as llama.cpp reads a file of architecture "llama":
 * a weight of PyTorch shape [out, in] is stored row-major with ne = [in, out];
 * the rows of attn_q and attn_k are reordered within each head so that ggml's rope, which rotates
   adjacent pairs (2i, 2i+1), computes what Hugging Face's rotate_half rope computes on the pairs
-  (i, i + head_dim/2). See `gguf_row_order`.
+  (i, i + head_dim/2). See `gguf_row_order`. Qwen files ("qwen2", "qwen3": keys `qwen2.*`, ...)
+  keep the rows as they are and are read with the rotate_half (NeoX) rope; Qwen 2 adds
+  blk.N.attn_{q,k,v}.bias, Qwen 3 blk.N.attn_{q,k}_norm.weight (per-head RMS norms before rope).
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ import gguf_writer as gw
 from gguf_writer import GGMLType, ValueType
 
 
+ARCHITECTURES = ("llama", "qwen2", "qwen3")
+
+
 @dataclass
 class HParams:
     n_layer: int = 2
@@ -39,13 +45,18 @@ class HParams:
     n_ctx: int = 256
     rope_base: float = 10000.0
     rms_eps: float = 1e-5
+    arch: str = "llama"        # qwen2: q/k/v biases; qwen3: q/k RMS norms; both: rotate_half rope rows as they are
+    key_length: int = 0        # the head size when it is not n_embd / n_head (Qwen 3)
+    sliding_window: int = 0    # each query sees its last `sliding_window` keys (0: all)
 
     @property
     def head_dim(self) -> int:
-        return self.n_embd // self.n_head
+        return self.key_length or self.n_embd // self.n_head
 
     def check(self) -> None:
-        if self.n_embd % self.n_head or self.head_dim % 2:
+        if self.arch not in ARCHITECTURES:
+            raise ValueError(f"architecture {self.arch!r} is not one of {ARCHITECTURES}")
+        if (not self.key_length and self.n_embd % self.n_head) or self.head_dim % 2:
             raise ValueError(f"width {self.n_embd} must split into {self.n_head} heads of even size")
         if self.n_head % self.n_head_kv:
             raise ValueError(f"{self.n_head} query heads are not a multiple of {self.n_head_kv} key/value heads")
@@ -68,12 +79,16 @@ def add_shape_arguments(p) -> None:
     p.add_argument("--context", type=int, default=256)
     p.add_argument("--tie", action="store_true", help="no output tensor: the logits use token_embd")
     p.add_argument("--rope-freqs", action="store_true", help="Llama-3-style rope_freqs factors")
+    p.add_argument("--arch", default="llama", choices=ARCHITECTURES, help="general.architecture")
+    p.add_argument("--head-dim", type=int, default=0, help="attention.key_length (default: hidden / heads)")
+    p.add_argument("--sliding-window", type=int, default=0, help="attention.sliding_window (0: none)")
 
 
 def hparams_from_arguments(a, n_vocab: int, **extra) -> HParams:
     """HParams from add_shape_arguments' options, checked."""
     hp = HParams(n_layer=a.layers, n_embd=a.hidden, n_ff=a.ffn, n_head=a.heads, n_head_kv=a.kv_heads,
-                 n_vocab=n_vocab, n_ctx=a.context, **extra)
+                 n_vocab=n_vocab, n_ctx=a.context, arch=a.arch, key_length=a.head_dim,
+                 sliding_window=a.sliding_window, **extra)
     hp.check()
     return hp
 
@@ -119,6 +134,12 @@ def tensor_names(hp: HParams, tie: bool) -> list[tuple[str, str]]:
             (b + "attn_q.weight", h + "self_attn.q_proj.weight"),
             (b + "attn_k.weight", h + "self_attn.k_proj.weight"),
             (b + "attn_v.weight", h + "self_attn.v_proj.weight"),
+        ]
+        if hp.arch == "qwen2":
+            names += [(b + f"attn_{x}.bias", h + f"self_attn.{x}_proj.bias") for x in "qkv"]
+        if hp.arch == "qwen3":
+            names += [(b + f"attn_{x}_norm.weight", h + f"self_attn.{x}_norm.weight") for x in "qk"]
+        names += [
             (b + "attn_output.weight", h + "self_attn.o_proj.weight"),
             (b + "ffn_norm.weight", h + "post_attention_layernorm.weight"),
             (b + "ffn_gate.weight", h + "mlp.gate_proj.weight"),
@@ -144,13 +165,19 @@ def hf_shapes(hp: HParams) -> dict[str, tuple[int, ...]]:
             h + "mlp.gate_proj.weight": (hp.n_ff, d), h + "mlp.up_proj.weight": (hp.n_ff, d),
             h + "mlp.down_proj.weight": (d, hp.n_ff),
         })
+        if hp.arch == "qwen2":
+            shapes.update({h + "self_attn.q_proj.bias": (q,), h + "self_attn.k_proj.bias": (kv,),
+                           h + "self_attn.v_proj.bias": (kv,)})
+        if hp.arch == "qwen3":
+            shapes.update({h + "self_attn.q_norm.weight": (hp.head_dim,), h + "self_attn.k_norm.weight": (hp.head_dim,)})
     return shapes
 
 
-WEIGHT_TYPES = ("f32", "f16", "bf16", "q4_k", "q6_k", "q4_k_m")
+WEIGHT_TYPES = ("f32", "f16", "bf16", "q4_k", "q6_k", "q4_k_m", "q8_0", "q4_0", "q5_k", "q5_k_m")
 
 # general.file_type as llama.cpp numbers its llama_ftype (informational for readers).
-FILE_TYPE = {"f32": 0, "f16": 1, "q4_k": 14, "q4_k_m": 15, "q6_k": 18, "bf16": 32}
+FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "q4_k": 14, "q4_k_m": 15, "q5_k": 16, "q5_k_m": 17,
+             "q6_k": 18, "bf16": 32}
 
 
 def more_bits(layer: int, n_layer: int) -> bool:
@@ -161,17 +188,23 @@ def more_bits(layer: int, n_layer: int) -> bool:
 
 
 def tensor_type(gguf_name: str, weight_type: str, n_layer: int, tie: bool) -> GGMLType:
-    """The type a tensor is stored in: 1-D tensors (norms, rope_freqs) stay f32; the mix below for q4_k_m."""
-    if gguf_name.endswith("_norm.weight") or gguf_name == "rope_freqs.weight":
+    """The type a tensor is stored in: 1-D tensors (norms, biases, rope_freqs) stay f32; llama.cpp's mixes
+    for q4_k_m and q5_k_m (Q6_K output, and Q6_K attn_v / ffn_down in the layers more_bits names), and
+    for q4_0 (Q6_K output)."""
+    if gguf_name.endswith(("_norm.weight", ".bias")) or gguf_name == "rope_freqs.weight":
         return GGMLType.F32
-    if weight_type != "q4_k_m":
+    output = gguf_name == "output.weight" or (tie and gguf_name == "token_embd.weight")
+    if weight_type == "q4_0" and output:
+        return GGMLType.Q6_K  # llama.cpp's Q4_0 files keep the output projection in Q6_K
+    if weight_type not in ("q4_k_m", "q5_k_m"):
         return gw.TYPE_BY_NAME[weight_type]
-    if gguf_name == "output.weight" or (tie and gguf_name == "token_embd.weight"):
+    base = GGMLType.Q4_K if weight_type == "q4_k_m" else GGMLType.Q5_K
+    if output:
         return GGMLType.Q6_K  # the output projection (token_embd when it doubles as it)
     if gguf_name.endswith((".attn_v.weight", ".ffn_down.weight")):
         layer = int(gguf_name.split(".")[1])
-        return GGMLType.Q6_K if more_bits(layer, n_layer) else GGMLType.Q4_K
-    return GGMLType.Q4_K
+        return GGMLType.Q6_K if more_bits(layer, n_layer) else base
+    return base
 
 
 # ---- rope frequency factors ---------------------------------------------------------------------
@@ -266,21 +299,27 @@ def write_llama_gguf(path, hp: HParams, weights: dict[str, Weight], weight_type:
     if weight_type not in WEIGHT_TYPES:
         raise ValueError(f"weight type {weight_type!r} is not one of {WEIGHT_TYPES}")
     w = gw.GGUFWriter()
-    w.add_string("general.architecture", "llama")
+    a = hp.arch + "."
+    w.add_string("general.architecture", hp.arch)
     w.add_string("general.name", name)
     w.add_u32("general.file_type", FILE_TYPE[weight_type])
     if weight_type.startswith("q"):
         w.add_u32("general.quantization_version", 2)
-    w.add_u32("llama.block_count", hp.n_layer)
-    w.add_u32("llama.context_length", hp.n_ctx)
-    w.add_u32("llama.embedding_length", hp.n_embd)
-    w.add_u32("llama.feed_forward_length", hp.n_ff)
-    w.add_u32("llama.attention.head_count", hp.n_head)
-    w.add_u32("llama.attention.head_count_kv", hp.n_head_kv)
-    w.add_u32("llama.rope.dimension_count", hp.head_dim)
-    w.add_f32("llama.rope.freq_base", hp.rope_base)
-    w.add_f32("llama.attention.layer_norm_rms_epsilon", hp.rms_eps)
-    w.add_u32("llama.vocab_size", hp.n_vocab)
+    w.add_u32(a + "block_count", hp.n_layer)
+    w.add_u32(a + "context_length", hp.n_ctx)
+    w.add_u32(a + "embedding_length", hp.n_embd)
+    w.add_u32(a + "feed_forward_length", hp.n_ff)
+    w.add_u32(a + "attention.head_count", hp.n_head)
+    w.add_u32(a + "attention.head_count_kv", hp.n_head_kv)
+    if hp.key_length:
+        w.add_u32(a + "attention.key_length", hp.key_length)
+        w.add_u32(a + "attention.value_length", hp.key_length)
+    if hp.sliding_window:
+        w.add_u32(a + "attention.sliding_window", hp.sliding_window)
+    w.add_u32(a + "rope.dimension_count", hp.head_dim)
+    w.add_f32(a + "rope.freq_base", hp.rope_base)
+    w.add_f32(a + "attention.layer_norm_rms_epsilon", hp.rms_eps)
+    w.add_u32(a + "vocab_size", hp.n_vocab)
     if vocabulary == "builtin":
         add_builtin_vocabulary(w, hp.n_vocab)
     elif vocabulary:
@@ -307,7 +346,9 @@ def write_llama_gguf(path, hp: HParams, weights: dict[str, Weight], weight_type:
             x = np.asarray(x() if callable(x) else x, dtype=np.float32)
             if x.shape != shapes[hf_name]:
                 raise ValueError(f"{hf_name}: shape {x.shape}, expected {shapes[hf_name]}")
-            heads = hp.n_head if ".q_proj." in hf_name else hp.n_head_kv if ".k_proj." in hf_name else 0
+            # llama.cpp's converter reorders Llama's q/k rows for its adjacent-pair rope; Qwen's stay.
+            permuted = hp.arch == "llama" and hf_name.endswith(".weight")
+            heads = (hp.n_head if ".q_proj." in hf_name else hp.n_head_kv if ".k_proj." in hf_name else 0) if permuted else 0
             stored = to_gguf_rows(x, heads) if heads else x
             data = gw.encode(stored, ggml_type)
             if keep_reference:

@@ -24,12 +24,14 @@ import llama_gguf as lg  # noqa: E402
 
 
 def random_weight(seed: int, hf_name: str, shape: tuple[int, ...]):
-    """A function giving the weight: norms 1 + 0.1·N(0,1); projections N(0, 1/in) so that
+    """A function giving the weight: norms 1 + 0.1·N(0,1); biases 0.5·N(0,1); projections N(0, 1/in) so that
     activations keep unit scale; lm_head 3× that, for well-separated logits; embeddings 0.1·N(0,1),
     small beside the layers' outputs so that a tied lm_head does not just repeat the last token."""
     def make() -> np.ndarray:
         rng = np.random.default_rng([seed, zlib.crc32(hf_name.encode())])
         x = rng.standard_normal(shape, dtype=np.float32)
+        if hf_name.endswith(".bias"):
+            return np.float32(0.5) * x
         if len(shape) == 1:
             return 1 + np.float32(0.1) * x
         if hf_name == "model.embed_tokens.weight":

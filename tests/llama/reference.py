@@ -6,6 +6,8 @@ hf_to_gguf.py (weights under their Hugging Face names, hyper-parameters as JSON 
 
 Written from transformers' modeling_llama: embed; per layer x += o_proj(attention(rope(q), rope(k), v))
 on RMSNorm(x), then x += down(silu(gate(h))·up(h)) on h = RMSNorm(x); final RMSNorm; lm_head.
+Qwen 2's q/k/v biases, Qwen 3's per-head q/k RMS norms (before rope) and Mistral's sliding window
+(query i sees keys i − window < j ≤ i) apply where the npz has them.
 Rope rotates each head's pairs (i, i + head_dim/2) (rotate_half) at positions 0..n−1; grouped-query
 heads share key/value head h // (n_head / n_head_kv); attention is causal with scale 1/√head_dim.
 
@@ -34,6 +36,7 @@ class Llama:
         c = self.cfg
         self.n_layer, self.n_head, self.n_head_kv = c["n_layer"], c["n_head"], c["n_head_kv"]
         self.head_dim, self.eps, self.n_vocab = c["head_dim"], c["rms_eps"], c["n_vocab"]
+        self.window = c.get("sliding_window", 0)
         i = np.arange(0, self.head_dim, 2, dtype=np.float64)
         self.inv_freq = 1.0 / (c["rope_base"] ** (i / self.head_dim))
         if "rope_freqs" in self.w:
@@ -50,16 +53,27 @@ class Llama:
         rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
         return x * np.cos(emb) + rotated * np.sin(emb)
 
+    def projection(self, x, name):
+        """x·Wᵀ (+ the bias, where the model has one: Qwen 2)."""
+        y = x @ self.w[name + ".weight"].T
+        return y + self.w[name + ".bias"] if name + ".bias" in self.w else y
+
     def attention(self, x, p, positions):
         T = x.shape[0]
-        q = (x @ self.w[p + "self_attn.q_proj.weight"].T).reshape(T, self.n_head, self.head_dim).transpose(1, 0, 2)
-        k = (x @ self.w[p + "self_attn.k_proj.weight"].T).reshape(T, self.n_head_kv, self.head_dim).transpose(1, 0, 2)
-        v = (x @ self.w[p + "self_attn.v_proj.weight"].T).reshape(T, self.n_head_kv, self.head_dim).transpose(1, 0, 2)
+        q = self.projection(x, p + "self_attn.q_proj").reshape(T, self.n_head, self.head_dim).transpose(1, 0, 2)
+        k = self.projection(x, p + "self_attn.k_proj").reshape(T, self.n_head_kv, self.head_dim).transpose(1, 0, 2)
+        v = self.projection(x, p + "self_attn.v_proj").reshape(T, self.n_head_kv, self.head_dim).transpose(1, 0, 2)
+        if p + "self_attn.q_norm.weight" in self.w:  # Qwen 3: each head RMS-normed before rope
+            q = self.rms_norm(q, self.w[p + "self_attn.q_norm.weight"])
+            k = self.rms_norm(k, self.w[p + "self_attn.k_norm.weight"])
         q, k = self.rope(q, positions), self.rope(k, positions)
         n_rep = self.n_head // self.n_head_kv
         k, v = np.repeat(k, n_rep, axis=0), np.repeat(v, n_rep, axis=0)  # query head h reads kv head h // n_rep
         scores = q @ k.transpose(0, 2, 1) / np.sqrt(self.head_dim)
-        scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
+        seen = np.tril(np.ones((T, T), dtype=bool))
+        if self.window:  # query i sees keys j with i - window < j <= i
+            seen &= np.triu(np.ones((T, T), dtype=bool), -(self.window - 1))
+        scores = np.where(seen, scores, -np.inf)
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         probs = scores / scores.sum(axis=-1, keepdims=True)
         out = (probs @ v).transpose(1, 0, 2).reshape(T, self.n_head * self.head_dim)

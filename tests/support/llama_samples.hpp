@@ -103,6 +103,15 @@ inline gguf::Metadata metadata(Spec const& s) {
         std::vector<std::string> tokens;
         for (std::size_t i = 0; i < s.vocab; ++i) tokens.push_back(token_text(s.vocabulary, i));
         md.set("tokenizer.ggml.tokens", std::move(tokens));
+        // SentencePiece: <unk> unknown, <s> </s> control, <0x..> bytes; byte-level: the first control.
+        std::vector<std::int32_t> types(s.vocab, 1);
+        if (s.vocabulary == Vocabulary::sentencepiece) {
+            for (std::size_t i = 0; i < std::min<std::size_t>(6, s.vocab); ++i) types[i] = i == 0 ? 2 : i < 3 ? 3 : 6;
+        } else if (s.vocab > 0) {
+            types[0] = 3;
+        }
+        md.set("tokenizer.ggml.token_type", std::move(types));
+        if (s.vocabulary == Vocabulary::byte_level) md.set("tokenizer.ggml.merges", std::vector<std::string>{});
         md.set("tokenizer.ggml.bos_token_id", std::uint32_t{1});
     }
     return md;
