@@ -1,6 +1,6 @@
-// K-quant benchmarks: q8_k activation quantization per thread, and linear with q4_k / q6_k weights
-// at the shapes of a 7B-class FFN projection (out 4096, in 14336), next to a plain streaming read
-// measured in the same run.
+// Block-quant benchmarks: q8_k activation quantization per thread, and linear with q4_k, q6_k,
+// q8_0, q4_0 and q5_k weights at the shapes of a 7B-class FFN projection (out 4096, in 14336),
+// next to a plain streaming read measured in the same run.
 //
 // GEMV is timed two ways: "hot" multiplies the same weights every call (as test-backend-ops does,
 // so part of them stays in the last-level cache), "cold" rotates over enough copies that every
@@ -101,6 +101,9 @@ void register_quant() {
     add_benchmark("quantize_q8_k/4096x4096/threads:1", run_quantize_q8_k);
     register_type<rayo::q4_k>();
     register_type<rayo::q6_k>();
+    register_type<rayo::q8_0>();
+    register_type<rayo::q4_0>();
+    register_type<rayo::q5_k>();
 }
 
 }  // namespace rayo_bench

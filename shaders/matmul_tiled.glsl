@@ -5,7 +5,8 @@
 // 16 along k the workgroup stages a 64x16 tile of a and a 16x64 tile of op(b) in shared memory,
 // converted to f32 there; out-of-range elements are staged as 0, so any m, n, k works.
 //
-// Operand types (A_TYPE, B_TYPE, RAYO_DTYPE_* of op_codes.glsl): f32, f16, bf16; B_TYPE also q4_k, q6_k (weights
+// Operand types (A_TYPE, B_TYPE, RAYO_DTYPE_* of op_codes.glsl): f32, f16, bf16; B_TYPE also q4_k, q5_k, q6_k,
+// q8_0, q4_0 (weights
 // [n rows of k values], B_TRANSPOSED): the weight tile is dequantized into shared memory once
 // per workgroup and serves its 64 rows of a. Buffers are bound as uint words (f16/bf16 packed
 // two to a word); with RAYO_STORAGE16 defined, f16 operands are read through 16-bit storage.
@@ -34,9 +35,9 @@ layout(std430, set = 0, binding = 1) readonly buffer B16 { float16_t b_halves[];
 layout(push_constant) uniform Params {
     uint m, n, k;
     uint a_offset;    // elements
-    uint b_offset;    // elements; bytes for q4_k / q6_k
+    uint b_offset;    // elements; bytes for block-quantized weights
     uint out_offset;  // floats
-    uint b_row_bytes;  // q4_k / q6_k: bytes per weight row
+    uint b_row_bytes;  // block-quantized weights: bytes per weight row
     uint a_batch, b_batch, out_batch;  // elements between the products of a batch (matmul_batch.glsl)
     uint bias_offset, has_bias;        // the bias (binding 3, f32 [n]) added to every row, when has_bias
 } params;
@@ -69,11 +70,7 @@ float load_b(uint e) {
 
 // op(b)[p, j]: the element of row p (along k), column j (along n).
 float load_op_b(uint p, uint j) {
-    if (B_TYPE == RAYO_DTYPE_Q4_K || B_TYPE == RAYO_DTYPE_Q6_K) {
-        uint block_bytes = B_TYPE == RAYO_DTYPE_Q4_K ? 144u : 210u;
-        uint blk = b_base() + j * params.b_row_bytes + (p >> 8) * block_bytes;
-        return B_TYPE == RAYO_DTYPE_Q4_K ? q4_k_value(blk, p & 255u) : q6_k_value(blk, p & 255u);
-    }
+    if (quant_is_block_type(B_TYPE)) return quant_row_value(B_TYPE, b_base() + j * params.b_row_bytes, p);
     return load_b(b_base() + (B_TRANSPOSED ? j * params.k + p : p * params.n + j));
 }
 

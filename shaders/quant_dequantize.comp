@@ -1,5 +1,6 @@
 #version 450
-// Blocks of q4_k / q6_k / q8_k (TYPE, a RAYO_DTYPE_* code) -> f32 values, bit-exact with the CPU kernels.
+// Blocks of q4_k / q5_k / q6_k / q8_k / q8_0 / q4_0 (TYPE, a RAYO_DTYPE_* code) -> f32 values, bit-exact
+// with the CPU kernels.
 // One invocation per value, a grid-stride loop over values.
 #extension GL_GOOGLE_include_directive : require
 #include "op_codes.glsl"
@@ -12,7 +13,7 @@ layout(std430, set = 0, binding = 1) writeonly buffer Output { float y[]; };
 
 layout(push_constant) uniform Params {
     uint count;       // values
-    uint in_offset;   // bytes (a multiple of the block size from a 4-byte aligned base)
+    uint in_offset;   // bytes (a multiple of 2: q6_k, q8_0 and q4_0 blocks are 2-byte aligned)
     uint out_offset;  // floats
 } params;
 
@@ -20,12 +21,7 @@ layout(push_constant) uniform Params {
 #include "quant_blocks.glsl"
 
 void main() {
-    uint block_bytes = TYPE == RAYO_DTYPE_Q4_K ? 144u : (TYPE == RAYO_DTYPE_Q6_K ? 210u : 292u);
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    for (uint i = gl_GlobalInvocationID.x; i < params.count; i += stride) {
-        uint blk = params.in_offset + (i >> 8) * block_bytes;
-        uint v = i & 255u;
-        float value = TYPE == RAYO_DTYPE_Q4_K ? q4_k_value(blk, v) : (TYPE == RAYO_DTYPE_Q6_K ? q6_k_value(blk, v) : q8_k_value(blk, v));
-        y[params.out_offset + i] = value;
-    }
+    for (uint i = gl_GlobalInvocationID.x; i < params.count; i += stride)
+        y[params.out_offset + i] = quant_row_value(TYPE, params.in_offset, i);
 }

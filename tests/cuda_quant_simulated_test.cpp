@@ -4,16 +4,23 @@
 // only when the issuing thread waits for them), against a float64 reference on the dequantized
 // weights, with poisoned outputs. Shapes cover a partial last ring slot (q4_k, 9 blocks a row),
 // warps that take several rows (more rows than the simulated grid's 32 warps), two rows of x, and
-// the fallback of q6_k rows that are not 16-byte multiples; each with linear's bias.
+// the fallback of q6_k rows that are not 16-byte multiples; each with linear's bias. q5_k, q8_0 and
+// q4_0 weights: dequantize bit for bit against the CPU reference (f32, and f16 for the decoded
+// GEMM), their GEMVs in every form the glue picks, and many rows of x through the decoded GEMM.
 #include "support/ptx_simulator.hpp"
 #include "support/test_support.hpp"
 
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <optional>
+#include <random>
 #include <regex>
 #include <string>
 
 #include "cuda/ops/ops.hpp"
+#include "quant/reference_quantizer.hpp"
 #include "rayo/ptx/kernels/quant.hpp"
 
 namespace rayo::test {
@@ -25,8 +32,8 @@ using ptxsim::SimulatedRunner;
 // An H100's or H200's multiprocessor: 228 KiB of shared memory, 1 KiB reserved a block.
 constexpr cuda::MultiprocessorSharedMemory hopper_multiprocessor{.bytes = 233472, .reserved_per_block = 1024};
 
-// The GEMV forms the glue picks from (quant_ops.cpp).
-enum class Form { spanning, streamed, registers };
+// The GEMV forms the glue picks from (quantization.cpp); records: quantize_activations + quant_gemv.
+enum class Form { spanning, streamed, registers, records };
 
 struct Case {
     DType type;
@@ -36,6 +43,7 @@ struct Case {
 
 Form form_of(std::string const& key) {
     if (key.find("gemv_spanning") != std::string::npos) return Form::spanning;
+    if (key.find("gemv_fused") == std::string::npos) return Form::records;
     return key.find(".s0.") == std::string::npos ? Form::streamed : Form::registers;
 }
 
@@ -83,7 +91,9 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
         EXPECT_EQ(bias_added, c.form == Form::spanning && c.m == 1);
     }
 
+    bool gemv_launched = false;
     for (auto const& l : runner.launches()) {
+        gemv_launched = gemv_launched || l.key.find("gemv") != std::string::npos;
         if (!direct && l.key.find("gemv") != std::string::npos) {
             EXPECT_EQ(form_of(l.key), c.form) << "the glue picked another GEMV form: " << l.key;
         }
@@ -108,6 +118,7 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
         }
     }
 
+    EXPECT_TRUE(direct || gemv_launched);
     std::vector<float> const raw = out.values();
     std::vector<float> y = raw;
     if (!bias_added)
@@ -208,6 +219,107 @@ TEST(CudaQuantSimulated, SpanningGemvFormsMatchFloat64) {
         Case const c{f.config.weight, 1, f.n, f.k, Form::spanning};
         double const e = f.config.weight == DType::q4_k ? simulated_linear_error<q4_k>(c, seed, f.config)
                                                         : simulated_linear_error<q6_k>(c, seed, f.config);
+        EXPECT_LE(e, 1e-3);
+    }
+}
+
+// ---- q5_k, q8_0 and q4_0 ---------------------------------------------------------------------------
+
+// Blocks of random bytes with finite scales (an f16 of magnitude up to 2^4, subnormals included), so
+// every code and every packed scale and min occurs.
+template <QuantBlock B>
+std::vector<B> random_blocks(std::size_t count, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<B> blocks(count);
+    for (B& b : blocks) {
+        std::array<std::uint8_t, sizeof(B)> bytes{};
+        for (auto& byte : bytes) byte = static_cast<std::uint8_t>(rng());
+        std::memcpy(&b, bytes.data(), sizeof(B));
+        auto const finite = [&] {
+            auto const bits = static_cast<std::uint16_t>((rng() & 0x4fff) ^ (rng() & 0x8000));
+            return std::bit_cast<half>(bits);
+        };
+        b.d = finite();
+        if constexpr (std::same_as<B, q5_k>) b.dmin = finite();
+    }
+    return blocks;
+}
+
+// dequantize through the glue (f32), and the kernel the decoded GEMM launches (f16), against the
+// CPU reference bit for bit; counts that leave a warp's eight q8_0 / q4_0 blocks partly empty.
+template <QuantBlock B>
+void expect_dequantize_bit_exact(std::size_t count, std::uint32_t seed) {
+    SCOPED_TRACE(std::string(to_string(dtype_of<B>)) + ", " + std::to_string(count) + " blocks, seed " +
+                 std::to_string(seed));
+    std::vector<B> const blocks = random_blocks<B>(count, seed);
+    std::size_t const values = count * block_values_of<B>;
+    std::vector<float> want(values);
+    quant::reference::dequantize<B>(blocks.data(), want.data(), count);
+    SimulatedRunner runner(2, ptx::Target::sm_90);
+    HostView<B> in(runner, count, 0, dtype_of<B>);
+    HostView<float> out(runner, values + 64, 0, DType::f32);  // 64 guard values past the end
+    HostView<half> out_half(runner, values + 64, 0, DType::f16);
+    in.fill(blocks);
+    out.fill(std::vector<float>(values + 64, poison));
+    out_half.fill(std::vector<half>(values + 64, half(poison)));
+    detail::TensorView const f32_out = out.matrix(1, values);
+    cuda::ops::run(runner, detail::op::Dequantize{}, detail::OpViews{std::span(&in.view(), 1), std::span(&f32_out, 1)});
+    namespace kernels = ptx::kernels;
+    kernels::DequantizeConfig const config{.type = dtype_of<B>, .threads = 64, .output = ptx::Type::f16};
+    auto const warps = static_cast<unsigned>((count + kernels::dequantize_blocks_per_warp(config.type) - 1) /
+                                             kernels::dequantize_blocks_per_warp(config.type));
+    runner.run("f16", [&] { return kernels::dequantize(config); },
+               cuda::LaunchDims{.grid = {(warps + 1) / 2, 1, 1}, .block = {64, 1, 1}}, runner.address(in.view()),
+               runner.address(out_half.view()), static_cast<std::uint32_t>(count));
+    std::vector<float> const got = out.values();
+    std::vector<half> const got_half = out_half.values();
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < values; ++i) {
+        bool const same = std::bit_cast<std::uint32_t>(got[i]) == std::bit_cast<std::uint32_t>(want[i]) &&
+                          std::bit_cast<std::uint16_t>(got_half[i]) == std::bit_cast<std::uint16_t>(half(want[i]));
+        if (!same && ++mismatches <= 5)
+            ADD_FAILURE() << "value " << i << ": " << got[i] << " / " << float(got_half[i]) << ", want " << want[i];
+    }
+    EXPECT_EQ(mismatches, 0u);
+    for (std::size_t i = values; i < values + 64; ++i) {
+        EXPECT_EQ(got[i], poison) << "written past the end at " << i;
+        EXPECT_EQ(std::bit_cast<std::uint16_t>(got_half[i]), std::bit_cast<std::uint16_t>(half(poison)));
+    }
+}
+
+TEST(CudaQuantSimulated, DequantizeQ5kQ80Q40MatchTheCpuBitForBit) {
+    for (std::size_t count : {1u, 7u, 8u, 13u, 40u}) {
+        expect_dequantize_bit_exact<q8_0>(count, fresh_seed());
+        expect_dequantize_bit_exact<q4_0>(count, fresh_seed());
+    }
+    for (std::size_t count : {1u, 3u, 10u}) expect_dequantize_bit_exact<q5_k>(count, fresh_seed());
+}
+
+// linear with q5_k, q8_0 and q4_0 weights through the glue: q5_k in q4_k's fused forms (streamed
+// and, for rows that leave a ring's slot partial, also streamed; 2 rows) and the records form
+// (3 and 8 rows); q8_0 / q4_0 in the records form at row lengths that end inside a 256-value record
+// (96, 288 values: 3 and 9 blocks) and long ones. (Many rows of x take the decoded f16 GEMM, whose
+// conversion of x, cvt.rn.f16x2.f32, the simulator does not model: tests/cuda_quant_test.cpp runs
+// it on a GPU.)
+TEST(CudaQuantSimulated, GemvAndGemmOfQ5kQ80Q40MatchFloat64) {
+    Case const cases[] = {
+        {DType::q5_k, 1, 70, 2048, Form::streamed}, {DType::q5_k, 2, 37, 2304, Form::streamed},
+        {DType::q5_k, 3, 33, 512, Form::records},   {DType::q5_k, 8, 9, 256, Form::records},
+        {DType::q8_0, 1, 11, 96, Form::records},    {DType::q8_0, 3, 70, 288, Form::records},
+        {DType::q8_0, 8, 37, 2048, Form::records},  {DType::q8_0, 1, 33, 4096, Form::records},
+        {DType::q4_0, 1, 11, 96, Form::records},    {DType::q4_0, 3, 70, 288, Form::records},
+        {DType::q4_0, 5, 37, 2048, Form::records},  {DType::q4_0, 2, 20, 160, Form::records},
+    };
+    for (Case const& c : cases) {
+        auto const seed = fresh_seed();
+        SCOPED_TRACE(std::string(to_string(c.type)) + " m " + std::to_string(c.m) + " n " + std::to_string(c.n) +
+                     " k " + std::to_string(c.k) + " seed " + std::to_string(seed));
+        double e = 0;
+        switch (c.type) {
+            case DType::q5_k: e = simulated_linear_error<q5_k>(c, seed); break;
+            case DType::q8_0: e = simulated_linear_error<q8_0>(c, seed); break;
+            default: e = simulated_linear_error<q4_0>(c, seed); break;
+        }
         EXPECT_LE(e, 1e-3);
     }
 }

@@ -210,5 +210,25 @@ TEST_F(CudaQuant, GemvsSharingXSeeTheXQueuedBeforeThem) {
     EXPECT_EQ(stats().cpu_fallbacks, 0u);
 }
 
+// q5_k, q8_0 and q4_0 weights on the device: every GEMV form the glue picks for them (q5_k fused,
+// streamed and records; q8_0 / q4_0 records, with rows that end inside a 256-value record) and the
+// decoded f16 GEMM, at decode shapes of a 7-8B model and past them, all native.
+TEST_F(CudaQuant, Q5kQ80Q40LinearMatchesFloat64OnTheDevice) {
+    reset_stats();
+    for (std::size_t m : {1, 2, 5, 8, 40})
+        for (std::size_t k : {4096, 14336}) {
+            SCOPED_TRACE("m " + std::to_string(m) + " k " + std::to_string(k));
+            EXPECT_LE(linear_error<q5_k>(device, m, 4096, k).relative, 1e-3) << "q5_k";
+            EXPECT_LE(linear_error<q8_0>(device, m, 4096, k).relative, 1e-3) << "q8_0";
+            EXPECT_LE(linear_error<q4_0>(device, m, 4096, k).relative, 1e-3) << "q4_0";
+        }
+    for (std::size_t m : {1, 3, 33}) {
+        SCOPED_TRACE("m " + std::to_string(m) + ", k 4000 (125 blocks of 32)");
+        EXPECT_LE(linear_error<q8_0>(device, m, 333, 4000).relative, 1e-3) << "q8_0";
+        EXPECT_LE(linear_error<q4_0>(device, m, 333, 4000).relative, 1e-3) << "q4_0";
+    }
+    EXPECT_EQ(stats().cpu_fallbacks, 0u);
+}
+
 }  // namespace
 }  // namespace rayo::test

@@ -116,6 +116,9 @@ std::vector<std::byte> load_any(File const& f, gguf::TensorInfo const& t) {
         case DType::q4_k: return loaded_bytes<q4_k>(f, t.name);
         case DType::q6_k: return loaded_bytes<q6_k>(f, t.name);
         case DType::q8_k: return loaded_bytes<q8_k>(f, t.name);
+        case DType::q8_0: return loaded_bytes<q8_0>(f, t.name);
+        case DType::q4_0: return loaded_bytes<q4_0>(f, t.name);
+        case DType::q5_k: return loaded_bytes<q5_k>(f, t.name);
     }
     return {};
 }
@@ -323,15 +326,15 @@ TEST(Gguf, KnownButUnloadableTypesAreListedAndRaiseUnsupported) {
     ASSERT_NE(it, files.end());
     File const f = parse(it->second);
     ASSERT_EQ(f.tensors().size(), 5u);
-    EXPECT_EQ(f.tensor("q4_0").type_name, "Q4_0");
-    EXPECT_EQ(f.tensor("q4_0").bytes, 36u);
+    EXPECT_EQ(f.tensor("q4_1").type_name, "Q4_1");
+    EXPECT_EQ(f.tensor("q4_1").bytes, 40u);
     EXPECT_EQ(f.tensor("f64").shape, (Shape{3, 1}));
     EXPECT_FALSE(f.tensor("q2_k").dtype.has_value());
     try {
-        (void)f.load<float>("q4_0");
+        (void)f.load<float>("q4_1");
         ADD_FAILURE();
     } catch (Unsupported const& e) {
-        EXPECT_NE(std::string(e.what()).find("Q4_0"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("Q4_1"), std::string::npos) << e.what();
     }
     EXPECT_THROW((void)f.load<float>("f64"), Unsupported);
 }

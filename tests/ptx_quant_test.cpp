@@ -1,4 +1,4 @@
-// The K-quant kernel generators (rayo/ptx/kernels/quant.hpp): every variant the CUDA backend can
+// The block-quant kernel generators (rayo/ptx/kernels/quant.hpp): every variant the CUDA backend can
 // launch is emitted and assembled by ptxas for sm_80 and sm_90; bad configurations are refused
 // with a BuildError that names the problem.
 #include <gtest/gtest.h>
@@ -30,7 +30,9 @@ void expect_all_assemble(std::vector<Kernel> const& variants) {
 TEST(PtxQuant, DequantizeAssembles) {
     RAYO_SKIP_WITHOUT_PTXAS();
     std::vector<Kernel> v;
-    for (DType t : {DType::q4_k, DType::q6_k, DType::q8_k}) v.push_back(kernels::dequantize({.type = t}));
+    for (DType t : {DType::q4_k, DType::q6_k, DType::q8_k, DType::q5_k, DType::q8_0, DType::q4_0})
+        for (ptx::Type output : {ptx::Type::f32, ptx::Type::f16})
+            v.push_back(kernels::dequantize({.type = t, .output = output}));
     expect_all_assemble(v);
 }
 
@@ -42,7 +44,7 @@ TEST(PtxQuant, QuantizeQ8Assembles) {
 TEST(PtxQuant, ActivationRecordsAssemble) {
     RAYO_SKIP_WITHOUT_PTXAS();
     std::vector<Kernel> v;
-    for (DType t : {DType::q4_k, DType::q6_k})
+    for (DType t : {DType::q4_k, DType::q6_k, DType::q5_k, DType::q8_0, DType::q4_0})
         for (bool residual : {true, false}) v.push_back(kernels::quantize_activations({.weight = t, .residual = residual}));
     expect_all_assemble(v);
 }
@@ -53,21 +55,21 @@ TEST(PtxQuant, GemvAssemblesForEveryRowCount) {
     RAYO_SKIP_WITHOUT_PTXAS();
     for (Target t : targets) {
         ptx::Module module(t);
-        for (DType type : {DType::q4_k, DType::q6_k})
+        for (DType type : {DType::q4_k, DType::q6_k, DType::q5_k, DType::q8_0, DType::q4_0})
             for (bool residual : {true, false})
                 for (unsigned unroll : {2u, 4u})
                     for (unsigned rows = 1; rows <= 8; ++rows)
                         module.add(kernels::quant_gemv(
                             {.weight = type, .rows = rows, .residual = residual, .unroll = unroll}));
         // The fused GEMVs the backend picks for 1-2 rows of x (32 warps, unroll 2).
-        for (DType type : {DType::q4_k, DType::q6_k})
+        for (DType type : {DType::q4_k, DType::q6_k, DType::q5_k})
             for (bool residual : {true, false})
                 for (unsigned rows = 1; rows <= 2; ++rows)
                     module.add(kernels::quant_gemv(
                         {.weight = type, .rows = rows, .residual = residual, .warps = 32, .unroll = 2, .fused = true}));
         // The streamed fused GEMVs (cp.async rings; the ring depth and warp count change only constants,
         // so two of the four combinations the backend picks from).
-        for (DType type : {DType::q4_k, DType::q6_k})
+        for (DType type : {DType::q4_k, DType::q6_k, DType::q5_k})
             for (bool residual : {true, false})
                 for (unsigned rows = 1; rows <= 2; ++rows) {
                     module.add(kernels::quant_gemv({.weight = type, .rows = rows, .residual = residual, .warps = 32,
@@ -76,10 +78,12 @@ TEST(PtxQuant, GemvAssemblesForEveryRowCount) {
                                                     .fused = true, .stages = 3}));
                 }
         // The other shapes the configuration allows.
-        for (DType type : {DType::q4_k, DType::q6_k}) {
+        for (DType type : {DType::q4_k, DType::q6_k, DType::q5_k}) {
             module.add(kernels::quant_gemv({.weight = type, .rows = 3, .warps = 8, .unroll = 1}));
             module.add(kernels::quant_gemv({.weight = type, .rows = 1, .warps = 2, .fused = true, .stages = 2}));
         }
+        for (DType type : {DType::q8_0, DType::q4_0})
+            module.add(kernels::quant_gemv({.weight = type, .rows = 3, .warps = 8, .unroll = 1}));
         std::string const failure = ptxas_failure("rayo_quant_gemv_all", module.emit(), t);
         EXPECT_TRUE(failure.empty()) << failure;
     }
@@ -275,6 +279,10 @@ TEST(PtxQuant, ActivationRecordSizesKeepRecordsAligned) {
     EXPECT_EQ(kernels::activation_record_bytes(DType::q4_k), 640u);
     EXPECT_EQ(kernels::activation_record_bytes(DType::q6_k), 768u);
     EXPECT_EQ(kernels::activation_record_bytes(DType::q4_k) % 16, 0u);
+    for (DType t : {DType::q5_k, DType::q8_0, DType::q4_0}) EXPECT_EQ(kernels::activation_record_bytes(t), 640u);
+    EXPECT_EQ(kernels::quant_gemv_slot_bytes(DType::q5_k), 8u * 176);
+    EXPECT_EQ(kernels::dequantize_blocks_per_warp(DType::q8_0), 8u);
+    EXPECT_EQ(kernels::dequantize_blocks_per_warp(DType::q5_k), 1u);
 }
 
 // The generated text uses the instructions the design rests on.
@@ -299,12 +307,19 @@ TEST(PtxQuant, KernelsUseTheIntendedInstructions) {
     EXPECT_NE(streamed.find("cp.async.wait_group 1"), std::string::npos);
     EXPECT_NE(streamed.find("bar.warp.sync"), std::string::npos);
     EXPECT_NE(streamed.find("ld.shared.u32"), std::string::npos);  // q6_k words from the ring
+    // q8_0: signed weights × signed activations; q4_0: unsigned nibbles; both re-assemble 2-byte
+    // aligned blocks by prmt.
+    std::string const gemv8 = kernels::quant_gemv({.weight = DType::q8_0, .rows = 1}).emit(Target::sm_90);
+    EXPECT_NE(gemv8.find("dp4a.s32.s32"), std::string::npos);
+    EXPECT_NE(gemv8.find("prmt.b32"), std::string::npos);
+    std::string const gemv40 = kernels::quant_gemv({.weight = DType::q4_0, .rows = 1}).emit(Target::sm_90);
+    EXPECT_NE(gemv40.find("dp4a.u32.s32"), std::string::npos);
     std::string const gemm = kernels::quant_gemm({.weight = DType::q6_k}).emit(Target::sm_80);
     EXPECT_NE(gemm.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos);
     EXPECT_NE(gemm.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos);
     EXPECT_NE(gemm.find("cp.async.cg.shared.global"), std::string::npos);
     // Exactness of dequantize: products and differences, never a fused multiply-add.
-    for (DType t : {DType::q4_k, DType::q6_k, DType::q8_k}) {
+    for (DType t : {DType::q4_k, DType::q6_k, DType::q8_k, DType::q5_k, DType::q8_0, DType::q4_0}) {
         std::string const deq = kernels::dequantize({.type = t}).emit(Target::sm_90);
         EXPECT_EQ(deq.find("fma."), std::string::npos) << to_string(t);
     }
@@ -314,6 +329,9 @@ TEST(PtxQuant, BadConfigurationsAreRefused) {
     EXPECT_THROW((void)kernels::dequantize({.type = DType::f32}), ptx::BuildError);
     EXPECT_THROW((void)kernels::dequantize({.type = DType::q4_k, .threads = 48}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quantize_activations({.weight = DType::q8_k}), ptx::BuildError);
+    EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q8_0, .fused = true}), ptx::BuildError);  // records only
+    EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q4_0, .warps = 32, .fused = true, .stages = 3}),
+                 ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q8_k}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q4_k, .rows = 0}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv({.weight = DType::q4_k, .rows = 9}), ptx::BuildError);

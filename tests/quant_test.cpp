@@ -1,4 +1,4 @@
-// K-quants: the stored GGUF test vectors (tests/data/*_seed1.bin, made with ggml's reference
+// Block quants: the stored GGUF test vectors (tests/data/*_seed1.bin, made with ggml's reference
 // algorithms) are reproduced bit for bit on every CPU instruction set; the vectorised q8_k
 // quantizer and the dequantizers equal the scalar reference (src/quant/) on fresh data; round-trip
 // accuracy; shape errors; threading does not change a byte.
@@ -28,11 +28,18 @@ namespace ref = rayo::quant::reference;
 template <QuantBlock B> constexpr char const* type_name() {
     if constexpr (std::same_as<B, q4_k>) return "q4_k";
     else if constexpr (std::same_as<B, q6_k>) return "q6_k";
+    else if constexpr (std::same_as<B, q8_0>) return "q8_0";
+    else if constexpr (std::same_as<B, q4_0>) return "q4_0";
+    else if constexpr (std::same_as<B, q5_k>) return "q5_k";
     else return "q8_k";
 }
+// The header's type field: 0 q4_k, 1 q6_k, 2 q8_k, 3 q8_0, 4 q4_0, 5 q5_k.
 template <QuantBlock B> constexpr std::uint32_t type_code() {
     if constexpr (std::same_as<B, q4_k>) return 0;
     else if constexpr (std::same_as<B, q6_k>) return 1;
+    else if constexpr (std::same_as<B, q8_0>) return 3;
+    else if constexpr (std::same_as<B, q4_0>) return 4;
+    else if constexpr (std::same_as<B, q5_k>) return 5;
     else return 2;
 }
 
@@ -59,7 +66,7 @@ Vectors<B> load_vectors() {
     Vectors<B> v;
     v.rows = header[3];
     v.cols = header[4];
-    std::size_t const n = v.rows * v.cols, nb = n / quant_block_values;
+    std::size_t const n = v.rows * v.cols, nb = n / block_values_of<B>;
     if (bytes.size() != sizeof header + 2 * n * sizeof(float) + nb * sizeof(B))
         throw std::runtime_error(path + ": size does not match the header");
     v.input.resize(n);
@@ -76,13 +83,13 @@ Vectors<B> load_vectors() {
 
 template <QuantBlock B> bool same_bytes(B const& a, B const& b) { return std::memcmp(&a, &b, sizeof(B)) == 0; }
 
-// ‖x − deq(block)‖ over one block's 256 values.
+// ‖x − deq(block)‖ over one block's values.
 template <QuantBlock B>
 double block_error(float const* x, B const& block) {
-    float y[quant_block_values];
+    float y[block_values_of<B>];
     ref::dequantize<B>(&block, y, 1);
     double e = 0;
-    for (std::size_t i = 0; i < quant_block_values; ++i) e += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
+    for (std::size_t i = 0; i < block_values_of<B>; ++i) e += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
     return std::sqrt(e);
 }
 
@@ -91,13 +98,13 @@ double block_error(float const* x, B const& block) {
 template <QuantBlock B>
 std::size_t check_blocks(std::vector<B> const& got, std::vector<B> const& want, std::vector<float> const& x,
                          std::size_t cols, std::string const& what) {
-    std::size_t const per_row = cols / quant_block_values;
+    std::size_t const per_row = cols / block_values_of<B>;
     std::size_t differ = 0;
     std::ostringstream list;
     for (std::size_t b = 0; b < want.size(); ++b) {
         if (same_bytes(got[b], want[b])) continue;
         ++differ;
-        float const* xb = x.data() + b * quant_block_values;
+        float const* xb = x.data() + b * block_values_of<B>;
         double const e_got = block_error(xb, got[b]), e_want = block_error(xb, want[b]);
         list << " (row " << b / per_row << ", block " << b % per_row << ": error " << e_got << " vs " << e_want << ")";
         EXPECT_LE(e_got, e_want * 1.001 + 1e-30) << what << ": block " << b << " (row " << b / per_row << ", block "
@@ -167,6 +174,9 @@ TEST_P(QuantArchTest, DequantizeReproducesVectorsBitForBit) {
     dequantize_vectors_bit_for_bit<q4_k>(GetParam());
     dequantize_vectors_bit_for_bit<q6_k>(GetParam());
     dequantize_vectors_bit_for_bit<q8_k>(GetParam());
+    dequantize_vectors_bit_for_bit<q8_0>(GetParam());
+    dequantize_vectors_bit_for_bit<q4_0>(GetParam());
+    dequantize_vectors_bit_for_bit<q5_k>(GetParam());
 }
 
 template <QuantBlock B>
@@ -179,11 +189,12 @@ void quantize_vectors_byte_for_byte(CpuArch arch) {
     ASSERT_EQ(got.size(), v.blocks.size());
     std::size_t const differ =
         check_blocks(got, v.blocks, v.input, v.cols, std::string(type_name<B>()) + " on " + arch_id(arch));
-    // q8_k has no search: its vector kernel reproduces the reference's integer arithmetic, so
-    // it must be exact everywhere. q4_k / q6_k follow ggml's f32 order (exact with this build's
-    // -ffp-contract=off); a compiler that evaluated differently may change a few blocks, which
-    // check_blocks lists and holds to the reference's reconstruction error within 0.1%.
-    if constexpr (std::same_as<B, q8_k>) {
+    // q8_k, q8_0 and q4_0 have no search: their quantizers reproduce the reference's arithmetic
+    // (a product and a rounding per value), so they must be exact everywhere. q4_k / q5_k / q6_k
+    // follow ggml's f32 order (exact with this build's -ffp-contract=off); a compiler that evaluated
+    // differently may change a few blocks, which check_blocks lists and holds to the reference's
+    // reconstruction error within 0.1%.
+    if constexpr (std::same_as<B, q8_k> || std::same_as<B, q8_0> || std::same_as<B, q4_0>) {
         EXPECT_EQ(differ, 0u);
     }
     ::testing::Test::RecordProperty(std::string(type_name<B>()) + "_blocks_differing_" + arch_id(arch),
@@ -199,6 +210,9 @@ TEST_P(QuantArchTest, QuantizeReproducesVectorsByteForByte) {
     quantize_vectors_byte_for_byte<q4_k>(GetParam());
     quantize_vectors_byte_for_byte<q6_k>(GetParam());
     quantize_vectors_byte_for_byte<q8_k>(GetParam());
+    quantize_vectors_byte_for_byte<q8_0>(GetParam());
+    quantize_vectors_byte_for_byte<q4_0>(GetParam());
+    quantize_vectors_byte_for_byte<q5_k>(GetParam());
 }
 
 // Blocks that exercise q8_k's corner cases, then random data of several scales.
@@ -256,10 +270,10 @@ std::vector<B> random_blocks(std::size_t count, std::uint32_t seed) {
     for (auto& b : blocks) {
         auto* bytes = reinterpret_cast<unsigned char*>(&b);
         for (std::size_t i = 0; i < sizeof(B); ++i) bytes[i] = static_cast<unsigned char>(rng());
-        if constexpr (std::same_as<B, q4_k>) {
+        if constexpr (std::same_as<B, q4_k> || std::same_as<B, q5_k>) {
             b.d = half(factor(rng));
             b.dmin = half(factor(rng));
-        } else if constexpr (std::same_as<B, q6_k>) {
+        } else if constexpr (std::same_as<B, q6_k> || std::same_as<B, q8_0> || std::same_as<B, q4_0>) {
             b.d = half(factor(rng));
         } else {
             b.d = factor(rng) * 1e-2f;
@@ -273,9 +287,10 @@ void dequantize_equals_reference(CpuArch arch, std::uint32_t seed) {
     SCOPED_TRACE(type_name<B>());
     ArchScope scope(arch);
     auto const blocks = random_blocks<B>(300, seed);
-    std::vector<float> want(blocks.size() * quant_block_values);
+    std::vector<float> want(blocks.size() * block_values_of<B>);
     ref::dequantize<B>(blocks.data(), want.data(), blocks.size());
-    auto const q = Tensor<B>::from(std::span<B const>(blocks), Shape{3, 100 * 256});
+    Shape const shape{3, static_cast<std::int64_t>(100 * block_values_of<B>)};
+    auto const q = Tensor<B>::from(std::span<B const>(blocks), shape);
     EXPECT_EQ(count_bit_differences(dequantize(q).to_vector(), want), 0u);
 }
 
@@ -285,6 +300,50 @@ TEST_P(QuantArchTest, VectorisedDequantizeEqualsScalarReference) {
     dequantize_equals_reference<q4_k>(GetParam(), seed);
     dequantize_equals_reference<q6_k>(GetParam(), seed + 1);
     dequantize_equals_reference<q8_k>(GetParam(), seed + 2);
+    dequantize_equals_reference<q8_0>(GetParam(), seed + 3);
+    dequantize_equals_reference<q4_0>(GetParam(), seed + 4);
+    dequantize_equals_reference<q5_k>(GetParam(), seed + 5);
+}
+
+// linear with weights of arbitrary bytes (every code pattern: q8_0's −128, all of q5_k's high bits)
+// against float64 on the dequantized weights: the integer dot products (1 and 5 rows of x) and the
+// GEMM over decoded panels (20 rows), rows of a multiple of 256 values and, for blocks of 32, not.
+template <QuantBlock B>
+void linear_of_arbitrary_blocks(CpuArch arch, std::uint32_t seed) {
+    SCOPED_TRACE(type_name<B>());
+    ArchScope scope(arch);
+    std::size_t const out = 37;
+    for (std::size_t k : {std::size_t{512}, std::size_t{2304}, std::size_t{96}, std::size_t{800}}) {
+        if (k % block_values_of<B> != 0) continue;
+        auto const blocks = random_blocks<B>(out * k / block_values_of<B>, seed + static_cast<std::uint32_t>(k));
+        auto const cols = static_cast<std::int64_t>(k);
+        auto const w = Tensor<B>::from(std::span<B const>(blocks), Shape{static_cast<std::int64_t>(out), cols});
+        std::vector<float> const wv = dequantize(w).to_vector();
+        for (std::size_t n : {std::size_t{1}, std::size_t{5}, std::size_t{20}}) {
+            SCOPED_TRACE("n " + std::to_string(n) + ", k " + std::to_string(k));
+            std::vector<float> const x = activation_like(n, k, seed + static_cast<std::uint32_t>(n));
+            auto const xt = Tensor<float>::from(std::span<float const>(x), Shape{static_cast<std::int64_t>(n), cols});
+            std::vector<float> const y = linear(xt, w).to_vector();
+            std::vector<double> want(n * out);
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t j = 0; j < out; ++j) {
+                    double acc = 0;
+                    for (std::size_t p = 0; p < k; ++p) acc += double(x[i * k + p]) * wv[j * k + p];
+                    want[i * out + j] = acc;
+                }
+            EXPECT_LT(relative_l2(y, want), 1e-3);
+        }
+    }
+}
+
+TEST_P(QuantArchTest, LinearOfArbitraryBlocksMatchesTheDequantizedProduct) {
+    std::uint32_t const seed = fresh_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    linear_of_arbitrary_blocks<q8_0>(GetParam(), seed);
+    linear_of_arbitrary_blocks<q4_0>(GetParam(), seed + 1);
+    linear_of_arbitrary_blocks<q5_k>(GetParam(), seed + 2);
+    linear_of_arbitrary_blocks<q4_k>(GetParam(), seed + 3);
+    linear_of_arbitrary_blocks<q6_k>(GetParam(), seed + 4);
 }
 
 // The awkward row kinds on fresh data: the fast path equals the reference on every ISA.
@@ -293,7 +352,7 @@ void quantize_equals_reference(CpuArch arch, std::vector<float> const& x, std::s
     SCOPED_TRACE(type_name<B>());
     ArchScope scope(arch);
     std::size_t const rows = x.size() / cols;
-    std::vector<B> want(x.size() / quant_block_values);
+    std::vector<B> want(x.size() / block_values_of<B>);
     ref::quantize<B>(x.data(), want.data(), want.size());
     auto const got = quantize<B>(Tensor<float>::from(std::span<float const>(x), Shape{static_cast<std::int64_t>(rows),
                                                                                        static_cast<std::int64_t>(cols)}))
@@ -308,6 +367,9 @@ TEST_P(QuantArchTest, QuantizeEqualsScalarReferenceOnFreshRows) {
     quantize_equals_reference<q4_k>(GetParam(), x, 512);
     quantize_equals_reference<q6_k>(GetParam(), x, 512);
     quantize_equals_reference<q8_k>(GetParam(), x, 512);
+    quantize_equals_reference<q8_0>(GetParam(), x, 512);
+    quantize_equals_reference<q4_0>(GetParam(), x, 512);
+    quantize_equals_reference<q5_k>(GetParam(), x, 512);
 }
 
 // Relative L2 error ‖x − deq(q(x))‖/‖x‖ on N(0, 1) data.
@@ -328,13 +390,21 @@ TEST_P(QuantArchTest, RoundTripErrorOnNormalData) {
     std::vector<float> x(64 * 1024);
     for (auto& v : x) v = normal(rng);
     double const e4 = round_trip_error<q4_k>(x), e6 = round_trip_error<q6_k>(x), e8 = round_trip_error<q8_k>(x);
-    std::cout << "[ quant    ] round-trip error on N(0,1): q4_k " << e4 << ", q6_k " << e6 << ", q8_k " << e8 << '\n';
+    double const e80 = round_trip_error<q8_0>(x), e40 = round_trip_error<q4_0>(x), e5 = round_trip_error<q5_k>(x);
+    std::cout << "[ quant    ] round-trip error on N(0,1): q4_k " << e4 << ", q6_k " << e6 << ", q8_k " << e8
+              << ", q8_0 " << e80 << ", q4_0 " << e40 << ", q5_k " << e5 << '\n';
     EXPECT_LT(e4, 0.08);
     EXPECT_GT(e4, 0.05);
     EXPECT_LT(e6, 0.02);
     EXPECT_GT(e6, 0.012);
     EXPECT_LT(e8, 0.008);
     EXPECT_GT(e8, 0.004);
+    EXPECT_LT(e80, 0.006);
+    EXPECT_GT(e80, 0.004);
+    EXPECT_LT(e40, 0.095);
+    EXPECT_GT(e40, 0.075);
+    EXPECT_LT(e5, 0.04);
+    EXPECT_GT(e5, 0.03);
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, QuantArchTest, ::testing::ValuesIn(archs()), ArchParamName());
@@ -359,6 +429,24 @@ TEST(QuantApi, LastDimensionMustBeAMultipleOf256) {
     expect_shape_error_mentioning([&] { (void)quantize<q4_k>(Tensor<float>::zeros(Shape{256, 3})); }, "multiple of 256");
     expect_shape_error_mentioning([&] { (void)quantize<q4_k>(Tensor<float>::zeros(Shape{})); }, "multiple of 256");
     expect_shape_error_mentioning([] { (void)Tensor<q6_k>::empty(Shape{2, 300}); }, "multiple of 256");
+    expect_shape_error_mentioning([&] { (void)quantize<q5_k>(bad); }, "multiple of 256");
+    expect_shape_error_mentioning([&] { (void)quantize<q5_k>(Tensor<float>::zeros(Shape{2, 96})); }, "multiple of 256");
+    expect_shape_error_mentioning([] { (void)Tensor<q5_k>::empty(Shape{2, 32}); }, "multiple of 256");
+}
+
+TEST(QuantApi, LastDimensionMustBeAMultipleOf32ForQ8_0AndQ4_0) {
+    auto const bad = Tensor<float>::zeros(Shape{4, 100});
+    expect_shape_error_mentioning([&] { (void)quantize<q8_0>(bad); }, "multiple of 32");
+    expect_shape_error_mentioning([&] { (void)quantize<q4_0>(bad); }, "multiple of 32");
+    expect_shape_error_mentioning([&] { (void)quantize<q8_0>(Tensor<float>::zeros(Shape{32, 3})); }, "multiple of 32");
+    expect_shape_error_mentioning([&] { (void)quantize<q4_0>(Tensor<float>::zeros(Shape{})); }, "multiple of 32");
+    expect_shape_error_mentioning([] { (void)Tensor<q8_0>::empty(Shape{2, 48}); }, "multiple of 32");
+    expect_shape_error_mentioning([] { (void)Tensor<q4_0>::empty(Shape{2, 16}); }, "multiple of 32");
+    // 32 values are whole blocks of these two: a 96-value row is three of them.
+    auto const x = Tensor<float>::from(std::span<float const>(random_floats(2 * 96, 5)), Shape{2, 96});
+    EXPECT_EQ(quantize<q8_0>(x).to_vector().size(), 6u);
+    EXPECT_EQ(quantize<q4_0>(x).to_vector().size(), 6u);
+    EXPECT_EQ(dequantize(quantize<q4_0>(x)).shape(), x.shape());
 }
 
 TEST(QuantApi, OutFormChecksShapesBeforeWriting) {
@@ -452,6 +540,9 @@ TEST(QuantApi, LargeTensorMultiThreadedEqualsSingleThreaded) {
     check(q4_k{});
     check(q6_k{});
     check(q8_k{});
+    check(q8_0{});
+    check(q4_0{});
+    check(q5_k{});
 }
 
 }  // namespace

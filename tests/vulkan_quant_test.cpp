@@ -1,12 +1,14 @@
-// linear with K-quant weights on a Vulkan device along the paths the harness (tests/ops/) does not
-// choose by itself, against float64 on the dequantized weights and the unquantized x, on
+// linear with block-quantized weights (q4_k, q6_k, and q5_k, q8_0, q4_0) on a Vulkan device along
+// the paths the harness (tests/ops/) does not choose by itself, against float64 on the dequantized
+// weights and the unquantized x, on
 // activation-like data (an outlier channel 40x larger, an all-zero block), as ‖y − ref‖/‖ref‖
 // within the harness's Vulkan tolerance: the GEMM with the weights decoded into an f32 copy first or
 // in the tiled GEMM's loads; every variant of the f32 GEMV (m <= 16, x read as f32, weights decoded
 // in registers) on both reduction paths and for views of x, w and y at offsets; the one-row q4_k
 // GEMV's integer-dot-product build, where the device has the feature (lavapipe has it,
 // unaccelerated), which quantizes x to 24-bit integers per 16 values; and the activation setting
-// of the CPU and CUDA backends, which the Vulkan GEMV ignores.
+// of the CPU and CUDA backends, which the Vulkan GEMV ignores. And dequantize / embedding of q5_k,
+// q8_0 and q4_0 views that start 2 bytes past a word, bit for bit the CPU's.
 #include "ops/tolerances.hpp"
 #include "support/vulkan_support.hpp"
 
@@ -14,6 +16,8 @@
 #include <rayo/settings.hpp>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <random>
@@ -48,12 +52,13 @@ constexpr double gemv_magnitude_tolerance = 1e-6;
 struct LinearCase {
     std::size_t m, n, k;
     std::size_t x_skip = 0, w_skip = 0, y_skip = 0;
+    bool bias = false;  // linear(x, w, bias)
 };
 
 std::string describe(LinearCase const& c) {
     return std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " (x at +" +
            std::to_string(c.x_skip) + ", w at row " + std::to_string(c.w_skip) + ", y at row " +
-           std::to_string(c.y_skip) + ")";
+           std::to_string(c.y_skip) + (c.bias ? ", with bias)" : ")");
 }
 
 struct LinearError {
@@ -73,13 +78,18 @@ LinearError quantized_linear_error(Device device, LinearCase c) {
                                                        {c.w_skip + c.n, c.k}));
     auto const w = w_all.slice(static_cast<std::int64_t>(c.w_skip), rows);
     auto const wv = dequantize(w).to_vector();
+    auto const bias_values = random_floats(c.n, seed + 2, -2.0f, 2.0f);
     reset_stats();
     auto const x = Tensor<float>::from(x_buffer, {x_buffer.size()}, device)
                        .slice(static_cast<std::int64_t>(c.x_skip), static_cast<std::int64_t>(x_buffer.size()))
                        .reshape({c.m, c.k});
     auto y_all = poisoned({c.y_skip + c.m + 1, c.n}, device);
     auto y = y_all.slice(static_cast<std::int64_t>(c.y_skip), static_cast<std::int64_t>(c.y_skip + c.m));
-    linear_into(x, w_all.to(device).slice(static_cast<std::int64_t>(c.w_skip), rows), y);
+    auto const w_device = w_all.to(device).slice(static_cast<std::int64_t>(c.w_skip), rows);
+    if (c.bias)
+        linear_into(x, w_device, Tensor<float>::from(bias_values, {c.n}, device), y);
+    else
+        linear_into(x, w_device, y);
     auto const all = y_all.to_vector();
     EXPECT_EQ(stats().cpu_fallbacks, 0u);
     for (std::size_t i = 0; i < all.size(); ++i)
@@ -97,6 +107,10 @@ LinearError quantized_linear_error(Device device, LinearCase c) {
                 double const t = double(xv[i * c.k + p]) * double(wv[j * c.k + p]);
                 sum += t;
                 size += std::abs(t);
+            }
+            if (c.bias) {
+                sum += bias_values[j];
+                size += std::abs(double(bias_values[j]));
             }
             want[i * c.n + j] = sum;
             magnitude[i * c.n + j] = size;
@@ -121,6 +135,21 @@ double both_types_error(Device device, LinearCase c, double bound, bool magnitud
     double const e4 = check("q4_k", quantized_linear_error<q4_k>(device, c));
     double const e6 = check("q6_k", quantized_linear_error<q6_k>(device, c));
     return std::max(e4, e6);
+}
+
+// The same for q8_0 and q4_0 (blocks of 32: k need only be a multiple of 32) and, where k is a
+// multiple of 256, q5_k.
+double new_types_error(Device device, LinearCase c, double bound, bool magnitude = false) {
+    auto const check = [&](char const* type, LinearError e) {
+        double const measured = magnitude ? e.magnitude : e.relative;
+        EXPECT_LE(measured, magnitude ? gemv_magnitude_tolerance : bound)
+            << type << " " << describe(c) << " (relative error " << e.relative << ")";
+        return measured;
+    };
+    double worst = std::max(check("q8_0", quantized_linear_error<q8_0>(device, c)),
+                            check("q4_0", quantized_linear_error<q4_0>(device, c)));
+    if (c.k % quant_block_values == 0) worst = std::max(worst, check("q5_k", quantized_linear_error<q5_k>(device, c)));
+    return worst;
 }
 
 // The GEMM's two ways to decode the weights: into an f32 copy multiplied by the f32 GEMM (the
@@ -214,6 +243,93 @@ TEST_F(VulkanQuant, KQuantGemvIgnoresTheActivationSetting) {
         results.push_back(y.to_vector());
     }
     EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), m * n * sizeof(float)), 0);
+}
+
+// q5_k, q8_0 and q4_0 through both ways the GEMM decodes the weights (into an f32 copy first, or
+// in the tiled GEMM's loads); q8_0 / q4_0 rows of an odd block count (2080 = 65 blocks of 32, so
+// every other row starts 2 bytes past a word) and weights from row 1 of a larger tensor.
+TEST_F(VulkanQuant, NewTypesGemmDecodesFirstOrInItsTiles) {
+    for (bool decode_first : {true, false}) {
+        SCOPED_TRACE(decode_first ? "decoded first" : "decoded in the tiles");
+        vulkan::use_decoded_kquant_gemm(device, decode_first);
+        new_types_error(device, {64, 300, 512}, linear_tolerance);
+        new_types_error(device, {33, 70, 2080, 0, 1, 0}, linear_tolerance);
+        new_types_error(device, {17, 9, 96, 3, 1, 1, true}, linear_tolerance);
+    }
+    vulkan::use_decoded_kquant_gemm(device, true);
+}
+
+// The GEMV's units of q5_k (q4_k's with the fifth bit), q8_0 and q4_0 (one 32-value block each)
+// at every variant: 1-2 rows of x (per-unit scaling), 3-8 and 9-16 (per-weight values), rows of
+// one to 512 blocks of 32 (an odd count: blocks alternate 2-byte and 4-byte alignment), workgroups
+// partly past the weight rows, 64 q5_k blocks a row (256-invocation workgroups), on the subgroup
+// and shared-memory paths; q5_k takes the general GEMV for one row of x too.
+TEST_F(VulkanQuant, NewTypesGemvCoversItsShapes) {
+    double worst = 0;
+    on_every_path([&] {
+        for (LinearCase c : {LinearCase{1, 1, 32}, LinearCase{1, 9, 96}, LinearCase{2, 5, 256}, LinearCase{1, 37, 2304},
+                             LinearCase{3, 6, 2080}, LinearCase{8, 13, 512}, LinearCase{9, 3, 288},
+                             LinearCase{16, 5, 1280}, LinearCase{2, 4, 16384}, LinearCase{5, 3, 16384}})
+            worst = std::max(worst, new_types_error(device, c, linear_tolerance, true));
+    });
+    std::cout << "worst GEMV error per term magnitude " << worst << '\n';
+}
+
+// x, w and y as views at offsets (x not 16-byte aligned, weights from row 1 or 3: q8_0 / q4_0 rows
+// of odd block counts then start 2 bytes past a word), and linear's bias added as y is written.
+TEST_F(VulkanQuant, NewTypesGemvTakesViewsAndBias) {
+    on_every_path([&] {
+        for (LinearCase c : {LinearCase{1, 5, 96, 1, 1, 1}, LinearCase{2, 7, 512, 3, 3, 2},
+                             LinearCase{3, 6, 2080, 4, 1, 1}, LinearCase{16, 3, 160, 2, 3, 3},
+                             LinearCase{1, 9, 256, 0, 0, 0, true}, LinearCase{4, 11, 2080, 1, 1, 1, true},
+                             LinearCase{12, 5, 768, 0, 3, 0, true}})
+            new_types_error(device, c, linear_tolerance, true);
+    });
+}
+
+// dequantize of q5_k, q8_0 and q4_0 on the device gives the CPU's floats bit for bit, for a tensor
+// and for a slice from row 1 (q8_0 / q4_0 rows of 3 blocks: 2 bytes past a word), arbitrary bytes
+// included (scales that are subnormal, Inf or NaN); so does embedding of such a table. Nothing
+// falls back to the CPU.
+template <class B>
+void check_dequantize_bit_exact(Device device, std::size_t blocks_per_row) {
+    std::size_t const rows = 7, values = block_values_of<B> * blocks_per_row;
+    auto const seed = fresh_seed();
+    SCOPED_TRACE(std::string(to_string(dtype_of<B>)) + " seed " + std::to_string(seed));
+    std::vector<B> blocks =
+        quantize<B>(Tensor<float>::from(random_floats(rows * values, seed), {rows, values})).to_vector();
+    std::mt19937 rng(seed + 1);
+    for (std::size_t b = 0; b < blocks.size(); b += 3) {  // every third block arbitrary bytes
+        auto* bytes = reinterpret_cast<unsigned char*>(&blocks[b]);
+        for (std::size_t i = 0; i < sizeof(B); ++i) bytes[i] = static_cast<unsigned char>(rng());
+    }
+    auto const host = Tensor<B>::from(blocks, {rows, values});
+    auto const on_device = host.to(device);
+    auto const ids = std::vector<std::int32_t>{4, 1, 1, 6, 0};
+    reset_stats();
+    // The floats' bits, with every NaN as one (a NaN scale's payload is the device's own).
+    auto const bits = [](Tensor<float> const& t) {
+        std::vector<float> const v = t.to_vector();
+        std::vector<std::uint32_t> u(v.size());
+        for (std::size_t i = 0; i < v.size(); ++i)
+            u[i] = std::isnan(v[i]) ? 0x7FC00000u : std::bit_cast<std::uint32_t>(v[i]);
+        return u;
+    };
+    EXPECT_EQ(bits(dequantize(on_device)), bits(dequantize(host)));
+    EXPECT_EQ(bits(dequantize(on_device.slice(1, rows))), bits(dequantize(host.slice(1, rows))));
+    auto const id_tensor = Tensor<std::int32_t>::from(ids, {ids.size()}, device);
+    EXPECT_EQ(bits(embedding(on_device, id_tensor)),
+              bits(embedding(host, Tensor<std::int32_t>::from(ids, {ids.size()}))));
+    std::vector<std::int32_t> const last{5};
+    EXPECT_EQ(bits(embedding(on_device.slice(1, rows), Tensor<std::int32_t>::from(last, {1}, device))),
+              bits(embedding(host.slice(1, rows), Tensor<std::int32_t>::from(last, {1}))));
+    EXPECT_EQ(stats().cpu_fallbacks, 0u);
+}
+
+TEST_F(VulkanQuant, NewTypesDequantizeBitExactlyOnViews) {
+    check_dequantize_bit_exact<q8_0>(device, 3);
+    check_dequantize_bit_exact<q4_0>(device, 3);
+    check_dequantize_bit_exact<q5_k>(device, 2);
 }
 
 }  // namespace

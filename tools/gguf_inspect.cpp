@@ -147,6 +147,9 @@ int matmul(gguf::File const& file, std::string const& name, int runs) {
         case rayo::DType::q4_k: return time_linear<rayo::q4_k>(file, info, device, runs);
         case rayo::DType::q6_k: return time_linear<rayo::q6_k>(file, info, device, runs);
         case rayo::DType::q8_k: return time_linear<rayo::q8_k>(file, info, device, runs);
+        case rayo::DType::q8_0: return time_linear<rayo::q8_0>(file, info, device, runs);
+        case rayo::DType::q4_0: return time_linear<rayo::q4_0>(file, info, device, runs);
+        case rayo::DType::q5_k: return time_linear<rayo::q5_k>(file, info, device, runs);
         case rayo::DType::i32:
         case rayo::DType::i64: break;
     }

@@ -109,9 +109,9 @@ struct RAYO_API bfloat16 {
 static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2);
 static_assert(std::is_trivially_copyable_v<half> && std::is_trivially_copyable_v<bfloat16>);
 
-// Element types. q4_k, q6_k and q8_k are GGUF block types: one element of storage is a block of
-// 256 values (see rayo/quant.hpp).
-enum class DType : std::uint8_t { f32, f16, bf16, i32, i64, q4_k, q6_k, q8_k };
+// Element types. q4_k, q6_k, q8_k, q8_0, q4_0 and q5_k are GGUF block types: one element of
+// storage is a block of 256 values (32 for q8_0 and q4_0; see rayo/quant.hpp).
+enum class DType : std::uint8_t { f32, f16, bf16, i32, i64, q4_k, q6_k, q8_k, q8_0, q4_0, q5_k };
 
 constexpr std::string_view to_string(DType t) noexcept {
     switch (t) {
@@ -123,13 +123,21 @@ constexpr std::string_view to_string(DType t) noexcept {
         case DType::q4_k: return "q4_k";
         case DType::q6_k: return "q6_k";
         case DType::q8_k: return "q8_k";
+        case DType::q8_0: return "q8_0";
+        case DType::q4_0: return "q4_0";
+        case DType::q5_k: return "q5_k";
     }
     return "?";
 }
 
-// Values per storage element: 256 for the block types, else 1.
+// Values per storage element: 256 for the K-quant block types, 32 for q8_0 and q4_0, else 1.
 constexpr std::size_t block_elements(DType t) noexcept {
-    return t == DType::q4_k || t == DType::q6_k || t == DType::q8_k ? 256 : 1;
+    switch (t) {
+        case DType::q4_k: case DType::q6_k: case DType::q8_k: case DType::q5_k: return 256;
+        case DType::q8_0: case DType::q4_0: return 32;
+        case DType::f32: case DType::f16: case DType::bf16: case DType::i32: case DType::i64: return 1;
+    }
+    return 1;
 }
 
 // Bytes per storage element (per block for the block types).
@@ -141,6 +149,9 @@ constexpr std::size_t size_of(DType t) noexcept {
         case DType::q4_k: return 144;
         case DType::q6_k: return 210;
         case DType::q8_k: return 292;
+        case DType::q8_0: return 34;
+        case DType::q4_0: return 18;
+        case DType::q5_k: return 176;
     }
     return 0;
 }

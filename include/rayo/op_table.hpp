@@ -99,7 +99,9 @@ struct RAYO_API OpInfo {
 namespace detail {
 inline constexpr DTypeSet f32_only{DType::f32};
 inline constexpr DTypeSet floating{DType::f32, DType::f16, DType::bf16};
-inline constexpr DTypeSet kquant_blocks{DType::q4_k, DType::q6_k, DType::q8_k};
+inline constexpr DTypeSet quant_blocks{DType::q4_k, DType::q6_k, DType::q8_k, DType::q8_0, DType::q4_0, DType::q5_k};
+inline constexpr DTypeSet weight_types{DType::f32, DType::f16, DType::bf16, DType::q4_k,
+                                       DType::q6_k, DType::q8_0, DType::q4_0, DType::q5_k};
 }  // namespace detail
 
 inline constexpr std::array op_table{
@@ -136,12 +138,12 @@ inline constexpr std::array op_table{
     OpInfo{Op::layer_norm, "layer_norm", OpFamily::normalization, {"eps"}, detail::floating},
     OpInfo{Op::rms_norm, "rms_norm", OpFamily::normalization, {"eps"}, detail::floating},
     OpInfo{Op::matmul, "matmul", OpFamily::matmul, {}, detail::floating},
-    OpInfo{Op::linear, "linear", OpFamily::matmul, {}, {DType::f32, DType::f16, DType::bf16, DType::q4_k, DType::q6_k}},
-    OpInfo{Op::quantize, "quantize", OpFamily::quantization, {}, detail::kquant_blocks},
-    OpInfo{Op::dequantize, "dequantize", OpFamily::quantization, {}, detail::kquant_blocks},
+    OpInfo{Op::linear, "linear", OpFamily::matmul, {}, detail::weight_types},
+    OpInfo{Op::quantize, "quantize", OpFamily::quantization, {}, detail::quant_blocks},
+    OpInfo{Op::dequantize, "dequantize", OpFamily::quantization, {}, detail::quant_blocks},
     OpInfo{Op::cast, "cast", OpFamily::conversion, {}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
     OpInfo{Op::copy, "copy", OpFamily::layout, {}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
-    OpInfo{Op::embedding, "embedding", OpFamily::gather, {}, {DType::f32, DType::f16, DType::bf16, DType::q4_k, DType::q6_k}},
+    OpInfo{Op::embedding, "embedding", OpFamily::gather, {}, detail::weight_types},
     OpInfo{Op::index_select, "index_select", OpFamily::gather, {"axis"}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
     OpInfo{Op::index_copy, "index_copy", OpFamily::gather, {"axis"}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
     OpInfo{Op::rope, "rope", OpFamily::rotary, {"freq_base", "freq_scale"}, detail::floating},

@@ -193,18 +193,22 @@ concept HalfPrecision = std::same_as<T, half> || std::same_as<T, bfloat16>;
 // rounded as cast does.
 template <FloatingElement T, HalfPrecision O>
 RAYO_API void matmul_into(Tensor<T> const& a, Tensor<T> const& b, Tensor<O> const& out, MatmulOptions options = {});
-// Weight types of linear: f32, f16, bf16, and the GGUF K-quants q4_k and q6_k.
+// Weight types of linear: f32, f16, bf16, and the GGUF block types q8_0, q4_0, q4_k, q5_k and q6_k.
 template <class W>
-concept LinearWeight = FloatingElement<W> || std::same_as<W, q4_k> || std::same_as<W, q6_k>;
+concept QuantWeight = std::same_as<W, q4_k> || std::same_as<W, q6_k> || std::same_as<W, q8_0> ||
+                      std::same_as<W, q4_0> || std::same_as<W, q5_k>;
+template <class W>
+concept LinearWeight = FloatingElement<W> || QuantWeight<W>;
 
-// x[..., in] · w[out, in]ᵀ -> f32 [..., out]: the leading axes of x are batch axes. K-quant
-// weights are decoded exactly (as dequantize does) panel by panel and multiplied in f32.
+// x[..., in] · w[out, in]ᵀ -> f32 [..., out]: the leading axes of x are batch axes. Block-quantized
+// weights (whose rows must be whole blocks) are decoded exactly (as dequantize does) panel by panel
+// and multiplied in f32.
 template <LinearWeight W>
 RAYO_API FTensor linear(FTensor const& x, Tensor<W> const& w);
 template <LinearWeight W>
 RAYO_API void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& out);
 // x·wᵀ + bias, bias [out] (one value per row of w) added to every row of the product: in the GPU
-// GEMMs' epilogue for f32, f16 and bf16 weights, as a separate add for K-quant weights.
+// GEMMs' epilogue for f32, f16 and bf16 weights, as a separate add for block-quantized weights.
 template <LinearWeight W>
 RAYO_API FTensor linear(FTensor const& x, Tensor<W> const& w, FTensor const& bias);
 template <LinearWeight W>
@@ -279,10 +283,10 @@ RAYO_API void copy_into(Tensor<T> const& src, Tensor<T> const& dst);
 // it before writing anything; a GPU never reads out of bounds, writes zeros for that entry and
 // raises the error at the device's next host read (to_vector, to(cpu)) or synchronize().
 
-// Table types of embedding: the floats and the GGUF K-quants q4_k and q6_k.
+// Table types of embedding: the floats and the GGUF block types of linear's weights.
 template <class W>
-concept EmbeddingTable = FloatingElement<W> || std::same_as<W, q4_k> || std::same_as<W, q6_k>;
-// What embedding of a table of W gives: W itself for the floats, f32 for the K-quants (rows
+concept EmbeddingTable = FloatingElement<W> || QuantWeight<W>;
+// What embedding of a table of W gives: W itself for the floats, f32 for the block types (rows
 // decoded exactly as dequantize does).
 template <EmbeddingTable W>
 using embedding_result_t = std::conditional_t<FloatingElement<W>, W, float>;

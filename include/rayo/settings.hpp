@@ -25,7 +25,7 @@ enum class CpuArch { sse4_2, avx2, avx512, avx512_vnni };
 // Forces an arch; throws rayo::Unsupported when this machine cannot run it.
 RAYO_API void set_cpu_arch(CpuArch arch);
 
-// How linear with q4_k / q6_k weights quantizes its activations on the CPU and CUDA backends when
+// How linear with block-quantized weights quantizes its activations on the CPU and CUDA backends when
 // they take the integer dot products (a few rows of x; larger batches do not quantize x and are not
 // affected, nor is the Vulkan backend, whose GEMV reads x as f32):
 //   q8_k_residual  (default) x as a q8_k block plus a q8_k of what that leaves over: ~1e-5

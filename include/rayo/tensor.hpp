@@ -27,7 +27,8 @@ struct TensorAccess;
 // Tensors are contiguous and row-major. Copying a Tensor copies the handle, not the data: use
 // clone() or to(device) for a deep copy. Views (reshape, slice) share storage.
 // For the block types (q4_k, ...) the shape counts values, one stored element holds
-// `values_per_element` (256) of them along the last axis, and that axis must be a multiple of it.
+// `values_per_element` (256, 32 for q8_0 / q4_0) of them along the last axis, and that axis must be
+// a multiple of it.
 template <Element T>
 class RAYO_API Tensor {
 public:

@@ -92,15 +92,15 @@ struct KernelTable {
                              std::size_t count, float* packed);
     void (*conv_depthwise)(DepthwiseArgs const& args);
 
-    // K-quants (see include/rayo/cpu/quantize.hpp), byte for byte the scalar reference:
-    // `blocks` blocks of 256 floats -> q8_k, and blocks of `type` (q4_k, q6_k, q8_k) -> floats.
+    // Block types (see include/rayo/cpu/quantize.hpp), byte for byte the scalar reference:
+    // `blocks` blocks of 256 floats -> q8_k, and blocks of `type` (any block type) -> floats.
     void (*quantize_q8_k)(float const* in, q8_k* out, std::size_t blocks);
     void (*dequantize)(DType type, void const* in, float* out, std::size_t blocks);
     // Activations of the quantized dot products (include/rayo/cpu/quant_dot.hpp): `blocks` blocks
     // of 256 floats -> `blocks` QuantActivation, with the residual q8_k or without.
     void (*quantize_activations)(float const* in, QuantActivation* out, std::size_t blocks, bool residual);
-    // y[r] = weight row r · x for `rows` rows of `type` (q4_k or q6_k), `row_bytes` apart, each
-    // `blocks` blocks long.
+    // y[r] = weight row r · x for `rows` rows of `type` (q8_0, q4_0, q4_k, q5_k or q6_k),
+    // `row_bytes` apart, each `blocks` blocks long (for q8_0 / q4_0 eight blocks share one of x's).
     void (*quant_gemv)(DType type, void const* w, std::size_t row_bytes, std::size_t rows, QuantActivation const* x,
                        std::size_t blocks, float* y, bool residual);
 };

@@ -86,7 +86,7 @@ struct MatmulShape {
 enum class LinearInput : std::uint8_t { x, swiglu, rms_norm };
 
 // matmul (a and b of one floating type, batched) or linear (f32 a, b the weights: f32, f16, bf16,
-// q4_k or q6_k, b_transposed, batch 1). in: a, b[, bias: f32 [n], linear only, added to every row
+// q8_0, q4_0, q4_k, q5_k or q6_k, b_transposed, batch 1). in: a, b[, bias: f32 [n], linear only, added to every row
 // of out][, linear with a formed input only: up (f32, a's shape) or gain (f32 [k])]; out: f32
 // [batch, m, n].
 struct Matmul {
@@ -97,13 +97,13 @@ struct Matmul {
     float eps = 0.0f;  // rms_norm's
 };
 
-// f32 values -> blocks of out's type (q4_k, q6_k, q8_k). in: values; out: blocks.
+// f32 values -> blocks of out's type (q8_0, q4_0, q4_k, q5_k, q6_k, q8_k). in: values; out: blocks.
 struct Quantize {
     static constexpr OpFamily family = OpFamily::quantization;
     Op op = Op::quantize;
 };
 
-// Blocks (q4_k, q6_k, q8_k) -> f32 values. in: blocks; out: values.
+// Blocks (q8_0, q4_0, q4_k, q5_k, q6_k, q8_k) -> f32 values. in: blocks; out: values.
 struct Dequantize {
     static constexpr OpFamily family = OpFamily::quantization;
     Op op = Op::dequantize;
@@ -126,8 +126,8 @@ struct Copy {
 };
 
 // out[o, i, :] = table[o, ids[i], :]: the table seen as [outer, rows, row] around the gathered
-// axis, `row` values per entry (whole blocks for the K-quant types, which are copied, not
-// decoded). in: table (f32, f16, bf16, i32, q4_k, q6_k), ids (i32, contiguous); out: [outer,
+// axis, `row` values per entry (whole blocks for the block types, which are copied, not
+// decoded). in: table (f32, f16, bf16, i32, q8_0, q4_0, q4_k, q5_k, q6_k), ids (i32, contiguous); out: [outer,
 // ids, row] of the table's type, contiguous. An id outside [0, rows): the CPU throws IndexError
 // before writing; a GPU writes zeros for that entry and records the id in its fault record
 // (device_fault.hpp), raised at the next host read or synchronize().

@@ -443,6 +443,9 @@ template Tensor<std::int32_t> File::load<std::int32_t>(std::string_view, Device)
 template Tensor<std::int64_t> File::load<std::int64_t>(std::string_view, Device) const;
 template Tensor<q4_k> File::load<q4_k>(std::string_view, Device) const;
 template Tensor<q6_k> File::load<q6_k>(std::string_view, Device) const;
+template Tensor<q8_0> File::load<q8_0>(std::string_view, Device) const;
+template Tensor<q4_0> File::load<q4_0>(std::string_view, Device) const;
+template Tensor<q5_k> File::load<q5_k>(std::string_view, Device) const;
 template Tensor<q8_k> File::load<q8_k>(std::string_view, Device) const;
 template Tensor<float> File::load<float>(std::string_view, Device, ProgressCallback const&) const;
 template Tensor<half> File::load<half>(std::string_view, Device, ProgressCallback const&) const;
@@ -451,6 +454,9 @@ template Tensor<std::int32_t> File::load<std::int32_t>(std::string_view, Device,
 template Tensor<std::int64_t> File::load<std::int64_t>(std::string_view, Device, ProgressCallback const&) const;
 template Tensor<q4_k> File::load<q4_k>(std::string_view, Device, ProgressCallback const&) const;
 template Tensor<q6_k> File::load<q6_k>(std::string_view, Device, ProgressCallback const&) const;
+template Tensor<q8_0> File::load<q8_0>(std::string_view, Device, ProgressCallback const&) const;
+template Tensor<q4_0> File::load<q4_0>(std::string_view, Device, ProgressCallback const&) const;
+template Tensor<q5_k> File::load<q5_k>(std::string_view, Device, ProgressCallback const&) const;
 template Tensor<q8_k> File::load<q8_k>(std::string_view, Device, ProgressCallback const&) const;
 
 template void File::load_into<float>(std::string_view, Tensor<float> const&, ProgressCallback const&) const;
@@ -460,6 +466,9 @@ template void File::load_into<std::int32_t>(std::string_view, Tensor<std::int32_
 template void File::load_into<std::int64_t>(std::string_view, Tensor<std::int64_t> const&, ProgressCallback const&) const;
 template void File::load_into<q4_k>(std::string_view, Tensor<q4_k> const&, ProgressCallback const&) const;
 template void File::load_into<q6_k>(std::string_view, Tensor<q6_k> const&, ProgressCallback const&) const;
+template void File::load_into<q8_0>(std::string_view, Tensor<q8_0> const&, ProgressCallback const&) const;
+template void File::load_into<q4_0>(std::string_view, Tensor<q4_0> const&, ProgressCallback const&) const;
+template void File::load_into<q5_k>(std::string_view, Tensor<q5_k> const&, ProgressCallback const&) const;
 template void File::load_into<q8_k>(std::string_view, Tensor<q8_k> const&, ProgressCallback const&) const;
 
 }  // namespace rayo::gguf

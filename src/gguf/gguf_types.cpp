@@ -12,16 +12,16 @@ namespace {
 constexpr TypeInfo types[] = {
     {0, "F32", 1, 4, DType::f32},
     {1, "F16", 1, 2, DType::f16},
-    {2, "Q4_0", 32, 18, std::nullopt},
+    {2, "Q4_0", 32, 18, DType::q4_0},
     {3, "Q4_1", 32, 20, std::nullopt},
     {6, "Q5_0", 32, 22, std::nullopt},
     {7, "Q5_1", 32, 24, std::nullopt},
-    {8, "Q8_0", 32, 34, std::nullopt},
+    {8, "Q8_0", 32, 34, DType::q8_0},
     {9, "Q8_1", 32, 36, std::nullopt},
     {10, "Q2_K", 256, 84, std::nullopt},
     {11, "Q3_K", 256, 110, std::nullopt},
     {12, "Q4_K", 256, 144, DType::q4_k},
-    {13, "Q5_K", 256, 176, std::nullopt},
+    {13, "Q5_K", 256, 176, DType::q5_k},
     {14, "Q6_K", 256, 210, DType::q6_k},
     {15, "Q8_K", 256, 292, DType::q8_k},
     {16, "IQ2_XXS", 256, 66, std::nullopt},
@@ -65,6 +65,9 @@ std::uint32_t type_id(DType t) noexcept {
         case DType::q4_k: return 12;
         case DType::q6_k: return 14;
         case DType::q8_k: return 15;
+        case DType::q8_0: return 8;
+        case DType::q4_0: return 2;
+        case DType::q5_k: return 13;
     }
     return 0;
 }

@@ -177,6 +177,9 @@ template TensorToWrite::TensorToWrite(std::string, Tensor<std::int32_t> const&);
 template TensorToWrite::TensorToWrite(std::string, Tensor<std::int64_t> const&);
 template TensorToWrite::TensorToWrite(std::string, Tensor<q4_k> const&);
 template TensorToWrite::TensorToWrite(std::string, Tensor<q6_k> const&);
+template TensorToWrite::TensorToWrite(std::string, Tensor<q8_0> const&);
+template TensorToWrite::TensorToWrite(std::string, Tensor<q4_0> const&);
+template TensorToWrite::TensorToWrite(std::string, Tensor<q5_k> const&);
 template TensorToWrite::TensorToWrite(std::string, Tensor<q8_k> const&);
 
 TensorToWrite TensorToWrite::raw(std::string name, std::uint32_t ggml_type, Shape shape, std::span<std::byte const> bytes) {

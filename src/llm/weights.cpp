@@ -79,7 +79,8 @@ private:
         if (!info.dtype) unsupported(info);
         switch (*info.dtype) {
             case rayo::DType::f32: case rayo::DType::f16: case rayo::DType::bf16: case rayo::DType::q4_k:
-            case rayo::DType::q6_k: return info;
+            case rayo::DType::q6_k: case rayo::DType::q8_0: case rayo::DType::q4_0: case rayo::DType::q5_k:
+                return info;
             default: unsupported(info);
         }
     }
@@ -91,6 +92,9 @@ private:
             case rayo::DType::f16: return Weight(load<rayo::half>(parts, cols));
             case rayo::DType::bf16: return Weight(load<rayo::bfloat16>(parts, cols));
             case rayo::DType::q4_k: return Weight(load<rayo::q4_k>(parts, cols));
+            case rayo::DType::q8_0: return Weight(load<rayo::q8_0>(parts, cols));
+            case rayo::DType::q4_0: return Weight(load<rayo::q4_0>(parts, cols));
+            case rayo::DType::q5_k: return Weight(load<rayo::q5_k>(parts, cols));
             default: return Weight(load<rayo::q6_k>(parts, cols));
         }
     }
@@ -103,7 +107,8 @@ private:
 
     [[noreturn]] static void unsupported(gguf::TensorInfo const& info) {
         throw rayo::Unsupported("tensor " + info.name + " is of type " + std::string(info.type_name) +
-                                "; rayo::llm takes f32, f16, bf16, q4_k and q6_k weights (f32 norms)");
+                                "; rayo::llm takes f32, f16, bf16, q8_0, q4_0, q4_k, q5_k and q6_k weights "
+                                "(f32 norms and biases)");
     }
 
     // The tensors `parts` loaded one after another into one tensor: [rows] for a vector (cols 0),

@@ -20,7 +20,8 @@ namespace rayo::llm {
 class Weight {
 public:
     using Any = std::variant<rayo::Tensor<float>, rayo::Tensor<rayo::half>, rayo::Tensor<rayo::bfloat16>,
-                             rayo::Tensor<rayo::q4_k>, rayo::Tensor<rayo::q6_k>>;
+                             rayo::Tensor<rayo::q4_k>, rayo::Tensor<rayo::q6_k>, rayo::Tensor<rayo::q8_0>,
+                             rayo::Tensor<rayo::q4_0>, rayo::Tensor<rayo::q5_k>>;
 
     explicit Weight(Any w) : w_(std::move(w)) {}
 

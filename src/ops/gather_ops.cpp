@@ -1,4 +1,4 @@
-// The gathers: embedding and index_select, one op::Gather each (the K-quant tables' rows gathered
+// The gathers: embedding and index_select, one op::Gather each (the block-quantized tables' rows gathered
 // as blocks, then decoded by dequantize), and index_copy, the scatter back along the same geometry.
 #include <cstdint>
 #include <string>
@@ -136,6 +136,9 @@ RAYO_INSTANTIATE_EMBEDDING(half)
 RAYO_INSTANTIATE_EMBEDDING(bfloat16)
 RAYO_INSTANTIATE_EMBEDDING(q4_k)
 RAYO_INSTANTIATE_EMBEDDING(q6_k)
+RAYO_INSTANTIATE_EMBEDDING(q8_0)
+RAYO_INSTANTIATE_EMBEDDING(q4_0)
+RAYO_INSTANTIATE_EMBEDDING(q5_k)
 #undef RAYO_INSTANTIATE_EMBEDDING
 
 #define RAYO_INSTANTIATE_INDEX_SELECT(T)                                                          \

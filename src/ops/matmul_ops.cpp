@@ -252,6 +252,9 @@ RAYO_INSTANTIATE_FORMED_LINEAR(half)
 RAYO_INSTANTIATE_FORMED_LINEAR(bfloat16)
 RAYO_INSTANTIATE_FORMED_LINEAR(q4_k)
 RAYO_INSTANTIATE_FORMED_LINEAR(q6_k)
+RAYO_INSTANTIATE_FORMED_LINEAR(q8_0)
+RAYO_INSTANTIATE_FORMED_LINEAR(q4_0)
+RAYO_INSTANTIATE_FORMED_LINEAR(q5_k)
 #undef RAYO_INSTANTIATE_FORMED_LINEAR
 
 // ---- products rounded into 16-bit outputs: the f32 product, then cast
@@ -302,7 +305,10 @@ void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& bias, Tens
     RAYO_INSTANTIATE_ROUNDED_LINEAR(half, O)                                                                  \
     RAYO_INSTANTIATE_ROUNDED_LINEAR(bfloat16, O)                                                              \
     RAYO_INSTANTIATE_ROUNDED_LINEAR(q4_k, O)                                                                  \
-    RAYO_INSTANTIATE_ROUNDED_LINEAR(q6_k, O)
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(q6_k, O)                                                                  \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(q8_0, O)                                                                  \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(q4_0, O)                                                                  \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(q5_k, O)
 #define RAYO_INSTANTIATE_ROUNDED_LINEAR(W, O)                                           \
     template void linear_into(FTensor const&, Tensor<W> const&, Tensor<O> const&);     \
     template void linear_into(FTensor const&, Tensor<W> const&, FTensor const&, Tensor<O> const&);
@@ -337,5 +343,17 @@ template FTensor linear(FTensor const&, Tensor<q4_k> const&, FTensor const&);
 template void linear_into(FTensor const&, Tensor<q4_k> const&, FTensor const&, FTensor const&);
 template FTensor linear(FTensor const&, Tensor<q6_k> const&, FTensor const&);
 template void linear_into(FTensor const&, Tensor<q6_k> const&, FTensor const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<q8_0> const&);
+template void linear_into(FTensor const&, Tensor<q8_0> const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<q8_0> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<q8_0> const&, FTensor const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<q4_0> const&);
+template void linear_into(FTensor const&, Tensor<q4_0> const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<q4_0> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<q4_0> const&, FTensor const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<q5_k> const&);
+template void linear_into(FTensor const&, Tensor<q5_k> const&, FTensor const&);
+template FTensor linear(FTensor const&, Tensor<q5_k> const&, FTensor const&);
+template void linear_into(FTensor const&, Tensor<q5_k> const&, FTensor const&, FTensor const&);
 
 }  // namespace rayo

@@ -1,4 +1,4 @@
-// quantize / dequantize between f32 values and the K-quant block types.
+// quantize / dequantize between f32 values and the block types.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -15,10 +15,12 @@ namespace {
 // Tensor<B>::empty checks the same, but a caller-made `out` of the right type cannot get here
 // with a bad shape, while x can: name the op and the rule.
 void check_block_axis(char const* op, DType type, Shape const& shape) {
-    if (shape.rank() == 0 || shape[shape.rank() - 1] % static_cast<std::int64_t>(quant_block_values) != 0)
+    std::size_t const values = block_elements(type);
+    if (shape.rank() == 0 || shape[shape.rank() - 1] % static_cast<std::int64_t>(values) != 0)
         throw ShapeError(std::string(op) + " to " + std::string(to_string(type)) + ": shape " + shape.to_string() +
-                         " has a last dimension that is not a multiple of " + std::to_string(quant_block_values) +
-                         " (one super-block holds 256 values of a row)");
+                         " has a last dimension that is not a multiple of " + std::to_string(values) + " (one " +
+                         (values == quant_block_values ? "super-block" : "block") + " holds " + std::to_string(values) +
+                         " values of a row)");
 }
 
 }  // namespace
@@ -94,6 +96,9 @@ Tensor<float> dequantize(Tensor<B> const& q) {
 RAYO_INSTANTIATE_QUANT(q4_k)
 RAYO_INSTANTIATE_QUANT(q6_k)
 RAYO_INSTANTIATE_QUANT(q8_k)
+RAYO_INSTANTIATE_QUANT(q8_0)
+RAYO_INSTANTIATE_QUANT(q4_0)
+RAYO_INSTANTIATE_QUANT(q5_k)
 
 #undef RAYO_INSTANTIATE_QUANT
 

@@ -1,4 +1,4 @@
-// Scalar reference K-quants (see reference_quantizer.hpp). Every expression keeps ggml's order of
+// Scalar reference quantizers (see reference_quantizer.hpp). Every expression keeps ggml's order of
 // f32 operations; this TU is built with -ffp-contract=off so nothing is fused.
 #include "quant/reference_quantizer.hpp"
 
@@ -140,10 +140,12 @@ float make_qx_quants(int n, int nmax, float const* x, std::int8_t* L) noexcept {
     return scale;
 }
 
-}  // namespace
-
-void quantize_q4_k(float const* x, q4_k& out) noexcept {
-    std::uint8_t L[block_values];
+// The search of q4_k and q5_k (ggml's quantize_row_q{4,5}_K_ref up to the packing of the codes):
+// each sub-block of 32 by the weighted asymmetric search with codes 0..nmax, the eight scales and
+// mins as 6-bit codes of d and dmin, then every value re-quantized against the stored factors.
+// Fills L (256 codes), the 12 packed bytes, d and dmin.
+void search_scales_and_mins(float const* x, int nmax, float rmin, int nstep, std::uint8_t* L, std::uint8_t* packed,
+                            half& d_out, half& dmin_out) noexcept {
     std::uint8_t Laux[32];
     float weights[32];
     float mins[8];
@@ -157,7 +159,7 @@ void quantize_q4_k(float const* x, q4_k& out) noexcept {
         for (std::size_t l = 0; l < 32; ++l) sum_x2 += xj[l] * xj[l];
         float const av_x = std::sqrt(sum_x2 / 32);
         for (std::size_t l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xj[l]);
-        scales[j] = make_qkx2_quants(32, 15, xj, weights, L + 32 * j, &mins[j], Laux, -1.0f, 0.1f, 20);
+        scales[j] = make_qkx2_quants(32, nmax, xj, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -172,26 +174,53 @@ void quantize_q4_k(float const* x, q4_k& out) noexcept {
         ls[j] = s < 63 ? s : 63;
         lm[j] = m < 63 ? m : 63;
     }
-    set_scale_min_k4(ls, lm, out.scales.data());
-    out.d = half(max_scale / 63.0f);
-    out.dmin = half(max_min / 63.0f);
+    set_scale_min_k4(ls, lm, packed);
+    d_out = half(max_scale / 63.0f);
+    dmin_out = half(max_min / 63.0f);
 
-    float const d_all = static_cast<float>(out.d);
-    float const dmin_all = static_cast<float>(out.dmin);
+    float const d_all = static_cast<float>(d_out);
+    float const dmin_all = static_cast<float>(dmin_out);
     for (std::size_t j = 0; j < 8; ++j) {
-        ScaleMin const sm = get_scale_min_k4(j, out.scales.data());
+        ScaleMin const sm = get_scale_min_k4(j, packed);
         float const d = d_all * static_cast<float>(sm.scale);
         if (d == 0.0f) continue;  // keep the search's codes
         float const dm = dmin_all * static_cast<float>(sm.min);
         for (std::size_t i = 0; i < 32; ++i) {
             int const l = nearest_int((x[32 * j + i] + dm) / d);
-            L[32 * j + i] = static_cast<std::uint8_t>(l < 0 ? 0 : l > 15 ? 15 : l);
+            L[32 * j + i] = static_cast<std::uint8_t>(l < 0 ? 0 : l > nmax ? nmax : l);
         }
     }
+}
 
+}  // namespace
+
+void quantize_q4_k(float const* x, q4_k& out) noexcept {
+    std::uint8_t L[block_values];
+    search_scales_and_mins(x, 15, -1.0f, 20, L, out.scales.data(), out.d, out.dmin);
     for (std::size_t c = 0; c < 4; ++c)
         for (std::size_t l = 0; l < 32; ++l)
             out.qs[32 * c + l] = static_cast<std::uint8_t>(L[64 * c + l] | (L[64 * c + l + 32] << 4));
+}
+
+void quantize_q5_k(float const* x, q5_k& out) noexcept {
+    std::uint8_t L[block_values];
+    search_scales_and_mins(x, 31, -0.5f, 15, L, out.scales.data(), out.d, out.dmin);
+    out.qh = {};
+    for (std::size_t c = 0; c < 4; ++c) {
+        auto const bit_lo = static_cast<std::uint8_t>(1u << (2 * c)), bit_hi = static_cast<std::uint8_t>(2u << (2 * c));
+        for (std::size_t l = 0; l < 32; ++l) {
+            unsigned l1 = L[64 * c + l], l2 = L[64 * c + l + 32];
+            if (l1 > 15) {
+                l1 -= 16;
+                out.qh[l] = static_cast<std::uint8_t>(out.qh[l] | bit_lo);
+            }
+            if (l2 > 15) {
+                l2 -= 16;
+                out.qh[l] = static_cast<std::uint8_t>(out.qh[l] | bit_hi);
+            }
+            out.qs[32 * c + l] = static_cast<std::uint8_t>(l1 | (l2 << 4));
+        }
+    }
 }
 
 void quantize_q6_k(float const* x, q6_k& out) noexcept {
@@ -274,6 +303,43 @@ void quantize_q8_k(float const* x, q8_k& out) noexcept {
     out.d = 1 / iscale;
 }
 
+// ggml's quantize_row_q8_0_ref: d = amax/127 (ggml's MAX macro, so a NaN counts only when last),
+// codes roundf(x/d) converted to int8 as ggml's build does.
+void quantize_q8_0(float const* x, q8_0& out) noexcept {
+    float amax = 0;
+    for (std::size_t j = 0; j < small_block_values; ++j) {
+        float const ax = std::fabs(x[j]);
+        amax = amax > ax ? amax : ax;
+    }
+    float const d = amax / 127;
+    float const id = d != 0.0f ? 1.0f / d : 0.0f;
+    out.d = half(d);
+    for (std::size_t j = 0; j < small_block_values; ++j) out.qs[j] = truncate_to_int8(std::round(x[j] * id));
+}
+
+// ggml's quantize_row_q4_0_ref: d = max/−8 for the first value of largest magnitude, codes
+// min(15, int8(x/d + 8.5)).
+void quantize_q4_0(float const* x, q4_0& out) noexcept {
+    float amax = 0;
+    float max = 0;
+    for (std::size_t j = 0; j < small_block_values; ++j) {
+        float const ax = std::fabs(x[j]);
+        if (amax < ax) {
+            amax = ax;
+            max = x[j];
+        }
+    }
+    float const d = max / -8;
+    float const id = d != 0.0f ? 1.0f / d : 0.0f;
+    out.d = half(d);
+    auto code = [](float v) {
+        int const q = truncate_to_int8(v + 8.5f);
+        return static_cast<std::uint8_t>(q < 15 ? q : 15);
+    };
+    for (std::size_t j = 0; j < 16; ++j)
+        out.qs[j] = static_cast<std::uint8_t>(code(x[j] * id) | (code(x[16 + j] * id) << 4));
+}
+
 void dequantize_q4_k(q4_k const& b, float* y) noexcept {
     float const d = static_cast<float>(b.d);
     float const min = static_cast<float>(b.dmin);
@@ -285,6 +351,23 @@ void dequantize_q4_k(q4_k const& b, float* y) noexcept {
         float const d2 = d * static_cast<float>(hi.scale), m2 = min * static_cast<float>(hi.min);
         for (std::size_t l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
         for (std::size_t l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+    }
+}
+
+void dequantize_q5_k(q5_k const& b, float* y) noexcept {
+    float const d = static_cast<float>(b.d);
+    float const min = static_cast<float>(b.dmin);
+    std::uint8_t const* q = b.qs.data();
+    for (std::size_t c = 0; c < 4; ++c, q += 32) {
+        ScaleMin const lo = get_scale_min_k4(2 * c, b.scales.data());
+        ScaleMin const hi = get_scale_min_k4(2 * c + 1, b.scales.data());
+        float const d1 = d * static_cast<float>(lo.scale), m1 = min * static_cast<float>(lo.min);
+        float const d2 = d * static_cast<float>(hi.scale), m2 = min * static_cast<float>(hi.min);
+        unsigned const u1 = 1u << (2 * c), u2 = 2u << (2 * c);
+        for (std::size_t l = 0; l < 32; ++l)
+            *y++ = d1 * static_cast<float>((q[l] & 0xF) + (b.qh[l] & u1 ? 16 : 0)) - m1;
+        for (std::size_t l = 0; l < 32; ++l)
+            *y++ = d2 * static_cast<float>((q[l] >> 4) + (b.qh[l] & u2 ? 16 : 0)) - m2;
     }
 }
 
@@ -311,6 +394,19 @@ void dequantize_q6_k(q6_k const& b, float* y) noexcept {
 
 void dequantize_q8_k(q8_k const& b, float* y) noexcept {
     for (std::size_t j = 0; j < block_values; ++j) y[j] = b.d * static_cast<float>(b.qs[j]);
+}
+
+void dequantize_q8_0(q8_0 const& b, float* y) noexcept {
+    float const d = static_cast<float>(b.d);
+    for (std::size_t j = 0; j < small_block_values; ++j) y[j] = static_cast<float>(b.qs[j]) * d;
+}
+
+void dequantize_q4_0(q4_0 const& b, float* y) noexcept {
+    float const d = static_cast<float>(b.d);
+    for (std::size_t j = 0; j < 16; ++j) {
+        y[j] = static_cast<float>((b.qs[j] & 0x0F) - 8) * d;
+        y[j + 16] = static_cast<float>((b.qs[j] >> 4) - 8) * d;
+    }
 }
 
 }  // namespace rayo::quant::reference

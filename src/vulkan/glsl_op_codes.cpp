@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
         out << "#define RAYO_" << upper(to_string(f)) << "_OP_COUNT " << rayo::op_count(f) << "\n";
     }
     out << "\n";
-    for (unsigned i = 0; i <= static_cast<unsigned>(rayo::DType::q8_k); ++i)
+    // Every DType: the codes run from 0 up to the first that to_string does not name.
+    for (unsigned i = 0; to_string(static_cast<rayo::DType>(i)) != "?"; ++i)
         out << "const uint RAYO_DTYPE_" << upper(to_string(static_cast<rayo::DType>(i))) << " = " << i << "u;\n";
     out << "\n#endif\n";
     return out ? 0 : 1;

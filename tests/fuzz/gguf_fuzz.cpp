@@ -43,6 +43,9 @@ std::size_t load_any(gguf::File const& f, gguf::TensorInfo const& t) {
         case rayo::DType::q4_k: return load<rayo::q4_k>(f, t);
         case rayo::DType::q6_k: return load<rayo::q6_k>(f, t);
         case rayo::DType::q8_k: return load<rayo::q8_k>(f, t);
+        case rayo::DType::q8_0: return load<rayo::q8_0>(f, t);
+        case rayo::DType::q4_0: return load<rayo::q4_0>(f, t);
+        case rayo::DType::q5_k: return load<rayo::q5_k>(f, t);
     }
     std::abort();
 }

@@ -1,5 +1,5 @@
-// The gathers: embedding (f32, f16, bf16 tables copied bit for bit; q4_k and q6_k rows decoded bit
-// for bit as the reference decoder does) and index_select along every kind of axis, with repeated
+// The gathers: embedding (f32, f16, bf16 tables copied bit for bit; q8_0, q4_0, q4_k, q5_k and q6_k
+// rows decoded bit for bit as the reference decoder does) and index_select along every kind of axis, with repeated
 // ids, 0 ids, scalar ids, odd row sizes at odd offsets, into guarded outputs; index_copy, the
 // scatter back, over the same axes, its other entries left as they were. And an id out of range:
 // the CPU raises IndexError before writing; a GPU writes zeros for it (index_copy: nothing) and
@@ -64,12 +64,14 @@ void check_embedding(CaseContext& ctx) {
 template <class B>
 void check_embedding_kquant(CaseContext& ctx) {
     std::mt19937 rng(ctx.seed());
-    constexpr std::size_t block = quant_block_values;
+    constexpr std::size_t block = block_values_of<B>;
     struct Case {
         std::size_t rows, blocks;
         Shape ids;
     };
-    for (Case const& c : {Case{5, 1, Shape{7}}, Case{3, 3, Shape{2, 2}}, Case{40, 2, Shape{0}}, Case{17, 1, Shape{}}}) {
+    // Blocks of 32 (q8_0, q4_0) also in rows of odd block counts: 3 blocks, 17 blocks.
+    for (Case const& c : {Case{5, 1, Shape{7}}, Case{3, 3, Shape{2, 2}}, Case{40, 2, Shape{0}}, Case{17, 1, Shape{}},
+                          Case{6, block == quant_block_values ? 2u : 17u, Shape{9}}}) {
         SCOPED_TRACE("table of " + std::to_string(c.rows) + " rows of " + std::to_string(c.blocks) + " blocks, ids " +
                      c.ids.to_string());
         std::vector<float> const values = ctx.values(c.rows * c.blocks * block, {-3, 3}, Specials::none);
@@ -285,6 +287,10 @@ std::vector<OpCase> cases() {
     for_each_castable_type([&]<class T>(std::string const& type) { add_cases<T>(c, type); });
     c.push_back({"embedding_q4_k", Op::embedding, DType::q4_k, check_embedding_kquant<q4_k>});
     c.push_back({"embedding_q6_k", Op::embedding, DType::q6_k, check_embedding_kquant<q6_k>});
+    // No GPU kernels for these three: the gathered blocks are decoded on the CPU.
+    c.push_back({"embedding_q8_0", Op::embedding, DType::q8_0, check_embedding_kquant<q8_0>});
+    c.push_back({"embedding_q4_0", Op::embedding, DType::q4_0, check_embedding_kquant<q4_0>});
+    c.push_back({"embedding_q5_k", Op::embedding, DType::q5_k, check_embedding_kquant<q5_k>});
     return c;
 }
 

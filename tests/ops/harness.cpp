@@ -63,7 +63,9 @@ std::vector<Target> const& targets() {
                                  OpFamily const f = family(op);
                                  return f == OpFamily::reduction || f == OpFamily::softmax || f == OpFamily::normalization ||
                                         op == Op::attention ||
-                                        (op == Op::linear && (dtype == DType::q4_k || dtype == DType::q6_k));
+                                        (op == Op::linear && (dtype == DType::q4_k || dtype == DType::q6_k ||
+                                                              dtype == DType::q8_0 || dtype == DType::q4_0 ||
+                                                              dtype == DType::q5_k));
                              }});
 #endif
         }

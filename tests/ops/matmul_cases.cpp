@@ -1,9 +1,10 @@
 // The matmul family: matmul of f32, f16 and bf16 operands, and linear x · wᵀ with f32 x and f32,
-// f16, bf16, q4_k and q6_k weights. Shapes: tiny, prime and odd sizes, both sides of the CPU's
-// micro-tiles and cache blocks and of the GPUs' tiles, one row and one column, k = 0, and one
-// product large enough for the GPUs' large tiles; views at offsets (the GPUs' vector and scalar
-// loads); linear over leading batch axes. K-quant weights: the GEMV forms of every backend (one row
-// of x, a few, more than the GEMV takes; rows of whole and partial ring slots; weights that are a
+// f16, bf16, q8_0, q4_0, q4_k, q5_k and q6_k weights. Shapes: tiny, prime and odd sizes, both
+// sides of the CPU's micro-tiles and cache blocks and of the GPUs' tiles, one row and one column,
+// k = 0, and one product large enough for the GPUs' large tiles; views at offsets (the GPUs' vector
+// and scalar loads); linear over leading batch axes. Block-quantized weights: the GEMV forms of
+// every backend (one row of x, a few, more than the GEMV takes, none; rows of whole and partial
+// ring slots; q8_0 / q4_0 rows that end inside a 256-value activation block; weights that are a
 // slice of a larger tensor), against the product with the dequantized weights, in both of
 // rayo::kquant_activations' modes.
 #include "ops/harness.hpp"
@@ -336,11 +337,16 @@ void check_kquant_linear(CaseContext& ctx) {
     struct Shape3 {
         std::size_t m, n, k, first_row;  // first_row: the weights are rows [first_row, first_row + n) of a tensor
     };
-    std::vector<Shape3> const shapes{{1, 7, 256, 0},    {1, 70, 2048, 0}, {1, 37, 2304, 0}, {1, 33, 256, 3},
-                                     {2, 70, 2048, 0},  {2, 37, 2304, 5}, {3, 50, 1024, 0}, {4, 16, 512, 0},
-                                     {5, 33, 512, 0},   {8, 9, 2048, 0},  {9, 40, 768, 0},  {16, 33, 768, 0},
-                                     {17, 20, 512, 0},  {64, 300, 768, 0}, {3, 8200, 256, 0}, {1, 3, 32768, 0},
-                                     {2, 1000, 256, 1}, {72, 136, 256, 0}, {520, 1040, 512, 0}};
+    std::vector<Shape3> shapes{{1, 7, 256, 0},    {1, 70, 2048, 0}, {1, 37, 2304, 0}, {1, 33, 256, 3},
+                               {2, 70, 2048, 0},  {2, 37, 2304, 5}, {3, 50, 1024, 0}, {4, 16, 512, 0},
+                               {5, 33, 512, 0},   {8, 9, 2048, 0},  {9, 40, 768, 0},  {16, 33, 768, 0},
+                               {17, 20, 512, 0},  {64, 300, 768, 0}, {3, 8200, 256, 0}, {1, 3, 32768, 0},
+                               {2, 1000, 256, 1}, {72, 136, 256, 0}, {520, 1040, 512, 0}, {0, 5, 256, 0}};
+    // Blocks of 32: rows that end inside a 256-value activation block, on both paths.
+    if constexpr (block_values_of<W> != quant_block_values)
+        for (Shape3 s : std::initializer_list<Shape3>{{1, 9, 32, 0}, {1, 21, 96, 2}, {3, 17, 2080, 0}, {2, 13, 288, 0},
+                                                      {16, 30, 160, 0}, {20, 30, 160, 0}, {33, 70, 2336, 1}})
+            shapes.push_back(s);
     // The activations' mode applies to the CPU's and CUDA's integer dot products; Vulkan's GEMV
     // reads x as f32 (docs/ops.md).
     std::vector<KQuantActivations> modes{KQuantActivations::q8_k_residual};
@@ -358,7 +364,7 @@ void check_kquant_linear(CaseContext& ctx) {
             SCOPED_TRACE(std::string(to_string(mode)) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
                          std::to_string(s.k) + (s.first_row ? ", rows from " + std::to_string(s.first_row) : ""));
             std::size_t const rows = s.first_row + s.n;
-            // Quantized on the CPU (where the GPU backends quantize to q4_k / q6_k anyway), then moved.
+            // Quantized on the CPU (where the GPU backends quantize the weight types anyway), then moved.
             Tensor<W> const host = quantize<W>(Tensor<float>::from(ctx.values(rows * s.k, {-1, 1}, Specials::none), {rows, s.k}));
             auto const first = static_cast<std::int64_t>(s.first_row), end = static_cast<std::int64_t>(rows);
             Tensor<W> const w = host.to(ctx.device()).slice(first, end);
@@ -383,7 +389,7 @@ void check_kquant_linear(CaseContext& ctx) {
                 num += (got[i] - want.value[i]) * (got[i] - want.value[i]);
                 den += want.value[i] * want.value[i];
             }
-            double const error = std::sqrt(num / std::max(den, typical));
+            double const error = got.empty() ? 0.0 : std::sqrt(num / std::max(den, typical));
             EXPECT_LE(error, bound) << "‖y − ref‖ / ‖ref‖ on " << ctx.target().id << " (seed " << ctx.seed() << ")";
             ctx.expect_guards(out);
             if (index % 2 != 0 || mode != modes.front()) continue;
@@ -412,7 +418,7 @@ void check_formed_linear(CaseContext& ctx) {
         bool rms_norm, bias, unaligned = false;
         float x_scale = 1.0f;
     };
-    std::vector<Problem> const problems{
+    std::vector<Problem> problems{
         {.m = 1, .n = 7, .k = 256, .rms_norm = false, .bias = false},
         {.m = 1, .n = 70, .k = 2048, .rms_norm = false, .bias = true},
         {.m = 1, .n = 37, .k = 2304, .rms_norm = true, .bias = false},
@@ -426,7 +432,11 @@ void check_formed_linear(CaseContext& ctx) {
         {.m = 1, .n = 20, .k = 2048, .rms_norm = true, .bias = true},
         {.m = 1, .n = 12, .k = 2048, .rms_norm = true, .bias = false, .x_scale = 1e20f},
     };
-    constexpr bool quantized = std::same_as<W, q4_k> || std::same_as<W, q6_k>;
+    constexpr bool quantized = QuantWeight<W>;
+    if constexpr (std::same_as<W, q8_0> || std::same_as<W, q4_0>) {  // rows of odd block counts
+        problems.push_back({.m = 1, .n = 11, .k = 96, .rms_norm = true, .bias = true});
+        problems.push_back({.m = 3, .n = 11, .k = 288, .rms_norm = false, .bias = false});
+    }
     float const eps = 1e-5f;
     for (Problem const& p : problems) {
         if (!fits(ctx, {p.m, p.n, p.k})) continue;
@@ -534,11 +544,18 @@ std::vector<OpCase> cases() {
         {"linear_bf16", Op::linear, DType::bf16, check_linear<bfloat16>},
         {"linear_q4_k", Op::linear, DType::q4_k, check_kquant_linear<q4_k>},
         {"linear_q6_k", Op::linear, DType::q6_k, check_kquant_linear<q6_k>},
+        // No GPU kernels for these three: the GPU backends run them on the CPU.
+        {"linear_q8_0", Op::linear, DType::q8_0, check_kquant_linear<q8_0>},
+        {"linear_q4_0", Op::linear, DType::q4_0, check_kquant_linear<q4_0>},
+        {"linear_q5_k", Op::linear, DType::q5_k, check_kquant_linear<q5_k>},
         {"formed_linear_f32", Op::linear, DType::f32, check_formed_linear<float>},
         {"formed_linear_f16", Op::linear, DType::f16, check_formed_linear<half>},
         {"formed_linear_bf16", Op::linear, DType::bf16, check_formed_linear<bfloat16>},
         {"formed_linear_q4_k", Op::linear, DType::q4_k, check_formed_linear<q4_k>},
         {"formed_linear_q6_k", Op::linear, DType::q6_k, check_formed_linear<q6_k>},
+        {"formed_linear_q8_0", Op::linear, DType::q8_0, check_formed_linear<q8_0>},
+        {"formed_linear_q4_0", Op::linear, DType::q4_0, check_formed_linear<q4_0>},
+        {"formed_linear_q5_k", Op::linear, DType::q5_k, check_formed_linear<q5_k>},
     };
 }
 

@@ -1,6 +1,6 @@
-// The quantization family: quantize to q4_k, q6_k and q8_k, byte for byte the scalar reference
-// quantizers (src/quant/, themselves checked against ggml's vectors in tests/quant_test.cpp),
-// non-finite inputs included; dequantize of q4_k, q6_k and q8_k, bit for bit the reference
+// The quantization family: quantize to q8_0, q4_0, q4_k, q5_k, q6_k and q8_k, byte for byte the
+// scalar reference quantizers (src/quant/, themselves checked against ggml's vectors in
+// tests/quant_test.cpp), non-finite inputs included; dequantize of each, bit for bit the reference
 // decoders, of quantized data and of arbitrary bytes. Outputs sit between poisoned rows (blocks).
 #include "ops/harness.hpp"
 #include "ops/references.hpp"
@@ -15,16 +15,21 @@
 namespace rayo::test::ops {
 namespace {
 
-constexpr std::size_t block = quant_block_values;
-
+// Shapes in whole blocks of B: for the 32-value blocks also rows of odd block counts.
+template <QuantBlock B>
 std::vector<Shape> value_shapes() {
-    return {Shape{1, 256}, Shape{3, 512}, Shape{7, 2304}, Shape{64, 1024}, Shape{0, 256}, Shape{2, 3, 256}, Shape{1000, 256}};
+    std::vector<Shape> shapes{Shape{1, 256}, Shape{3, 512},      Shape{7, 2304},  Shape{64, 1024},
+                              Shape{0, 256}, Shape{2, 3, 256}, Shape{1000, 256}};
+    if constexpr (block_values_of<B> != quant_block_values)
+        for (Shape s : {Shape{1, 32}, Shape{5, 96}, Shape{3, 2080}, Shape{0, 32}, Shape{33, 224}}) shapes.push_back(s);
+    return shapes;
 }
 
-// Rows of `shape` (its leading axes merged) and the blocks of each.
+// Rows of `shape` (its leading axes merged) and the blocks of B of each.
+template <QuantBlock B>
 std::pair<std::size_t, std::size_t> rows_and_blocks(Shape const& shape) {
     std::size_t const cols = static_cast<std::size_t>(shape[shape.rank() - 1]);
-    return {cols ? shape.numel() / cols : 0, cols / block};
+    return {cols ? shape.numel() / cols : 0, cols / block_values_of<B>};
 }
 
 template <class B>
@@ -36,14 +41,15 @@ B poison_block() {
 
 template <QuantBlock B>
 void check_quantize(CaseContext& ctx) {
+    constexpr std::size_t block = block_values_of<B>;
     std::size_t index = 0;
-    for (Shape const& shape : ctx.shapes(value_shapes())) {
+    for (Shape const& shape : ctx.shapes(value_shapes<B>())) {
         SCOPED_TRACE("shape " + shape.to_string());
         // Values of one block span ranges far apart, with special values in every other shape.
         std::vector<float> v = ctx.values(shape.numel(), {-3, 3}, index++ % 2 ? Specials::ieee : Specials::none);
         std::mt19937 rng(ctx.seed());
         for (std::size_t i = 0; i < v.size(); i += 97) v[i] *= static_cast<float>(1 + rng() % 1000);
-        auto const [rows, blocks] = rows_and_blocks(shape);
+        auto const [rows, blocks] = rows_and_blocks<B>(shape);
         // The output: rows 1..rows of a [rows + 2, cols] tensor whose first and last rows are poison.
         std::vector<B> host((rows + 2) * blocks, poison_block<B>());
         Tensor<B> const all = Tensor<B>::from(host, {rows + 2, blocks * block}, ctx.device());
@@ -68,10 +74,11 @@ void check_quantize(CaseContext& ctx) {
 
 template <QuantBlock B>
 void check_dequantize(CaseContext& ctx) {
+    constexpr std::size_t block = block_values_of<B>;
     std::size_t index = 0;
-    for (Shape const& shape : ctx.shapes(value_shapes())) {
+    for (Shape const& shape : ctx.shapes(value_shapes<B>())) {
         SCOPED_TRACE("shape " + shape.to_string());
-        auto const [rows, blocks] = rows_and_blocks(shape);
+        auto const [rows, blocks] = rows_and_blocks<B>(shape);
         std::vector<B> q(rows * blocks);
         if (index++ % 2) {
             // Arbitrary bytes: every bit pattern is a block (a scale may be Inf or NaN). A device
@@ -98,14 +105,20 @@ void check_dequantize(CaseContext& ctx) {
 
 std::vector<OpCase> cases() {
     return {
-        // q4_k and q6_k quantization: the reference's per-block search is sequential, and its
-        // bytes are the contract; the GPU backends run it on the CPU (documented).
+        // q4_k, q6_k, q8_0, q4_0 and q5_k quantization: the reference's per-block search is
+        // sequential, and its bytes are the contract; the GPU backends run it on the CPU (documented).
         {"quantize_q4_k", Op::quantize, DType::q4_k, check_quantize<q4_k>, true},
         {"quantize_q6_k", Op::quantize, DType::q6_k, check_quantize<q6_k>, true},
         {"quantize_q8_k", Op::quantize, DType::q8_k, check_quantize<q8_k>},
         {"dequantize_q4_k", Op::dequantize, DType::q4_k, check_dequantize<q4_k>},
         {"dequantize_q6_k", Op::dequantize, DType::q6_k, check_dequantize<q6_k>},
         {"dequantize_q8_k", Op::dequantize, DType::q8_k, check_dequantize<q8_k>},
+        {"quantize_q8_0", Op::quantize, DType::q8_0, check_quantize<q8_0>, true},
+        {"quantize_q4_0", Op::quantize, DType::q4_0, check_quantize<q4_0>, true},
+        {"quantize_q5_k", Op::quantize, DType::q5_k, check_quantize<q5_k>, true},
+        {"dequantize_q8_0", Op::dequantize, DType::q8_0, check_dequantize<q8_0>},
+        {"dequantize_q4_0", Op::dequantize, DType::q4_0, check_dequantize<q4_0>},
+        {"dequantize_q5_k", Op::dequantize, DType::q5_k, check_dequantize<q5_k>},
     };
 }
 

@@ -119,6 +119,9 @@ constexpr Row rows[] = {
     same(Op::embedding, DType::bf16, exact),
     same(Op::embedding, DType::q4_k, exact),
     same(Op::embedding, DType::q6_k, exact),
+    same(Op::embedding, DType::q8_0, exact),
+    same(Op::embedding, DType::q4_0, exact),
+    same(Op::embedding, DType::q5_k, exact),
     same(Op::index_select, DType::f32, exact),
     same(Op::index_select, DType::f16, exact),
     same(Op::index_select, DType::bf16, exact),
@@ -147,6 +150,9 @@ constexpr Row rows[] = {
     {Op::linear, DType::bf16, product(1e-5), product(5e-5), product(5e-5, 0x1p-8)},
     {Op::linear, DType::q4_k, relative(1e-3), relative(1e-5), relative(1e-3)},
     {Op::linear, DType::q6_k, relative(1e-3), relative(1e-5), relative(1e-3)},
+    {Op::linear, DType::q8_0, relative(1e-3), relative(1e-5), relative(1e-3)},
+    {Op::linear, DType::q4_0, relative(1e-3), relative(1e-5), relative(1e-3)},
+    {Op::linear, DType::q5_k, relative(1e-3), relative(1e-5), relative(1e-3)},
     // conv2d: a product of depth K = C/groups·KH·KW (1e-5·√K of Σ|x·w| in f32, 5e-5 where a GPU
     // sums 16-bit products in another order), and for f16 and bf16 the result's rounding to the type
     // (one ulp: 2^-10 or 2^-7 of Σ|x·w|, and f16's smallest subnormal).
@@ -157,9 +163,15 @@ constexpr Row rows[] = {
      {.rel = 5e-5, .rounding = 0x1p-7}},
     same(Op::quantize, DType::q4_k, exact),
     same(Op::quantize, DType::q6_k, exact),
+    same(Op::quantize, DType::q8_0, exact),
+    same(Op::quantize, DType::q4_0, exact),
+    same(Op::quantize, DType::q5_k, exact),
     same(Op::quantize, DType::q8_k, exact),
     same(Op::dequantize, DType::q4_k, exact),
     same(Op::dequantize, DType::q6_k, exact),
+    same(Op::dequantize, DType::q8_0, exact),
+    same(Op::dequantize, DType::q4_0, exact),
+    same(Op::dequantize, DType::q5_k, exact),
     same(Op::dequantize, DType::q8_k, exact),
     // rope, relative to each pair's magnitude |(a, b)|: rel of |(a, b)|·|angle| (the angle's error: the
     // GPUs compute it in f32, within 8 ulp of the angle; the CPU in double) and `rounding` of |(a, b)|

@@ -107,6 +107,9 @@ inline std::vector<gguf::TensorToWrite> every_type_tensors() {
     t.emplace_back("q4_k.weight", Tensor<q4_k>::from(blocks<q4_k>(4, 6), Shape{2, 512}));
     t.emplace_back("q6_k.weight", Tensor<q6_k>::from(blocks<q6_k>(1, 7), Shape{256}));
     t.emplace_back("q8_k.weight", Tensor<q8_k>::from(blocks<q8_k>(3, 8), Shape{3, 256}));
+    t.emplace_back("q8_0.weight", Tensor<q8_0>::from(blocks<q8_0>(4, 11), Shape{2, 64}));
+    t.emplace_back("q4_0.weight", Tensor<q4_0>::from(blocks<q4_0>(3, 12), Shape{96}));
+    t.emplace_back("q5_k.weight", Tensor<q5_k>::from(blocks<q5_k>(2, 13), Shape{2, 256}));
     t.emplace_back("f32.rank4", Tensor<float>::from(values<float>(12, 9), Shape{2, 1, 3, 2}));
     t.emplace_back("f32.empty", Tensor<float>::from(std::vector<float>{}, Shape{0, 4}));
     t.emplace_back("f32.scalar", Tensor<float>::from(values<float>(1, 10), Shape{}));
@@ -178,14 +181,14 @@ inline std::vector<std::pair<std::string, std::vector<std::byte>>> corpus() {
     files.emplace_back("empty.gguf", gguf::write_to_memory(gguf::Metadata{}, {}));
 
     // Types rayo lists but does not load, stored as raw bytes.
-    static auto const q4_0 = pattern_bytes(2 * 18, 20);
-    static auto const q8_0 = pattern_bytes(34, 21);
+    static auto const q4_1 = pattern_bytes(2 * 20, 20);
+    static auto const q5_0 = pattern_bytes(22, 21);
     static auto const i8 = pattern_bytes(5, 22);
     static auto const f64 = pattern_bytes(3 * 8, 23);
     static auto const q2_k = pattern_bytes(84, 24);
     std::vector<gguf::TensorToWrite> raw;
-    raw.push_back(gguf::TensorToWrite::raw("q4_0", 2, Shape{64}, q4_0));
-    raw.push_back(gguf::TensorToWrite::raw("q8_0", 8, Shape{32}, q8_0));
+    raw.push_back(gguf::TensorToWrite::raw("q4_1", 3, Shape{64}, q4_1));
+    raw.push_back(gguf::TensorToWrite::raw("q5_0", 6, Shape{32}, q5_0));
     raw.push_back(gguf::TensorToWrite::raw("i8", 24, Shape{5}, i8));
     raw.push_back(gguf::TensorToWrite::raw("f64", 28, Shape{3, 1}, f64));
     raw.push_back(gguf::TensorToWrite::raw("q2_k", 10, Shape{256}, q2_k));

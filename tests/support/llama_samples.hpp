@@ -189,10 +189,10 @@ inline std::vector<Sample> invalid() {
     Contents shape = contents(base);
     shape.replace_tensor(matrix("blk.0.attn_q.weight", 8, 16, DType::f16, 70));
     add("bad_shape.gguf", shape, {"blk.0.attn_q.weight", "[8, 16]", "[16, 16]"});
-    static std::vector<std::byte> const q8_0(16 * 34);  // 16 rows of one Q8_0 block (32 values in 34 bytes)
+    static std::vector<std::byte> const q5_0(16 * 22);  // 16 rows of one Q5_0 block (32 values in 22 bytes)
     Contents type = contents(base);
-    type.replace_tensor(gguf::TensorToWrite::raw("blk.0.ffn_down.weight", 8, Shape{16, 32}, q8_0));
-    add("bad_type.gguf", type, {"blk.0.ffn_down.weight", "Q8_0"});
+    type.replace_tensor(gguf::TensorToWrite::raw("blk.0.ffn_down.weight", 6, Shape{16, 32}, q5_0));
+    add("bad_type.gguf", type, {"blk.0.ffn_down.weight", "Q5_0"});
     add("bad_heads.gguf", with_key("llama.attention.head_count_kv", Value(std::uint32_t{3})), {"head_count_kv", "3"});
     // Hyper-parameters that would size something absurd or that the ops refuse.
     add("bad_block_count_huge.gguf", with_key("llama.block_count", Value(std::uint32_t{131072})),

@@ -74,7 +74,8 @@ template <class A> [[gnu::always_inline]] inline float element(void const* base,
         case GemmType::f32: return static_cast<float const*>(base)[index];
         case GemmType::f16: return half_bits_to_f32<A>(static_cast<std::uint16_t const*>(base)[index]);
         case GemmType::bf16: return bf16_bits_to_f32<A>(static_cast<std::uint16_t const*>(base)[index]);
-        case GemmType::q4_k: case GemmType::q6_k: break;  // packed by pack_b_quantized
+        case GemmType::q4_k: case GemmType::q6_k: case GemmType::q8_0: case GemmType::q4_0: case GemmType::q5_k:
+            break;  // packed by pack_b_quantized
     }
     return 0.0f;
 }
@@ -141,7 +142,8 @@ template <class A> [[gnu::always_inline]] inline void convert_run(void const* ba
             for (; i < count; ++i) dst[i] = bf16_bits_to_f32<A>(src[i]);
             return;
         }
-        case GemmType::q4_k: case GemmType::q6_k: return;  // packed by pack_b_quantized
+        case GemmType::q4_k: case GemmType::q6_k: case GemmType::q8_0: case GemmType::q4_0: case GemmType::q5_k:
+            return;  // packed by pack_b_quantized
     }
 }
 
@@ -186,7 +188,8 @@ inline std::size_t pack_transposed_avx2(void const* base, GemmType type, std::si
                     case GemmType::f32: v[l] = _mm256_loadu_ps(static_cast<float const*>(base) + index); break;
                     case GemmType::f16: v[l] = load_f16<A>(static_cast<std::uint16_t const*>(base) + index); break;
                     case GemmType::bf16: v[l] = load_bf16<A>(static_cast<std::uint16_t const*>(base) + index); break;
-                    case GemmType::q4_k: case GemmType::q6_k: break;  // packed by pack_b_quantized
+                    case GemmType::q4_k: case GemmType::q6_k: case GemmType::q8_0: case GemmType::q4_0:
+                    case GemmType::q5_k: break;  // packed by pack_b_quantized
                 }
             }
             transpose_8x8<A>(v);
@@ -297,27 +300,42 @@ void pack_a(GemmArgs const& args, std::size_t i0, std::size_t mc, std::size_t p0
     }
 }
 
-// pack_b for K-quant weight rows: each 256-value block of the panel's rows is decoded (exactly as
-// dequantize does) into an L1 tile, which is then packed like a transposed f32 B. The decoded
-// panel is reused by every row block of A, so decoding costs O(n·k), not O(m·n·k).
+// The block type of a quantized GemmType.
+constexpr DType quantized_dtype(GemmType t) noexcept {
+    switch (t) {
+        case GemmType::q4_k: return DType::q4_k;
+        case GemmType::q6_k: return DType::q6_k;
+        case GemmType::q8_0: return DType::q8_0;
+        case GemmType::q4_0: return DType::q4_0;
+        case GemmType::q5_k: return DType::q5_k;
+        case GemmType::f32: case GemmType::f16: case GemmType::bf16: break;
+    }
+    return DType::f32;
+}
+
+// pack_b for block-quantized weight rows: each 256 values of the panel's rows (one K-quant block,
+// eight q8_0 / q4_0 blocks) are decoded (exactly as dequantize does) into an L1 tile, which is then
+// packed like a transposed f32 B. The decoded panel is reused by every row block of A, so decoding
+// costs O(n·k), not O(m·n·k). kc is a multiple of 256 except at the end of a row, which is whole
+// blocks.
 template <class A>
 void pack_b_quantized(GemmArgs const& args, std::size_t p0, std::size_t kc, std::size_t j0, std::size_t nc,
                       float* packed) {
     constexpr std::size_t panel_cols = nr<A>;
-    constexpr std::size_t block = quant_block_values;
-    bool const q4 = args.b_type == GemmType::q4_k;
-    DType const type = q4 ? DType::q4_k : DType::q6_k;
-    std::size_t const block_bytes = q4 ? sizeof(q4_k) : sizeof(q6_k);
-    alignas(64) float tile[panel_cols * block];
+    constexpr std::size_t chunk = quant_block_values;
+    DType const type = quantized_dtype(args.b_type);
+    std::size_t const block = block_elements(type), block_bytes = size_of(type);
+    alignas(64) float tile[panel_cols * chunk];
     auto const* rows = static_cast<unsigned char const*>(args.b);
     for (std::size_t j = 0; j < nc; j += panel_cols) {
         std::size_t const lines = detail::smaller<A>(panel_cols, nc - j);
-        for (std::size_t d0 = 0; d0 < kc; d0 += block) {
+        for (std::size_t d0 = 0; d0 < kc; d0 += chunk) {
+            std::size_t const depth = detail::smaller<A>(chunk, kc - d0);
             std::size_t const first_block = (p0 + d0) / block;
             for (std::size_t l = 0; l < lines; ++l)
                 kquant::dequantize_kernel<A>(type, rows + (j0 + j + l) * args.b_col + first_block * block_bytes,
-                                             tile + l * block, 1);
-            detail::pack_panel<A, panel_cols>(tile, GemmType::f32, block, 1, 0, lines, 0, block,
+                                             tile + l * chunk, depth / block);
+            detail::pack_panel<A, panel_cols>(tile, GemmType::f32, chunk, 1, 0, lines, 0, depth,
                                               packed + j * kc + d0 * panel_cols);
         }
     }

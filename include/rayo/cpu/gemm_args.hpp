@@ -6,12 +6,16 @@
 
 namespace rayo::cpu {
 
-// Element types a GEMM operand may have in memory; packing converts them to f32. The K-quant
-// types are for B only, stored as weight rows (B(p, j) = value p of row j, b_col = bytes per row)
-// and decoded a 256-value block at a time, so depth blocks start and end on block boundaries.
-enum class GemmType : std::uint8_t { f32, f16, bf16, q4_k, q6_k };
+// Element types a GEMM operand may have in memory; packing converts them to f32. The block types
+// are for B only, stored as weight rows (B(p, j) = value p of row j, b_col = bytes per row) and
+// decoded up to 256 values (whole blocks) at a time, so depth blocks start and end on 256-value
+// boundaries.
+enum class GemmType : std::uint8_t { f32, f16, bf16, q4_k, q6_k, q8_0, q4_0, q5_k };
 
-constexpr bool is_quantized(GemmType t) noexcept { return t == GemmType::q4_k || t == GemmType::q6_k; }
+constexpr bool is_quantized(GemmType t) noexcept {
+    return t == GemmType::q4_k || t == GemmType::q6_k || t == GemmType::q8_0 || t == GemmType::q4_0 ||
+           t == GemmType::q5_k;
+}
 
 // C[m, n] = A[m, k] · B[k, n] with A(i, p) = a[i·a_row + p·a_col] (likewise for B), so transposed
 // operands are strides, never copies. C is row-major with row stride ldc.

@@ -1,8 +1,10 @@
-// Integer dot products of K-quant weight rows (q4_k, q6_k) with q8_k activations: the decode path
-// of quantized linear. Weights stay in their 4/6-bit form; each 32 values cost one byte
-// multiply-add (maddubs: u8 weight x s8 activation) and one scale multiply-add (pmaddwd), or on
-// AVX-512 VNNI one dpbusd and a float scale. The min / offset terms never touch the values: they
-// come from the activations' per-16 sums (q8_k::bsums).
+// Integer dot products of block-quantized weight rows (q8_0, q4_0, q4_k, q5_k, q6_k) with q8_k
+// activations: the decode path of quantized linear. Weights stay in their 4/5/6/8-bit form; each
+// 32 values cost one byte multiply-add (maddubs: u8 weight x s8 activation) and one scale
+// multiply-add (pmaddwd), or on AVX-512 VNNI (q4_k, q6_k) one dpbusd and a float scale; q8_0's
+// signed weights are widened to int16 and multiplied by pmaddwd. The min / offset terms never touch
+// the values: they come from the activations' per-16 / per-32 sums (q8_k::bsums). A q8_0 / q4_0
+// block of 32 meets the matching 32 activations of a q8_k block.
 //
 // Activations are two q8_k blocks per 256 values (QuantActivation): twice the multiply work of
 // one, no extra weight traffic, and ~1e-5 instead of ~5e-3 relative error from quantizing x.
@@ -99,6 +101,12 @@ template <int N, class A> [[gnu::always_inline]] inline Bytes32<A> shift_right16
 template <int N, class A> [[gnu::always_inline]] inline Bytes32<A> shift_left16(Bytes32<A> a) noexcept {
     if constexpr (has_ymm<A>) return {_mm256_slli_epi16(a.v, N)};
     else return {_mm_slli_epi16(a.lo, N), _mm_slli_epi16(a.hi, N)};
+}
+
+// Shift of 32-bit lanes.
+template <int N, class A> [[gnu::always_inline]] inline Bytes32<A> shift_left32(Bytes32<A> a) noexcept {
+    if constexpr (has_ymm<A>) return {_mm256_slli_epi32(a.v, N)};
+    else return {_mm_slli_epi32(a.lo, N), _mm_slli_epi32(a.hi, N)};
 }
 
 template <class A> [[gnu::always_inline]] inline Bytes32<A> add32(Bytes32<A> a, Bytes32<A> b) noexcept {
@@ -283,6 +291,164 @@ template <class A, bool Residual> float dot_q4_k(q4_k const* w, QuantActivation 
     return total<A>(acc) + total<A>(acc_residual) + total<A>(acc_min);
 }
 
+// ---- q5_k ---------------------------------------------------------------------------------------
+
+// Σ over `blocks` blocks of one q5_k row · x: q4_k's sums with a fifth bit per code from qh.
+template <class A, bool Residual> float dot_q5_k(q5_k const* w, QuantActivation const* x, std::size_t blocks) noexcept {
+    Bytes32<A> const low4 = splat8<A>(0x0F), bit4 = splat8<A>(0x10);
+    FloatAcc<A> acc, acc_residual, acc_min;  // see dot_q4_k
+    for (std::size_t b = 0; b < blocks; ++b) {
+        q5_k const& blk = w[b];
+        prefetch_ahead(&blk);
+        QuantActivation const& act = x[b];
+        __m128i const head = load16<A>(&blk);  // d, dmin and the packed scales sit as in q4_k
+        __m128i const sm8 = q4_k_scales_and_mins<A>(head);
+        Bytes32<A> const scales = splat_scales<A>(sm8);
+        // Bits 2c and 2c + 1 of qh: at bits 0 and 1 of each byte after c shifts by 2 (16-bit
+        // shifts, masked so that no bits cross between bytes).
+        Bytes32<A> high = load32<A>(blk.qh.data());
+        Bytes32<A> sum1 = zero32<A>(), sum2 = zero32<A>();
+#pragma GCC unroll 2
+        for (std::size_t c = 0; c < 4; ++c) {
+            Bytes32<A> const q = load32<A>(blk.qs.data() + 32 * c);
+            Bytes32<A> const lo = or32<A>(and32<A>(q, low4), and32<A>(shift_left16<4>(high), bit4));
+            Bytes32<A> const hi = or32<A>(and32<A>(shift_right16<4>(q), low4), and32<A>(shift_left16<3>(high), bit4));
+            high = shift_right16<2>(high);
+            Bytes32<A> const s_lo = pick_scales<A>(scales, scale_shuffles.widened[2 * c]);
+            Bytes32<A> const s_hi = pick_scales<A>(scales, scale_shuffles.widened[2 * c + 1]);
+            std::int8_t const* x1 = act.main.qs.data() + 64 * c;
+            std::int8_t const* x2 = act.residual.qs.data() + 64 * c;
+            sum1 = add32<A>(sum1, add32<A>(dot_scaled<A>(lo, load32<A>(x1), s_lo),
+                                           dot_scaled<A>(hi, load32<A>(x1 + 32), s_hi)));
+            if constexpr (Residual)
+                sum2 = add32<A>(sum2, add32<A>(dot_scaled<A>(lo, load32<A>(x2), s_lo),
+                                               dot_scaled<A>(hi, load32<A>(x2 + 32), s_hi)));
+        }
+        float const d = half_to_f32<A>(blk.d), dmin = half_to_f32<A>(blk.dmin);
+        accumulate<A>(acc, sum1, d * act.main.d);
+        if constexpr (Residual) accumulate<A>(acc_residual, sum2, d * act.residual.d);
+        accumulate_sums8<A, false>(acc_min, _mm_srli_si128(sm8, 8), act.sums32.data(), -dmin);
+    }
+    return total<A>(acc) + total<A>(acc_residual) + total<A>(acc_min);
+}
+
+// ---- q8_0 / q4_0: blocks of 32 ------------------------------------------------------------------
+
+// Block b of a row meets values [32·(b mod 8), +32) of activation block b / 8.
+inline constexpr std::size_t small_blocks_per_activation = quant_block_values / small_block_values;
+
+// A block's f16 scale as f32: one F16C conversion where the ISA has it (a block of 32 values
+// cannot pay for the software conversion).
+template <class A> [[gnu::always_inline]] inline float block_scale(half d) noexcept {
+    if constexpr (has_ymm<A>) return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(d.bits)));
+    else return half_to_f32<A>(d);
+}
+
+// `value` in int32 lane 0, zeros elsewhere.
+template <class A> [[gnu::always_inline]] inline Bytes32<A> lane0(int value) noexcept {
+    if constexpr (has_ymm<A>) return {_mm256_zextsi128_si256(_mm_cvtsi32_si128(value))};
+    else return {_mm_cvtsi32_si128(value), _mm_setzero_si128()};
+}
+
+// 32 signed bytes widened to int16.
+template <class A> struct Widened32;
+template <class A> requires has_ymm<A> struct Widened32<A> { __m256i v[2]; };
+template <class A> requires(!has_ymm<A>) struct Widened32<A> { __m128i v[4]; };
+
+template <class A> [[gnu::always_inline]] inline Widened32<A> widen32(void const* p) noexcept {
+    auto const* q = static_cast<std::uint8_t const*>(p);
+    if constexpr (has_ymm<A>) {
+        return {{_mm256_cvtepi8_epi16(load16<A>(q)), _mm256_cvtepi8_epi16(load16<A>(q + 16))}};
+    } else {
+        return {{_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<__m128i const*>(q))),
+                 _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<__m128i const*>(q + 8))),
+                 _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<__m128i const*>(q + 16))),
+                 _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<__m128i const*>(q + 24)))}};
+    }
+}
+
+// int32 lanes of Σ w·x over 32 int8 pairs (pmaddwd on the widened values: exact for every int8,
+// −128 included, which maddubs' sign trick would not be).
+template <class A>
+[[gnu::always_inline]] inline Bytes32<A> dot_widened(Widened32<A> const& w, Widened32<A> const& x) noexcept {
+    if constexpr (has_ymm<A>) {
+        return {_mm256_add_epi32(_mm256_madd_epi16(w.v[0], x.v[0]), _mm256_madd_epi16(w.v[1], x.v[1]))};
+    } else {
+        return {_mm_add_epi32(_mm_madd_epi16(w.v[0], x.v[0]), _mm_madd_epi16(w.v[1], x.v[1])),
+                _mm_add_epi32(_mm_madd_epi16(w.v[2], x.v[2]), _mm_madd_epi16(w.v[3], x.v[3]))};
+    }
+}
+
+// The eight blocks of 32 that meet one activation block, as one unit to prefetch.
+template <class Block> struct BlockGroup {
+    Block blocks[small_blocks_per_activation];
+};
+
+// Σ over `blocks` blocks of 32 of one q8_0 row · x: value = d·qs[i]. Blocks go in groups of eight,
+// one activation block each, prefetched a group at a time.
+template <class A, bool Residual> float dot_q8_0(q8_0 const* w, QuantActivation const* x, std::size_t blocks) noexcept {
+    FloatAcc<A> acc, acc_residual;
+    for (std::size_t g = 0; g * small_blocks_per_activation < blocks; ++g) {
+        q8_0 const* group = w + g * small_blocks_per_activation;
+        prefetch_ahead(reinterpret_cast<BlockGroup<q8_0> const*>(group));
+        QuantActivation const& act = x[g];
+        std::size_t const left = blocks - g * small_blocks_per_activation;
+        std::size_t const count = left < small_blocks_per_activation ? left : small_blocks_per_activation;
+        for (std::size_t sub = 0; sub < count; ++sub) {
+            q8_0 const& blk = group[sub];
+            std::size_t const at = small_block_values * sub;
+            Widened32<A> const q = widen32<A>(blk.qs.data());
+            float const d = block_scale<A>(blk.d);
+            accumulate<A>(acc, dot_widened<A>(q, widen32<A>(act.main.qs.data() + at)), d * act.main.d);
+            if constexpr (Residual)
+                accumulate<A>(acc_residual, dot_widened<A>(q, widen32<A>(act.residual.qs.data() + at)),
+                              d * act.residual.d);
+        }
+    }
+    return total<A>(acc) + total<A>(acc_residual);
+}
+
+// The 32 codes of a q4_0 block in value order (low nibbles, then high nibbles).
+template <class A> [[gnu::always_inline]] inline Bytes32<A> unpack_q4_0(q4_0 const& blk) noexcept {
+    __m128i const low4 = _mm_set1_epi8(0x0F);
+    __m128i const bytes = load16<A>(blk.qs.data());
+    __m128i const lo = _mm_and_si128(bytes, low4), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low4);
+    if constexpr (has_ymm<A>) return {_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1)};
+    else return {lo, hi};
+}
+
+// Σ over `blocks` blocks of 32 of one q4_0 row · x: value = d·(q − 8). The −8 stays in the
+// integers: −8 times the activation codes' sum over the block's 32 values (two of q8_k's bsums)
+// added to one lane of Σ q·x. With the residual, whose scale is main's / 256, the lanes hold
+// 256·main + residual (as dot_q4_k_vnni's): at most 257·8·32·128 < 2^24, exact in f32, so both
+// blocks take one conversion and one scaling.
+template <class A, bool Residual> float dot_q4_0(q4_0 const* w, QuantActivation const* x, std::size_t blocks) noexcept {
+    Bytes32<A> const ones = splat_scales<A>(_mm_set1_epi16(1));
+    FloatAcc<A> acc;
+    for (std::size_t g = 0; g * small_blocks_per_activation < blocks; ++g) {  // as dot_q8_0
+        q4_0 const* group = w + g * small_blocks_per_activation;
+        prefetch_ahead(reinterpret_cast<BlockGroup<q4_0> const*>(group));
+        QuantActivation const& act = x[g];
+        float const x_scale = Residual ? act.residual.d : act.main.d;
+        std::size_t const left = blocks - g * small_blocks_per_activation;
+        std::size_t const count = left < small_blocks_per_activation ? left : small_blocks_per_activation;
+        for (std::size_t sub = 0; sub < count; ++sub) {
+            q4_0 const& blk = group[sub];
+            std::size_t const at = small_block_values * sub;
+            Bytes32<A> const q = unpack_q4_0<A>(blk);
+            float const d = block_scale<A>(blk.d);
+            int offset = -8 * (act.main.bsums[2 * sub] + act.main.bsums[2 * sub + 1]);
+            Bytes32<A> dot = dot_scaled<A>(q, load32<A>(act.main.qs.data() + at), ones);
+            if constexpr (Residual) {
+                offset = 256 * offset - 8 * (act.residual.bsums[2 * sub] + act.residual.bsums[2 * sub + 1]);
+                dot = add32<A>(shift_left32<8, A>(dot), dot_scaled<A>(q, load32<A>(act.residual.qs.data() + at), ones));
+            }
+            accumulate<A>(acc, add32<A>(dot, lane0<A>(offset)), d * x_scale);
+        }
+    }
+    return total<A>(acc);
+}
+
 // ---- q6_k ---------------------------------------------------------------------------------------
 
 // The 6-bit quants (stored as q + 32, 0..63) of values [128h + 32i, +32) for i = 0..3.
@@ -420,20 +586,30 @@ void quant_gemv_rows(DType type, void const* w, std::size_t row_bytes, std::size
     auto const* base = static_cast<unsigned char const*>(w);
     for (std::size_t r = 0; r < rows; ++r) {
         void const* row = base + r * row_bytes;
-        if (type == DType::q4_k) {
-            auto const* blk = static_cast<q4_k const*>(row);
-            if constexpr (Vnni) y[r] = dot_q4_k_vnni<A, Residual>(blk, x, blocks);
-            else y[r] = dot_q4_k<A, Residual>(blk, x, blocks);
-        } else {
-            auto const* blk = static_cast<q6_k const*>(row);
-            if constexpr (Vnni) y[r] = dot_q6_k_vnni<A, Residual>(blk, x, blocks);
-            else y[r] = dot_q6_k<A, Residual>(blk, x, blocks);
+        switch (type) {
+            case DType::q4_k: {
+                auto const* blk = static_cast<q4_k const*>(row);
+                if constexpr (Vnni) y[r] = dot_q4_k_vnni<A, Residual>(blk, x, blocks);
+                else y[r] = dot_q4_k<A, Residual>(blk, x, blocks);
+                break;
+            }
+            case DType::q6_k: {
+                auto const* blk = static_cast<q6_k const*>(row);
+                if constexpr (Vnni) y[r] = dot_q6_k_vnni<A, Residual>(blk, x, blocks);
+                else y[r] = dot_q6_k<A, Residual>(blk, x, blocks);
+                break;
+            }
+            case DType::q5_k: y[r] = dot_q5_k<A, Residual>(static_cast<q5_k const*>(row), x, blocks); break;
+            case DType::q8_0: y[r] = dot_q8_0<A, Residual>(static_cast<q8_0 const*>(row), x, blocks); break;
+            case DType::q4_0: y[r] = dot_q4_0<A, Residual>(static_cast<q4_0 const*>(row), x, blocks); break;
+            default: y[r] = 0.0f; break;
         }
     }
 }
 
 // y[r] = row r of `rows` weight rows (`row_bytes` apart, each `blocks` blocks of `type`) · x,
-// with x's residual blocks or without.
+// with x's residual blocks or without. For q8_0 / q4_0, `blocks` counts blocks of 32 and x holds
+// one activation block per 8 of them.
 template <class A, bool Vnni = false>
 void quant_gemv_kernel(DType type, void const* w, std::size_t row_bytes, std::size_t rows, QuantActivation const* x,
                        std::size_t blocks, float* y, bool residual) noexcept {

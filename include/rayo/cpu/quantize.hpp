@@ -1,8 +1,9 @@
-// K-quant kernels for one instruction set: q8_k quantization (activations, on every quantized
-// linear call) and dequantization of q4_k / q6_k / q8_k, vectorised. Both give exactly the bytes
+// Block-quant kernels for one instruction set: q8_k quantization (activations, on every quantized
+// linear call) and dequantization of every block type, vectorised. Both give exactly the bytes
 // and floats of the scalar reference (src/quant/reference_quantizer.cpp): the same f32 products
-// in the same order, round-half-to-even, no fused multiply-add. q4_k / q6_k quantization stays
-// in the reference (a sequential search per sub-block); the backend spreads it over threads.
+// in the same order, round-half-to-even, no fused multiply-add. Weight quantization (q8_0, q4_0,
+// q4_k, q5_k, q6_k) stays in the reference (for the K-quants a sequential search per sub-block);
+// the backend spreads it over threads.
 //
 // Compiled in TUs with different ISA flags (see src/cpu/kernel_table.hpp): every function is a
 // template on the xsimd arch A, raw pointers only, no out-of-line standard-library code, and not
@@ -83,6 +84,19 @@ template <class A> [[gnu::always_inline]] inline __m128i load16(void const* p) n
 
 // ---- dequantization ---------------------------------------------------------------------------
 
+// The 6-bit scale and min of sub-block j (0..7) from q4_k's and q5_k's 12 packed bytes `s`
+// (ggml's get_scale_min_k4).
+[[gnu::always_inline]] inline void k4_scale_min(std::uint8_t const* s, std::size_t j, unsigned& sc,
+                                                unsigned& m) noexcept {
+    if (j < 4) {
+        sc = s[j] & 63u;
+        m = s[j + 4] & 63u;
+    } else {
+        sc = (s[j + 4] & 0x0Fu) | ((s[j - 4] >> 6) << 4);
+        m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
 // value = (d·sc[j])·q − dmin·m[j], sub-block j = 32 values.
 template <class A> void dequantize_q4_k_blocks(q4_k const* blocks, float* y, std::size_t count) noexcept {
     __m128i const low4 = _mm_set1_epi8(0x0F);
@@ -93,19 +107,9 @@ template <class A> void dequantize_q4_k_blocks(q4_k const* blocks, float* y, std
         std::uint8_t const* s = blk.scales.data();
         for (std::size_t c = 0; c < 4; ++c) {
             std::size_t const j0 = 2 * c, j1 = 2 * c + 1;
-            // get_scale_min_k4 for j0 (< 4 when c < 2) and j1.
-            auto unpack = [s](std::size_t j, unsigned& sc, unsigned& m) {
-                if (j < 4) {
-                    sc = s[j] & 63u;
-                    m = s[j + 4] & 63u;
-                } else {
-                    sc = (s[j + 4] & 0x0Fu) | ((s[j - 4] >> 6) << 4);
-                    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-                }
-            };
             unsigned sc0, m0, sc1, m1;
-            unpack(j0, sc0, m0);
-            unpack(j1, sc1, m1);
+            k4_scale_min(s, j0, sc0, m0);
+            k4_scale_min(s, j1, sc1, m1);
             float const d0 = d * static_cast<float>(sc0), mm0 = dmin * static_cast<float>(m0);
             float const d1 = d * static_cast<float>(sc1), mm1 = dmin * static_cast<float>(m1);
             std::uint8_t const* q = blk.qs.data() + 32 * c;
@@ -118,6 +122,65 @@ template <class A> void dequantize_q4_k_blocks(q4_k const* blocks, float* y, std
                 store_scaled16<A, true>(out + 32 + 16 * h, hi, d1, mm1);
             }
         }
+    }
+}
+
+// value = (d·sc[j])·q − dmin·m[j], sub-block j = 32 values, q = low nibble | bit of qh << 4.
+template <class A> void dequantize_q5_k_blocks(q5_k const* blocks, float* y, std::size_t count) noexcept {
+    __m128i const low4 = _mm_set1_epi8(0x0F);
+    __m128i const bit4 = _mm_set1_epi8(0x10);
+    for (std::size_t b = 0; b < count; ++b, y += quant_block_values) {
+        q5_k const& blk = blocks[b];
+        float const d = half_to_f32<A>(blk.d);
+        float const dmin = half_to_f32<A>(blk.dmin);
+        std::uint8_t const* s = blk.scales.data();
+        __m128i hb[2] = {load16<A>(blk.qh.data()), load16<A>(blk.qh.data() + 16)};
+        for (std::size_t c = 0; c < 4; ++c) {
+            unsigned sc0, m0, sc1, m1;
+            k4_scale_min(s, 2 * c, sc0, m0);
+            k4_scale_min(s, 2 * c + 1, sc1, m1);
+            float const d0 = d * static_cast<float>(sc0), mm0 = dmin * static_cast<float>(m0);
+            float const d1 = d * static_cast<float>(sc1), mm1 = dmin * static_cast<float>(m1);
+            std::uint8_t const* q = blk.qs.data() + 32 * c;
+            float* out = y + 64 * c;
+            for (std::size_t h = 0; h < 2; ++h) {
+                // Bits 2c and 2c + 1 of qh sit at bits 0 and 1 (hb shifts right by 2 per chunk);
+                // the 16-bit shifts are masked so that no bits cross between bytes.
+                __m128i const bytes = load16<A>(q + 16 * h);
+                __m128i const lo =
+                    _mm_or_si128(_mm_and_si128(bytes, low4), _mm_and_si128(_mm_slli_epi16(hb[h], 4), bit4));
+                __m128i const hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(bytes, 4), low4),
+                                                _mm_and_si128(_mm_slli_epi16(hb[h], 3), bit4));
+                store_scaled16<A, true>(out + 16 * h, lo, d0, mm0);
+                store_scaled16<A, true>(out + 32 + 16 * h, hi, d1, mm1);
+                hb[h] = _mm_srli_epi16(hb[h], 2);
+            }
+        }
+    }
+}
+
+// value = d·q, 32 values a block.
+template <class A> void dequantize_q8_0_blocks(q8_0 const* blocks, float* y, std::size_t count) noexcept {
+    for (std::size_t b = 0; b < count; ++b, y += small_block_values) {
+        q8_0 const& blk = blocks[b];
+        float const d = half_to_f32<A>(blk.d);
+        store_scaled16<A, false>(y, load16<A>(blk.qs.data()), d, 0.0f);
+        store_scaled16<A, false>(y + 16, load16<A>(blk.qs.data() + 16), d, 0.0f);
+    }
+}
+
+// value = d·(q − 8), 32 values a block: the low nibbles are values 0..15, the high ones 16..31.
+template <class A> void dequantize_q4_0_blocks(q4_0 const* blocks, float* y, std::size_t count) noexcept {
+    __m128i const low4 = _mm_set1_epi8(0x0F);
+    __m128i const eight = _mm_set1_epi8(8);
+    for (std::size_t b = 0; b < count; ++b, y += small_block_values) {
+        q4_0 const& blk = blocks[b];
+        float const d = half_to_f32<A>(blk.d);
+        __m128i const bytes = load16<A>(blk.qs.data());
+        __m128i const lo = _mm_sub_epi8(_mm_and_si128(bytes, low4), eight);
+        __m128i const hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(bytes, 4), low4), eight);
+        store_scaled16<A, false>(y, lo, d, 0.0f);
+        store_scaled16<A, false>(y + 16, hi, d, 0.0f);
     }
 }
 
@@ -163,12 +226,15 @@ template <class A> void dequantize_q8_k_blocks(q8_k const* blocks, float* y, std
     }
 }
 
-// `count` blocks of `type` (q4_k, q6_k or q8_k) -> count·256 floats.
+// `count` blocks of `type` (a block type) -> count·block_elements(type) floats.
 template <class A> void dequantize_kernel(DType type, void const* blocks, float* out, std::size_t count) noexcept {
     switch (type) {
         case DType::q4_k: dequantize_q4_k_blocks<A>(static_cast<q4_k const*>(blocks), out, count); break;
+        case DType::q5_k: dequantize_q5_k_blocks<A>(static_cast<q5_k const*>(blocks), out, count); break;
         case DType::q6_k: dequantize_q6_k_blocks<A>(static_cast<q6_k const*>(blocks), out, count); break;
         case DType::q8_k: dequantize_q8_k_blocks<A>(static_cast<q8_k const*>(blocks), out, count); break;
+        case DType::q8_0: dequantize_q8_0_blocks<A>(static_cast<q8_0 const*>(blocks), out, count); break;
+        case DType::q4_0: dequantize_q4_0_blocks<A>(static_cast<q4_0 const*>(blocks), out, count); break;
         default: break;
     }
 }

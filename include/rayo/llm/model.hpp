@@ -63,10 +63,9 @@ using LoadProgress = std::function<void(std::uint64_t done, std::uint64_t total)
 
 class RAYO_API Model {
 public:
-    // Loads every weight onto `device` (f32, f16, bf16, q4_k and q6_k matrices; f32 norms and
-    // biases) and
-    // allocates a KV cache of the model's context length, or of `context` tokens when that is
-    // smaller and not 0. A cache the device cannot hold is OutOfMemory, naming its size.
+    // Loads every weight onto `device` (f32, f16, bf16, q8_0, q4_0, q4_k, q5_k and q6_k matrices;
+    // f32 norms and biases) and allocates a KV cache of the model's context length, or of
+    // `context` tokens when that is smaller and not 0. A cache the device cannot hold is OutOfMemory, naming its size.
     Model(gguf::File const& file, Device device, LoadProgress progress = {}, std::size_t context = 0);
     ~Model();
     Model(Model&&) noexcept;

@@ -1,6 +1,6 @@
 // The matmul family on the CPU: the packed GEMM (gemm_driver.cpp) for f32, f16 and bf16 operands,
-// transposed weights as strides; K-quant weights go to linear_kquant (quantization.cpp). linear's
-// bias is added to the product's rows afterwards, for either. A formed input (swiglu_linear,
+// transposed weights as strides; block-quantized weights go to linear_kquant (quantization.cpp).
+// linear's bias is added to the product's rows afterwards, for either. A formed input (swiglu_linear,
 // rms_norm_linear) is formed into a scratch buffer of the calling thread first.
 #include <algorithm>
 #include <string>
@@ -16,7 +16,8 @@ namespace rayo::cpu::ops {
 
 namespace {
 
-bool is_kquant(DType t) { return t == DType::q4_k || t == DType::q6_k; }
+// The weight block types (q8_k is for activations only).
+bool is_kquant(DType t) { return block_elements(t) > 1 && t != DType::q8_k; }
 bool is_floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
 GemmType gemm_type(DType t) {
@@ -37,8 +38,9 @@ Support supports(KernelRunner const& r, op::Matmul const& d, OpViews const& v) {
     if (v.out[0].dtype != DType::f32 || !is_floating(a) || !(is_floating(b) || is_kquant(b)))
         return Support::no("cpu matmul: " + std::string(to_string(a)) + " x " + std::string(to_string(b)) + " -> " +
                            std::string(to_string(v.out[0].dtype)) + " has no kernel");
-    if (is_kquant(b) && (a != DType::f32 || !d.shape.b_transposed || d.shape.k % quant_block_values != 0))
-        return Support::no("cpu: K-quant weights are taken by linear(x, w) with f32 x and rows of whole blocks");
+    if (is_kquant(b) && (a != DType::f32 || !d.shape.b_transposed || d.shape.k % block_elements(b) != 0))
+        return Support::no("cpu: block-quantized weights are taken by linear(x, w) with f32 x and rows of whole "
+                           "blocks");
     if (!detail::all_contiguous(v)) return Support::no("cpu matmul takes contiguous operands");
     return Support::yes();
 }

@@ -1,10 +1,10 @@
-// The quantization family on the CPU, and linear with K-quant weights. quantize / dequantize:
-// blocks are independent, so the work is split over the thread pool by blocks. q8_k quantization
-// and every dequantization run the vectorised kernels of the instruction set in use; q4_k / q6_k
-// quantization runs the scalar reference (its search is sequential in the reference's f32 order,
-// and the reference's bytes are the contract).
+// The quantization family on the CPU, and linear with block-quantized weights. quantize /
+// dequantize: blocks are independent, so the work is split over the thread pool by blocks. q8_k
+// quantization and every dequantization run the vectorised kernels of the instruction set in use;
+// weight quantization (q8_0, q4_0, q4_k, q5_k, q6_k) runs the scalar reference (the K-quant search
+// is sequential in the reference's f32 order, and the reference's bytes are the contract).
 //
-// linear with q4_k / q6_k weights: a few rows of x (decoding) take the integer dot products
+// linear with q8_0 / q4_0 / q4_k / q5_k / q6_k weights: a few rows of x (decoding) take the integer dot products
 // against the weights as stored, which read each weight byte once; more rows take the f32 GEMM
 // with the weights decoded panel by panel inside its packing, each decoded panel then serving
 // every row of x.
@@ -34,12 +34,14 @@ constexpr std::size_t gemv_max_rows = 16;
 // Weight rows per tile of the dot-product path.
 constexpr std::size_t gemv_row_grain = 16;
 
-bool is_block_type(DType t) { return t == DType::q4_k || t == DType::q6_k || t == DType::q8_k; }
+bool is_block_type(DType t) { return block_elements(t) > 1; }
 
 template <QuantBlock B>
 void quantize_reference(ThreadPool& pool, float const* x, B* out, std::size_t blocks) {
-    pool.parallel_for(blocks, search_grain, [&](std::size_t b, std::size_t e) {
-        quant::reference::quantize<B>(x + b * quant_block_values, out + b, e - b);
+    // A q8_0 / q4_0 block costs well under a microsecond: more of them per task.
+    std::size_t const grain = block_values_of<B> == quant_block_values ? search_grain : vector_grain;
+    pool.parallel_for(blocks, grain, [&](std::size_t b, std::size_t e) {
+        quant::reference::quantize<B>(x + b * block_values_of<B>, out + b, e - b);
     });
 }
 
@@ -47,7 +49,7 @@ void quantize_reference(ThreadPool& pool, float const* x, B* out, std::size_t bl
 
 Support supports(KernelRunner const&, op::Quantize const&, OpViews const& v) {
     if (v.in[0].dtype != DType::f32 || !is_block_type(v.out[0].dtype))
-        return Support::no("cpu: quantize takes f32 values to q4_k, q6_k or q8_k blocks");
+        return Support::no("cpu: quantize takes f32 values to q8_0, q4_0, q4_k, q5_k, q6_k or q8_k blocks");
     if (!detail::all_contiguous(v)) return Support::no("cpu: quantize takes contiguous tensors");
     return Support::yes();
 }
@@ -55,12 +57,15 @@ Support supports(KernelRunner const&, op::Quantize const&, OpViews const& v) {
 void run(KernelRunner& r, op::Quantize const&, OpViews const& v) {
     auto const& k = r.kernels();
     ThreadPool& pool = r.pool();
-    std::size_t const blocks = v.in[0].numel() / quant_block_values;
-    float const* x = data<float const>(v.in[0]);
     TensorView const& out = v.out[0];
+    std::size_t const blocks = v.in[0].numel() / block_elements(out.dtype);
+    float const* x = data<float const>(v.in[0]);
     switch (out.dtype) {
         case DType::q4_k: quantize_reference(pool, x, data<q4_k>(out), blocks); return;
+        case DType::q5_k: quantize_reference(pool, x, data<q5_k>(out), blocks); return;
         case DType::q6_k: quantize_reference(pool, x, data<q6_k>(out), blocks); return;
+        case DType::q8_0: quantize_reference(pool, x, data<q8_0>(out), blocks); return;
+        case DType::q4_0: quantize_reference(pool, x, data<q4_0>(out), blocks); return;
         default: {
             q8_k* q = data<q8_k>(out);
             pool.parallel_for(blocks, vector_grain, [&](std::size_t b, std::size_t e) {
@@ -72,7 +77,7 @@ void run(KernelRunner& r, op::Quantize const&, OpViews const& v) {
 
 Support supports(KernelRunner const&, op::Dequantize const&, OpViews const& v) {
     if (!is_block_type(v.in[0].dtype) || v.out[0].dtype != DType::f32)
-        return Support::no("cpu: dequantize takes q4_k, q6_k or q8_k blocks to f32");
+        return Support::no("cpu: dequantize takes q8_0, q4_0, q4_k, q5_k, q6_k or q8_k blocks to f32");
     if (!detail::all_contiguous(v)) return Support::no("cpu: dequantize takes contiguous tensors");
     return Support::yes();
 }
@@ -81,14 +86,29 @@ void run(KernelRunner& r, op::Dequantize const&, OpViews const& v) {
     auto const& k = r.kernels();
     ThreadPool& pool = r.pool();
     TensorView const& in = v.in[0];
-    std::size_t const blocks = in.numel() / quant_block_values;
+    std::size_t const values = block_elements(in.dtype);
+    std::size_t const blocks = in.numel() / values;
     std::size_t const block_bytes = size_of(in.dtype);
     auto const* q = data<unsigned char const>(in);
     float* y = data<float>(v.out[0]);
     pool.parallel_for(blocks, vector_grain, [&](std::size_t b, std::size_t e) {
-        k.dequantize(in.dtype, q + b * block_bytes, y + b * quant_block_values, e - b);
+        k.dequantize(in.dtype, q + b * block_bytes, y + b * values, e - b);
     });
 }
+
+namespace {
+
+GemmType gemm_type(DType t) {
+    switch (t) {
+        case DType::q6_k: return GemmType::q6_k;
+        case DType::q8_0: return GemmType::q8_0;
+        case DType::q4_0: return GemmType::q4_0;
+        case DType::q5_k: return GemmType::q5_k;
+        default: return GemmType::q4_k;
+    }
+}
+
+}  // namespace
 
 void linear_kquant(KernelRunner& r, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out) {
     auto const& k = r.kernels();
@@ -103,20 +123,41 @@ void linear_kquant(KernelRunner& r, op::MatmulShape shape, TensorView const& x, 
         args.a_row = shape.k;
         args.a_col = 1;
         args.b = data<unsigned char const>(w);
-        args.b_type = w.dtype == DType::q4_k ? GemmType::q4_k : GemmType::q6_k;
+        args.b_type = gemm_type(w.dtype);
         args.b_col = row_bytes;
         args.c = data<float>(out);
         args.ldc = shape.n;
         gemm(args, k);
         return;
     }
-    std::size_t const blocks = shape.k / quant_block_values;
+    // One activation block per 256 values of a row of x; a q8_0 / q4_0 row that ends inside one
+    // has its last block quantized from the values zero-padded to 256 (zeros change neither the
+    // block's scale nor the codes of the values).
+    std::size_t const blocks = (shape.k + quant_block_values - 1) / quant_block_values;
+    std::size_t const weight_blocks = shape.k / block_elements(w.dtype);
     std::vector<QuantActivation> activations(shape.m * blocks);
     bool const residual = kquant_activations() == KQuantActivations::q8_k_residual;
     float const* xs = data<float const>(x);
-    pool.parallel_for(shape.m * blocks, vector_grain / 4, [&](std::size_t b, std::size_t e) {
-        k.quantize_activations(xs + b * quant_block_values, activations.data() + b, e - b, residual);
-    });
+    if (shape.k % quant_block_values == 0) {
+        pool.parallel_for(shape.m * blocks, vector_grain / 4, [&](std::size_t b, std::size_t e) {
+            k.quantize_activations(xs + b * quant_block_values, activations.data() + b, e - b, residual);
+        });
+    } else {
+        pool.parallel_for(shape.m * blocks, vector_grain / 4, [&](std::size_t b, std::size_t e) {
+            alignas(64) float padded[quant_block_values];
+            for (std::size_t i = b; i < e; ++i) {
+                std::size_t const row = i / blocks, at = (i % blocks) * quant_block_values;
+                std::size_t const count = std::min(quant_block_values, shape.k - at);
+                float const* src = xs + row * shape.k + at;
+                if (count < quant_block_values) {
+                    std::copy(src, src + count, padded);
+                    std::fill(padded + count, padded + quant_block_values, 0.0f);
+                    src = padded;
+                }
+                k.quantize_activations(src, activations.data() + i, 1, residual);
+            }
+        });
+    }
     auto const* weights = data<unsigned char const>(w);
     float* y = data<float>(out);
     DType const type = w.dtype;
@@ -125,8 +166,8 @@ void linear_kquant(KernelRunner& r, op::MatmulShape shape, TensorView const& x, 
         for (std::size_t t = b; t < e; t += gemv_row_grain) {
             std::size_t const rows = std::min(gemv_row_grain, e - t);
             for (std::size_t row = 0; row < shape.m; ++row)
-                k.quant_gemv(type, weights + t * row_bytes, row_bytes, rows, activations.data() + row * blocks, blocks,
-                             y + row * shape.n + t, residual);
+                k.quant_gemv(type, weights + t * row_bytes, row_bytes, rows, activations.data() + row * blocks,
+                             weight_blocks, y + row * shape.n + t, residual);
         }
     });
 }

@@ -4,7 +4,8 @@
 // on the tensor cores with f32 accumulation (on Hopper, large f16/bf16 products on the warpgroup
 // MMAs, their tiles copied by the TMA through tensor maps encoded here per launch), an f32 a
 // rounded to b's type on the way (rayo::ptx::kernels::gemm says how accurate that is); the GEMM variant comes from
-// rayo::ptx::kernels::choose_gemm_config. K-quant weights go to linear_kquant (quantization.cpp),
+// rayo::ptx::kernels::choose_gemm_config. Block-quantized weights (q4_k, q5_k, q6_k, q8_0, q4_0) go to
+// linear_kquant (quantization.cpp),
 // linear's bias added by its one-row GEMV as it stores, else by the element-wise add.
 #include <array>
 #include <charconv>
@@ -27,7 +28,10 @@ namespace rayo::cuda::ops {
 
 namespace {
 
-bool is_kquant(DType t) { return t == DType::q4_k || t == DType::q6_k; }
+// Block-quantized weights, which linear_kquant (quantization.cpp) multiplies.
+bool is_kquant(DType t) {
+    return t == DType::q4_k || t == DType::q5_k || t == DType::q6_k || t == DType::q8_0 || t == DType::q4_0;
+}
 bool is_floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
 ptx::Type element_type(DType t) {
@@ -116,8 +120,9 @@ Support supports(KernelRunner const& runner, op::Matmul const& d, OpViews const&
         (a != b && a != DType::f32))
         return Support::no("cuda matmul: " + std::string(to_string(a)) + " x " + std::string(to_string(b)) + " -> " +
                            std::string(to_string(v.out[0].dtype)) + " is not a GEMM rayo runs");
-    if (is_kquant(b) && (!shape.b_transposed || shape.k % quant_block_values != 0 || shape.k == 0))
-        return Support::no("cuda: K-quant weights are taken by linear(x, w) with f32 x and rows of whole blocks (k > 0)");
+    if (is_kquant(b) && (!shape.b_transposed || shape.k % block_elements(b) != 0 || shape.k == 0))
+        return Support::no("cuda: block-quantized weights are taken by linear(x, w) with f32 x and rows of whole "
+                           "blocks (k > 0)");
     constexpr std::size_t size_limit = std::numeric_limits<std::uint32_t>::max();
     if (shape.m > size_limit || shape.n > size_limit || shape.k > size_limit)
         return Support::no("cuda matmul: " + std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" +

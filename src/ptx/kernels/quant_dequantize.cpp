@@ -1,10 +1,11 @@
-// K-quant format conversions on the GPU: dequantize (q4_k, q6_k, q8_k -> f32), q8_k quantization,
-// and the GEMV's activation records. The last two share one emitter for a q8_k block, which
+// Block-quant format conversions on the GPU: dequantize (q4_k, q5_k, q6_k, q8_k, q8_0, q4_0 -> f32),
+// q8_k quantization, and the GEMV's activation records. The last two share one emitter for a q8_k block, which
 // reproduces the reference quantizer's integer arithmetic (src/quant/reference_quantizer.cpp), so
 // a record's main quants are the CPU's q8_k bytes.
 //
 // Exactness: PTX mul/add/sub with an explicit .rn (what the builder emits) are never contracted
-// into fma, so the decoded floats are the CPU's: d·sc then ·q then − dmin·m, in that order.
+// into fma, so the decoded floats are the CPU's: d·sc then ·q then − dmin·m, in that order (q5_k
+// too; q8_0 and q4_0: one product q·d, with q4_0's q − 8 in the integers).
 #include <array>
 #include <span>
 #include <string>
@@ -41,6 +42,24 @@ WarpPerBlock warp_per_block(Kernel& k, unsigned threads, Reg count) {
     WarpPerBlock w{.lane = k.and_(tid, 31), .block = k.fma(cta, threads / 32, k.shr(tid, 5)), .done = k.label()};
     k.bra_if(k.setp(Cmp::ge, w.block, count), w.done);
     return w;
+}
+
+// For q8_0 / q4_0 (32 values a block): a warp decodes eight consecutive blocks, four lanes a block
+// (each lane 8 values); a lane whose block is past `count` branches to `done` (dequantize has no
+// shuffles, so lanes may leave alone).
+struct LanePerPart {
+    Reg part;  // lane % 4: which 8 (q8_0) or 4 + 4 (q4_0) values of the block
+    Reg block;
+    Label done;
+};
+
+LanePerPart lane_per_part(Kernel& k, unsigned threads, Reg count) {
+    Reg const tid = k.special(Special::tid_x);
+    Reg const cta = k.special(Special::ctaid_x);
+    Reg const first = k.fma(cta, threads / 4, k.shr(tid, 2));  // 8 blocks a warp = a block per 4 threads
+    LanePerPart p{.part = k.and_(tid, 3), .block = first, .done = k.label()};
+    k.bra_if(k.setp(Cmp::ge, p.block, count), p.done);
+    return p;
 }
 
 // f32 of the f16 at [address] (cvt.f32.f16 is exact, like the CPU's conversion).
@@ -85,14 +104,13 @@ void store_values(Kernel& k, Type output, Reg out, Reg index, unsigned offset, s
 
 // ---- dequantize -------------------------------------------------------------------------------
 
-// q4_k, lane L: qs word L = bytes [4L, 4L+4) of chunk c = L/8 -> values 64c + l0 + t (low nibbles,
-// sub-block 2c) and 64c + 32 + l0 + t (high, sub-block 2c+1), l0 = 4·(L%8).
-void dequantize_q4_k_lane(Kernel& k, Type output, Reg lane, Reg in, Reg out) {
-    std::vector<Reg> const header = k.ld_vector(Space::global, Type::u32, 4, Address(in), Cache::nc);
-    Reg const qs = k.ld(Space::global, Type::u32, Address(k.add(in, k.mul_wide(lane, 4)), 16), Cache::nc);
-    auto const [d, dmin] = halves_as_float(k, header[0]);
-    Reg const c = k.shr(lane, 3);
-    // get_scale_min_k4 for all eight sub-blocks as four words of bytes (see rayo/cpu/quant_dot.hpp).
+// d·sc and dmin·m of sub-blocks 2c and 2c + 1 of a q4_k / q5_k block whose first 16 bytes are
+// `header` (four words: d and dmin, then the 12 bytes of packed 6-bit scales and mins):
+// get_scale_min_k4 for all eight sub-blocks as four words of bytes (see rayo/cpu/quant_dot.hpp).
+struct SubBlockFactors {
+    Reg d1, m1, d2, m2;
+};
+SubBlockFactors k4_sub_block_factors(Kernel& k, std::vector<Reg> const& header, Reg d, Reg dmin, Reg c) {
     Reg const sc_low = k.and_(header[1], 0x3f3f3f3f);
     Reg const m_low = k.and_(header[2], 0x3f3f3f3f);
     Reg const sc_high = k.or_(k.and_(header[3], 0x0f0f0f0f), k.and_(k.shr(header[1], 2), 0x30303030));
@@ -106,6 +124,17 @@ void dequantize_q4_k_lane(Kernel& k, Type output, Reg lane, Reg in, Reg out) {
     Reg const m1 = k.mul(dmin, to_float(k, k.bfe(mw, shift, 8)));
     Reg const d2 = k.mul(d, to_float(k, k.bfe(scw, shift_hi, 8)));
     Reg const m2 = k.mul(dmin, to_float(k, k.bfe(mw, shift_hi, 8)));
+    return {d1, m1, d2, m2};
+}
+
+// q4_k, lane L: qs word L = bytes [4L, 4L+4) of chunk c = L/8 -> values 64c + l0 + t (low nibbles,
+// sub-block 2c) and 64c + 32 + l0 + t (high, sub-block 2c+1), l0 = 4·(L%8).
+void dequantize_q4_k_lane(Kernel& k, Type output, Reg lane, Reg in, Reg out) {
+    std::vector<Reg> const header = k.ld_vector(Space::global, Type::u32, 4, Address(in), Cache::nc);
+    Reg const qs = k.ld(Space::global, Type::u32, Address(k.add(in, k.mul_wide(lane, 4)), 16), Cache::nc);
+    auto const [d, dmin] = halves_as_float(k, header[0]);
+    Reg const c = k.shr(lane, 3);
+    auto const [d1, m1, d2, m2] = k4_sub_block_factors(k, header, d, dmin, c);
     std::array<Reg, 4> lo{}, hi{};
     for (int b = 0; b < 4; ++b) {
         lo[b] = k.sub(k.mul(d1, to_float(k, k.bfe(qs, 8 * b, 4))), m1);
@@ -148,6 +177,65 @@ void dequantize_q6_k_lane(Kernel& k, Type output, Reg lane, Reg in, Reg out) {
         }
         store_values(k, output, out, index, 32 * i, y);
     }
+}
+
+// q5_k, lane L: as q4_k (qs word L of chunk c = L/8 at byte 48 + 4L), each code's fifth bit from
+// qh[l0 + t] (the word at 16 + l0, l0 = 4·(L%8)): bit 2c for the low nibble's value, 2c + 1 for the
+// high one's. Values d1·q − m1 as the reference forms them. Blocks are 176 bytes, 16-byte aligned.
+void dequantize_q5_k_lane(Kernel& k, Type output, Reg lane, Reg in, Reg out) {
+    std::vector<Reg> const header = k.ld_vector(Space::global, Type::u32, 4, Address(in), Cache::nc);
+    Reg const qs = k.ld(Space::global, Type::u32, Address(k.add(in, k.mul_wide(lane, 4)), 48), Cache::nc);
+    Reg const l0 = k.shl(k.and_(lane, 7), 2);
+    Reg const qh = k.ld(Space::global, Type::u32, Address(k.add(in, k.mul_wide(l0, 1)), 16), Cache::nc);
+    auto const [d, dmin] = halves_as_float(k, header[0]);
+    Reg const c = k.shr(lane, 3);
+    auto const [d1, m1, d2, m2] = k4_sub_block_factors(k, header, d, dmin, c);
+    // The fifth bits of sub-blocks 2c (bit 2c of each qh byte) and 2c + 1, moved to bit 4 of each byte.
+    Reg const high_lo = k.shl(k.and_(k.shr(qh, k.shl(c, 1)), 0x01010101), 4);
+    Reg const high_hi = k.shl(k.and_(k.shr(qh, k.add(k.shl(c, 1), 1)), 0x01010101), 4);
+    Reg const codes_lo = k.or_(k.and_(qs, 0x0f0f0f0f), high_lo);
+    Reg const codes_hi = k.or_(k.and_(k.shr(qs, 4), 0x0f0f0f0f), high_hi);
+    std::array<Reg, 4> lo{}, hi{};
+    for (int b = 0; b < 4; ++b) {
+        lo[b] = k.sub(k.mul(d1, to_float(k, k.bfe(codes_lo, 8 * b, 8))), m1);
+        hi[b] = k.sub(k.mul(d2, to_float(k, k.bfe(codes_hi, 8 * b, 8))), m2);
+    }
+    Reg const index = k.shl(k.fma(c, 8, lane), 2);
+    store_values(k, output, out, index, 0, lo);
+    store_values(k, output, out, index, 32, hi);
+}
+
+// q8_0, lane part p: values [8p, 8p+8) from qs at byte 2 + 8p (34-byte blocks: 2-byte aligned, so
+// four sign-extended 16-bit loads), each q·d.
+void dequantize_q8_0_part(Kernel& k, Type output, Reg part, Reg in, Reg block, Reg out) {
+    Reg const d = load_half_as_float(k, Address(in));
+    Reg const qs_at = k.add(in, k.mul_wide(part, 8));
+    std::array<Reg, 8> y{};
+    for (int h = 0; h < 4; ++h) {
+        Reg const pair = k.reg(Type::s32);
+        k.ld(pair, Space::global, Type::s16, Address(qs_at, 2 + 2 * h), Cache::nc);
+        y[2 * h] = k.mul(to_float(k, k.bfe(pair, 0, 8)), d);
+        y[2 * h + 1] = k.mul(to_float(k, k.bfe(pair, 8, 8)), d);
+    }
+    Reg const index = k.fma(block, 32, k.shl(part, 3));
+    store_values(k, output, out, index, 0, std::span(y).first(4));
+    store_values(k, output, out, index, 4, std::span(y).last(4));
+}
+
+// q4_0, lane part p: qs bytes [4p, 4p+4) (two 16-bit loads, 18-byte blocks) -> values 4p + t (low
+// nibbles) and 16 + 4p + t (high), each (q − 8)·d.
+void dequantize_q4_0_part(Kernel& k, Type output, Reg part, Reg in, Reg block, Reg out) {
+    Reg const d = load_half_as_float(k, Address(in));
+    Reg const qs_at = k.add(in, k.mul_wide(part, 4));
+    Reg const word = k.prmt(load_u16(k, Address(qs_at, 2)), load_u16(k, Address(qs_at, 4)), 0x5410);
+    std::array<Reg, 4> lo{}, hi{};
+    for (int t = 0; t < 4; ++t) {
+        lo[t] = k.mul(to_float(k, k.sub(as_signed(k, k.bfe(word, 8 * t, 4)), 8)), d);
+        hi[t] = k.mul(to_float(k, k.sub(as_signed(k, k.bfe(word, 8 * t + 4, 4)), 8)), d);
+    }
+    Reg const index = k.fma(block, 32, k.shl(part, 2));
+    store_values(k, output, out, index, 0, lo);
+    store_values(k, output, out, index, 16, hi);
 }
 
 // q8_k, lane L: quants [8L, 8L+8) at byte 4 + 8L (4-byte aligned: blocks are 292 bytes).
@@ -247,24 +335,71 @@ std::array<Reg, 8> residual_of(Kernel& k, std::array<Reg, 8> const& x, Q8Block c
 
 std::string type_name(DType t) { return std::string(to_string(t)); }
 
+// q8_0 / q4_0 layouts: lane L's 8 values of record `record` of rows of k values (ceil(k/256)
+// records a row), zero past the row's end (k is a multiple of 32, so 8 values are in or out whole).
+std::array<Reg, 8> load_row_values(Kernel& k, Reg x, Reg record, Reg values_per_row, Reg lane) {
+    Reg const records_per_row = k.shr(k.add(values_per_row, values_per_block - 1), 8);
+    Reg const row = k.div(record, records_per_row);
+    Reg const value = k.fma(k.sub(record, k.mul(row, records_per_row)), values_per_block, k.shl(lane, 3));
+    std::array<Reg, 8> v{};
+    for (Reg& r : v) r = k.mov(Type::f32, 0.0f);
+    Reg const at = k.add(x, k.mul_wide(k.fma(row, values_per_row, value), 4));
+    k.predicated(k.setp(Cmp::lt, value, values_per_row), true, [&] {
+        k.ld_vector(std::span(v).first(4), Space::global, Type::f32, Address(at), Cache::nc);
+        k.ld_vector(std::span(v).last(4), Space::global, Type::f32, Address(at, 16), Cache::nc);
+    });
+    return v;
+}
+
+// The q8_0 / q4_0 record layout (quant.hpp): lane L's quants at byte 8L (value order), and the slot
+// of consumer lane j = L/4 (its four producers' sums) written by lane 4j.
+void store_small_record(Kernel& k, Reg record, Reg lane, Q8Block const& main, Q8Block const& residual,
+                        std::array<Reg, 2> const& main_words, std::array<Reg, 2> const& residual_words,
+                        bool has_residual) {
+    Reg const quant_at = k.add(record, k.mul_wide(lane, 8));
+    k.st_vector(Space::global, Type::b32, Address(quant_at), main_words);
+    if (has_residual) k.st_vector(Space::global, Type::b32, Address(quant_at, 256), residual_words);
+    auto const sum32 = [&](Reg sum) {
+        Reg const pair = k.add(sum, k.shfl(ShuffleMode::bfly, sum, 1));
+        return k.add(pair, k.shfl(ShuffleMode::bfly, pair, 2));
+    };
+    std::array<Reg, 4> const slot{k.mov(Type::b32, sum32(main.sum)), k.mov(Type::b32, sum32(residual.sum)),
+                                  k.mov(Type::b32, main.d), k.mov(Type::b32, residual.d)};
+    Reg const slot_at = k.add(record, k.mul_wide(k.shl(k.shr(lane, 2), 4), 1));
+    k.predicated(k.setp(Cmp::eq, k.and_(lane, 3), 0), true,
+                 [&] { k.st_vector(Space::global, Type::b32, Address(slot_at, 512), slot); });
+}
+
 }  // namespace
 
 Kernel dequantize(DequantizeConfig const& config) {
     check_threads(config.threads, "dequantize");
-    if (config.type != DType::q4_k && config.type != DType::q6_k && config.type != DType::q8_k)
-        throw BuildError("ptx kernels: dequantize takes q4_k, q6_k or q8_k blocks, not " + type_name(config.type));
+    DType const type = config.type;
+    if (type != DType::q4_k && type != DType::q6_k && type != DType::q8_k && type != DType::q5_k &&
+        type != DType::q8_0 && type != DType::q4_0)
+        throw BuildError("ptx kernels: dequantize takes q4_k, q5_k, q6_k, q8_k, q8_0 or q4_0 blocks, not " +
+                         type_name(type));
     if (config.output != Type::f32 && config.output != Type::f16)
         throw BuildError("ptx kernels: dequantize writes f32 or f16, not ." + std::string(name_of(config.output)));
-    Kernel k("rayo_dequantize_" + type_name(config.type) + (config.output == Type::f16 ? "_f16" : ""));
+    Kernel k("rayo_dequantize_" + type_name(type) + (config.output == Type::f16 ? "_f16" : ""));
     k.max_threads(config.threads);
     Reg const blocks = k.cvta_to_global(k.param(Type::u64, "blocks"));
     Reg const values = k.cvta_to_global(k.param(Type::u64, "out"));
     Reg const count = k.param(Type::u32, "count");
+    if (type == DType::q8_0 || type == DType::q4_0) {
+        LanePerPart const p = lane_per_part(k, config.threads, count);
+        Reg const in = k.add(blocks, k.mul_wide(p.block, static_cast<std::uint32_t>(size_of(type))));
+        if (type == DType::q8_0) dequantize_q8_0_part(k, config.output, p.part, in, p.block, values);
+        else dequantize_q4_0_part(k, config.output, p.part, in, p.block, values);
+        k.place(p.done);
+        return k;
+    }
     WarpPerBlock const w = warp_per_block(k, config.threads, count);
     Reg const in = k.add(blocks, k.mul_wide(w.block, static_cast<std::uint32_t>(size_of(config.type))));
     Reg const out = k.add(values, k.mul_wide(w.block, values_per_block * (config.output == Type::f16 ? 2 : 4)));
     switch (config.type) {
         case DType::q4_k: dequantize_q4_k_lane(k, config.output, w.lane, in, out); break;
+        case DType::q5_k: dequantize_q5_k_lane(k, config.output, w.lane, in, out); break;
         case DType::q6_k: dequantize_q6_k_lane(k, config.output, w.lane, in, out); break;
         default: dequantize_q8_k_lane(k, config.output, w.lane, in, out); break;
     }
@@ -299,17 +434,20 @@ Kernel quantize_q8(QuantizeQ8Config const& config) {
 
 Kernel quantize_activations(QuantActivationsConfig const& config) {
     check_threads(config.threads, "quantize_activations");
-    if (config.weight != DType::q4_k && config.weight != DType::q6_k)
-        throw BuildError("ptx kernels: quantize_activations lays records out for q4_k or q6_k weights, not " +
-                         type_name(config.weight));
+    bool const small = small_block_weights(config.weight);
+    if (config.weight != DType::q4_k && config.weight != DType::q5_k && config.weight != DType::q6_k && !small)
+        throw BuildError("ptx kernels: quantize_activations lays records out for q4_k, q5_k, q6_k, q8_0 or q4_0 "
+                         "weights, not " + type_name(config.weight));
     Kernel k("rayo_quant_activations_" + type_name(config.weight) + (config.residual ? "_residual" : ""));
     k.max_threads(config.threads);
     Reg const x = k.cvta_to_global(k.param(Type::u64, "x"));
     Reg const records = k.cvta_to_global(k.param(Type::u64, "records"));
     Reg const count = k.param(Type::u32, "count");
+    Reg const values_per_row = small ? k.param(Type::u32, "k") : Reg{};
     WarpPerBlock const w = warp_per_block(k, config.threads, count);
     Reg const lane = w.lane;
-    std::array<Reg, 8> const v = load_values(k, k.add(x, k.mul_wide(w.block, values_per_block * 4)), lane);
+    std::array<Reg, 8> const v = small ? load_row_values(k, x, w.block, values_per_row, lane)
+                                       : load_values(k, k.add(x, k.mul_wide(w.block, values_per_block * 4)), lane);
     Q8Block const main = quantize_q8_block(k, lane, v);
     Q8Block residual{};
     if (config.residual) {
@@ -329,8 +467,10 @@ Kernel quantize_activations(QuantActivationsConfig const& config) {
     Reg const record = k.add(records, k.mul_wide(w.block, record_bytes));
     std::array<Reg, 2> const d_pair{main.d, residual.d};
 
-    if (config.weight == DType::q4_k) {
-        // Producer lane L holds values 8L..8L+7: consumer lane j = 2c + s with c = L/8, s = (L/2)%2,
+    if (small) {
+        store_small_record(k, record, lane, main, residual, main_words, residual_words, config.residual);
+    } else if (config.weight != DType::q6_k) {
+        // q4_k (and q5_k): producer lane L holds values 8L..8L+7: consumer lane j = 2c + s with c = L/8, s = (L/2)%2,
         // in its low (hi = 0) or high (hi = 1) piece, at byte 8·(L%2).
         Reg const c = k.shr(lane, 3);
         Reg const hi = k.and_(k.shr(lane, 2), 1);

@@ -1,5 +1,5 @@
-// linear(x, w) with q4_k / q6_k weights for a few rows of x: the weights are read once, as stored,
-// and multiplied with int8 activation records (quantize_activations) by dp4a.
+// linear(x, w) with q4_k / q5_k / q6_k / q8_0 / q4_0 weights for a few rows of x: the weights are
+// read once, as stored, and multiplied with int8 activation records (quantize_activations) by dp4a.
 //
 // One warp per weight row. Each lane multiplies 32 (q4_k) or 16 (q6_k) values of a block against
 // every row of x, keeping one f32 accumulator per row of x:
@@ -7,6 +7,11 @@
 //         block's 16-byte header (d, dmin, 12 bytes of scales); Σ q·x per sub-block half by dp4a
 //         (u8 x s8), times the 6-bit scales in int32 (≤ 2^25, exact), the min term from the
 //         record's int16 sums by dp2a, then d·S − dmin·M in f32.
+//   q5_k: q4_k's lanes and records; lane j also loads qh bytes [16s, 16s+16) (s = j%2) and ORs the
+//         fifth bit of each code in (bit 2c of qh for the low nibbles, 2c+1 for the high ones).
+//   q8_0 / q4_0: one lane per 32-value block, 32 blocks a warp step; the block's bytes (2-byte
+//         aligned: 34 / 18-byte blocks) loaded as aligned words and re-assembled by prmt as q6_k's;
+//         Σ w·x by dp4a (s8 × s8, or q4_0's u8 nibbles × s8 minus 8·Σx from the record's sums).
 //   q6_k: 16 lanes per block, lane j takes ql bytes [64h + l0, +4) and [64h + 32 + l0, +4) and
 //         qh [32h + l0, +4) (h = j/8, l0 = 4·(j%8)): 16 values, each in its own 16-value sub-block.
 //         Blocks are 210 bytes, so a block is 2-byte aligned only: words are loaded from the 4-byte
@@ -17,6 +22,7 @@
 // weight registers. Blocks past the row's end (the last group of a row) re-read the last block with
 // its weight scale zeroed, so the loop has no branches and loads no out-of-range memory.
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +67,7 @@ Cache record_cache(Row const& row) { return row.space == Space::shared ? Cache::
 struct Q4Weights {
     std::array<Reg, 4> header;
     std::array<Reg, 4> qs;
+    std::optional<std::array<Reg, 4>> qh;  // q5_k: qh bytes [16s, 16s+16) of the block
     Reg valid;   // .pred
     Reg record;  // .u64: this lane's part of the block's record (x row 0)
 };
@@ -70,8 +77,13 @@ struct Q4Lane {
     Reg upper;      // .pred: sub-blocks 4..7 (c >= 2)
     Reg shift;      // byte of sub-block 2c within its scale word, in bits
     Reg shift_hi;   // and of 2c+1
-    Reg qs_offset;    // .u64: 16 + 16j
+    Reg qs_offset;    // .u64: 16 + 16j (q5_k: 48 + 16j)
     Reg qs_offset32;  // .u32: the same, for blocks in shared memory
+    bool q5 = false;  // q5_k: the fifth bits from qh
+    Reg qh_offset;    // q5_k .u64: 16 + 16·(j%2)
+    Reg qh_offset32;  // q5_k .u32
+    Reg high_shift;   // q5_k .u32: 2c, the qh bit of sub-block 2c
+    std::uint32_t block_bytes = 144;
 };
 
 // The block at `at` (global .u64, or a streamed slot in shared memory, .u32).
@@ -82,6 +94,10 @@ Q4Weights read_q4_k(Kernel& k, Space space, Reg at, Q4Lane const& lane, Reg vali
     w.header = as_array(k.ld_vector(space, Type::u32, 4, Address(at), cache));
     Reg const qs_offset = space == Space::global ? lane.qs_offset : lane.qs_offset32;
     w.qs = as_array(k.ld_vector(space, Type::u32, 4, Address(k.add(at, qs_offset)), cache));
+    if (lane.q5) {
+        Reg const qh_offset = space == Space::global ? lane.qh_offset : lane.qh_offset32;
+        w.qh = as_array(k.ld_vector(space, Type::u32, 4, Address(k.add(at, qh_offset)), cache));
+    }
     w.record = record;
     return w;
 }
@@ -89,7 +105,7 @@ Q4Weights read_q4_k(Kernel& k, Space space, Reg at, Q4Lane const& lane, Reg vali
 Q4Weights load_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Reg block, std::uint32_t record_bytes) {
     Reg const valid = k.setp(Cmp::lt, block, row.valid_limit);
     Reg const b = k.min(block, row.last_block);
-    Reg const at = k.add(row.weights, k.mul_wide(b, 144));
+    Reg const at = k.add(row.weights, k.mul_wide(b, lane.block_bytes));
     return read_q4_k(k, Space::global, at, lane, valid, record_at(k, row, b, record_bytes));
 }
 
@@ -112,6 +128,11 @@ void multiply_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Q4Weights cons
     for (int t = 0; t < 4; ++t) {
         lo[t] = k.and_(w.qs[t], 0x0f0f0f0f);
         hi[t] = k.and_(k.shr(w.qs[t], 4), 0x0f0f0f0f);
+        if (w.qh) {  // q5_k: codes up to 31, so u8 × s8 dp4a stays exact
+            Reg const bits = k.shr((*w.qh)[t], lane.high_shift);
+            lo[t] = k.or_(lo[t], k.shl(k.and_(bits, 0x01010101), 4));
+            hi[t] = k.or_(hi[t], k.shl(k.and_(bits, 0x02020202), 3));
+        }
     }
     for (std::size_t a = 0; a < acc.size(); ++a) {
         Reg const rec = a == 0 ? w.record : k.add(w.record, row.x_row_offset[a]);
@@ -240,6 +261,83 @@ void multiply_q6_k(Kernel& k, Row const& row, Q6Weights const& w, bool residual,
     }
 }
 
+// ---- q8_0 / q4_0 ---------------------------------------------------------------------------------
+
+// One lane's 32-value block: its codes as words of bytes in value order (q8_0: s8; q4_0: u8
+// nibbles, low values then high), d (.f32, zero past the row's end) and the record slot.
+struct SmallWeights {
+    std::array<Reg, 8> codes;
+    Reg d;
+    Reg record;  // .u64: the block's record (x row 0)
+};
+
+// The block at `at`: qs (32 or 16 bytes) at byte 2, only 2-byte aligned, so read as the aligned
+// words below it and, for blocks whose qs start at 2 mod 4, re-assembled with the halfword after.
+SmallWeights load_small(Kernel& k, DType type, Row const& row, Reg block, std::uint32_t record_bytes) {
+    bool const q8 = type == DType::q8_0;
+    unsigned const words = q8 ? 8 : 4;
+    Reg const valid = k.setp(Cmp::lt, block, row.valid_limit);
+    Reg const b = k.min(block, row.last_block);
+    Reg const at = k.add(row.weights, k.mul_wide(b, static_cast<std::uint32_t>(size_of(type))));
+    Reg const qs = k.add(at, 2);
+    Reg const misalignment = k.and_(qs, 2);
+    Reg const misaligned = k.setp(Cmp::ne, misalignment, 0);
+    Reg const aligned = k.sub(qs, misalignment);
+    std::vector<Reg> raw;
+    for (unsigned i = 0; i < words; ++i)
+        raw.push_back(k.ld(Space::global, Type::u32, Address(aligned, 4 * static_cast<int>(i)), Cache::nc));
+    // Only a misaligned block needs (and loads) the halfword after: the block's last two bytes, which
+    // end it, so a word there would read past the last block.
+    Reg const after = k.reg(Type::u32);
+    Address const next(aligned, 4 * static_cast<int>(words));
+    k.predicated(misaligned, true, [&] { k.ld(after, Space::global, Type::u16, next, Cache::nc); });
+    raw.push_back(after);
+    Reg const select = k.selp(0x5432, 0x3210, misaligned, Type::u32);
+    SmallWeights w;
+    for (unsigned i = 0; i < words; ++i) {
+        Reg const word = k.prmt(raw[i], raw[i + 1], select);
+        if (q8) {
+            w.codes[i] = word;
+        } else {
+            w.codes[i] = k.and_(word, 0x0f0f0f0f);
+            w.codes[4 + i] = k.and_(k.shr(word, 4), 0x0f0f0f0f);
+        }
+    }
+    Reg const d_half = k.reg(Type::f16);
+    k.ld(d_half, Space::global, Type::b16, Address(at), Cache::nc);
+    // A block past the row's end re-reads the last one with its scale zeroed (no branch, no load
+    // out of range); its record exists, since the last record has all eight slots.
+    w.d = k.selp(k.cvt(Type::f32, d_half), 0.0f, valid, Type::f32);
+    w.record = k.add(row.records, k.mul_wide(k.shr(b, 3), record_bytes));
+    return w;
+}
+
+// Σ over the block's 32 values, per row of x: dp4a on the record's main (and residual) quants, q4_0's
+// −8 as 8·Σx from the slot, then acc += that · (d · d_x).
+void multiply_small(Kernel& k, DType type, Row const& row, Reg lane_slot, SmallWeights const& w, bool residual,
+                    std::vector<Reg> const& acc) {
+    bool const q8 = type == DType::q8_0;
+    for (std::size_t a = 0; a < acc.size(); ++a) {
+        Reg const rec = a == 0 ? w.record : k.add(w.record, row.x_row_offset[a]);
+        Reg const quants = k.add(rec, k.mul_wide(k.shl(lane_slot, 5), 1));
+        auto const slot = as_array(
+            k.ld_vector(row.space, Type::b32, 4, Address(k.add(rec, k.mul_wide(k.shl(lane_slot, 4), 1)), 512),
+                        record_cache(row)));
+        auto const term = [&](int offset, Reg sum, Reg x_scale) {
+            Cache const cache = record_cache(row);
+            auto const x0 = as_array(k.ld_vector(row.space, Type::b32, 4, Address(quants, offset), cache));
+            auto const x1 = as_array(k.ld_vector(row.space, Type::b32, 4, Address(quants, offset + 16), cache));
+            Reg s = k.mov(Type::s32, 0);
+            for (int t = 0; t < 4; ++t) s = k.dp4a(w.codes[t], x0[t], s, q8, true);
+            for (int t = 0; t < 4; ++t) s = k.dp4a(w.codes[4 + t], x1[t], s, q8, true);
+            if (!q8) s = k.sub(s, k.shl(k.bitcast(Type::s32, sum), 3));
+            k.fma(acc[a], k.cvt(Type::f32, s), k.mul(w.d, k.bitcast(Type::f32, x_scale)), acc[a]);
+        };
+        term(0, slot[0], slot[2]);
+        if (residual) term(256, slot[1], slot[3]);
+    }
+}
+
 // ---- fused activation quantization (into shared memory) -----------------------------------------
 
 // One warp's q8 block of 256 values, lane L holding values 8L..8L+7: q = rni(x·127/amax), d = amax/127.
@@ -287,8 +385,9 @@ void quantize_record(Kernel& k, DType weight, bool residual, Reg x, Reg index, R
         res.sum = k.mov(Type::s32, 0);
     }
     std::array<Reg, 2> const d_pair{main.d, res.d};
-    if (weight == DType::q4_k) {
-        // Producer lane L: consumer lane j = 2c + s (c = L/8, s = (L/2)%2), piece hi = (L/4)%2, byte 8·(L%2).
+    if (weight != DType::q6_k) {
+        // q4_k, q5_k: producer lane L: consumer lane j = 2c + s (c = L/8, s = (L/2)%2), piece
+        // hi = (L/4)%2, byte 8·(L%2).
         Reg const c = k.shr(lane, 3);
         Reg const hi = k.and_(k.shr(lane, 2), 1);
         Reg const s = k.and_(k.shr(lane, 1), 1);
@@ -368,9 +467,15 @@ void fill_slot(Kernel& k, Ring& ring, Reg weights, Reg n, Reg row_bytes32, Reg s
 }  // namespace
 
 Kernel quant_gemv(QuantGemvConfig const& config) {
-    bool const q4 = config.weight == DType::q4_k;
-    if (!q4 && config.weight != DType::q6_k)
-        throw BuildError("ptx kernels: quant_gemv takes q4_k or q6_k weights, not " + std::string(to_string(config.weight)));
+    // q4 is q4_k's lane layout, which q5_k shares.
+    bool const q4 = config.weight == DType::q4_k || config.weight == DType::q5_k;
+    bool const small = small_block_weights(config.weight);
+    if (!q4 && !small && config.weight != DType::q6_k)
+        throw BuildError("ptx kernels: quant_gemv takes q4_k, q5_k, q6_k, q8_0 or q4_0 weights, not " +
+                         std::string(to_string(config.weight)));
+    if (small && config.fused)
+        throw BuildError("ptx kernels: quant_gemv takes " + std::string(to_string(config.weight)) +
+                         " weights with activation records only (not fused)");
     if (config.rows < 1 || config.rows > 8)
         throw BuildError("ptx kernels: quant_gemv handles 1 to 8 rows of x, not " + std::to_string(config.rows));
     if (config.warps < 1 || config.warps > 32)
@@ -400,7 +505,7 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
     Reg const row_step = k.mul(k.special(Special::nctaid_x), config.warps);
     Label const done = k.label();
 
-    std::uint32_t const block_bytes = q4 ? 144 : 210;
+    auto const block_bytes = static_cast<std::uint32_t>(size_of(config.weight));
     auto const record_bytes = static_cast<std::uint32_t>(activation_record_bytes(config.weight));
     Reg const row_bytes = k.mul_wide(blocks, block_bytes);
     auto const slot_bytes = static_cast<std::uint32_t>(quant_gemv_slot_bytes(config.weight));
@@ -444,10 +549,11 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
         records_base = records;
     }
 
-    unsigned const lanes_per_block = q4 ? 8 : 16;
+    unsigned const lanes_per_block = small ? 1 : q4 ? 8 : 16;
     unsigned const group = 32 / lanes_per_block;  // blocks per warp step
-    Reg const j = k.and_(lane, lanes_per_block - 1);
-    Reg const first_block = k.shr(lane, q4 ? 3 : 4);
+    // The lane's part of a block, or (small blocks) its slot in a record: blocks b ≡ lane (mod 8).
+    Reg const j = small ? k.and_(lane, 7) : k.and_(lane, lanes_per_block - 1);
+    Reg const first_block = small ? lane : k.shr(lane, q4 ? 3 : 4);
 
     if (config.fused) {
         row.records = k.add(records_base, k.shl(j, 4));
@@ -455,8 +561,11 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
         row.x_row_offset.push_back(Reg{});
         for (unsigned a = 1; a < config.rows; ++a) row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
     } else {
-        row.records = k.add(records_base, k.mul_wide(j, 16));
-        Reg const x_row_stride = k.mul_wide(blocks, record_bytes);
+        // Small blocks address the record (b/8) and take the lane's slot in multiply_small.
+        row.records = small ? records_base : k.add(records_base, k.mul_wide(j, 16));
+        // A row of x takes one record per 256 values: blocks (small: ceil(blocks/8)).
+        Reg const records_per_row = small ? k.shr(k.add(blocks, 7), 3) : blocks;
+        Reg const x_row_stride = k.mul_wide(records_per_row, record_bytes);
         row.x_row_offset.push_back(Reg{});
         for (unsigned a = 1; a < config.rows; ++a) row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
     }
@@ -471,9 +580,16 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
         q4_lane.upper = k.setp(Cmp::ge, c, 2);
         q4_lane.shift = k.shl(k.and_(c, 1), 4);
         q4_lane.shift_hi = k.add(q4_lane.shift, 8);
-        q4_lane.qs_offset32 = k.add(k.shl(j, 4), 16);
+        q4_lane.block_bytes = block_bytes;
+        q4_lane.q5 = config.weight == DType::q5_k;
+        q4_lane.qs_offset32 = k.add(k.shl(j, 4), q4_lane.q5 ? 48 : 16);
         q4_lane.qs_offset = k.cvt(Type::u64, q4_lane.qs_offset32);
-    } else {
+        if (q4_lane.q5) {
+            q4_lane.qh_offset32 = k.add(k.shl(k.and_(j, 1), 4), 16);
+            q4_lane.qh_offset = k.cvt(Type::u64, q4_lane.qh_offset32);
+            q4_lane.high_shift = k.shl(c, 1);
+        }
+    } else if (!small) {
         Reg const h = k.shr(j, 3);
         Reg const l0 = k.shl(k.and_(j, 7), 2);
         q6_lane.shared = {.ql = k.fma(h, 64, l0),
@@ -515,7 +631,13 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
         Reg const it = k.reg(Type::u32);
         k.for_range(it, 0, blocks, step, [&] {
             Reg const base = k.add(it, first_block);
-            if (q4) {
+            if (small) {
+                std::vector<SmallWeights> ws;
+                for (unsigned u = 0; u < config.unroll; ++u)
+                    ws.push_back(
+                        load_small(k, config.weight, row, u == 0 ? base : k.add(base, u * group), record_bytes));
+                for (auto const& w : ws) multiply_small(k, config.weight, row, j, w, config.residual, acc);
+            } else if (q4) {
                 std::vector<Q4Weights> ws;
                 for (unsigned u = 0; u < config.unroll; ++u)
                     ws.push_back(load_q4_k(k, row, q4_lane, u == 0 ? base : k.add(base, u * group), record_bytes));

@@ -35,10 +35,16 @@ void run(ShaderRunner& r, op::Gather const& g, OpViews const& v) {
     bool const scatter = g.op == Op::index_copy;
     TensorView const &read = v.in[0], &ids = v.in[1], &written = v.out[0];
     std::size_t const entry_bytes = bytes_for(read.dtype, g.row);
-    Binding const bt = r.bind(read, read.bytes(), Access::read, scatter ? "index_copy source" : "gather table");
+    // Rows of q6_k, q8_0 or q4_0 blocks may start 2 bytes past a word: bound from the word (the
+    // shader copies 2-byte chunks there).
+    auto const bind = [&](TensorView const& view, Access access, char const* what) {
+        return is_weight_block_type(view.dtype) ? bind_blocks(r, view, view.bytes(), access, what)
+                                                : r.bind(view, view.bytes(), access, what);
+    };
+    Binding const bt = bind(read, Access::read, scatter ? "index_copy source" : "gather table");
     Binding const bi = r.bind(ids, ids.bytes(), Access::read, "gather ids");
     // index_copy leaves dst's other entries as they are: bound for writing, read by nothing.
-    Binding const bo = r.bind(written, written.bytes(), Access::write, scatter ? "index_copy destination" : "gather output");
+    Binding const bo = bind(written, Access::write, scatter ? "index_copy destination" : "gather output");
     std::uint32_t const chunk = detail::gather_chunk_bytes(entry_bytes, bt.offset, bo.offset);
     GatherPush push;
     push.total = static_cast<std::uint32_t>((scatter ? read : written).bytes() / chunk);

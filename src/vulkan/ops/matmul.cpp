@@ -3,9 +3,9 @@
 // otherwise the shared-memory tiled GEMM (shaders/matmul_tiled.glsl) for f32, f16 and bf16
 // operands, mixed f32 x f16/bf16 included; the cooperative-matrix GEMM (shaders/matmul_coopmat.comp)
 // for f16 x f16 where the device has VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix with the
-// 16x8x16 shape. linear with q4_k / q6_k weights: few rows of x take the f32 K-quant GEMV
-// (quantization.cpp); more rows decode the weights into an f32 scratch copy for the f32 GEMMs, or,
-// where that copy would not fit one binding, into the tiled GEMM's tiles.
+// 16x8x16 shape. linear with block-quantized weights (q4_k, q5_k, q6_k, q8_0, q4_0): few rows of x
+// take the f32 K-quant GEMV (quantization.cpp); more rows decode the weights into an f32 scratch
+// copy for the f32 GEMMs, or, where that copy would not fit one binding, into the tiled GEMM's tiles.
 #include <algorithm>
 #include <array>
 #include <mutex>
@@ -146,7 +146,6 @@ std::optional<GemmTile> large_gemm_tile(op::MatmulShape shape, std::uint32_t max
     return std::nullopt;
 }
 
-bool is_kquant(DType t) { return t == DType::q4_k || t == DType::q6_k; }
 bool is_floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
 // How one matmul runs on this device.
@@ -159,7 +158,7 @@ struct MatmulPlan {
 
 MatmulPlan plan_matmul(ShaderRunner const& r, op::MatmulShape shape, DType a, DType b) {
     auto const& limits = r.limits();
-    bool const quantized = is_kquant(b);
+    bool const quantized = is_weight_block_type(b);
     MatmulPlan plan;
     // Many rows of x against K-quant weights: the weights decoded once, exactly, into an f32
     // scratch copy that the f32 GEMM multiplies, where that copy fits one binding.
@@ -184,14 +183,15 @@ Support supports(ShaderRunner const& r, op::Matmul const& d, OpViews const& v) {
                                                   [&](auto const& op, OpViews const& views) { return supports(r, op, views); });
     auto const& shape = d.shape;
     DType const a = v.in[0].dtype, b = v.in[1].dtype;
-    bool const quantized = is_kquant(b);
+    bool const quantized = is_weight_block_type(b);
     bool const same = a == b && is_floating(a);
     bool const mixed = a == DType::f32 && (b == DType::f16 || b == DType::bf16 || quantized);
     if (v.out[0].dtype != DType::f32 || (!same && !mixed))
         return Support::no("vulkan matmul: " + std::string(rayo::to_string(a)) + " x " + std::string(rayo::to_string(b)) +
                            " -> " + std::string(rayo::to_string(v.out[0].dtype)) + " is not a supported combination");
-    if (quantized && (!shape.b_transposed || shape.k % quant_block_values != 0))
-        return Support::no("vulkan matmul: K-quant weights are taken by linear(x, w) with rows of whole blocks");
+    if (quantized && (!shape.b_transposed || shape.k % block_elements(b) != 0))
+        return Support::no("vulkan matmul: block-quantized weights are taken by linear(x, w) with rows of whole "
+                           "blocks");
     if (!detail::all_contiguous(v)) return Support::no("vulkan matmul takes contiguous operands");
     if (shape.m == 0 || shape.n == 0 || (quantized && shape.m <= kquant_gemv_max_rows)) return Support::yes();
     MatmulPlan const plan = plan_matmul(r, shape, a, b);
@@ -218,10 +218,10 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
     TensorView const &a = v.in[0], &b = v.in[1], &out = v.out[0];
     TensorView const* bias_view = v.in.size() > 2 && v.in[2].present ? &v.in[2] : nullptr;  // linear's
     if (shape.m == 0 || shape.n == 0) return;
-    bool const quantized = is_kquant(b.dtype);
+    bool const quantized = is_weight_block_type(b.dtype);
     std::string const what = std::string(to_string(d.op)) + " with k = " + std::to_string(shape.k);
     if (quantized && shape.m <= kquant_gemv_max_rows) {
-        r.check_loop_budget(shape.k / quant_block_values + 64, what);  // a block a step at most
+        r.check_loop_budget(shape.k / block_elements(b.dtype) + 64, what);  // a block a step at most
         linear_kquant_gemv(r, shape, a, b, bias_view, out);
         return;
     }
@@ -231,7 +231,10 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
     // Each operand's span: its last product's matrix starts (batch - 1) steps in.
     auto const span = [&](std::size_t step, std::size_t matrix) { return (shape.batch - 1) * step + matrix; };
     Binding const ba = r.bind(a, bytes_for(a.dtype, span(shape.a_batch, shape.m * shape.k)), Access::read, "matmul a");
-    Binding bb = r.bind(b, bytes_for(b.dtype, span(shape.b_batch, shape.k * shape.n)), Access::read, "matmul b");
+    std::size_t const b_bytes = bytes_for(b.dtype, span(shape.b_batch, shape.k * shape.n));
+    // Blocks of q6_k, q8_0 and q4_0 may start 2 bytes past a word: the decoders read bytes at any address.
+    Binding bb = quantized ? bind_blocks(r, b, b_bytes, Access::read, "matmul b")
+                           : r.bind(b, b_bytes, Access::read, "matmul b");
     Binding const bo = r.bind(out, span(shape.m * shape.n, shape.m * shape.n) * sizeof(float), Access::write, "matmul output");
     if (plan.decode_first) {
         std::size_t const decoded_bytes = shape.n * shape.k * sizeof(float);

@@ -55,13 +55,26 @@ void run(ShaderRunner&, op::Conv2d const&, OpViews const&);
 Support supports(ShaderRunner const&, op::Pool2d const&, OpViews const&);
 void run(ShaderRunner&, op::Pool2d const&, OpViews const&);
 
-// linear(x, w[, bias]) with q4_k / q6_k weights and at most kquant_gemv_max_rows rows of x
-// (quantization.cpp): the f32 K-quant GEMV, the bias (null: none) added as each output is written,
-// for matmul.cpp.
+// Whether the shaders decode blocks of `t` as linear's weights (q4_k, q5_k, q6_k, q8_0, q4_0).
+[[nodiscard]] constexpr bool is_weight_block_type(DType t) noexcept {
+    return t == DType::q4_k || t == DType::q5_k || t == DType::q6_k || t == DType::q8_0 || t == DType::q4_0;
+}
+
+// linear(x, w[, bias]) with block-quantized weights (is_weight_block_type) and at most
+// kquant_gemv_max_rows rows of x (quantization.cpp): the f32 K-quant GEMV, the bias (null: none)
+// added as each output is written, for matmul.cpp.
 inline constexpr std::size_t kquant_gemv_max_rows = 16;
 void linear_kquant_gemv(ShaderRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w,
                         TensorView const* bias, TensorView const& out);
-// Records decoding `count` values of q4_k / q6_k / q8_k blocks at `in` into f32 at `out` (quantization.cpp).
+// Records decoding `count` values of the blocks of `type` at `in` (a binding from bind_blocks) into
+// f32 at `out` (quantization.cpp).
 void record_dequantize(ShaderRunner&, Binding const& in, DType type, std::size_t count, Binding const& out);
+// `bytes` of blocks at `view` for a shader that reads them as words (quantization.cpp): q6_k, q8_0
+// and q4_0 blocks are 2-byte aligned, so the view may start 2 bytes past a word. The buffer is
+// bound from the word that holds the view's first byte, its bound size rounded up to whole words
+// (the last block's last word may end 2 bytes past it; allocations are carved at aligned offsets),
+// and the binding's offset is the view's own byte offset, which the shader gets as an address.
+[[nodiscard]] Binding bind_blocks(ShaderRunner&, TensorView const& view, std::size_t bytes, Access access,
+                                  char const* what);
 
 }  // namespace rayo::vulkan::ops

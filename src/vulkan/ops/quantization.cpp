@@ -1,7 +1,8 @@
-// The quantization family on Vulkan: dequantization of q4_k / q6_k / q8_k (bit-exact with the CPU)
-// and quantization to q8_k (byte-exact); q4_k / q6_k quantization stays on the CPU. And linear(x, w)
-// with q4_k / q6_k weights for a few rows of x: an f32 GEMV (quant_gemv_body.glsl) that reads x as stored and decodes each weight in
-// registers once for all rows of x, so its cost is the weight bytes; for one row of x and q4_k
+// The quantization family on Vulkan: dequantization of q4_k / q5_k / q6_k / q8_k / q8_0 / q4_0
+// (bit-exact with the CPU) and quantization to q8_k (byte-exact); quantization to the weight types
+// stays on the CPU. And linear(x, w) with block-quantized weights for a few rows of x: an f32 GEMV
+// (quant_gemv_body.glsl) that reads x as stored and decodes each weight in registers once for all
+// rows of x, so its cost is the weight bytes; for one row of x and q4_k
 // weights, the spanning GEMV (quant_gemv_spanning.comp), which holds x in registers. The f32
 // builds do not quantize x; the spanning GEMV's integer-dot-product build, on devices that
 // accelerate 4x8-bit products, turns it into 24-bit integers per 16 values (f32's precision).
@@ -41,13 +42,25 @@ constexpr std::size_t spanning_integer_short_rows_invocations = std::size_t{1} <
 constexpr std::size_t spanning_integer_short_rows_blocks = 16;
 constexpr std::size_t spanning_batch = 2;  // the shader's BATCH
 
-bool is_block_type(DType t) { return t == DType::q4_k || t == DType::q6_k || t == DType::q8_k; }
+// The types quant_dequantize.comp decodes.
+bool is_block_type(DType t) { return is_weight_block_type(t) || t == DType::q8_k; }
 
 }  // namespace
 
+Binding bind_blocks(ShaderRunner& r, TensorView const& view, std::size_t bytes, Access access, char const* what) {
+    std::size_t const lead = view.offset % 4;
+    TensorView words = view;
+    words.offset -= lead;
+    Binding b = r.bind(words, lead + bytes, access, what);
+    b.size = (b.size + 3) / 4 * 4;
+    b.offset += lead;
+    b.bytes = bytes;
+    return b;
+}
+
 Support supports(ShaderRunner const&, op::Quantize const&, OpViews const& v) {
     if (v.in[0].dtype != DType::f32 || !is_block_type(v.out[0].dtype))
-        return Support::no("vulkan: quantize takes f32 values to K-quant blocks");
+        return Support::no("vulkan: quantize takes f32 values to blocks");
     if (v.out[0].dtype != DType::q8_k)
         return Support::no("vulkan: quantize to " + std::string(to_string(v.out[0].dtype)) +
                            " runs on the CPU (the reference's per-block search is sequential, and its bytes are the "
@@ -70,7 +83,7 @@ void run(ShaderRunner& r, op::Quantize const&, OpViews const& v) {
 
 Support supports(ShaderRunner const&, op::Dequantize const&, OpViews const& v) {
     if (!is_block_type(v.in[0].dtype) || v.out[0].dtype != DType::f32)
-        return Support::no("vulkan: dequantize takes q4_k, q6_k or q8_k blocks to f32");
+        return Support::no("vulkan: dequantize takes blocks to f32");
     if (!detail::all_contiguous(v)) return Support::no("vulkan: dequantize takes contiguous tensors");
     return Support::yes();
 }
@@ -78,7 +91,7 @@ Support supports(ShaderRunner const&, op::Dequantize const&, OpViews const& v) {
 void run(ShaderRunner& r, op::Dequantize const&, OpViews const& v) {
     TensorView const &in = v.in[0], &out = v.out[0];
     if (in.numel() == 0) return;
-    Binding const bi = r.bind(in, in.bytes(), Access::read, "dequantize input");
+    Binding const bi = bind_blocks(r, in, in.bytes(), Access::read, "dequantize input");
     Binding const bo = r.bind(out, out.numel() * sizeof(float), Access::write, "dequantize output");
     record_dequantize(r, bi, in.dtype, in.numel(), bo);
 }
@@ -96,8 +109,11 @@ void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const
     if (shape.m == 0 || shape.m > kquant_gemv_max_rows)
         throw Error("vulkan linear: the K-quant GEMV takes 1 to " + std::to_string(kquant_gemv_max_rows) +
                     " rows of x, not " + std::to_string(shape.m));
-    std::size_t const blocks = shape.k / quant_block_values;
-    std::size_t const units = 4 * blocks;  // per weight row: 64 weights each (quant_gemv_body.glsl)
+    // Per weight row: K-quant blocks of 4 units of 64 weights, or q8_0 / q4_0 blocks of one unit of
+    // 32 (quant_gemv_body.glsl).
+    std::size_t const block_values = block_elements(w.dtype);
+    std::size_t const blocks = shape.k / block_values;
+    std::size_t const units = block_values == quant_block_values ? 4 * blocks : blocks;
     // Weight rows per workgroup: each x load serves them all; more rows of x need more registers
     // per weight row, so fewer (one row of x: 4 beat 2 and 1 on the H200's Q6_K GEMV,
     // docs/performance.md).
@@ -120,27 +136,21 @@ void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const
         throw Unsupported("vulkan linear: " + std::to_string(shape.n) + " weight rows need more workgroups than one "
                           "dispatch may have");
     Binding const bx = r.bind(x, shape.m * shape.k * sizeof(float), Access::read, "linear x");
-    // bind() takes views that start on a word; a view of q6_k rows may start 2 bytes past one
-    // (210-byte blocks): bind from that word, and the shader reads from the view's own address.
-    std::size_t const lead = w.offset % 4;
-    TensorView words = w;
-    words.offset -= lead;
-    Binding bw = r.bind(words, lead + bytes_for(w.dtype, shape.n * shape.k), Access::read, "linear weights");
+    // A view of q6_k, q8_0 or q4_0 rows may start 2 bytes past a word, and its last block end 2
+    // bytes before one: the shader reads the words around them, from the view's own address.
+    Binding const bw = bind_blocks(r, w, bytes_for(w.dtype, shape.n * shape.k), Access::read, "linear weights");
     Binding const bo = r.bind(out, shape.m * shape.n * sizeof(float), Access::write, "linear output");
     Binding const bb = bias ? r.bind(*bias, shape.n * sizeof(float), Access::read, "linear bias") : bo.untouched();
-    std::size_t const w_offset = bw.offset + lead;
-    if (bw.offset + bw.bytes > std::numeric_limits<std::uint32_t>::max())
-        throw Unsupported("vulkan linear: K-quant weights past byte 2^32 of their buffer (the shader's addresses are "
+    std::size_t const w_offset = bw.offset;
+    if (bw.offset + bw.bytes + 4 > std::numeric_limits<std::uint32_t>::max())
+        throw Unsupported("vulkan linear: quantized weights past byte 2^32 of their buffer (the shader's addresses are "
                           "32-bit)");
-    // q4_k blocks are read as 16-byte vectors: every view of whole blocks of a tensor keeps its
-    // 144-byte blocks 16-byte aligned (allocations are), so this only refuses a hand-made view.
-    if (w.dtype == DType::q4_k && w_offset % 16 != 0)
-        throw Unsupported("vulkan linear: q4_k weights at byte offset " + std::to_string(w_offset) +
-                          ", not a multiple of 16");
-    // A q6_k block's last field, d, is read through the 4-byte word that holds it, which for the
-    // last block of an odd count ends 2 bytes past the tensor: bind the range rounded up to words
-    // (within the allocation's buffer, whose blocks are carved at aligned offsets).
-    bw.size = (bw.size + 3) / 4 * 4;
+    // q4_k and q5_k blocks are read as 16-byte vectors: every view of whole blocks of a tensor keeps
+    // its 144- or 176-byte blocks 16-byte aligned (allocations are), so this only refuses a
+    // hand-made view.
+    if ((w.dtype == DType::q4_k || w.dtype == DType::q5_k) && w_offset % 16 != 0)
+        throw Unsupported("vulkan linear: " + std::string(to_string(w.dtype)) + " weights at byte offset " +
+                          std::to_string(w_offset) + ", not a multiple of 16");
     GemvParams const params{static_cast<std::uint32_t>(shape.n),
                             static_cast<std::uint32_t>(blocks),
                             static_cast<std::uint32_t>(w_offset),

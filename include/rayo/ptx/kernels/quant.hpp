@@ -1,4 +1,4 @@
-// K-quant kernels (q4_k, q6_k, q8_k; layouts in rayo/quant.hpp) as generated PTX:
+// Block-quant kernels (q4_k, q5_k, q6_k, q8_k, q8_0, q4_0; layouts in rayo/quant.hpp) as generated PTX:
 //
 //   * dequantize        blocks -> f32, bit for bit the CPU's floats (same f16 -> f32 conversion, the same
 //                       f32 products and differences in the same order, no fused multiply-add);
@@ -6,7 +6,7 @@
 //   * quantize_activations + quant_gemv
 //                       linear(x, w) for a few rows of x (decoding): x is quantized on the device into int8
 //                       records laid out for the GEMV's lanes, then every weight byte is read once and
-//                       multiplied with dp4a;
+//                       multiplied with dp4a (q4_k, q5_k, q6_k, q8_0, q4_0);
 //   * quant_gemv_spanning
 //                       linear(x, w) for one row of x: each thread's share of x loaded, quantized and
 //                       held in registers, the weights loaded straight into registers (q4_k) or
@@ -35,16 +35,20 @@ namespace rayo::ptx::kernels {
 
 // ---- dequantize ---------------------------------------------------------------------------------
 
-// Parameters: (u64 blocks, u64 out, u32 count): `count` blocks of `type` -> count·256 f32 values
-// (or f16: each f32 value rounded to nearest). One warp decodes one block (each lane 8 values);
-// launch ceil(count / (threads/32)) blocks of `threads` threads. `out` must be 16-byte aligned;
-// q4_k blocks 16-byte, q8_k 4-byte, q6_k 2-byte.
+// Parameters: (u64 blocks, u64 out, u32 count): `count` blocks of `type` -> count·256 (q8_0, q4_0:
+// count·32) f32 values (or f16: each f32 value rounded to nearest). One warp decodes one 256-value
+// block (each lane 8 values), or eight q8_0 / q4_0 blocks (four lanes a block);
+// launch ceil(count / (dequantize_blocks_per_warp(type)·threads/32)) blocks of `threads` threads.
+// `out` must be 16-byte aligned; q4_k and q5_k blocks 16-byte, q8_k 4-byte, q6_k, q8_0, q4_0 2-byte.
 struct RAYO_API DequantizeConfig {
-    DType type = DType::q4_k;  // q4_k, q6_k or q8_k
+    DType type = DType::q4_k;  // q4_k, q5_k, q6_k, q8_k, q8_0 or q4_0
     unsigned threads = 256;    // a multiple of 32, at most 1024
     Type output = Type::f32;   // f32, or f16 (what the K-quant GEMM on Hopper multiplies)
 };
 [[nodiscard]] RAYO_API Kernel dequantize(DequantizeConfig const& config);
+constexpr unsigned dequantize_blocks_per_warp(DType type) noexcept {
+    return type == DType::q8_0 || type == DType::q4_0 ? 8 : 1;
+}
 
 // ---- q8_k quantization --------------------------------------------------------------------------
 
@@ -76,18 +80,33 @@ struct RAYO_API QuantizeQ8Config {
 //   128h + 32i + l0 + t (i, t = 0..3), h = j/8, l0 = 4·(j%8).
 //   [0, 512)    quants: piece p (0: main, 1: residual), lane j, 16 bytes (i = 0..3) at 256p + 16j
 //   [512, 768)  lane j's slot at 512 + 16j: f32 d_main, f32 d_residual, 8 bytes unused
+// q5_k weights: q4_k's layout (the fifth bits change the codes, not which values a lane takes).
+// q8_0 / q4_0 weights (640 bytes): lane j (0..7) takes values [32j, 32j+32), one weight block.
+//   [0, 256)    main quants in value order (lane j's at 32j), [256, 512) residual quants
+//   [512, 640)  lane j's slot at 512 + 16j: s32 Σ of its 32 main quants, s32 Σ of the residual
+//               ones (q4_0's −8), f32 d_main, f32 d_residual
+//   A row of x whose length (k, a multiple of 32) is not a multiple of 256 takes ceil(k/256) records,
+//   its last one quantized from the values zero-padded to 256 (which changes neither scale nor codes).
 // Without the residual, its quants are left unwritten (never read) and its sums and d are zero.
 constexpr std::size_t activation_record_bytes(DType weight) noexcept { return weight == DType::q6_k ? 768 : 640; }
+constexpr bool small_block_weights(DType weight) noexcept { return weight == DType::q8_0 || weight == DType::q4_0; }
 
 // Parameters: (u64 x, u64 records, u32 count): count·256 f32 values (16-byte aligned) -> `count`
-// records (16-byte aligned). One warp per record; launch as dequantize.
+// records (16-byte aligned). One warp per record; launch as dequantize (one block per warp).
+// q8_0 / q4_0 layouts take a fourth parameter, u32 k: x is rows of k values (k a multiple of 32)
+// and record r is row r / ceil(k/256)'s chunk r % ceil(k/256), zero-padded past k.
 struct RAYO_API QuantActivationsConfig {
-    DType weight = DType::q4_k;  // the layout: q4_k or q6_k
+    DType weight = DType::q4_k;  // the layout: q4_k (also q5_k's), q6_k, or q8_0 / q4_0 (one layout)
     bool residual = true;        // false: main only (ggml's single q8_k, ~0.5-5% error on linear)
     unsigned threads = 256;
 };
 [[nodiscard]] RAYO_API Kernel quantize_activations(QuantActivationsConfig const& config);
 
+// q5_k weights take every form of q4_k's (lane j also loads qh bytes [16·(j%2), +16) and ORs each
+// code's fifth bit in; codes up to 31 keep dp4a exact). q8_0 / q4_0 weights take the records form
+// only (not fused): one lane a block (32 values, the 2-byte aligned bytes loaded as aligned words
+// re-assembled by prmt, as q6_k's), 32 blocks a warp step, record b/8 slot b%8, dp4a s8×s8 (q8_0)
+// or u8×s8 minus 8·Σx (q4_0), then f32 by d·d_x; blocks_per_row counts 32-value blocks.
 // Parameters: (u64 w, u64 records, u64 out, u32 n, u32 blocks_per_row):
 // out[a, r] = Σ_k x[a, k]·w[r, k] for a < rows, r < n, with w [n rows of blocks_per_row blocks of
 // `weight`], records from quantize_activations (rows·blocks_per_row of them) and out f32 [rows, n].
@@ -112,7 +131,7 @@ struct RAYO_API QuantActivationsConfig {
 // follows x's records in dynamic shared memory (quant_gemv_shared_bytes). Needs 16-byte aligned
 // weight rows: q4_k always (144-byte blocks), q6_k when blocks_per_row is a multiple of 8.
 struct RAYO_API QuantGemvConfig {
-    DType weight = DType::q4_k;  // q4_k or q6_k
+    DType weight = DType::q4_k;  // q4_k, q5_k, q6_k, q8_0 or q4_0 (the last two: not fused)
     unsigned rows = 1;           // rows of x, 1..8: each lane keeps one accumulator per row
     bool residual = true;        // must match the records
     unsigned warps = 4;          // warps per block (1..32)
@@ -127,7 +146,7 @@ constexpr std::size_t quant_gemv_fused_shared_bytes(DType weight, unsigned rows,
 // Blocks per slot of the streamed GEMV's ring, and the slot's bytes.
 constexpr unsigned quant_gemv_slot_blocks = 8;
 constexpr std::size_t quant_gemv_slot_bytes(DType weight) noexcept {
-    return quant_gemv_slot_blocks * (weight == DType::q4_k ? 144u : 210u);
+    return quant_gemv_slot_blocks * static_cast<unsigned>(size_of(weight));
 }
 // The dynamic shared memory a fused GEMV launch needs: x's records, then (streamed) the warps' rings.
 constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std::size_t blocks_per_row) noexcept {
