@@ -11,6 +11,7 @@ token id that is not a number).
 """
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,8 @@ def main() -> int:
     overcommit = Path("/proc/sys/vm/overcommit_memory")
     if overcommit.exists() and overcommit.read_text().strip() == "1":
         print("skipped KV cache out of memory: vm.overcommit_memory is 1")
+    elif "ASAN_OPTIONS" in os.environ:
+        print("skipped KV cache out of memory: AddressSanitizer's allocator aborts on a 2 TiB request")
     else:
         wide = work / "wide"
         subprocess.run([sys.executable, HERE / "make_model.py", "--type", "f16", "--out", wide, "--no-reference",
