@@ -99,11 +99,14 @@ def quantize_q4_k(x: np.ndarray) -> np.ndarray:
     return _chunked(_quantize_q4_k_blocks, x, Q4_K_BYTES)
 
 
-def _quantize_q4_k_blocks(x: np.ndarray) -> np.ndarray:
+def _k4_codes(x: np.ndarray, top: int):
+    """q4_k's and q5_k's simple quantizer: each 32-value sub-block's range [min(0, min x), max x] as
+    top + 1 levels, the sub-block factors in 6 bits against f16 super-scales. Returns (d, dmin,
+    packed scales (n, 12), codes (n, 8, 32) in 0..top)."""
     v = x.reshape(-1, 8, 32)
     lo = np.minimum(v.min(axis=2), 0.0)                # (n, 8): offsets are never positive
     hi = v.max(axis=2)
-    scale = (hi - lo) / np.float32(15)                 # step of the 16 levels
+    scale = (hi - lo) / np.float32(top)                # step of the levels
     mins = -lo                                         # positive offset subtracted on dequantization
     max_scale, max_min = scale.max(axis=1), mins.max(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -115,11 +118,16 @@ def _quantize_q4_k_blocks(x: np.ndarray) -> np.ndarray:
     offset = dmin[:, None] * lm.astype(np.float32)
     with np.errstate(divide="ignore", invalid="ignore"):
         q = np.rint((v + offset[:, :, None]) / step[:, :, None])
-    q = np.where(step[:, :, None] > 0, np.clip(q, 0, 15), 0).astype(np.uint8)
-    out = np.zeros((v.shape[0], Q4_K_BYTES), dtype=np.uint8)
+    q = np.where(step[:, :, None] > 0, np.clip(q, 0, top), 0).astype(np.uint8)
+    return d, dmin, _pack_q4_k_scales(ls, lm), q
+
+
+def _quantize_q4_k_blocks(x: np.ndarray) -> np.ndarray:
+    d, dmin, scales, q = _k4_codes(x, 15)
+    out = np.zeros((q.shape[0], Q4_K_BYTES), dtype=np.uint8)
     _put_f16(out, 0, d)
     _put_f16(out, 2, dmin)
-    out[:, 4:16] = _pack_q4_k_scales(ls, lm)
+    out[:, 4:16] = scales
     q = q.reshape(-1, 4, 2, 32)
     out[:, 16:] = (q[:, :, 0, :] | (q[:, :, 1, :] << 4)).reshape(-1, 128)
     return out
@@ -150,25 +158,11 @@ def quantize_q5_k(x: np.ndarray) -> np.ndarray:
 
 
 def _quantize_q5_k_blocks(x: np.ndarray) -> np.ndarray:
-    v = x.reshape(-1, 8, 32)
-    lo = np.minimum(v.min(axis=2), 0.0)
-    hi = v.max(axis=2)
-    scale, mins = (hi - lo) / np.float32(31), -lo
-    max_scale, max_min = scale.max(axis=1), mins.max(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ls = np.where(max_scale[:, None] > 0, np.minimum(63, np.rint(np.float32(63) / max_scale[:, None] * scale)), 0)
-        lm = np.where(max_min[:, None] > 0, np.minimum(63, np.rint(np.float32(63) / max_min[:, None] * mins)), 0)
-    ls, lm = ls.astype(np.int32), lm.astype(np.int32)
-    d, dmin = _f16(max_scale / np.float32(63)), _f16(max_min / np.float32(63))
-    step = d[:, None] * ls.astype(np.float32)
-    offset = dmin[:, None] * lm.astype(np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.rint((v + offset[:, :, None]) / step[:, :, None])
-    q = np.where(step[:, :, None] > 0, np.clip(q, 0, 31), 0).astype(np.uint8)  # (n, 8, 32)
-    out = np.zeros((v.shape[0], Q5_K_BYTES), dtype=np.uint8)
+    d, dmin, scales, q = _k4_codes(x, 31)
+    out = np.zeros((q.shape[0], Q5_K_BYTES), dtype=np.uint8)
     _put_f16(out, 0, d)
     _put_f16(out, 2, dmin)
-    out[:, 4:16] = _pack_q4_k_scales(ls, lm)
+    out[:, 4:16] = scales
     high = (q >> 4) & 1
     out[:, 16:48] = sum((high[:, j, :] << j) for j in range(8)).astype(np.uint8)
     low = (q & 0x0F).reshape(-1, 4, 2, 32)
