@@ -78,10 +78,10 @@ std::int32_t Sampler::sample(std::span<float const> logits) {
     }
     // The penalty, once for each token in the window.
     if (params_.repetition_penalty != 1.0f) {
-        std::vector<std::int32_t> seen(recent_.begin(), recent_.end());
-        std::sort(seen.begin(), seen.end());
-        seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-        for (std::int32_t id : seen) {
+        seen_.assign(recent_.begin(), recent_.end());
+        std::sort(seen_.begin(), seen_.end());
+        seen_.erase(std::unique(seen_.begin(), seen_.end()), seen_.end());
+        for (std::int32_t id : seen_) {
             if (id < 0 || static_cast<std::size_t>(id) >= candidates_.size()) continue;
             float& l = candidates_[static_cast<std::size_t>(id)].first;
             l = l > 0 ? l / params_.repetition_penalty : l * params_.repetition_penalty;
@@ -102,7 +102,8 @@ std::int32_t Sampler::sample(std::span<float const> logits) {
 
         // Probabilities at temperature 1 for top-p and min-p.
         double const best = candidates_.front().first;
-        std::vector<double> p(keep);
+        std::vector<double>& p = weights_;
+        p.resize(keep);
         double sum = 0;
         for (std::size_t i = 0; i < keep; ++i) sum += p[i] = std::exp(double(candidates_[i].first) - best);
         if (params_.top_p < 1.0f) {
@@ -116,8 +117,8 @@ std::int32_t Sampler::sample(std::span<float const> logits) {
             while (n < keep && p[n] >= params_.min_p * p[0]) ++n;
             keep = n;
         }
-        // The draw at the temperature.
-        std::vector<double> w(keep);
+        // The draw at the temperature (over p's storage: top-p and min-p are done with it).
+        std::vector<double>& w = weights_;
         double total = 0;
         for (std::size_t i = 0; i < keep; ++i)
             total += w[i] = std::exp((double(candidates_[i].first) - best) / params_.temperature);

@@ -60,7 +60,10 @@ private:
     SamplingParams params_;
     std::uint64_t state_[4] = {};
     std::deque<std::int32_t> recent_;
-    std::vector<std::pair<float, std::int32_t>> candidates_;  // reused between calls
+    // Reused between calls, so that sampling allocates nothing once warm.
+    std::vector<std::pair<float, std::int32_t>> candidates_;
+    std::vector<double> weights_;
+    std::vector<std::int32_t> seen_;
 };
 
 }  // namespace rayo::llm
