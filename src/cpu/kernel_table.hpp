@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "rayo/cpu/attention_tile.hpp"
+#include "rayo/cpu/block32_gemm_args.hpp"
 #include "rayo/cpu/convolution_args.hpp"
 #include "rayo/cpu/gemm_args.hpp"
 #include "rayo/cpu/quant_activation.hpp"
@@ -103,6 +104,14 @@ struct KernelTable {
     // `row_bytes` apart, each `blocks` blocks long (for q8_0 / q4_0 eight blocks share one of x's).
     void (*quant_gemv)(DType type, void const* w, std::size_t row_bytes, std::size_t rows, QuantActivation const* x,
                        std::size_t blocks, float* y, bool residual);
+    // Many rows of x times q8_0 / q4_0 weights in integers (include/rayo/cpu/block32_gemm.hpp):
+    // x -> 16-bit codes and a scale per 32 values (`values` a multiple of 32), and one thread's
+    // rows [i0, i1) x columns [j0, j1) of C with its packing buffer (block32::packed_bytes(j1 − j0),
+    // 64-byte aligned). Only where the CPU has AVX-512 VNNI; null elsewhere, where the
+    // decoded-panel GEMM serves.
+    void (*block32_quantize_x)(float const* x, std::size_t values, std::int16_t* codes, float* scales);
+    void (*block32_gemm_region)(Block32GemmArgs const& args, std::size_t i0, std::size_t i1, std::size_t j0,
+                                std::size_t j1, unsigned char* packed);
 };
 
 // One per ISA, each in its own namespace and TU (kernels_<isa>.cpp); only those the build

@@ -61,6 +61,8 @@ constexpr KernelTable make_kernel_table(CpuArch arch) {
         .dequantize = &kquant::dequantize_kernel<A>,
         .quantize_activations = &kquant::quantize_activations_kernel<A>,
         .quant_gemv = &kquant::quant_gemv_kernel<A, Vnni>,
+        .block32_quantize_x = nullptr,  // set by the AVX-512 VNNI table (kernels_avx512.cpp)
+        .block32_gemm_region = nullptr,
     };
 }
 

@@ -402,6 +402,34 @@ void check_kquant_linear(CaseContext& ctx) {
             ctx.expect_guards(biased);
         }
     }
+    // A row of x holding NaN or +Inf makes that row's outputs non-finite and leaves the other rows
+    // as they are, on each path (one row of x, a few, many).
+    for (std::size_t const m : {std::size_t{1}, std::size_t{3}, std::size_t{20}}) {
+        std::size_t const n = 33, k = 512;
+        if (!fits(ctx, {m, n, k})) continue;
+        SCOPED_TRACE("non-finite x, " + std::to_string(m) + " rows");
+        Tensor<W> const w = quantize<W>(Tensor<float>::from(ctx.values(n * k, {-1, 1}, Specials::none), {n, k})).to(ctx.device());
+        std::vector<float> const clean = activation_like(m, k, ctx.seed() + 11);
+        std::vector<float> poisoned = clean;
+        poisoned[5] = std::numeric_limits<float>::quiet_NaN();                     // row 0
+        poisoned[(m - 1) * k + 300] = std::numeric_limits<float>::infinity();       // the last row
+        Guarded<float> out = ctx.output<float>(Shape{m, n}, 1), want = ctx.output<float>(Shape{m, n}, 2);
+        bool ran = false;
+        ctx.attempt([&] {
+            linear_into(ctx.input(poisoned, Shape{m, k}, 0), w, out.tensor());
+            linear_into(ctx.input(clean, Shape{m, k}, 0), w, want.tensor());
+            ran = true;
+        });
+        if (!ran) continue;
+        std::vector<float> const got = out.values(), expected = want.values();
+        for (std::size_t i = 0; i < m; ++i)
+            for (std::size_t j = 0; j < n; ++j) {
+                float const v = got[i * n + j], e = expected[i * n + j];
+                if (i == 0 || i == m - 1) EXPECT_FALSE(std::isfinite(v)) << "row " << i << " column " << j << ": " << v;
+                else EXPECT_NEAR(v, e, 1e-5 * (1 + std::abs(e))) << "row " << i << " column " << j;
+            }
+        ctx.expect_guards(out);
+    }
 }
 
 // swiglu_linear and rms_norm_linear: the input formed in float64 from the stored operands (silu(gate)

@@ -47,6 +47,14 @@ template <class A> void quantize_activations_kernel(float const* x, QuantActivat
     for (std::size_t b = 0; b < count; ++b, x += quant_block_values) {
         QuantActivation& act = out[b];
         quantize_q8_k_kernel<A>(x, &act.main, 1);
+        // Σ (x − x) is 0, or NaN where the block holds a NaN or ±Inf, which the codes cannot carry:
+        // it goes into the scales, so that the products with this block are NaN, not finite.
+        B poison(0.0f);
+        for (std::size_t i = 0; i < quant_block_values; i += B::size) {
+            B const v = B::load_unaligned(x + i);
+            poison += v - v;
+        }
+        act.main.d += xsimd::hadd(poison);
         for (std::size_t g = 0; g < 16; ++g) act.sums16[g] = act.main.d * static_cast<float>(act.main.bsums[g]);
         if (residual) {
             dequantize_q8_k_blocks<A>(&act.main, part, 1);

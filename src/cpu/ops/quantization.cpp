@@ -7,12 +7,13 @@
 // linear with q8_0 / q4_0 / q4_k / q5_k / q6_k weights: a few rows of x (decoding) take the integer dot products
 // against the weights as stored, which read each weight byte once; more rows take the f32 GEMM
 // with the weights decoded panel by panel inside its packing, each decoded panel then serving
-// every row of x.
+// every row of x, or, for q8_0 / q4_0 on AVX-512 VNNI, the integer GEMM (cpu/block32_gemm_driver.cpp).
 #include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include "cpu/block32_gemm_driver.hpp"
 #include "cpu/gemm_driver.hpp"
 #include "cpu/ops/ops.hpp"
 #include "dispatch/operand_checks.hpp"
@@ -114,6 +115,11 @@ void linear_kquant(KernelRunner& r, op::MatmulShape shape, TensorView const& x, 
     auto const& k = r.kernels();
     ThreadPool& pool = r.pool();
     std::size_t const row_bytes = bytes_for(w.dtype, shape.k);
+    if (shape.m > gemv_max_rows && has_block32_gemm(k, w.dtype)) {
+        block32_gemm(pool, k, shape.m, shape.n, shape.k, data<float const>(x), w.dtype, data<unsigned char const>(w),
+                     row_bytes, data<float>(out));
+        return;
+    }
     if (shape.m > gemv_max_rows) {
         GemmArgs args;
         args.m = shape.m;
