@@ -586,6 +586,57 @@ template <class A, bool Residual> [[gnu::target("avx512vnni")]] float dot_q6_k_v
     return _mm512_reduce_add_ps(acc) + total<A>(acc_offset);
 }
 
+// q4_0: two blocks per dpbusd (lanes 0-7 the first block, 8-15 the second), the eight blocks of
+// one activation block scaled together: their f16 scales gathered into one vector, which gives
+// each pair's lane scales by a permute and the −8 offsets (−8·d·Σx over a block, from x's sums32)
+// in one multiply-add.
+template <class A> [[gnu::target("avx512vnni")]] inline __m256 q4_0_group_scales(q4_0 const* group,
+                                                                                 std::size_t count) noexcept {
+    if (count == small_blocks_per_activation) {
+        __m256i const at = _mm256_setr_epi32(0, 18, 36, 54, 72, 90, 108, 126);  // sizeof(q4_0) apart
+        __m256i const words = _mm256_i32gather_epi32(reinterpret_cast<int const*>(group), at, 1);
+        return _mm256_cvtph_ps(_mm256_cvtepi32_epi16(words));
+    }
+    alignas(16) std::uint16_t bits[small_blocks_per_activation] = {};
+    for (std::size_t i = 0; i < count; ++i) bits[i] = group[i].d.bits;
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<__m128i const*>(bits)));
+}
+
+template <class A, bool Residual> [[gnu::target("avx512vnni")]] float dot_q4_0_vnni(q4_0 const* w, QuantActivation const* x,
+                                                                      std::size_t blocks) noexcept {
+    __m256i const low4 = _mm256_set1_epi8(0x0F);
+    __m512i const pair_lanes = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi32(1), 1);
+    __m512 acc = _mm512_setzero_ps();
+    FloatAcc<A> acc_offset;
+    for (std::size_t g = 0; g * small_blocks_per_activation < blocks; ++g) {
+        q4_0 const* group = w + g * small_blocks_per_activation;
+        prefetch_ahead(reinterpret_cast<BlockGroup<q4_0> const*>(group));
+        QuantActivation const& act = x[g];
+        std::size_t const left = blocks - g * small_blocks_per_activation;
+        std::size_t const count = left < small_blocks_per_activation ? left : small_blocks_per_activation;
+        __m256 const d = q4_0_group_scales<A>(group, count);
+        acc_offset.v = _mm256_fmadd_ps(d, _mm256_loadu_ps(act.sums32.data()), acc_offset.v);
+        // With the residual, its scale (main's / 256) for 256·main + residual, as in dot_q4_k_vnni.
+        __m512 const lane_scales = _mm512_castps256_ps512(_mm256_mul_ps(d, _mm256_set1_ps(Residual ? act.residual.d : act.main.d)));
+        for (std::size_t pair = 0; 2 * pair < count; ++pair) {
+            q4_0 const& first = group[2 * pair];
+            __m128i const second = 2 * pair + 1 < count ? load16<A>(group[2 * pair + 1].qs.data()) : _mm_setzero_si128();
+            __m256i const q = _mm256_inserti128_si256(_mm256_castsi128_si256(load16<A>(first.qs.data())), second, 1);
+            // [first's low, second's low, first's high, second's high] nibbles -> value order.
+            __m512i const halves = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(q, low4)),
+                                                      _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), 1);
+            __m512i const wq = _mm512_shuffle_i64x2(halves, halves, _MM_SHUFFLE(3, 1, 2, 0));
+            std::size_t const at = 64 * pair;
+            __m512i dots = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, _mm512_loadu_si512(act.main.qs.data() + at));
+            if constexpr (Residual)  // |256·dots + residual's| <= 257 · 4 · 15 · 128: exact in int32 and in f32
+                dots = _mm512_dpbusd_epi32(_mm512_slli_epi32(dots, 8), wq, _mm512_loadu_si512(act.residual.qs.data() + at));
+            __m512i const index = _mm512_add_epi32(pair_lanes, _mm512_set1_epi32(static_cast<int>(2 * pair)));
+            acc = scaled_dots<A>(acc, dots, lane_scales, index);
+        }
+    }
+    return _mm512_reduce_add_ps(acc) - 8.0f * total<A>(acc_offset);
+}
+
 // ---- rows -----------------------------------------------------------------------------------------
 
 template <class A, bool Vnni, bool Residual>
@@ -609,7 +660,12 @@ void quant_gemv_rows(DType type, void const* w, std::size_t row_bytes, std::size
             }
             case DType::q5_k: y[r] = dot_q5_k<A, Residual>(static_cast<q5_k const*>(row), x, blocks); break;
             case DType::q8_0: y[r] = dot_q8_0<A, Residual>(static_cast<q8_0 const*>(row), x, blocks); break;
-            case DType::q4_0: y[r] = dot_q4_0<A, Residual>(static_cast<q4_0 const*>(row), x, blocks); break;
+            case DType::q4_0: {
+                auto const* blk = static_cast<q4_0 const*>(row);
+                if constexpr (Vnni) y[r] = dot_q4_0_vnni<A, Residual>(blk, x, blocks);
+                else y[r] = dot_q4_0<A, Residual>(blk, x, blocks);
+                break;
+            }
             default: y[r] = 0.0f; break;
         }
     }
