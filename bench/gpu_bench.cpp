@@ -299,6 +299,9 @@ void register_gpu() {
     add_benchmark("gpu/conv2d/n32_256x56x56_1x1s2_512_f16", [](benchmark::State& st) { run_conv2d(st, {256, 512, 56, 1, 2}); });
     register_quant_linear<rayo::q4_k>();
     register_quant_linear<rayo::q6_k>();
+    register_quant_linear<rayo::q5_k>();
+    register_quant_linear<rayo::q8_0>();
+    register_quant_linear<rayo::q4_0>();
     add_benchmark("gpu/tiny_op", run_tiny_op);
     add_benchmark("gpu/tiny_op_with_read", run_tiny_op_with_read);
     add_benchmark("gpu/tiny_op_x100/eager", [](benchmark::State& st) { run_tiny_ops(st, false); });

@@ -10,7 +10,7 @@ function(rayo_add_cpu_kernels target)
         # -ffp-contract=off: the compiler must not fuse a*b+c on its own. The math kernels rely on
         # rounded products (error-free transformations), and results stay the same whether or not
         # an ISA has FMA; kernels fuse explicitly where they mean to.
-        set(common -ffp-contract=off)
+        set(common -ffp-contract=off ${RAYO_CPU_KERNEL_FLAGS})
         set_source_files_properties(${dir}/kernels_sse4_2.cpp PROPERTIES COMPILE_OPTIONS "${common};-msse4.2")
         set_source_files_properties(${dir}/kernels_avx2.cpp PROPERTIES COMPILE_OPTIONS "${common};-mavx2;-mfma;-mf16c")
         # GCC 12's avx512fintrin.h reads a deliberately undefined vector (`__m512 __Y = __Y;` in
