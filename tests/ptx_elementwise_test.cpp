@@ -3,6 +3,7 @@
 // (src/cuda/ops/elementwise.cpp, compiled into this binary) launches: its cache keys, launch shapes
 // and what it refuses. What the kernels compute is checked by the harness (tests/ops/), which runs
 // them on the PTX simulator and on every CUDA device.
+#include "support/family_ops.hpp"
 #include "support/ptx_simulator.hpp"
 #include "support/ptxas.hpp"
 
@@ -26,16 +27,9 @@ using ptxsim::SimulatedRunner;
 
 // ---- ptxas
 
-std::vector<Op> all_unary() {
-    std::vector<Op> v;
-    for (OpInfo const& row : op_table)
-        if (row.family == OpFamily::unary) v.push_back(row.op);
-    return v;
-}
-
 TEST(PtxElementwise, EveryUnaryVariantAssembles) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    for (Op op : all_unary())
+    for (Op op : ops_of(OpFamily::unary))
         for (bool vectorized : {true, false})
             for (Target target : {Target::sm_80, Target::sm_90}) {
                 SCOPED_TRACE(std::string(to_string(op)) + (vectorized ? " v4 " : " scalar ") +
@@ -54,7 +48,7 @@ TEST(PtxElementwise, EverySixteenBitVariantAssembles) {
     for (DType element : {DType::f16, DType::bf16}) {
         Target const target = element == DType::f16 ? Target::sm_80 : Target::sm_90;
         for (bool vectorized : {true, false}) {
-            for (Op op : all_unary()) {
+            for (Op op : ops_of(OpFamily::unary)) {
                 SCOPED_TRACE(unary({.op = op, .element = element, .vectorized = vectorized}).name());
                 expect_assembles(unary({.op = op, .element = element, .vectorized = vectorized}), target);
             }
@@ -92,7 +86,7 @@ TEST(PtxElementwise, SixteenBitKernelsMoveSixteenBitElements) {
 
 TEST(PtxElementwise, EveryBinaryVariantAssembles) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    for (Op op : {Op::add, Op::sub, Op::mul, Op::div, Op::maximum, Op::minimum, Op::swiglu})
+    for (Op op : ops_of(OpFamily::binary))
         for (bool scalar : {false, true})
             for (bool vectorized : {true, false})
                 for (Target target : {Target::sm_80, Target::sm_90}) {
@@ -104,7 +98,7 @@ TEST(PtxElementwise, EveryBinaryVariantAssembles) {
 
 TEST(PtxElementwise, EveryBroadcastVariantAssembles) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    for (Op op : {Op::add, Op::sub, Op::mul, Op::div, Op::maximum, Op::minimum, Op::swiglu})
+    for (Op op : ops_of(OpFamily::binary))
         for (unsigned rank = 1; rank <= max_broadcast_rank; ++rank) {
             Target const target = rank % 2 ? Target::sm_80 : Target::sm_90;
             SCOPED_TRACE(binary_broadcast({.op = op, .rank = rank}).name() + " " + std::string(to_string(target)));

@@ -3,6 +3,7 @@
 // sm_90, and what the backend's op glue (src/cuda/ops/normalization.cpp, compiled into this
 // binary) launches. What the kernels compute is checked by the harness (tests/ops/), which runs
 // them on the PTX simulator and on every CUDA device.
+#include "support/family_ops.hpp"
 #include "support/ptx_simulator.hpp"
 #include "support/ptxas.hpp"
 
@@ -61,7 +62,7 @@ TEST(PtxNormalization, EmitsTheLayoutsInstructions) {
 TEST(PtxNormalization, NamesSpellEveryParameter) {
     std::vector<std::string> names;
     for (RowConfig const& c : chosen_row_configs())
-        for (Op n : {Op::layer_norm, Op::rms_norm}) names.push_back(normalization_name({.op = n, .row = c}));
+        for (Op n : ops_of(OpFamily::normalization)) names.push_back(normalization_name({.op = n, .row = c}));
     std::sort(names.begin(), names.end());
     EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end()) << "two configs share a name";
     EXPECT_EQ(normalization_name({.op = Op::rms_norm, .row = {RowLayout::group, 1, 4, 128, 2}}),
@@ -81,11 +82,11 @@ std::vector<NormCase> every_norm_kernel() {
     rows.push_back({RowLayout::block_loop, 2, 1, 256, 2});
     std::vector<NormCase> cases;
     for (RowConfig const& row : rows)
-        for (Op n : {Op::layer_norm, Op::rms_norm})
+        for (Op n : ops_of(OpFamily::normalization))
             for (Target t : {Target::sm_80, Target::sm_90}) cases.push_back({{.op = n, .row = row}, t});
     // f16 and bf16 rows: every layout once (vector loads of 2, 4 or 8 bytes, widened and rounded).
     for (RowConfig const& row : rows)
-        for (Op n : {Op::layer_norm, Op::rms_norm}) {
+        for (Op n : ops_of(OpFamily::normalization)) {
             cases.push_back({{.op = n, .row = row, .element = DType::f16}, Target::sm_80});
             cases.push_back({{.op = n, .row = row, .element = DType::bf16}, Target::sm_90});
         }

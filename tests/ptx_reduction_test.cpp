@@ -10,6 +10,7 @@
 #include <rayo/ptx/kernels/reduction.hpp>
 
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <regex>
@@ -27,8 +28,11 @@ using ptxsim::SimulatedRunner;
 
 // ---- ptxas and text
 
-// Every configuration reduction_ops.cpp can ask for.
+// Every configuration reduction_ops.cpp can ask for: every reduction but mean (sum with .mean) and
+// dot (sum with ReduceSource::products), which the variants below cover as sum's.
 constexpr Op reduce_ops[] = {Op::sum, Op::max, Op::min, Op::argmax, Op::argmin};
+static_assert(std::size(reduce_ops) + 2 == op_count(OpFamily::reduction),
+              "every reduction op but mean and dot is in reduce_ops");
 
 std::vector<ReduceRowsConfig> rows_variants() {
     std::vector<ReduceRowsConfig> v;

@@ -1,6 +1,7 @@
 // The rope and pool2d generators: every variant rayo may load assembled by ptxas for sm_80 and
 // sm_90, and the shape of the code they emit. What the kernels compute is checked by the harness
 // (tests/ops/rotary_cases.cpp, pooling_cases.cpp) on the PTX simulator and on every CUDA device.
+#include "support/family_ops.hpp"
 #include "support/ptxas.hpp"
 
 #include <rayo/ptx/kernels/pooling.hpp>
@@ -39,7 +40,7 @@ TEST(PtxRope, NamesAndInstructions) {
 
 TEST(PtxPool2d, EveryVariantAssembles) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    for (Op op : {Op::max_pool2d, Op::avg_pool2d})
+    for (Op op : ops_of(OpFamily::pooling))
         for (DType element : {DType::f32, DType::f16, DType::bf16})
             for (bool include : {false, true})
                 for (Target target : {Target::sm_80, Target::sm_90}) {

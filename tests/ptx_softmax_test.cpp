@@ -3,6 +3,7 @@
 // choose_row_config returns) assembled by ptxas for sm_80 and sm_90, and what the backend's op glue
 // (src/cuda/ops/softmax.cpp, compiled into this binary) launches. What the kernels compute is
 // checked by the harness (tests/ops/), which runs them on the PTX simulator and on every CUDA device.
+#include "support/family_ops.hpp"
 #include "support/ptx_simulator.hpp"
 #include "support/ptxas.hpp"
 
@@ -100,7 +101,7 @@ TEST(PtxSoftmax, EmitsTheLayoutsInstructions) {
 TEST(PtxSoftmax, NamesSpellEveryParameter) {
     std::vector<std::string> names;
     for (RowConfig const& c : chosen_row_configs())
-        for (Op op : {Op::softmax, Op::log_softmax}) names.push_back(softmax_name({.op = op, .row = c}));
+        for (Op op : ops_of(OpFamily::softmax)) names.push_back(softmax_name({.op = op, .row = c}));
     std::sort(names.begin(), names.end());
     EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end()) << "two configs share a name";
     EXPECT_EQ(softmax_name({.op = Op::log_softmax, .row = {RowLayout::block, 4, 1, 256, 4}}), "log_softmax_block_v4_g1_t256_i4");
@@ -119,11 +120,11 @@ std::vector<SoftmaxCase> every_softmax_kernel() {
     rows.push_back({RowLayout::block_loop, 2, 1, 256, 2});
     std::vector<SoftmaxCase> cases;
     for (RowConfig const& row : rows)
-        for (Op op : {Op::softmax, Op::log_softmax})
+        for (Op op : ops_of(OpFamily::softmax))
             for (Target t : {Target::sm_80, Target::sm_90}) cases.push_back({{.op = op, .row = row}, t});
     // f16 and bf16 rows: every layout once (vector loads of 2, 4 or 8 bytes, widened and rounded).
     for (RowConfig const& row : rows)
-        for (Op op : {Op::softmax, Op::log_softmax}) {
+        for (Op op : ops_of(OpFamily::softmax)) {
             cases.push_back({{.op = op, .row = row, .element = DType::f16}, Target::sm_80});
             cases.push_back({{.op = op, .row = row, .element = DType::bf16}, Target::sm_90});
         }

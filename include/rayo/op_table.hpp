@@ -27,12 +27,36 @@ enum class OpFamily : std::uint8_t {
     rotary, attention, convolution, pooling
 };
 
+// The family's name; "?" for a value past the last family. A switch, so that a new enumerator
+// without its name here is a warning (-Wswitch), and op_family_count counts up to the first "?".
 constexpr std::string_view to_string(OpFamily f) noexcept {
-    constexpr std::string_view names[] = {"unary", "binary", "reduction", "softmax", "normalization", "matmul",
-                                          "quantization", "conversion", "layout", "gather",
-                                          "rotary", "attention", "convolution", "pooling"};
-    return names[static_cast<std::size_t>(f)];
+    switch (f) {
+        case OpFamily::unary: return "unary";
+        case OpFamily::binary: return "binary";
+        case OpFamily::reduction: return "reduction";
+        case OpFamily::softmax: return "softmax";
+        case OpFamily::normalization: return "normalization";
+        case OpFamily::matmul: return "matmul";
+        case OpFamily::quantization: return "quantization";
+        case OpFamily::conversion: return "conversion";
+        case OpFamily::layout: return "layout";
+        case OpFamily::gather: return "gather";
+        case OpFamily::rotary: return "rotary";
+        case OpFamily::attention: return "attention";
+        case OpFamily::convolution: return "convolution";
+        case OpFamily::pooling: return "pooling";
+    }
+    return "?";
 }
+
+// How many families there are: OpFamily's values run from 0 to op_family_count - 1. Loops over the
+// families run to it rather than naming the last one; the rows of op_table are checked against it
+// below.
+inline constexpr std::size_t op_family_count = [] {
+    std::size_t n = 0;
+    while (to_string(static_cast<OpFamily>(n)) != "?") ++n;
+    return n;
+}();
 
 // Every op, in the order of op_table's rows.
 enum class Op : std::uint8_t {
@@ -153,8 +177,10 @@ inline constexpr std::array op_table{
     OpInfo{Op::avg_pool2d, "avg_pool2d", OpFamily::pooling, {}, detail::floating},
 };
 
-// The rows are in the enum's order, one per op: an op's code is its row's index.
-static_assert(op_table.size() == static_cast<std::size_t>(Op::avg_pool2d) + 1, "one row per Op");
+// The rows are in the enum's order, one per op: an op's code is its row's index. The first check
+// names Op's last enumerator, the one place that does: an op added after it moves it here.
+static_assert(op_table.size() == static_cast<std::size_t>(Op::avg_pool2d) + 1,
+              "one row per Op, the last being Op's last enumerator");
 static_assert([] {
     for (std::size_t i = 0; i < op_table.size(); ++i)
         if (static_cast<std::size_t>(op_table[i].op) != i) return false;
@@ -173,5 +199,15 @@ static_assert([] {
     for (OpInfo const& row : op_table) n += row.family == f ? 1 : 0;
     return n;
 }
+
+// Every row's family is one of the op_family_count families, and each of those has a row: a family
+// whose name to_string(OpFamily) lacks fails here as soon as it has ops.
+static_assert([] {
+    for (OpInfo const& row : op_table)
+        if (static_cast<std::size_t>(row.family) >= op_family_count) return false;
+    for (std::size_t f = 0; f < op_family_count; ++f)
+        if (op_count(static_cast<OpFamily>(f)) == 0) return false;
+    return true;
+}(), "every op's family is named by to_string(OpFamily), and every named family has ops in op_table");
 
 }  // namespace rayo

@@ -2,6 +2,7 @@
 // time (cmake/RayoShaders.cmake), so that the shaders switch on the same numbers the host passes.
 //   rayo-glsl-op-codes OUTPUT
 #include <cctype>
+#include <cstddef>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
     for (rayo::OpInfo const& row : rayo::op_table)
         out << "const uint RAYO_OP_" << upper(row.name) << " = " << static_cast<unsigned>(row.op) << "u;\n";
     out << "\n// Ops per family: a shader that switches over a family's ops checks the count it handles.\n";
-    for (unsigned i = 0; i <= static_cast<unsigned>(rayo::OpFamily::pooling); ++i) {
+    for (std::size_t i = 0; i < rayo::op_family_count; ++i) {
         auto const f = static_cast<rayo::OpFamily>(i);
         out << "#define RAYO_" << upper(to_string(f)) << "_OP_COUNT " << rayo::op_count(f) << "\n";
     }

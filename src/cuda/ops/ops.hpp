@@ -10,52 +10,9 @@
 
 namespace rayo::cuda::ops {
 
-using detail::OpViews;
-using detail::TensorView;
-using detail::Support;
-namespace op = detail::op;
-
-Support supports(KernelRunner const&, op::Unary const&, OpViews const&);
-void run(KernelRunner&, op::Unary const&, OpViews const&);
-Support supports(KernelRunner const&, op::Binary const&, OpViews const&);
-void run(KernelRunner&, op::Binary const&, OpViews const&);
-
-Support supports(KernelRunner const&, op::Reduce const&, OpViews const&);
-void run(KernelRunner&, op::Reduce const&, OpViews const&);
-Support supports(KernelRunner const&, op::Dot const&, OpViews const&);
-void run(KernelRunner&, op::Dot const&, OpViews const&);
-
-Support supports(KernelRunner const&, op::Softmax const&, OpViews const&);
-void run(KernelRunner&, op::Softmax const&, OpViews const&);
-
-Support supports(KernelRunner const&, op::Norm const&, OpViews const&);
-void run(KernelRunner&, op::Norm const&, OpViews const&);
-
-Support supports(KernelRunner const&, op::Matmul const&, OpViews const&);
-void run(KernelRunner&, op::Matmul const&, OpViews const&);
-
-Support supports(KernelRunner const&, op::Quantize const&, OpViews const&);
-void run(KernelRunner&, op::Quantize const&, OpViews const&);
-Support supports(KernelRunner const&, op::Dequantize const&, OpViews const&);
-void run(KernelRunner&, op::Dequantize const&, OpViews const&);
-
-Support supports(KernelRunner const&, op::Cast const&, OpViews const&);
-void run(KernelRunner&, op::Cast const&, OpViews const&);
-
-Support supports(KernelRunner const&, op::Copy const&, OpViews const&);
-void run(KernelRunner&, op::Copy const&, OpViews const&);
-
-Support supports(KernelRunner const&, op::Gather const&, OpViews const&);
-void run(KernelRunner&, op::Gather const&, OpViews const&);
-
-Support supports(KernelRunner const&, op::Rope const&, OpViews const&);
-void run(KernelRunner&, op::Rope const&, OpViews const&);
-Support supports(KernelRunner const&, op::Attention const&, OpViews const&);
-void run(KernelRunner&, op::Attention const&, OpViews const&);
-Support supports(KernelRunner const&, op::Conv2d const&, OpViews const&);
-void run(KernelRunner&, op::Conv2d const&, OpViews const&);
-Support supports(KernelRunner const&, op::Pool2d const&, OpViews const&);
-void run(KernelRunner&, op::Pool2d const&, OpViews const&);
+// supports() and run() for every op descriptor, the same list for every backend.
+using OpRunner = KernelRunner;
+#include "dispatch/op_entry_points.inc"
 
 // out[m, n] = x[m, k] · w[n, k]ᵀ for f32 x and q4_k / q6_k w (quantization.cpp, for matmul.cpp). Up
 // to 8 rows of x take the integer GEMV (x quantized on the device to int8 main + residual, or main

@@ -8,52 +8,9 @@
 
 namespace rayo::vulkan::ops {
 
-using detail::OpViews;
-using detail::TensorView;
-using detail::Support;
-namespace op = detail::op;
-
-Support supports(ShaderRunner const&, op::Unary const&, OpViews const&);
-void run(ShaderRunner&, op::Unary const&, OpViews const&);
-Support supports(ShaderRunner const&, op::Binary const&, OpViews const&);
-void run(ShaderRunner&, op::Binary const&, OpViews const&);
-
-Support supports(ShaderRunner const&, op::Reduce const&, OpViews const&);
-void run(ShaderRunner&, op::Reduce const&, OpViews const&);
-Support supports(ShaderRunner const&, op::Dot const&, OpViews const&);
-void run(ShaderRunner&, op::Dot const&, OpViews const&);
-
-Support supports(ShaderRunner const&, op::Softmax const&, OpViews const&);
-void run(ShaderRunner&, op::Softmax const&, OpViews const&);
-
-Support supports(ShaderRunner const&, op::Norm const&, OpViews const&);
-void run(ShaderRunner&, op::Norm const&, OpViews const&);
-
-Support supports(ShaderRunner const&, op::Matmul const&, OpViews const&);
-void run(ShaderRunner&, op::Matmul const&, OpViews const&);
-
-Support supports(ShaderRunner const&, op::Quantize const&, OpViews const&);
-void run(ShaderRunner&, op::Quantize const&, OpViews const&);
-Support supports(ShaderRunner const&, op::Dequantize const&, OpViews const&);
-void run(ShaderRunner&, op::Dequantize const&, OpViews const&);
-
-Support supports(ShaderRunner const&, op::Cast const&, OpViews const&);
-void run(ShaderRunner&, op::Cast const&, OpViews const&);
-
-Support supports(ShaderRunner const&, op::Copy const&, OpViews const&);
-void run(ShaderRunner&, op::Copy const&, OpViews const&);
-
-Support supports(ShaderRunner const&, op::Gather const&, OpViews const&);
-void run(ShaderRunner&, op::Gather const&, OpViews const&);
-
-Support supports(ShaderRunner const&, op::Rope const&, OpViews const&);
-void run(ShaderRunner&, op::Rope const&, OpViews const&);
-Support supports(ShaderRunner const&, op::Attention const&, OpViews const&);
-void run(ShaderRunner&, op::Attention const&, OpViews const&);
-Support supports(ShaderRunner const&, op::Conv2d const&, OpViews const&);
-void run(ShaderRunner&, op::Conv2d const&, OpViews const&);
-Support supports(ShaderRunner const&, op::Pool2d const&, OpViews const&);
-void run(ShaderRunner&, op::Pool2d const&, OpViews const&);
+// supports() and run() for every op descriptor, the same list for every backend.
+using OpRunner = ShaderRunner;
+#include "dispatch/op_entry_points.inc"
 
 // Whether the shaders decode blocks of `t` as linear's weights (q4_k, q5_k, q6_k, q8_0, q4_0).
 [[nodiscard]] constexpr bool is_weight_block_type(DType t) noexcept {
