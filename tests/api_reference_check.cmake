@@ -10,16 +10,8 @@ set(problems)
 
 # The functions, in the section of ops.hpp.
 rayo_markdown_section(operations "${SOURCE_DIR}/docs/api.md" "## `rayo/ops.hpp` — operations")
-set(missing)
-foreach(name IN LISTS rayo_ops_functions)
-    if(NOT operations MATCHES "`${name}[(<]")
-        list(APPEND missing ${name})
-    endif()
-endforeach()
-if(missing)
-    list(JOIN missing ", " missing)
-    list(APPEND problems "docs/api.md (section \"rayo/ops.hpp\") does not list these functions of include/rayo/ops.hpp: ${missing}")
-endif()
+rayo_require_names(problems "${operations}" "`" "[(<]"
+    "docs/api.md (section \"rayo/ops.hpp\") does not list these functions of include/rayo/ops.hpp" ${rayo_ops_functions})
 
 # `a, b, c` in the reference against the header's list: what it lacks, what it has too many of,
 # or the order.

@@ -11,16 +11,8 @@ set(problems)
 
 # docs/ops.md: the Semantics table.
 rayo_markdown_section(semantics "${SOURCE_DIR}/docs/ops.md" "## Semantics")
-set(missing)
-foreach(name IN LISTS rayo_public_ops)
-    if(NOT semantics MATCHES "`${name}(_into)?[^A-Za-z0-9_]")
-        list(APPEND missing ${name})
-    endif()
-endforeach()
-if(missing)
-    list(JOIN missing ", " missing)
-    list(APPEND problems "docs/ops.md (the \"Semantics\" table) does not define these public ops: ${missing}")
-endif()
+rayo_require_names(problems "${semantics}" "`" "(_into)?[^A-Za-z0-9_]"
+    "docs/ops.md (the \"Semantics\" table) does not define these public ops" ${rayo_public_ops})
 
 # README.md: the "ops" column (the second) of the table under "## Operations" whose header is
 # "| family | ops |".
@@ -39,16 +31,8 @@ list(LENGTH rows row_count)
 if(row_count LESS 5)
     list(APPEND problems "README.md has no op table (\"| family | ops | ...\") under \"## Operations\"")
 else()
-    set(missing)
-    foreach(name IN LISTS rayo_public_ops)
-        if(NOT ops_column MATCHES "(^|[^A-Za-z0-9_])${name}(_into)?([^A-Za-z0-9_]|$)")
-            list(APPEND missing ${name})
-        endif()
-    endforeach()
-    if(missing)
-        list(JOIN missing ", " missing)
-        list(APPEND problems "README.md (the op table under \"Operations\") does not name these public ops: ${missing}")
-    endif()
+    rayo_require_names(problems "${ops_column}" "(^|[^A-Za-z0-9_])" "(_into)?([^A-Za-z0-9_]|$)"
+        "README.md (the op table under \"Operations\") does not name these public ops" ${rayo_public_ops})
 endif()
 
 # docs/architecture.md: "its `OpFamily` (unary, binary, ...)".

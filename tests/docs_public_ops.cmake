@@ -92,3 +92,18 @@ function(rayo_markdown_section out file heading)
     endif()
     set(${out} "${rest}" PARENT_SCOPE)
 endfunction()
+
+# Appends "<message>: a, b, ..." to the caller's list `problems_var` for each name (the arguments
+# after `message`) that `text` does not match as the regular expression <before><name><after>.
+function(rayo_require_names problems_var text before after message)
+    set(missing)
+    foreach(name IN LISTS ARGN)
+        if(NOT text MATCHES "${before}${name}${after}")
+            list(APPEND missing ${name})
+        endif()
+    endforeach()
+    if(missing)
+        list(JOIN missing ", " missing)
+        set(${problems_var} ${${problems_var}} "${message}: ${missing}" PARENT_SCOPE)
+    endif()
+endfunction()

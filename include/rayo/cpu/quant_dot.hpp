@@ -392,16 +392,28 @@ template <class Block> struct BlockGroup {
     Block blocks[small_blocks_per_activation];
 };
 
+// Group g of a row of `blocks` blocks of 32 (prefetched as it is taken): its first block, the
+// activation block it meets and how many blocks it holds (eight, fewer at the row's end).
+template <class Block> struct GroupOfRow {
+    Block const* first;
+    QuantActivation const& act;
+    std::size_t count;
+};
+template <class Block>
+[[gnu::always_inline]] inline GroupOfRow<Block> group_of_row(Block const* w, QuantActivation const* x, std::size_t blocks,
+                                                            std::size_t g) noexcept {
+    Block const* first = w + g * small_blocks_per_activation;
+    prefetch_ahead(reinterpret_cast<BlockGroup<Block> const*>(first));
+    std::size_t const left = blocks - g * small_blocks_per_activation;
+    return {first, x[g], left < small_blocks_per_activation ? left : small_blocks_per_activation};
+}
+
 // Σ over `blocks` blocks of 32 of one q8_0 row · x: value = d·qs[i]. Blocks go in groups of eight,
 // one activation block each, prefetched a group at a time.
 template <class A, bool Residual> float dot_q8_0(q8_0 const* w, QuantActivation const* x, std::size_t blocks) noexcept {
     FloatAcc<A> acc, acc_residual;
     for (std::size_t g = 0; g * small_blocks_per_activation < blocks; ++g) {
-        q8_0 const* group = w + g * small_blocks_per_activation;
-        prefetch_ahead(reinterpret_cast<BlockGroup<q8_0> const*>(group));
-        QuantActivation const& act = x[g];
-        std::size_t const left = blocks - g * small_blocks_per_activation;
-        std::size_t const count = left < small_blocks_per_activation ? left : small_blocks_per_activation;
+        auto const [group, act, count] = group_of_row(w, x, blocks, g);
         for (std::size_t sub = 0; sub < count; ++sub) {
             q8_0 const& blk = group[sub];
             std::size_t const at = small_block_values * sub;
@@ -434,12 +446,8 @@ template <class A, bool Residual> float dot_q4_0(q4_0 const* w, QuantActivation 
     Bytes32<A> const ones = splat_scales<A>(_mm_set1_epi16(1));
     FloatAcc<A> acc;
     for (std::size_t g = 0; g * small_blocks_per_activation < blocks; ++g) {  // as dot_q8_0
-        q4_0 const* group = w + g * small_blocks_per_activation;
-        prefetch_ahead(reinterpret_cast<BlockGroup<q4_0> const*>(group));
-        QuantActivation const& act = x[g];
+        auto const [group, act, count] = group_of_row(w, x, blocks, g);
         float const x_scale = Residual ? act.residual.d : act.main.d;
-        std::size_t const left = blocks - g * small_blocks_per_activation;
-        std::size_t const count = left < small_blocks_per_activation ? left : small_blocks_per_activation;
         for (std::size_t sub = 0; sub < count; ++sub) {
             q4_0 const& blk = group[sub];
             std::size_t const at = small_block_values * sub;
@@ -609,11 +617,7 @@ template <class A, bool Residual> [[gnu::target("avx512vnni")]] float dot_q4_0_v
     __m512 acc = _mm512_setzero_ps();
     FloatAcc<A> acc_offset;
     for (std::size_t g = 0; g * small_blocks_per_activation < blocks; ++g) {
-        q4_0 const* group = w + g * small_blocks_per_activation;
-        prefetch_ahead(reinterpret_cast<BlockGroup<q4_0> const*>(group));
-        QuantActivation const& act = x[g];
-        std::size_t const left = blocks - g * small_blocks_per_activation;
-        std::size_t const count = left < small_blocks_per_activation ? left : small_blocks_per_activation;
+        auto const [group, act, count] = group_of_row(w, x, blocks, g);
         __m256 const d = q4_0_group_scales<A>(group, count);
         acc_offset.v = _mm256_fmadd_ps(d, _mm256_loadu_ps(act.sums32.data()), acc_offset.v);
         // With the residual, its scale (main's / 256) for 256·main + residual, as in dot_q4_k_vnni.
