@@ -123,32 +123,26 @@ LinearError quantized_linear_error(Device device, LinearCase c) {
     return {relative_l2(got, want), std::sqrt(error / scale)};
 }
 
-// Both weight types on one case, held to `bound` as a relative error or, with `magnitude`, to
-// gemv_magnitude_tolerance per term magnitude; returns the larger error of the measure used.
+// One weight type on one case, held to `bound` as a relative error or, with `magnitude`, to
+// gemv_magnitude_tolerance per term magnitude; returns the error of the measure used.
+template <QuantBlock B> double checked_error(Device device, LinearCase c, double bound, bool magnitude) {
+    LinearError const e = quantized_linear_error<B>(device, c);
+    double const measured = magnitude ? e.magnitude : e.relative;
+    EXPECT_LE(measured, magnitude ? gemv_magnitude_tolerance : bound)
+        << to_string(dtype_of<B>) << " " << describe(c) << " (relative error " << e.relative << ")";
+    return measured;
+}
+
+// q4_k and q6_k on one case: the larger error.
 double both_types_error(Device device, LinearCase c, double bound, bool magnitude = false) {
-    auto const check = [&](char const* type, LinearError e) {
-        double const measured = magnitude ? e.magnitude : e.relative;
-        EXPECT_LE(measured, magnitude ? gemv_magnitude_tolerance : bound)
-            << type << " " << describe(c) << " (relative error " << e.relative << ")";
-        return measured;
-    };
-    double const e4 = check("q4_k", quantized_linear_error<q4_k>(device, c));
-    double const e6 = check("q6_k", quantized_linear_error<q6_k>(device, c));
-    return std::max(e4, e6);
+    return std::max(checked_error<q4_k>(device, c, bound, magnitude), checked_error<q6_k>(device, c, bound, magnitude));
 }
 
 // The same for q8_0 and q4_0 (blocks of 32: k need only be a multiple of 32) and, where k is a
 // multiple of 256, q5_k.
 double new_types_error(Device device, LinearCase c, double bound, bool magnitude = false) {
-    auto const check = [&](char const* type, LinearError e) {
-        double const measured = magnitude ? e.magnitude : e.relative;
-        EXPECT_LE(measured, magnitude ? gemv_magnitude_tolerance : bound)
-            << type << " " << describe(c) << " (relative error " << e.relative << ")";
-        return measured;
-    };
-    double worst = std::max(check("q8_0", quantized_linear_error<q8_0>(device, c)),
-                            check("q4_0", quantized_linear_error<q4_0>(device, c)));
-    if (c.k % quant_block_values == 0) worst = std::max(worst, check("q5_k", quantized_linear_error<q5_k>(device, c)));
+    double worst = std::max(checked_error<q8_0>(device, c, bound, magnitude), checked_error<q4_0>(device, c, bound, magnitude));
+    if (c.k % quant_block_values == 0) worst = std::max(worst, checked_error<q5_k>(device, c, bound, magnitude));
     return worst;
 }
 

@@ -3,6 +3,7 @@
 #include "quant/reference_quantizer.hpp"
 
 #include <cmath>
+#include <concepts>
 #include <cstring>
 
 namespace rayo::quant::reference {
@@ -340,7 +341,12 @@ void quantize_q4_0(float const* x, q4_0& out) noexcept {
         out.qs[j] = static_cast<std::uint8_t>(code(x[j] * id) | (code(x[16 + j] * id) << 4));
 }
 
-void dequantize_q4_k(q4_k const& b, float* y) noexcept {
+namespace {
+
+// q4_k's and q5_k's values: (d·sc)·q − dmin·m per sub-block of 32, q the nibble of qs plus, for
+// q5_k, bit j of qh[l] (j the sub-block) as 16.
+template <class Block> void dequantize_scale_min(Block const& b, float* y) noexcept {
+    constexpr bool fifth_bit = std::same_as<Block, q5_k>;
     float const d = static_cast<float>(b.d);
     float const min = static_cast<float>(b.dmin);
     std::uint8_t const* q = b.qs.data();
@@ -349,27 +355,21 @@ void dequantize_q4_k(q4_k const& b, float* y) noexcept {
         ScaleMin const hi = get_scale_min_k4(2 * c + 1, b.scales.data());
         float const d1 = d * static_cast<float>(lo.scale), m1 = min * static_cast<float>(lo.min);
         float const d2 = d * static_cast<float>(hi.scale), m2 = min * static_cast<float>(hi.min);
-        for (std::size_t l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
-        for (std::size_t l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+        auto const high = [&](std::size_t l, unsigned bit) -> unsigned {
+            if constexpr (fifth_bit) return b.qh[l] & bit ? 16u : 0u;
+            else return 0u;
+        };
+        unsigned const u1 = 1u << (2 * c), u2 = 2u << (2 * c);
+        for (std::size_t l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((q[l] & 0xFu) + high(l, u1)) - m1;
+        for (std::size_t l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((q[l] >> 4) + high(l, u2)) - m2;
     }
 }
 
-void dequantize_q5_k(q5_k const& b, float* y) noexcept {
-    float const d = static_cast<float>(b.d);
-    float const min = static_cast<float>(b.dmin);
-    std::uint8_t const* q = b.qs.data();
-    for (std::size_t c = 0; c < 4; ++c, q += 32) {
-        ScaleMin const lo = get_scale_min_k4(2 * c, b.scales.data());
-        ScaleMin const hi = get_scale_min_k4(2 * c + 1, b.scales.data());
-        float const d1 = d * static_cast<float>(lo.scale), m1 = min * static_cast<float>(lo.min);
-        float const d2 = d * static_cast<float>(hi.scale), m2 = min * static_cast<float>(hi.min);
-        unsigned const u1 = 1u << (2 * c), u2 = 2u << (2 * c);
-        for (std::size_t l = 0; l < 32; ++l)
-            *y++ = d1 * static_cast<float>((q[l] & 0xF) + (b.qh[l] & u1 ? 16 : 0)) - m1;
-        for (std::size_t l = 0; l < 32; ++l)
-            *y++ = d2 * static_cast<float>((q[l] >> 4) + (b.qh[l] & u2 ? 16 : 0)) - m2;
-    }
-}
+}  // namespace
+
+void dequantize_q4_k(q4_k const& b, float* y) noexcept { dequantize_scale_min(b, y); }
+
+void dequantize_q5_k(q5_k const& b, float* y) noexcept { dequantize_scale_min(b, y); }
 
 void dequantize_q6_k(q6_k const& b, float* y) noexcept {
     float const d = static_cast<float>(b.d);

@@ -97,44 +97,19 @@ template <class A> [[gnu::always_inline]] inline __m128i load16(void const* p) n
     }
 }
 
-// value = (d·sc[j])·q − dmin·m[j], sub-block j = 32 values.
-template <class A> void dequantize_q4_k_blocks(q4_k const* blocks, float* y, std::size_t count) noexcept {
-    __m128i const low4 = _mm_set1_epi8(0x0F);
-    for (std::size_t b = 0; b < count; ++b, y += quant_block_values) {
-        q4_k const& blk = blocks[b];
-        float const d = half_to_f32<A>(blk.d);
-        float const dmin = half_to_f32<A>(blk.dmin);
-        std::uint8_t const* s = blk.scales.data();
-        for (std::size_t c = 0; c < 4; ++c) {
-            std::size_t const j0 = 2 * c, j1 = 2 * c + 1;
-            unsigned sc0, m0, sc1, m1;
-            k4_scale_min(s, j0, sc0, m0);
-            k4_scale_min(s, j1, sc1, m1);
-            float const d0 = d * static_cast<float>(sc0), mm0 = dmin * static_cast<float>(m0);
-            float const d1 = d * static_cast<float>(sc1), mm1 = dmin * static_cast<float>(m1);
-            std::uint8_t const* q = blk.qs.data() + 32 * c;
-            float* out = y + 64 * c;
-            for (std::size_t h = 0; h < 2; ++h) {
-                __m128i const bytes = load16<A>(q + 16 * h);
-                __m128i const lo = _mm_and_si128(bytes, low4);
-                __m128i const hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low4);
-                store_scaled16<A, true>(out + 16 * h, lo, d0, mm0);
-                store_scaled16<A, true>(out + 32 + 16 * h, hi, d1, mm1);
-            }
-        }
-    }
-}
-
-// value = (d·sc[j])·q − dmin·m[j], sub-block j = 32 values, q = low nibble | bit of qh << 4.
-template <class A> void dequantize_q5_k_blocks(q5_k const* blocks, float* y, std::size_t count) noexcept {
+// q4_k and q5_k: value = (d·sc[j])·q − dmin·m[j], sub-block j = 32 values; q is the low or high
+// nibble of qs, with q5_k's fifth bit (bit j of qh) as 16.
+template <class A, class Block> void dequantize_scale_min_blocks(Block const* blocks, float* y, std::size_t count) noexcept {
+    constexpr bool fifth_bit = std::is_same_v<Block, q5_k>;
     __m128i const low4 = _mm_set1_epi8(0x0F);
     __m128i const bit4 = _mm_set1_epi8(0x10);
     for (std::size_t b = 0; b < count; ++b, y += quant_block_values) {
-        q5_k const& blk = blocks[b];
+        Block const& blk = blocks[b];
         float const d = half_to_f32<A>(blk.d);
         float const dmin = half_to_f32<A>(blk.dmin);
         std::uint8_t const* s = blk.scales.data();
-        __m128i hb[2] = {load16<A>(blk.qh.data()), load16<A>(blk.qh.data() + 16)};
+        __m128i hb[2] = {_mm_setzero_si128(), _mm_setzero_si128()};
+        if constexpr (fifth_bit) hb[0] = load16<A>(blk.qh.data()), hb[1] = load16<A>(blk.qh.data() + 16);
         for (std::size_t c = 0; c < 4; ++c) {
             unsigned sc0, m0, sc1, m1;
             k4_scale_min(s, 2 * c, sc0, m0);
@@ -144,16 +119,18 @@ template <class A> void dequantize_q5_k_blocks(q5_k const* blocks, float* y, std
             std::uint8_t const* q = blk.qs.data() + 32 * c;
             float* out = y + 64 * c;
             for (std::size_t h = 0; h < 2; ++h) {
-                // Bits 2c and 2c + 1 of qh sit at bits 0 and 1 (hb shifts right by 2 per chunk);
-                // the 16-bit shifts are masked so that no bits cross between bytes.
                 __m128i const bytes = load16<A>(q + 16 * h);
-                __m128i const lo =
-                    _mm_or_si128(_mm_and_si128(bytes, low4), _mm_and_si128(_mm_slli_epi16(hb[h], 4), bit4));
-                __m128i const hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(bytes, 4), low4),
-                                                _mm_and_si128(_mm_slli_epi16(hb[h], 3), bit4));
+                __m128i lo = _mm_and_si128(bytes, low4);
+                __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low4);
+                if constexpr (fifth_bit) {
+                    // Bits 2c and 2c + 1 of qh sit at bits 0 and 1 (hb shifts right by 2 per
+                    // chunk); the 16-bit shifts are masked so that no bits cross between bytes.
+                    lo = _mm_or_si128(lo, _mm_and_si128(_mm_slli_epi16(hb[h], 4), bit4));
+                    hi = _mm_or_si128(hi, _mm_and_si128(_mm_slli_epi16(hb[h], 3), bit4));
+                    hb[h] = _mm_srli_epi16(hb[h], 2);
+                }
                 store_scaled16<A, true>(out + 16 * h, lo, d0, mm0);
                 store_scaled16<A, true>(out + 32 + 16 * h, hi, d1, mm1);
-                hb[h] = _mm_srli_epi16(hb[h], 2);
             }
         }
     }
@@ -229,8 +206,8 @@ template <class A> void dequantize_q8_k_blocks(q8_k const* blocks, float* y, std
 // `count` blocks of `type` (a block type) -> count·block_elements(type) floats.
 template <class A> void dequantize_kernel(DType type, void const* blocks, float* out, std::size_t count) noexcept {
     switch (type) {
-        case DType::q4_k: dequantize_q4_k_blocks<A>(static_cast<q4_k const*>(blocks), out, count); break;
-        case DType::q5_k: dequantize_q5_k_blocks<A>(static_cast<q5_k const*>(blocks), out, count); break;
+        case DType::q4_k: dequantize_scale_min_blocks<A>(static_cast<q4_k const*>(blocks), out, count); break;
+        case DType::q5_k: dequantize_scale_min_blocks<A>(static_cast<q5_k const*>(blocks), out, count); break;
         case DType::q6_k: dequantize_q6_k_blocks<A>(static_cast<q6_k const*>(blocks), out, count); break;
         case DType::q8_k: dequantize_q8_k_blocks<A>(static_cast<q8_k const*>(blocks), out, count); break;
         case DType::q8_0: dequantize_q8_0_blocks<A>(static_cast<q8_0 const*>(blocks), out, count); break;
