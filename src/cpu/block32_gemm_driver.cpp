@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 
 #include "cpu/scratch_buffer.hpp"
 #include "rayo/cpu/block32_gemm_args.hpp"
@@ -20,6 +19,7 @@ constexpr std::size_t chunk_cols = 128;
 constexpr std::size_t quantize_grain = 1 << 14;
 
 thread_local ScratchBuffer packed_buffer;
+thread_local ScratchBuffer x_buffer;  // the caller's: x's codes and scales
 
 std::size_t ceil_div(std::size_t value, std::size_t divisor) { return (value + divisor - 1) / divisor; }
 
@@ -37,13 +37,15 @@ void block32_gemm(ThreadPool& pool, KernelTable const& k, std::size_t m, std::si
         return;
     }
     std::size_t const blocks = depth / block32::block_values;
-    std::unique_ptr<std::int16_t[]> const codes(new std::int16_t[m * depth]);
-    std::unique_ptr<float[]> const scales(new float[m * blocks]);
+    // x's codes (m·k int16, an even count) then its scales, in the calling thread's scratch.
+    float* const scratch = x_buffer.get(m * depth / 2 + m * blocks);
+    auto* const codes = reinterpret_cast<std::int16_t*>(scratch);
+    float* const scales = scratch + m * depth / 2;
     pool.parallel_for(m, std::max<std::size_t>(1, quantize_grain / depth), [&](std::size_t b, std::size_t e) {
-        k.block32_quantize_x(x + b * depth, (e - b) * depth, codes.get() + b * depth, scales.get() + b * blocks);
+        k.block32_quantize_x(x + b * depth, (e - b) * depth, codes + b * depth, scales + b * blocks);
     });
 
-    Block32GemmArgs const args{.m = m, .n = n, .k = depth, .x_codes = codes.get(), .x_scales = scales.get(),
+    Block32GemmArgs const args{.m = m, .n = n, .k = depth, .x_codes = codes, .x_scales = scales,
                                .w_type = w_type, .w = w, .w_row_bytes = row_bytes, .c = c, .ldc = n};
     // Few column chunks for the threads: split the rows too (in whole micro-tiles).
     std::size_t const col_parts = ceil_div(n, chunk_cols);
