@@ -104,10 +104,11 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
         bool const spanning = std::regex_search(l.key, step, std::regex(R"(gemv_spanning\..*\.g(\d+)\.r(\d+)\.)"));
         std::size_t const row_steps = spanning ? (c.n + std::stoul(step[1]) * std::stoul(step[2]) - 1) / (std::stoul(step[1]) * std::stoul(step[2])) : 0;
         unsigned const per_multiprocessor = l.dims.grid[0] / runner.multiprocessor_count();
-        // On sm_90 q6_k blocks of one 128-thread group (k <= 4096) take whole steps through bulk copies.
+        // On sm_90 q6_k, q8_0 and q4_0 blocks of one 128-thread group (k <= 4096) take whole steps
+        // through bulk copies.
         if (!direct && spanning) {
-            EXPECT_EQ(l.key.find(".bulk.") != std::string::npos,
-                      c.type == DType::q6_k && target == ptx::Target::sm_90 && c.k <= 4096)
+            bool const ringed = c.type == DType::q6_k || ptx::kernels::small_block_weights(c.type);
+            EXPECT_EQ(l.key.find(".bulk.") != std::string::npos, ringed && target == ptx::Target::sm_90 && c.k <= 4096)
                 << l.key;
         }
         if (!direct && l.dims.starts_early && row_steps > l.dims.grid[0]) {
@@ -139,6 +140,20 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
     return std::sqrt(num / std::max({den, typical, 1e-300}));
 }
 
+// The same for a case of any block type.
+double simulated_linear_error(Case const& c, std::uint32_t seed,
+                              std::optional<ptx::kernels::QuantGemvSpanningConfig> const& direct = std::nullopt,
+                              ptx::Target target = ptx::Target::sm_90) {
+    switch (c.type) {
+        case DType::q4_k: return simulated_linear_error<q4_k>(c, seed, direct, target);
+        case DType::q5_k: return simulated_linear_error<q5_k>(c, seed, direct, target);
+        case DType::q6_k: return simulated_linear_error<q6_k>(c, seed, direct, target);
+        case DType::q8_0: return simulated_linear_error<q8_0>(c, seed, direct, target);
+        case DType::q4_0: return simulated_linear_error<q4_0>(c, seed, direct, target);
+        default: ADD_FAILURE() << "no linear of " << to_string(c.type) << " here"; return 1.0;
+    }
+}
+
 TEST(CudaQuantSimulated, FusedGemvInBothFormsMatchesFloat64) {
     Case const cases[] = {
         {DType::q4_k, 2, 70, 2048, Form::streamed},    // 8 blocks a row: whole slots; 70 rows over 32 warps
@@ -151,8 +166,7 @@ TEST(CudaQuantSimulated, FusedGemvInBothFormsMatchesFloat64) {
         auto const seed = fresh_seed();
         SCOPED_TRACE(std::string(to_string(c.type)) + " m " + std::to_string(c.m) + " n " + std::to_string(c.n) +
                      " k " + std::to_string(c.k) + " seed " + std::to_string(seed));
-        double const e = c.type == DType::q4_k ? simulated_linear_error<q4_k>(c, seed) : simulated_linear_error<q6_k>(c, seed);
-        EXPECT_LE(e, 1e-3);  // what linear promises; ~1e-4 with the residual activations
+        EXPECT_LE(simulated_linear_error(c, seed), 1e-3);  // what linear promises; ~1e-4 with the residual activations
     }
 }
 
@@ -162,14 +176,19 @@ TEST(CudaQuantSimulated, FusedGemvInBothFormsMatchesFloat64) {
 // 4 CTAs, the last one partial), of 9 blocks (a group's last warp partly idle), one block (32-thread
 // groups), and 128 blocks (one 1024-thread group, which quantizes x thread by thread; for sm_80 the
 // others share it through shared memory); q6_k rows of 8, 16 and 128 blocks (every other warp's
-// blocks 8 bytes past a 16-byte boundary, and 2 bytes off a 4-byte one in every other block). More
-// steps than the ring has stages, so slots are reused.
+// blocks 8 bytes past a 16-byte boundary, and 2 bytes off a 4-byte one in every other block); q5_k
+// in q4_k's forms, q8_0 and q4_0 (eight 32-value blocks a 256-value group, each 2 bytes off a 4-byte
+// boundary in every other block) in q6_k's. More steps than the ring has stages, so slots are reused.
 TEST(CudaQuantSimulated, SpanningGemvMatchesFloat64) {
     Case const cases[] = {
         {DType::q4_k, 1, 70, 2048, Form::spanning},  {DType::q4_k, 1, 37, 2304, Form::spanning},
         {DType::q4_k, 1, 33, 256, Form::spanning},   {DType::q4_k, 1, 3, 32768, Form::spanning},
         {DType::q6_k, 1, 70, 2048, Form::spanning},  {DType::q6_k, 1, 37, 4096, Form::spanning},
-        {DType::q6_k, 1, 3, 32768, Form::spanning},
+        {DType::q6_k, 1, 3, 32768, Form::spanning},  {DType::q5_k, 1, 70, 2048, Form::spanning},
+        {DType::q5_k, 1, 37, 2304, Form::spanning},  {DType::q5_k, 1, 3, 32768, Form::spanning},
+        {DType::q8_0, 1, 70, 2048, Form::spanning},  {DType::q8_0, 1, 37, 2304, Form::spanning},
+        {DType::q8_0, 1, 3, 32768, Form::spanning},  {DType::q4_0, 1, 70, 2048, Form::spanning},
+        {DType::q4_0, 1, 33, 256, Form::spanning},   {DType::q4_0, 1, 3, 32768, Form::spanning},
     };
     for (ptx::Target target : {ptx::Target::sm_80, ptx::Target::sm_90})
         for (Case const& c : cases) {
@@ -177,9 +196,7 @@ TEST(CudaQuantSimulated, SpanningGemvMatchesFloat64) {
             SCOPED_TRACE(std::string(ptx::to_string(target)) + " " + std::string(to_string(c.type)) + " n " +
                          std::to_string(c.n) + " k " + std::to_string(c.k) + " seed " + std::to_string(seed));
             // What linear promises; ~1e-4 with x's ~15 bits (as the residual records give).
-            double const e = c.type == DType::q4_k ? simulated_linear_error<q4_k>(c, seed, std::nullopt, target)
-                                                   : simulated_linear_error<q6_k>(c, seed, std::nullopt, target);
-            EXPECT_LE(e, 1e-3);
+            EXPECT_LE(simulated_linear_error(c, seed, std::nullopt, target), 1e-3);
         }
 }
 
@@ -211,15 +228,20 @@ TEST(CudaQuantSimulated, SpanningGemvFormsMatchFloat64) {
         {45, 4096, {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 1, .batch = 2, .stages = 2, .share_x = false,
                     .early_start = true, .bulk = true}},
         {23, 2304, {.blocks_per_row = 9, .groups = 1, .batch = 4, .stages = 4, .share_x = false, .bulk = true}},
+        // q5_k and q8_0 / q4_0 in the forms the glue does not pick for them.
+        {37, 2304, {.weight = DType::q5_k, .blocks_per_row = 9, .groups = 2, .batch = 2, .stages = 3}},
+        {29, 4096, {.weight = DType::q5_k, .blocks_per_row = 16, .groups = 1, .batch = 1, .pipelined = false, .share_x = false}},
+        {27, 2048, {.weight = DType::q5_k, .blocks_per_row = 8, .groups = 1, .batch = 2, .stages = 2, .bulk = true}},
+        {41, 2304, {.weight = DType::q8_0, .blocks_per_row = 9, .groups = 2, .batch = 2, .stages = 3, .share_x = false}},
+        {41, 2304, {.weight = DType::q4_0, .blocks_per_row = 9, .groups = 1, .batch = 4, .stages = 2, .share_x = true}},
+        {23, 2048, {.weight = DType::q4_0, .blocks_per_row = 8, .groups = 2, .batch = 2, .stages = 3, .bulk = true}},
     };
     for (Launch const& f : forms) {
         auto const seed = fresh_seed();
         SCOPED_TRACE(std::string(to_string(f.config.weight)) + " n " + std::to_string(f.n) + " k " + std::to_string(f.k) +
                      " stages " + std::to_string(f.config.stages) + " seed " + std::to_string(seed));
         Case const c{f.config.weight, 1, f.n, f.k, Form::spanning};
-        double const e = f.config.weight == DType::q4_k ? simulated_linear_error<q4_k>(c, seed, f.config)
-                                                        : simulated_linear_error<q6_k>(c, seed, f.config);
-        EXPECT_LE(e, 1e-3);
+        EXPECT_LE(simulated_linear_error(c, seed, f.config), 1e-3);
     }
 }
 
@@ -295,18 +317,18 @@ TEST(CudaQuantSimulated, DequantizeQ5kQ80Q40MatchTheCpuBitForBit) {
     for (std::size_t count : {1u, 3u, 10u}) expect_dequantize_bit_exact<q5_k>(count, fresh_seed());
 }
 
-// linear with q5_k, q8_0 and q4_0 weights through the glue: q5_k in q4_k's fused forms (streamed
-// and, for rows that leave a ring's slot partial, also streamed; 2 rows) and the records form
-// (3 and 8 rows); q8_0 / q4_0 in the records form at row lengths that end inside a 256-value record
-// (96, 288 values: 3 and 9 blocks) and long ones. (Many rows of x take the decoded f16 GEMM, whose
+// linear with q5_k, q8_0 and q4_0 weights through the glue, in the forms other than the spanning
+// GEMV (above): q5_k in q4_k's fused form (streamed, 2 rows, a ring's slot left partial) and the
+// records form (3 and 8 rows); q8_0 / q4_0 in the records form at row lengths that end inside a
+// 256-value record (96, 288 values: 3 and 9 blocks; one row of those too) and long ones. (Many rows of x take the decoded f16 GEMM, whose
 // conversion of x, cvt.rn.f16x2.f32, the simulator does not model: tests/cuda_quant_test.cpp runs
 // it on a GPU.)
 TEST(CudaQuantSimulated, GemvAndGemmOfQ5kQ80Q40MatchFloat64) {
     Case const cases[] = {
-        {DType::q5_k, 1, 70, 2048, Form::streamed}, {DType::q5_k, 2, 37, 2304, Form::streamed},
+        {DType::q5_k, 2, 70, 2048, Form::streamed}, {DType::q5_k, 2, 37, 2304, Form::streamed},
         {DType::q5_k, 3, 33, 512, Form::records},   {DType::q5_k, 8, 9, 256, Form::records},
         {DType::q8_0, 1, 11, 96, Form::records},    {DType::q8_0, 3, 70, 288, Form::records},
-        {DType::q8_0, 8, 37, 2048, Form::records},  {DType::q8_0, 1, 33, 4096, Form::records},
+        {DType::q8_0, 8, 37, 2048, Form::records},  {DType::q8_0, 1, 33, 4160, Form::records},
         {DType::q4_0, 1, 11, 96, Form::records},    {DType::q4_0, 3, 70, 288, Form::records},
         {DType::q4_0, 5, 37, 2048, Form::records},  {DType::q4_0, 2, 20, 160, Form::records},
     };
@@ -314,13 +336,7 @@ TEST(CudaQuantSimulated, GemvAndGemmOfQ5kQ80Q40MatchFloat64) {
         auto const seed = fresh_seed();
         SCOPED_TRACE(std::string(to_string(c.type)) + " m " + std::to_string(c.m) + " n " + std::to_string(c.n) +
                      " k " + std::to_string(c.k) + " seed " + std::to_string(seed));
-        double e = 0;
-        switch (c.type) {
-            case DType::q5_k: e = simulated_linear_error<q5_k>(c, seed); break;
-            case DType::q8_0: e = simulated_linear_error<q8_0>(c, seed); break;
-            default: e = simulated_linear_error<q4_0>(c, seed); break;
-        }
-        EXPECT_LE(e, 1e-3);
+        EXPECT_LE(simulated_linear_error(c, seed), 1e-3);
     }
 }
 

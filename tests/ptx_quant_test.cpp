@@ -164,17 +164,51 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
     }
 }
 
+// The spanning GEMV of q5_k (q4_k's forms: registers, pipelined or not, rings) and of q8_0 / q4_0
+// (rings, and on sm_90 bulk copies, started early), at the row lengths of the test above, x shared or
+// each thread's own.
+TEST(PtxQuant, SpanningGemvOfQ5kQ80Q40Assembles) {
+    RAYO_SKIP_WITHOUT_PTXAS();
+    for (Target t : targets) {
+        ptx::Module module(t);
+        for (unsigned blocks : {1u, 9u, 16u, 56u, 128u})
+            for (unsigned batch : {1u, 2u, 4u})
+                for (bool share_x : {true, false}) {
+                    unsigned const groups = std::max(1u, 512u / kernels::quant_gemv_spanning_group_threads(blocks));
+                    for (unsigned stages : {0u, 2u}) {
+                        kernels::QuantGemvSpanningConfig const q5{.weight = DType::q5_k, .blocks_per_row = blocks, .groups = groups,
+                                                                  .batch = batch, .stages = stages, .share_x = share_x};
+                        module.add(kernels::quant_gemv_spanning(q5));
+                    }
+                    for (DType weight : {DType::q8_0, DType::q4_0}) {
+                        kernels::QuantGemvSpanningConfig small{.weight = weight, .blocks_per_row = blocks, .groups = groups,
+                                                               .batch = batch, .stages = 2, .share_x = share_x};
+                        module.add(kernels::quant_gemv_spanning(small));
+                        if (compute_capability(t) >= 90) {
+                            small.stages = 4;
+                            small.prefetch_steps = 2;
+                            small.early_start = true;
+                            small.bulk = true;
+                            module.add(kernels::quant_gemv_spanning(small));
+                        }
+                    }
+                }
+        std::string const failure = ptxas_failure("rayo_quant_gemv_spanning_q5_k_q8_0_q4_0", module.emit(), t);
+        EXPECT_TRUE(failure.empty()) << failure;
+    }
+}
+
 // The spanning GEMV with linear's bias and with each formed input (swiglu_linear, rms_norm_linear),
-// x shared through shared memory or held by each thread, q4_k from registers and q6_k from rings
-// and (sm_90, started early) bulk copies, as the glue launches them.
+// x shared through shared memory or held by each thread, q4_k and q5_k from registers and q6_k, q8_0
+// and q4_0 from rings and (sm_90, started early) bulk copies, as the glue launches them.
 TEST(PtxQuant, SpanningGemvWithBiasAndFormedInputsAssembles) {
     RAYO_SKIP_WITHOUT_PTXAS();
     for (Target t : targets) {
         ptx::Module module(t);
         for (auto input : {kernels::GemvInput::x, kernels::GemvInput::swiglu, kernels::GemvInput::rms_norm})
             for (bool share_x : {true, false})
-                for (DType weight : {DType::q4_k, DType::q6_k}) {
-                    bool const q6 = weight == DType::q6_k;
+                for (DType weight : {DType::q4_k, DType::q5_k, DType::q6_k, DType::q8_0, DType::q4_0}) {
+                    bool const q6 = weight == DType::q6_k || kernels::small_block_weights(weight);  // rings
                     kernels::QuantGemvSpanningConfig config{.weight = weight, .blocks_per_row = 16, .groups = share_x ? 4u : 1u,
                                                             .batch = 2, .stages = q6 ? 2u : 0u, .share_x = share_x,
                                                             .bias = true, .input = input};

@@ -11,6 +11,7 @@
 #include "ops/references.hpp"
 
 #include <cmath>
+#include <utility>
 
 #include "support/test_support.hpp"
 
@@ -403,16 +404,19 @@ void check_kquant_linear(CaseContext& ctx) {
         }
     }
     // A row of x holding NaN or +Inf makes that row's outputs non-finite and leaves the other rows
-    // as they are, on each path (one row of x, a few, many).
-    for (std::size_t const m : {std::size_t{1}, std::size_t{3}, std::size_t{20}}) {
+    // as they are, on each path (one row of x, a few, many); each special alone in row 0, the other
+    // in the last row.
+    float const nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (std::size_t const m : {std::size_t{1}, std::size_t{3}, std::size_t{20}})
+        for (auto const& [first, last] : {std::pair{nan, inf}, std::pair{inf, nan}}) {
         std::size_t const n = 33, k = 512;
         if (!fits(ctx, {m, n, k})) continue;
-        SCOPED_TRACE("non-finite x, " + std::to_string(m) + " rows");
+        SCOPED_TRACE("non-finite x, " + std::to_string(m) + " rows, " + std::to_string(first) + " in row 0");
         Tensor<W> const w = quantize<W>(Tensor<float>::from(ctx.values(n * k, {-1, 1}, Specials::none), {n, k})).to(ctx.device());
         std::vector<float> const clean = activation_like(m, k, ctx.seed() + 11);
         std::vector<float> poisoned = clean;
-        poisoned[5] = std::numeric_limits<float>::quiet_NaN();                     // row 0
-        poisoned[(m - 1) * k + 300] = std::numeric_limits<float>::infinity();       // the last row
+        poisoned[5] = first;                                  // row 0
+        if (m > 1) poisoned[(m - 1) * k + 300] = last;        // the last row
         Guarded<float> out = ctx.output<float>(Shape{m, n}, 1), want = ctx.output<float>(Shape{m, n}, 2);
         bool ran = false;
         ctx.attempt([&] {

@@ -174,27 +174,34 @@ unsigned weight_steps_before_wait(kernels::QuantGemvSpanningConfig const& config
     return steps_per_block >= 2 * std::size_t{config.stages} ? config.stages - 1 : 0;
 }
 
+// The spanning GEMV's plan for a weight type: q5_k takes q4_k's (registers), q8_0 and q4_0 (2-byte
+// aligned blocks, like q6_k's) q6_k's (rings, or bulk copies).
 std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsigned rows, std::uint32_t n, bool residual,
                                           std::size_t blocks_per_row, std::uint64_t w_at, bool weights_settled,
                                           bool x_settled) {
-    if (rows != 1 || !residual || blocks_per_row > kernels::quant_gemv_spanning_max_blocks || w_at % 16 != 0)
+    bool const small = kernels::small_block_weights(weight);
+    // The kernel's "blocks" are 256-value groups: eight q8_0 / q4_0 blocks.
+    if (small && blocks_per_row % 8 != 0) return std::nullopt;
+    std::size_t const groups_per_row = small ? blocks_per_row / 8 : blocks_per_row;
+    if (rows != 1 || !residual || groups_per_row > kernels::quant_gemv_spanning_max_blocks || w_at % 16 != 0)
         return std::nullopt;
-    if (weight != DType::q4_k && !(weight == DType::q6_k && blocks_per_row % 8 == 0)) return std::nullopt;
-    bool const q6 = weight == DType::q6_k;
-    auto const blocks = static_cast<unsigned>(blocks_per_row);
-    unsigned const block_threads = q6 ? spanning_q6_k_block_threads : spanning_q4_k_block_threads;
+    bool const ringed = weight == DType::q6_k || small;
+    if (weight != DType::q4_k && weight != DType::q5_k && !small && !(weight == DType::q6_k && blocks_per_row % 8 == 0))
+        return std::nullopt;
+    auto const blocks = static_cast<unsigned>(groups_per_row);
+    unsigned const block_threads = ringed ? spanning_q6_k_block_threads : spanning_q4_k_block_threads;
     unsigned const groups = std::max(1u, block_threads / kernels::quant_gemv_spanning_group_threads(blocks));
     bool const early = ptx::compute_capability(target) >= 90;
     SpanningPlan plan{.config = {.weight = weight,
                                  .blocks_per_row = blocks,
                                  .groups = groups,
                                  .batch = spanning_batch,
-                                 .stages = q6 ? spanning_q6_k_stages : 0,
+                                 .stages = ringed ? spanning_q6_k_stages : 0,
                                  .share_x = groups > 1,
                                  .prefetch_steps = early ? 2u : 0u,
                                  .early_start = early}};
     unsigned const threads = groups * kernels::quant_gemv_spanning_group_threads(blocks);
-    if (q6) {
+    if (ringed) {
         plan.threads_per_multiprocessor = spanning_q6_k_threads_per_multiprocessor;
         plan.min_blocks_per_multiprocessor = 1;
         if (early && threads <= spanning_q6_k_block_threads) {

@@ -1,13 +1,17 @@
 // linear(x, w) for one row of x with x held in registers: a group of threads spans a whole weight
-// row, thread t of the group taking the same 32 values of every row, eight threads a block (j = t%8):
+// row, thread t of the group taking the same 32 values of every row, eight threads a 256-value
+// block (j = t%8):
 //   q4_k: qs bytes [16j, 16j+16) of block t/8, values 64c + 16h + i as low nibbles and
 //         64c + 32 + 16h + i as high ones, c = j/2, h = j%2, i < 16;
-//   q6_k: values 128h + 32p + 8u + i, h = j/4, u = j%4, p < 4, i < 8 (see the q6_k branch).
+//   q5_k: the same, and their fifth bits from qh bytes [16h, 16h+16) (bits 2c and 2c + 1);
+//   q6_k: values 128h + 32p + 8u + i, h = j/4, u = j%4, p < 4, i < 8 (see the q6_k branch);
+//   q8_0 / q4_0: the 32-value block j of the eight in the 256 values, values 32j + i.
 // Its x values, their sums and their scale are loaded once; per row it reads the block's header or
-// scales and its own code bytes: q4_k straight from global memory into registers (32 bytes, a step
-// ahead), or, streamed, from a ring of slots in shared memory that its warp fills by cp.async with
-// the bytes its four blocks span (q6_k's 210-byte blocks are only 2-byte aligned: words are read
-// from the 4-byte boundary below and realigned by prmt).
+// scales and its own code bytes: q4_k / q5_k straight from global memory into registers (32 / 48
+// bytes, a step ahead), or, streamed, from a ring of slots in shared memory that its warp fills by
+// cp.async with the bytes its four 256-value blocks span (q6_k's 210-byte blocks and q8_0's / q4_0's
+// 34- and 18-byte ones are only 2-byte aligned: words are read from the 4-byte boundary below and
+// realigned by prmt).
 //
 // x: each thread loads its 32 values from global memory and quantizes them to int16,
 // q = rni(x·32767/amax) with amax over the block's 256 values, found among its 8 threads (consecutive
@@ -44,15 +48,18 @@ using quant_detail::halves_as_float;
 
 constexpr float round_magic = 12582912.0f;  // 1.5·2^23: adding it rounds to an integer in the low bits
 
-// Σ over 16 values: x as 8 words of int16 pairs, the codes as 4 words of bytes.
-Reg dot16(Kernel& k, std::vector<Reg> const& x, std::vector<Reg> const& codes) {
-    Reg s = k.mov(Type::s32, 0);
-    for (std::size_t t = 0; t < 4; ++t) {
-        s = k.dp2a(x[2 * t], codes[t], s, false, true, false);
-        s = k.dp2a(x[2 * t + 1], codes[t], s, true, true, false);
+// Σ over 4·codes.size() values, added to `start`: x as words of int16 pairs (two a word of codes),
+// the codes as words of bytes (u8, or s8 where `signed_codes`).
+Reg dot(Kernel& k, std::span<Reg const> x, std::span<Reg const> codes, Operand start, bool signed_codes = false) {
+    Reg s = k.mov(Type::s32, start);
+    for (std::size_t t = 0; t < codes.size(); ++t) {
+        s = k.dp2a(x[2 * t], codes[t], s, false, true, signed_codes);
+        s = k.dp2a(x[2 * t + 1], codes[t], s, true, true, signed_codes);
     }
     return s;
 }
+
+Reg dot16(Kernel& k, std::vector<Reg> const& x, std::vector<Reg> const& codes) { return dot(k, x, codes, 0); }
 
 // The warp-wide sums of `values` (one per row of the batch): lane b (b < batch) ends with row b's.
 Reg transposed_warp_sum(Kernel& k, std::vector<Reg> values, Reg lane) {
@@ -84,8 +91,11 @@ struct RowWords {
 
 Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     bool const q6 = config.weight == DType::q6_k;
-    if (config.weight != DType::q4_k && !q6)
-        throw BuildError("ptx kernels: quant_gemv_spanning takes q4_k or q6_k weights, not " +
+    bool const q5 = config.weight == DType::q5_k;
+    bool const nibbles = config.weight == DType::q4_k || q5;  // q4_k's lane layout, which q5_k shares
+    bool const small = small_block_weights(config.weight);   // q8_0 / q4_0: a 32-value block a thread
+    if (!nibbles && !q6 && !small)
+        throw BuildError("ptx kernels: quant_gemv_spanning takes q4_k, q5_k, q6_k, q8_0 or q4_0 weights, not " +
                          std::string(to_string(config.weight)));
     if (config.blocks_per_row < 1 || config.blocks_per_row > quant_gemv_spanning_max_blocks)
         throw BuildError("ptx kernels: quant_gemv_spanning spans 1 to " + std::to_string(quant_gemv_spanning_max_blocks) +
@@ -96,8 +106,9 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         throw BuildError("ptx kernels: quant_gemv_spanning streams through 2 to " +
                          std::to_string(quant_gemv_spanning_max_stages) + " stages (or 0: loads into registers), not " +
                          std::to_string(config.stages));
-    if (q6 && config.stages == 0)
-        throw BuildError("ptx kernels: quant_gemv_spanning streams q6_k weights (2-byte aligned blocks): stages must be 2 to " +
+    if ((q6 || small) && config.stages == 0)
+        throw BuildError("ptx kernels: quant_gemv_spanning streams " + std::string(to_string(config.weight)) +
+                         " weights (2-byte aligned blocks): stages must be 2 to " +
                          std::to_string(quant_gemv_spanning_max_stages));
     if (q6 && config.blocks_per_row % 8 != 0)
         throw BuildError("ptx kernels: quant_gemv_spanning needs q6_k rows of a multiple of 8 blocks (16-byte aligned rows), not " +
@@ -118,7 +129,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                          std::to_string(config.prefetch_steps));
 
     unsigned const blocks = config.blocks_per_row;
-    unsigned const block_bytes = q6 ? 210 : 144;
+    unsigned const block_bytes = quant_gemv_spanning_group_bytes(config.weight);  // of 256 values
     unsigned const row_bytes = block_bytes * blocks;
     unsigned const group_warps = group_threads / 32;
     unsigned const warps = config.groups * group_warps;
@@ -233,14 +244,25 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     auto const inverse_scale = [&](Reg amax) {  // amax = 0: iscale 0 and every q 0 (not 0·inf)
         return k.selp(k.mul(k.rcp_approx(amax), 32767.0f), 0.0f, k.setp(Cmp::gt, amax, 0.0f), Type::f32);
     };
+    // Σ (v − v): 0, or NaN where a value is NaN or infinite. The largest magnitude (max.f32) passes a
+    // NaN by, so x's scale carries this: a NaN in x then reaches every row's result, as in a float
+    // product (an infinity already does, through a scale of inf).
+    auto const nan_carry = [&](std::span<Reg const> v) {
+        Reg carry = k.sub(v[0], v[0]);
+        for (std::size_t i = 1; i < v.size(); ++i) carry = k.add(carry, k.sub(v[i], v[i]));
+        return carry;
+    };
     // This thread's 32 values of x, as runs of 8 at x_runs (floats from its block's start; see the
     // per-type sections below), 4 words a run: from shared memory (share_x), or loaded straight from
     // global memory, the block's largest magnitude found among its 8 threads (consecutive lanes) by
     // shuffles, and quantized in registers.
     std::vector<Reg> x_runs;
-    if (!q6) {
+    if (nibbles) {
         Reg const lo_at = k.add(k.shl(k.shr(j, 1), 6), k.shl(k.and_(j, 1), 4));  // 64c + 16h, c = j/2, h = j%2
         x_runs = {lo_at, k.add(lo_at, 8), k.add(lo_at, 32), k.add(lo_at, 40)};
+    } else if (small) {
+        Reg const x_at = k.shl(j, 5);  // the thread's 32-value block: values 32j + i
+        x_runs = {x_at, k.add(x_at, 8), k.add(x_at, 16), k.add(x_at, 24)};
     } else {
         Reg const x_at = k.add(k.shl(k.shr(j, 2), 7), k.shl(k.and_(j, 3), 3));  // 128h + 8u, h = j/4, u = j%4
         x_runs = {x_at, k.add(x_at, 32), k.add(x_at, 64), k.add(x_at, 96)};
@@ -313,10 +335,13 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             Reg amax = k.abs(v[0]);
             for (int i = 1; i < 8; ++i) amax = k.max(amax, k.abs(v[i]));
             for (int delta = 16; delta >= 1; delta /= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
+            Reg carry = nan_carry(v);
+            for (int delta = 16; delta >= 1; delta /= 2) carry = k.add(carry, k.shfl(ShuffleMode::bfly, carry, delta));
             Reg const row_at = k.add(shared, k.add(k.mul(xb, 512), k.shl(lane, 4)));
             k.st_vector(Space::shared, Type::b32, Address(row_at), quantize8(v, inverse_scale(amax)));
             k.predicated(k.setp(Cmp::eq, lane, 0), true, [&] {
-                k.st(Space::shared, Type::f32, Address(k.add(shared, k.shl(xb, 2)), scales_at), k.mul(amax, 1.0f / 32767.0f));
+                k.st(Space::shared, Type::f32, Address(k.add(shared, k.shl(xb, 2)), scales_at),
+                     k.fma(amax, 1.0f / 32767.0f, carry));
             });
         });
         if (rms_norm) store_squares(k.add(shared, squares_at));
@@ -339,7 +364,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         Reg amax = k.abs(x_values[0]);
         for (std::size_t i = 1; i < x_values.size(); ++i) amax = k.max(amax, k.abs(x_values[i]));
         for (int delta = 1; delta < 8; delta *= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
-        x_scale = k.selp(k.mul(amax, 1.0f / 32767.0f), 0.0f, active, Type::f32);
+        x_scale = k.selp(k.fma(amax, 1.0f / 32767.0f, nan_carry(x_values)), 0.0f, active, Type::f32);
         return quantize8(x_values, inverse_scale(amax));
     };
 
@@ -364,7 +389,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     Reg const chunks = k.shr(k.add(k.fma(warp_blocks, block_bytes, lead), 15), 4);
     Reg const copy_from = k.cvt(Type::u64, k.sub(span_start, lead));
     Reg const ring = k.add(k.add(shared, ring_at), k.mul(warp, stages * batch * slot_bytes));
-    unsigned const copies_per_lane = (q6 ? 53 + 31 : 36 + 31) / 32;
+    unsigned const copies_per_lane = (slot_bytes / 16 + 31) / 32;
     auto const issue = [&](Reg step_first, Reg slot) {
         Reg const slot_at = k.add(ring, k.mul(slot, batch * slot_bytes));
         for (unsigned r = 0; r < batch; ++r) {
@@ -385,17 +410,23 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         k.selp(slot, 0, next, k.setp(Cmp::eq, next, stages));
     };
 
-    // ---- the direct form (q4_k): 32 bytes a row straight into registers, optionally a step ahead
+    // ---- the direct form (q4_k, q5_k): a row's header, qs (and qh) words straight into registers,
+    // optionally a step ahead. Where a q4_k / q5_k thread's words lie in a block: the 16-byte header,
+    // qs bytes [16j, 16j+16) and (q5_k) qh bytes [16h, 16h+16), h = j%2.
+    Reg const qs_in_block = k.add(k.shl(j, 4), q5 ? 48 : 16);
+    Reg const qh_in_block = k.add(k.shl(k.and_(j, 1), 4), 16);
+    unsigned const row_words = q5 ? 12 : 8;
     auto const load_row = [&](Reg step_first, unsigned r, RowWords const& into) {
-        Reg const at = row_address(step_first, r);
-        Reg const header_offset = k.cvt(Type::u64, k.mul(b, 144));
-        Reg const qs_offset = k.cvt(Type::u64, k.add(k.mul(b, 144), k.add(k.shl(j, 4), 16)));
-        k.ld_vector(std::span(into.words).first(4), Space::global, Type::u32, Address(k.add(at, header_offset)), Cache::nc);
-        k.ld_vector(std::span(into.words).subspan(4), Space::global, Type::u32, Address(k.add(at, qs_offset)), Cache::nc);
+        Reg const at = k.add(row_address(step_first, r), k.cvt(Type::u64, k.mul(b, block_bytes)));
+        std::span<Reg const> const words(into.words);
+        k.ld_vector(words.first(4), Space::global, Type::u32, Address(at), Cache::nc);
+        k.ld_vector(words.subspan(4, 4), Space::global, Type::u32, Address(k.add(at, k.cvt(Type::u64, qs_in_block))), Cache::nc);
+        if (q5)
+            k.ld_vector(words.subspan(8), Space::global, Type::u32, Address(k.add(at, k.cvt(Type::u64, qh_in_block))), Cache::nc);
     };
     auto const fresh_words = [&] {
         RowWords w;
-        for (int i = 0; i < 8; ++i) w.words.push_back(k.reg(Type::u32));
+        for (unsigned i = 0; i < row_words; ++i) w.words.push_back(k.reg(Type::u32));
         return w;
     };
     std::vector<RowWords> pending;
@@ -466,9 +497,11 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     // The warp's block this lane reads (the last one for lanes past the row's end).
     // (bulk: the slot holds whole rows, so the thread's own block.)
     Reg const slot_block = bulk ? b : k.min(k.shr(lane, 3), k.sub(warp_blocks, 1));
-    if (!q6) {
-        // Values 64c + 16h + i (low nibbles) and 64c + 32 + 16h + i (high), c = j/2, h = j%2.
+    if (nibbles) {
+        // Values 64c + 16h + i (low nibbles) and 64c + 32 + 16h + i (high), c = j/2, h = j%2; q5_k's
+        // fifth bits are bits 2c (low) and 2c + 1 (high) of qh byte 16h + i.
         Reg const c = k.shr(j, 1);
+        Reg const high_shift = k.shl(c, 1);
         std::vector<Reg> const x_lo(x_words.begin(), x_words.begin() + 8), x_hi(x_words.begin() + 8, x_words.end());
         Reg const x_sum_lo = sum_words(x_lo);
         Reg const x_sum_hi = sum_words(x_hi);
@@ -481,30 +514,84 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         Reg const mask_top = k.selp(0x30303030, 0, upper, Type::u32);
         Reg const select_lo = k.or_(k.shl(k.and_(c, 1), 1), 0x4440);
         Reg const select_hi = k.add(select_lo, 1);
-        partial = [&, x_lo, x_hi, x_sum_lo, x_sum_hi, upper, mask_low, mask_top, select_lo, select_hi](RowWords const& words) {
-            std::span<Reg const> const h = std::span(words.words).first(4), q = std::span(words.words).subspan(4);
+        partial = [&, x_lo, x_hi, x_sum_lo, x_sum_hi, upper, mask_low, mask_top, select_lo, select_hi,
+                   high_shift](RowWords const& words) {
+            std::span<Reg const> const h = std::span(words.words).first(4), q = std::span(words.words).subspan(4, 4);
             auto const [d, dmin] = halves_as_float(k, h[0]);
             Reg const scw = k.or_(k.and_(k.selp(h[3], h[1], upper, Type::u32), mask_low), k.and_(k.shr(h[1], 2), mask_top));
             Reg const mw = k.or_(k.and_(k.selp(k.shr(h[3], 4), h[2], upper, Type::u32), mask_low), k.and_(k.shr(h[2], 2), mask_top));
             Reg const sc_lo = k.prmt(scw, 0, select_lo), sc_hi = k.prmt(scw, 0, select_hi);
             Reg const m_lo = k.prmt(mw, 0, select_lo), m_hi = k.prmt(mw, 0, select_hi);
             std::vector<Reg> lo, hi;
-            for (Reg w : q) {
-                lo.push_back(k.and_(w, 0x0f0f0f0f));
-                hi.push_back(k.and_(w, static_cast<std::int64_t>(0xf0f0f0f0u)));
+            for (std::size_t t = 0; t < 4; ++t) {
+                if (q5) {  // codes up to 31: |Σ| ≤ 16·31·32767 a chain, times a 6-bit scale, twice: < 2^31
+                    Reg const bits = k.shr(words.words[8 + t], high_shift);
+                    lo.push_back(k.or_(k.and_(q[t], 0x0f0f0f0f), k.shl(k.and_(bits, 0x01010101), 4)));
+                    hi.push_back(k.or_(k.and_(k.shr(q[t], 4), 0x0f0f0f0f), k.shl(k.and_(bits, 0x02020202), 3)));
+                } else {
+                    lo.push_back(k.and_(q[t], 0x0f0f0f0f));
+                    hi.push_back(k.and_(q[t], static_cast<std::int64_t>(0xf0f0f0f0u)));
+                }
             }
-            Reg const s_hi = k.shr(dot16(k, x_hi, hi), 4);  // exact: every term is a multiple of 16
+            // q4_k's high nibbles stay in place (16q): exact, every term is a multiple of 16.
+            Reg const s_hi = q5 ? dot16(k, x_hi, hi) : k.shr(dot16(k, x_hi, hi), 4);
             Reg const s = k.fma(dot16(k, x_lo, lo), k.bitcast(Type::s32, sc_lo), k.mul(s_hi, k.bitcast(Type::s32, sc_hi)));
             Reg const m = k.fma(x_sum_lo, k.bitcast(Type::s32, m_lo), k.mul(x_sum_hi, k.bitcast(Type::s32, m_hi)));
             Reg const block_sum = k.fma(k.cvt(Type::f32, s), d, k.mul(k.cvt(Type::f32, m), k.neg(dmin)));
             return k.mul(block_sum, x_scale);
         };
         read_slot_row = [&](Reg row_at) {
-            Reg const at = k.add(row_at, k.mul(slot_block, 144));
+            Reg const at = k.add(row_at, k.mul(slot_block, block_bytes));
             RowWords w;
             w.words = k.ld_vector(Space::shared, Type::u32, 4, Address(at));
-            for (Reg r : k.ld_vector(Space::shared, Type::u32, 4, Address(k.add(at, k.shl(j, 4)), 16))) w.words.push_back(r);
+            for (Reg r : k.ld_vector(Space::shared, Type::u32, 4, Address(k.add(at, qs_in_block)))) w.words.push_back(r);
+            if (q5)
+                for (Reg r : k.ld_vector(Space::shared, Type::u32, 4, Address(k.add(at, qh_in_block)))) w.words.push_back(r);
             return w;
+        };
+    } else if (small) {
+        // The thread's block 8·(its 256 values) + j: d, then the codes, 2-byte aligned (18- and 34-byte
+        // blocks), so read as words from the 4-byte boundary below and shifted by prmt; the last word
+        // read is the one holding the codes' last two bytes (for 4-byte aligned codes a word read
+        // again, which the prmt ignores), so nothing past the block's end is read.
+        bool const q8 = config.weight == DType::q8_0;
+        unsigned const code_words = q8 ? 8 : 4;
+        unsigned const small_bytes = q8 ? 34 : 18;
+        // q4_0's codes are q + 8: Σ (q − 8)·x starts from −8·Σx.
+        Reg const start = q8 ? k.mov(Type::s32, 0) : k.mul(sum_words(x_words), -8);
+        Reg const block_at = k.add(lead, k.fma(slot_block, block_bytes, k.mul(j, small_bytes)));
+        Reg const codes_at = k.add(block_at, 2);
+        Reg const shift = k.selp(0x5432, 0x3210, k.setp(Cmp::ne, k.and_(codes_at, 2), 0), Type::u32);
+        Reg const aligned_at = k.and_(codes_at, ~3u);
+        Reg const last_at = k.and_(k.add(codes_at, 4 * code_words - 2), ~3u);
+        read_slot_row = [&, q8, code_words, block_at, shift, aligned_at, last_at](Reg row_at) {
+            Reg const base = k.add(row_at, aligned_at);
+            std::vector<Reg> raw;
+            for (unsigned i = 0; i < code_words; ++i) raw.push_back(k.ld(Space::shared, Type::u32, Address(base, 4 * static_cast<int>(i))));
+            raw.push_back(k.ld(Space::shared, Type::u32, Address(k.add(row_at, last_at))));
+            RowWords w;
+            for (unsigned i = 0; i < code_words; ++i) w.words.push_back(k.prmt(raw[i], raw[i + 1], shift));
+            Reg const d = k.reg(Type::u32);
+            k.ld(d, Space::shared, Type::u16, Address(k.add(row_at, block_at)));
+            w.words.push_back(d);
+            return w;
+        };
+        // |Σ| ≤ 32·127·32767 (q8_0) or 32·15·32767 + 8·32·32767 (q4_0): well inside int32.
+        partial = [&, q8, code_words, start](RowWords const& words) {
+            std::span<Reg const> const codes = std::span(words.words).first(code_words);
+            Reg sum;
+            if (q8) {
+                sum = dot(k, x_words, codes, start, true);
+            } else {
+                std::vector<Reg> lo, hi;  // values i and 16 + i of byte i
+                for (Reg w : codes) {
+                    lo.push_back(k.and_(w, 0x0f0f0f0f));
+                    hi.push_back(k.and_(k.shr(w, 4), 0x0f0f0f0f));
+                }
+                sum = dot(k, std::span(x_words).subspan(8), hi, dot(k, std::span(x_words).first(8), lo, start));
+            }
+            Reg const d = k.cvt(Type::f32, k.split(words.words[code_words], Type::f16)[0]);
+            return k.mul(k.mul(k.cvt(Type::f32, sum), d), x_scale);
         };
     } else {
         // Values 128h + 32p + 8u + i (p, i < 4 and 8), h = j/4, u = j%4: in quarter p, ql bytes
@@ -622,7 +709,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             for (unsigned r = 0; r < batch; ++r) {
                 RowWords w = fresh_words();
                 if (pipelined)
-                    for (int i = 0; i < 8; ++i) k.mov(w.words[i], pending[r].words[i]);
+                    for (unsigned i = 0; i < row_words; ++i) k.mov(w.words[i], pending[r].words[i]);
                 else
                     load_row(step, r, w);
                 rows.push_back(w);

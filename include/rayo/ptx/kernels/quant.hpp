@@ -155,7 +155,7 @@ constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std
            std::size_t{config.warps} * config.stages * quant_gemv_slot_bytes(config.weight);
 }
 
-// The spanning GEMV: one row of x, q4_k or q6_k weights. Parameters (u64 w, u64 x, u64 out, u32 n):
+// The spanning GEMV: one row of x, q4_k, q5_k, q6_k, q8_0 or q4_0 weights. Parameters (u64 w, u64 x, u64 out, u32 n):
 // out[r] = Σ_k x[k]·w[r, k] for r < n, w [n rows of blocks_per_row blocks] (16-byte aligned), x f32
 // [blocks_per_row·256] (16-byte aligned). A group of quant_gemv_spanning_group_threads threads spans
 // a weight row, eight threads a block and each thread the same 32 values of every row, so its share
@@ -164,16 +164,18 @@ constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std
 // thread loads its words; otherwise each thread loads its 32 values from global memory and
 // quantizes them itself, the block's scale found among its 8 threads by shuffles (no shared x, no
 // barrier before the first product; the better choice with one group a block). Products are dp2a
-// (int16 pairs × u8 codes). Each block holds `groups` groups and takes groups·batch rows per step, striding
+// (int16 pairs × u8 codes, q8_0's s8). The "blocks" of a row here are its 256-value groups: a q4_k,
+// q5_k or q6_k block, or eight q8_0 / q4_0 blocks, of which thread j of the eight takes block j. Each block holds `groups` groups and takes groups·batch rows per step, striding
 // over the rows by gridDim·groups·batch; the warps' sums of all steps are added up in a fixed order
 // after the last (no barrier between steps).
 //
-// How the weights arrive: stages = 0 (q4_k only): per row a thread loads the block's 16-byte header
-// and its 16 qs bytes from global memory into registers (pipelined: a step ahead). stages ≥ 2:
+// How the weights arrive: stages = 0 (q4_k, q5_k): per row a thread loads the block's 16-byte header
+// and its 16 qs bytes (q5_k: and 16 qh bytes) from global memory into registers (pipelined: a step
+// ahead). stages ≥ 2:
 // each warp streams the bytes its four blocks of a row span through a ring of `stages` slots in
 // shared memory by cp.async, stages − 1 steps ahead of the one it multiplies, so many more bytes
-// are in flight than registers could hold; q6_k (2-byte aligned blocks) needs this form and rows
-// of a multiple of 8 blocks (16-byte aligned). bulk (sm_90, with stages ≥ 2): the block's steps
+// are in flight than registers could hold; q6_k, q8_0 and q4_0 (2-byte aligned blocks) need this
+// form, q6_k rows of a multiple of 8 blocks (16-byte aligned). bulk (sm_90, with stages ≥ 2): the block's steps
 // come instead through a ring of `stages` slots of whole steps (groups·batch contiguous rows, 16-byte
 // aligned), each filled by one bulk copy that one thread issues stages − 1 steps ahead, its landing
 // awaited on an mbarrier and its slot released by every thread on another. Launch a persistent grid of any size,
@@ -183,7 +185,7 @@ constexpr unsigned quant_gemv_spanning_max_stages = 16;
 constexpr unsigned quant_gemv_spanning_max_prefetch_steps = 16;
 enum class GemvInput : std::uint8_t { x, swiglu, rms_norm };
 struct RAYO_API QuantGemvSpanningConfig {
-    DType weight = DType::q4_k;   // q4_k or q6_k
+    DType weight = DType::q4_k;   // q4_k, q5_k, q6_k, q8_0 or q4_0
     unsigned blocks_per_row = 1;  // 1..quant_gemv_spanning_max_blocks, baked into the kernel
     unsigned groups = 1;          // row groups per block
     unsigned batch = 2;           // rows per group per step: 1, 2 or 4
@@ -222,8 +224,14 @@ struct RAYO_API QuantGemvSpanningConfig {
 constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) noexcept {
     return (8 * blocks_per_row + 31) / 32 * 32;
 }
-// One row of a warp's slot: its four blocks, q6_k from the 16-byte boundary below them.
-constexpr unsigned quant_gemv_spanning_slot_row_bytes(DType weight) noexcept { return weight == DType::q6_k ? 848 : 576; }
+// Bytes of 256 values of a row: one K-quant block, or eight q8_0 / q4_0 blocks.
+constexpr unsigned quant_gemv_spanning_group_bytes(DType weight) noexcept {
+    return small_block_weights(weight) ? 8 * static_cast<unsigned>(size_of(weight)) : static_cast<unsigned>(size_of(weight));
+}
+// One row of a warp's slot: its four 256-value groups, q6_k from the 16-byte boundary below them.
+constexpr unsigned quant_gemv_spanning_slot_row_bytes(DType weight) noexcept {
+    return weight == DType::q6_k ? 848 : (4 * quant_gemv_spanning_group_bytes(weight) + 15) / 16 * 16;
+}
 // Dynamic shared memory for a launch whose blocks take at most `steps` steps each
 // (ceil(n / (gridDim·groups·batch))): (share_x) x and its scales, the warps' rings, and every
 // step's warp sums.
@@ -234,7 +242,7 @@ constexpr std::size_t quant_gemv_spanning_shared_bytes(QuantGemvSpanningConfig c
     // rms_norm: each warp's Σx² and Σ(x·2^-96)² after everything else.
     std::size_t const squares = config.input == GemvInput::rms_norm ? 8 * config.groups * group_warps : 0;
     if (config.bulk) {
-        std::size_t const row_bytes = std::size_t{config.blocks_per_row} * size_of(config.weight);
+        std::size_t const row_bytes = std::size_t{config.blocks_per_row} * quant_gemv_spanning_group_bytes(config.weight);
         // x, the slots (16-byte aligned, 16 bytes apart), two mbarriers a slot, the warps' sums.
         return (x + 15) / 16 * 16 + config.stages * (rows * row_bytes + 16) + 16 * config.stages + steps * rows * group_warps * 4 +
                squares;
