@@ -22,7 +22,9 @@ struct AttentionSize {
         return std::to_string(heads) + "x" + std::to_string(head_dim) + "/" + std::to_string(q_len) + "_of_" +
                std::to_string(kv_len) + (heads != kv_heads ? "_gqa" + std::to_string(kv_heads) : "");
     }
-    [[nodiscard]] double flops() const { return 4.0 * double(heads) * double(q_len) * double(kv_len) * double(head_dim); }
+    [[nodiscard]] double flops() const {
+        return 4.0 * double(heads) * double(q_len) * double(kv_len) * double(head_dim);
+    }
 };
 
 void run_attention(benchmark::State& state, AttentionSize s) {
@@ -69,7 +71,8 @@ void register_attention_cpu() {
                                   AttentionSize{32, 32, 1, 4096, 128}, AttentionSize{32, 8, 1, 4096, 128}}) {
         add_benchmark("model/attention/flash/" + s.name(), [s](benchmark::State& st) { run_attention(st, s); });
         if (s.heads == s.kv_heads)
-            add_benchmark("model/attention/matmul_softmax/" + s.name(), [s](benchmark::State& st) { run_matmul_softmax(st, s); });
+            add_benchmark("model/attention/matmul_softmax/" + s.name(),
+                          [s](benchmark::State& st) { run_matmul_softmax(st, s); });
     }
 }
 

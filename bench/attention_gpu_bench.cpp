@@ -65,8 +65,9 @@ void register_attention_gpu() {
                   [](benchmark::State& st) { run_prefill<float>(st, 512, true, 8); });
     for (std::int64_t cache : {1024, 8192})
         for (bool cold : {true, false})
-            add_benchmark("gpu/attention/decode/f16_h32_kv8_d128_cache" + std::to_string(cache) + (cold ? "/cold" : "/hot"),
-                          [=](benchmark::State& st) { run_decode(st, cache, 32, 8, cold); });
+            add_benchmark(
+                "gpu/attention/decode/f16_h32_kv8_d128_cache" + std::to_string(cache) + (cold ? "/cold" : "/hot"),
+                [=](benchmark::State& st) { run_decode(st, cache, 32, 8, cold); });
 }
 
 }  // namespace rayo_bench

@@ -56,7 +56,8 @@ inline std::vector<float> random_values(std::size_t n, Range range = default_ran
 }
 
 template <rayo::FloatingElement T = float>
-rayo::Tensor<T> random_tensor(rayo::Shape shape, rayo::Device device, Range range = default_range, std::uint64_t seed = 1) {
+rayo::Tensor<T> random_tensor(rayo::Shape shape, rayo::Device device, Range range = default_range,
+                              std::uint64_t seed = 1) {
     std::vector<float> const values = random_values(shape.numel(), range, seed);
     if constexpr (std::same_as<T, float>) {
         return rayo::Tensor<float>::from(std::span<float const>(values), std::move(shape), device);
@@ -163,7 +164,9 @@ inline void report(benchmark::State& state, Work work) {
 // thread's CPU time does not see, and the rate counters divide by the time used here.
 template <class Fn>
 benchmark::internal::Benchmark* add_benchmark(std::string const& name, Fn&& fn) {
-    return benchmark::RegisterBenchmark(name.c_str(), std::forward<Fn>(fn))->UseRealTime()->Unit(benchmark::kMicrosecond);
+    return benchmark::RegisterBenchmark(name.c_str(), std::forward<Fn>(fn))
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
 }
 
 // The machine facts a result needs to be read: device, CPU instruction set, thread count.
@@ -196,7 +199,8 @@ inline void run_embedding(benchmark::State& state, std::int64_t rows, std::int64
     rayo::Device const device = bench_device();
     auto const table = random_tensor<rayo::half>(rayo::Shape{rows, dim}, device);
     std::vector<std::int32_t> ids(static_cast<std::size_t>(count));
-    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>(i * 7919 % static_cast<std::size_t>(rows));
+    for (std::size_t i = 0; i < ids.size(); ++i)
+        ids[i] = static_cast<std::int32_t>(i * 7919 % static_cast<std::size_t>(rows));
     auto const id_tensor = rayo::Tensor<std::int32_t>::from(ids, rayo::Shape{count}, device);
     auto const out = rayo::Tensor<rayo::half>::empty(rayo::Shape{count, dim}, device);
     time_op(state, device, [&] { rayo::embedding_into(table, id_tensor, out); });

@@ -46,8 +46,8 @@ void run_conv(benchmark::State& state, ConvLayer const& l) {
     auto const x = random_tensor<T>(rayo::Shape{l.n, l.c, l.h, l.w}, device, {-1, 1}, 1);
     auto const w = random_tensor<T>(rayo::Shape{l.o, l.c / l.groups, l.k, l.k}, device, {-1, 1}, 2);
     auto const out = output_tensor<T>(rayo::Shape{l.n, l.o, out_extent(l, l.h), out_extent(l, l.w)}, device);
-    rayo::Conv2dParams const p{.stride = {l.stride, l.stride}, .padding = {l.padding, l.padding},
-                               .groups = static_cast<int>(l.groups)};
+    rayo::Conv2dParams const p{
+        .stride = {l.stride, l.stride}, .padding = {l.padding, l.padding}, .groups = static_cast<int>(l.groups)};
     time_op(state, device, [&] { rayo::conv2d_into(x, w, p, out); });
     report(state, conv_work(l));
 }
@@ -76,15 +76,16 @@ void run_im2col_sgemm(benchmark::State& state, ConvLayer const& l) {
     std::int64_t const depth = cg * l.k * l.k;
     auto const x = random_values(static_cast<std::size_t>(l.n * l.c * l.h * l.w), {-1, 1}, 1);
     auto const w = random_values(static_cast<std::size_t>(l.o * depth), {-1, 1}, 2);
-    std::vector<float> cols(static_cast<std::size_t>(depth * pixels)), out(static_cast<std::size_t>(l.n * l.o * pixels));
+    std::vector<float> cols(static_cast<std::size_t>(depth * pixels)),
+        out(static_cast<std::size_t>(l.n * l.o * pixels));
     for (auto _ : state)
         for (std::int64_t n = 0; n < l.n; ++n)
             for (std::int64_t g = 0; g < l.groups; ++g) {
                 im2col(l, x.data() + (n * l.c + g * cg) * l.h * l.w, cg, cols.data());
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(og), static_cast<blasint>(pixels),
-                            static_cast<blasint>(depth), 1.0f, w.data() + g * og * depth, static_cast<blasint>(depth),
-                            cols.data(), static_cast<blasint>(pixels), 0.0f, out.data() + (n * l.o + g * og) * pixels,
-                            static_cast<blasint>(pixels));
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(og),
+                            static_cast<blasint>(pixels), static_cast<blasint>(depth), 1.0f, w.data() + g * og * depth,
+                            static_cast<blasint>(depth), cols.data(), static_cast<blasint>(pixels), 0.0f,
+                            out.data() + (n * l.o + g * og) * pixels, static_cast<blasint>(pixels));
                 benchmark::DoNotOptimize(out.data());
             }
     report(state, conv_work(l));
@@ -99,7 +100,8 @@ void register_convolution() {
         add_benchmark("conv2d/f16/" + l.name, [l](benchmark::State& s) { run_conv<rayo::half>(s, l); });
 #ifdef RAYO_BENCH_OPENBLAS
         if (bench_device().kind() == rayo::DeviceKind::cpu)
-            add_benchmark("conv2d/f32/" + l.name + "/im2col_openblas", [l](benchmark::State& s) { run_im2col_sgemm(s, l); });
+            add_benchmark("conv2d/f32/" + l.name + "/im2col_openblas",
+                          [l](benchmark::State& s) { run_im2col_sgemm(s, l); });
 #endif
     }
 }

@@ -49,7 +49,8 @@ struct UnaryCase {
 constexpr UnaryCase unary_cases[] = {
     {"tanh", [](Vector const& x, Vector& out) { out = x.tanh(); }, [](In x, In out) { rayo::tanh_into(x, out); }},
     {"exp", [](Vector const& x, Vector& out) { out = x.exp(); }, [](In x, In out) { rayo::exp_into(x, out); }},
-    {"sigmoid", [](Vector const& x, Vector& out) { out = x.logistic(); }, [](In x, In out) { rayo::sigmoid_into(x, out); }},
+    {"sigmoid", [](Vector const& x, Vector& out) { out = x.logistic(); },
+     [](In x, In out) { rayo::sigmoid_into(x, out); }},
     {"relu", [](Vector const& x, Vector& out) { out = x.max(0.0f); }, [](In x, In out) { rayo::relu_into(x, out); }},
 };
 
@@ -89,10 +90,12 @@ void register_comparisons() {
                 [&c, n](benchmark::State& state) {
                     Vector const x = eigen_vector(n);
                     Vector out = Vector::Zero(n);
-                    time_eigen(state, out, [&] { c.eigen(x, out); }, static_cast<double>(n));
+                    time_eigen(
+                        state, out, [&] { c.eigen(x, out); }, static_cast<double>(n));
                 },
                 [&c, n, cpu](benchmark::State& state, std::size_t threads) {
-                    time_rayo(state, threads, random_tensor(rayo::Shape{n}, cpu), output_tensor(rayo::Shape{n}, cpu), c.rayo);
+                    time_rayo(state, threads, random_tensor(rayo::Shape{n}, cpu), output_tensor(rayo::Shape{n}, cpu),
+                              c.rayo);
                 });
 
     for (std::int64_t n : compare_sizes)
@@ -101,7 +104,8 @@ void register_comparisons() {
             [n](benchmark::State& state) {
                 Vector const x = eigen_vector(n);
                 float total = 0;
-                time_eigen(state, total, [&] { total = x.sum(); }, static_cast<double>(n));
+                time_eigen(
+                    state, total, [&] { total = x.sum(); }, static_cast<double>(n));
             },
             [n, cpu](benchmark::State& state, std::size_t threads) {
                 time_rayo(state, threads, random_tensor(rayo::Shape{n}, cpu), output_tensor(rayo::Shape{}, cpu),
@@ -114,7 +118,8 @@ void register_comparisons() {
             [s](benchmark::State& state) {
                 Matrix const x = eigen_matrix(s);
                 Matrix out = Matrix::Zero(s.rows, s.cols);
-                time_eigen(state, out, [&] { eigen_softmax(x, out); }, static_cast<double>(x.size()));
+                time_eigen(
+                    state, out, [&] { eigen_softmax(x, out); }, static_cast<double>(x.size()));
             },
             [s, cpu](benchmark::State& state, std::size_t threads) {
                 rayo::Shape const shape{s.rows, s.cols};

@@ -11,8 +11,8 @@ using In = FTensor const&;
 
 struct ElementwiseCase {
     std::string_view name;
-    int tensor_inputs;  // 1 or 2; with the output, the bytes moved per element
-    Range range;        // of the inputs: log and sqrt want positives, a divisor stays away from 0
+    int tensor_inputs;                // 1 or 2; with the output, the bytes moved per element
+    Range range;                      // of the inputs: log and sqrt want positives, a divisor stays away from 0
     void (*run)(In a, In b, In out);  // unary ops ignore b
 };
 

@@ -32,7 +32,8 @@ void run_copy(benchmark::State& state) {
 // device's memory gives an operation of that size, launch and ramp included.
 std::vector<FTensor> rotated_copies(std::int64_t bytes, rayo::Device device) {
     std::vector<FTensor> copies{random_tensor(rayo::Shape{bytes / 4}, device)};
-    while (static_cast<double>(copies.size()) * static_cast<double>(bytes) < rotation_bytes) copies.push_back(copies[0].clone());
+    while (static_cast<double>(copies.size()) * static_cast<double>(bytes) < rotation_bytes)
+        copies.push_back(copies[0].clone());
     return copies;
 }
 
@@ -174,12 +175,13 @@ void run_gelu(benchmark::State& state) {
 // `independent`: each weight copy writes its own y, so consecutive GEMVs share only x (as a
 // model's q/k/v or gate/up projections do) and need not wait for each other.
 template <class W>
-void run_quant_linear(benchmark::State& state, std::int64_t batch, std::int64_t out_features,
-                      std::int64_t in_features, bool cold, bool independent = false) {
+void run_quant_linear(benchmark::State& state, std::int64_t batch, std::int64_t out_features, std::int64_t in_features,
+                      bool cold, bool independent = false) {
     rayo::Device const device = bench_device();
     // Quantized once on the CPU (q4_k/q6_k quantization is a CPU op), then uploaded.
-    auto const w = rayo::quantize<W>(
-        random_tensor(rayo::Shape{out_features, in_features}, rayo::Device::cpu(), {-1.0f, 1.0f}, 7)).to(device);
+    auto const w =
+        rayo::quantize<W>(random_tensor(rayo::Shape{out_features, in_features}, rayo::Device::cpu(), {-1.0f, 1.0f}, 7))
+            .to(device);
     std::vector<rayo::Tensor<W>> copies{w};
     if (cold) {
         auto const count = static_cast<std::size_t>(rotation_bytes / static_cast<double>(w.bytes())) + 1;
@@ -266,7 +268,8 @@ void register_gpu() {
     add_benchmark("gpu/copy/1GiB", run_copy);
     // The weight bytes of the GEMV shapes below: q4_k 4096x4096, 4096x14336; q6_k the same.
     for (std::int64_t bytes : {9437184, 33030144, 13762560, 48168960}) {
-        add_benchmark("gpu/copy/" + std::to_string(bytes) + "/cold", [bytes](benchmark::State& st) { run_copy_cold(st, bytes); });
+        add_benchmark("gpu/copy/" + std::to_string(bytes) + "/cold",
+                      [bytes](benchmark::State& st) { run_copy_cold(st, bytes); });
         add_benchmark("gpu/sum/" + std::to_string(bytes) + "/cold",
                       [bytes](benchmark::State& st) { run_sum_cold(st, bytes); });
     }
@@ -274,11 +277,13 @@ void register_gpu() {
         add_benchmark("gpu/matmul_f32/" + std::to_string(n), [n](benchmark::State& st) { run_matmul<float>(st, n); });
         add_benchmark("gpu/matmul_tf32/" + std::to_string(n),
                       [n](benchmark::State& st) { run_matmul<float>(st, n, {.allow_tf32 = true}); });
-        add_benchmark("gpu/matmul_tf32_nt/" + std::to_string(n),
-                      [n](benchmark::State& st) { run_matmul<float>(st, n, {.transpose_b = true, .allow_tf32 = true}); });
+        add_benchmark("gpu/matmul_tf32_nt/" + std::to_string(n), [n](benchmark::State& st) {
+            run_matmul<float>(st, n, {.transpose_b = true, .allow_tf32 = true});
+        });
         add_benchmark("gpu/matmul_bf16/" + std::to_string(n),
                       [n](benchmark::State& st) { run_matmul<rayo::bfloat16>(st, n); });
-        add_benchmark("gpu/matmul_f16/" + std::to_string(n), [n](benchmark::State& st) { run_matmul<rayo::half>(st, n); });
+        add_benchmark("gpu/matmul_f16/" + std::to_string(n),
+                      [n](benchmark::State& st) { run_matmul<rayo::half>(st, n); });
     }
     add_benchmark("gpu/matmul_f16/512x4096x14336", [](benchmark::State& st) { run_f16_prefill(st, false); });
     add_benchmark("gpu/linear_f16/512x4096x14336", [](benchmark::State& st) { run_f16_prefill(st, true); });
@@ -293,10 +298,15 @@ void register_gpu() {
     add_benchmark("gpu/bias_add/8192x4096", run_bias_add);
     add_benchmark("gpu/cast_f32_f16/2^28", run_cast_f16);
     add_benchmark("gpu/permute/4096x4096", run_permute);
-    add_benchmark("gpu/embedding/4096_of_128256x4096_f16", [](benchmark::State& s) { run_embedding(s, 128256, 4096, 4096); });
+    add_benchmark("gpu/embedding/4096_of_128256x4096_f16",
+                  [](benchmark::State& s) { run_embedding(s, 128256, 4096, 4096); });
     add_benchmark("gpu/bmm/32x512x128x512_f16", run_bmm);
-    add_benchmark("gpu/conv2d/n32_64x56x56_3x3_64_f16", [](benchmark::State& st) { run_conv2d(st, {64, 64, 56, 3, 1}); });
-    add_benchmark("gpu/conv2d/n32_256x56x56_1x1s2_512_f16", [](benchmark::State& st) { run_conv2d(st, {256, 512, 56, 1, 2}); });
+    add_benchmark("gpu/conv2d/n32_64x56x56_3x3_64_f16", [](benchmark::State& st) {
+        run_conv2d(st, {64, 64, 56, 3, 1});
+    });
+    add_benchmark("gpu/conv2d/n32_256x56x56_1x1s2_512_f16", [](benchmark::State& st) {
+        run_conv2d(st, {256, 512, 56, 1, 2});
+    });
     register_quant_linear<rayo::q4_k>();
     register_quant_linear<rayo::q6_k>();
     register_quant_linear<rayo::q5_k>();

@@ -56,7 +56,8 @@ void register_model_ops() {
     add_benchmark("model/bias_add/2048x4096", run_bias_add);
     add_benchmark("model/cast_f32_f16/2^24", run_cast);
     add_benchmark("model/permute/4096x4096", run_permute);
-    add_benchmark("model/embedding/4096_of_32000x4096_f16", [](benchmark::State& s) { run_embedding(s, 32000, 4096, 4096); });
+    add_benchmark("model/embedding/4096_of_32000x4096_f16",
+                  [](benchmark::State& s) { run_embedding(s, 32000, 4096, 4096); });
 }
 
 }  // namespace rayo_bench

@@ -31,7 +31,8 @@ struct Case {
 
 std::vector<Case> cases() {
     std::vector<Case> out;
-    for (std::size_t n : {64, 128, 256, 512, 1024, 2048, 4096}) out.push_back({"square/" + std::to_string(n), n, n, n, false});
+    for (std::size_t n : {64, 128, 256, 512, 1024, 2048, 4096})
+        out.push_back({"square/" + std::to_string(n), n, n, n, false});
     out.push_back({"tall_skinny/4096x32x4096", 4096, 32, 4096, false});
     // The linear layers of a 7B model: x[rows, 4096] · w[11008, 4096]ᵀ.
     for (std::size_t rows : {1, 16, 128, 512})
@@ -45,10 +46,13 @@ void register_all() {
         Work const work{0, 0, 2.0 * static_cast<double>(c.m) * static_cast<double>(c.n) * static_cast<double>(c.k)};
         add_benchmark(c.name + "/rayo", [c, cpu, work](benchmark::State& state) {
             auto a = random_tensor({c.m, c.k}, cpu, {-1, 1}, 1);
-            auto b = c.b_transposed ? random_tensor({c.n, c.k}, cpu, {-1, 1}, 2) : random_tensor({c.k, c.n}, cpu, {-1, 1}, 2);
+            auto b = c.b_transposed ? random_tensor({c.n, c.k}, cpu, {-1, 1}, 2)
+                                    : random_tensor({c.k, c.n}, cpu, {-1, 1}, 2);
             auto out = rayo::Tensor<float>::zeros({c.m, c.n}, cpu);
-            if (c.b_transposed) time_op(state, cpu, [&] { rayo::linear_into(a, b, out); });
-            else time_op(state, cpu, [&] { rayo::matmul_into(a, b, out); });
+            if (c.b_transposed)
+                time_op(state, cpu, [&] { rayo::linear_into(a, b, out); });
+            else
+                time_op(state, cpu, [&] { rayo::matmul_into(a, b, out); });
             report(state, work);
         });
         add_benchmark(c.name + "/openblas", [c, work](benchmark::State& state) {

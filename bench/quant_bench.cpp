@@ -79,7 +79,8 @@ void run_quantize_q8_k(benchmark::State& state) {
 
 template <class W>
 void register_type() {
-    std::string const shape = std::string("x").append(std::to_string(ffn_in)).append("x").append(std::to_string(ffn_out));
+    std::string const shape =
+        std::string("x").append(std::to_string(ffn_in)).append("x").append(std::to_string(ffn_out));
     std::string const name = "linear_" + type_name<W>() + "/";
     // GEMV with the default activations, and with ggml's single q8_k ("act:q8_k").
     for (bool cold : {false, true}) {

@@ -26,12 +26,18 @@ struct ReductionCase {
 };
 
 constexpr ReductionCase cases[] = {
-    {"sum", false, [](In x, Out o) { rayo::sum_into(x, o.values); }, [](In x, int a, Out o) { rayo::sum_into(x, a, false, o.values); }},
-    {"mean", false, [](In x, Out o) { rayo::mean_into(x, o.values); }, [](In x, int a, Out o) { rayo::mean_into(x, a, false, o.values); }},
-    {"max", false, [](In x, Out o) { rayo::max_into(x, o.values); }, [](In x, int a, Out o) { rayo::max_into(x, a, false, o.values); }},
-    {"min", false, [](In x, Out o) { rayo::min_into(x, o.values); }, [](In x, int a, Out o) { rayo::min_into(x, a, false, o.values); }},
-    {"argmax", true, [](In x, Out o) { rayo::argmax_into(x, o.indices); }, [](In x, int a, Out o) { rayo::argmax_into(x, a, false, o.indices); }},
-    {"argmin", true, [](In x, Out o) { rayo::argmin_into(x, o.indices); }, [](In x, int a, Out o) { rayo::argmin_into(x, a, false, o.indices); }},
+    {"sum", false, [](In x, Out o) { rayo::sum_into(x, o.values); },
+     [](In x, int a, Out o) { rayo::sum_into(x, a, false, o.values); }},
+    {"mean", false, [](In x, Out o) { rayo::mean_into(x, o.values); },
+     [](In x, int a, Out o) { rayo::mean_into(x, a, false, o.values); }},
+    {"max", false, [](In x, Out o) { rayo::max_into(x, o.values); },
+     [](In x, int a, Out o) { rayo::max_into(x, a, false, o.values); }},
+    {"min", false, [](In x, Out o) { rayo::min_into(x, o.values); },
+     [](In x, int a, Out o) { rayo::min_into(x, a, false, o.values); }},
+    {"argmax", true, [](In x, Out o) { rayo::argmax_into(x, o.indices); },
+     [](In x, int a, Out o) { rayo::argmax_into(x, a, false, o.indices); }},
+    {"argmin", true, [](In x, Out o) { rayo::argmin_into(x, o.indices); },
+     [](In x, int a, Out o) { rayo::argmin_into(x, a, false, o.indices); }},
 };
 
 Outputs make_outputs(rayo::Shape const& shape, rayo::Device device) {

@@ -15,8 +15,9 @@ function(rayo_add_cpu_kernels target)
         set_source_files_properties(${dir}/kernels_avx2.cpp PROPERTIES COMPILE_OPTIONS "${common};-mavx2;-mfma;-mf16c")
         # GCC 12's avx512fintrin.h reads a deliberately undefined vector (`__m512 __Y = __Y;` in
         # _mm512_undefined_ps, GCC bug 105593), which -Wall reports at every inlined min/max.
+        set(gcc_undefined_vector "$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized;-Wno-uninitialized>")
         set_source_files_properties(${dir}/kernels_avx512.cpp PROPERTIES COMPILE_OPTIONS
-            "${common};-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mfma;-mf16c;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>;$<$<CXX_COMPILER_ID:GNU>:-Wno-uninitialized>")
+            "${common};-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mfma;-mf16c;${gcc_undefined_vector}")
         set(has_sse4_2 1)
         set(has_avx2 1)
         set(has_avx512 1)

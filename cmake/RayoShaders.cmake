@@ -30,7 +30,8 @@ function(_rayo_embed_shader out_dir source_dir name symbol)
         set(depfile_args -MD -MF ${spv}.d)
     endif()
     add_custom_command(OUTPUT ${spv} ${cpp}
-        COMMAND ${RAYO_GLSLC} --target-env=vulkan1.1 -O -Werror -I ${out_dir}/glsl ${ARGN} ${depfile_args} -o ${spv} ${comp}
+        COMMAND ${RAYO_GLSLC} --target-env=vulkan1.1 -O -Werror -I ${out_dir}/glsl ${ARGN} ${depfile_args}
+            -o ${spv} ${comp}
         COMMAND ${CMAKE_COMMAND} -DSPIRV=${spv} -DOUTPUT=${cpp} -DNAME=${symbol} -DSOURCE=${name}.comp
                 "-DOPTIONS=${ARGN}" -P ${RAYO_SPIRV_TO_CPP}
         MAIN_DEPENDENCY ${comp}
@@ -83,7 +84,8 @@ function(rayo_embed_shaders target)
             _rayo_embed_shader(${out_dir} ${arg_SOURCE_DIR} ${name} ${build} ${defines})
             set(preserve "{}")
             if(denorm AND NOT build STREQUAL "${name}_integer_dot")
-                _rayo_embed_shader(${out_dir} ${arg_SOURCE_DIR} ${name} ${build}_denorm_preserve ${defines} -DRAYO_DENORM_PRESERVE)
+                _rayo_embed_shader(${out_dir} ${arg_SOURCE_DIR} ${name} ${build}_denorm_preserve ${defines}
+                    -DRAYO_DENORM_PRESERVE)
                 set(preserve "shaders::${build}_denorm_preserve")
             endif()
             string(APPEND enumerators "    ${build},\n")

@@ -1,4 +1,5 @@
-# cmake -DSPIRV=file.spv -DOUTPUT=file.cpp -DNAME=id [-DSOURCE=name.comp -DOPTIONS=glslc-options] -P RayoSpirvToCpp.cmake
+# cmake -DSPIRV=file.spv -DOUTPUT=file.cpp -DNAME=id [-DSOURCE=name.comp -DOPTIONS=glslc-options]
+#       -P RayoSpirvToCpp.cmake
 # Writes the SPIR-V words (little-endian, as glslc writes them) as a constexpr uint32_t array.
 file(READ ${SPIRV} hex HEX)
 string(LENGTH "${hex}" length)

@@ -13,8 +13,15 @@ int main() try {
     using namespace rayo::ptx;
     // bf16 x bf16ᵀ -> f32 on the tensor cores: 128x128 block tiles, 32 of k per step, 4 warps,
     // a 4-stage cp.async pipeline. The sizes are baked in, so whole tiles need no edge checks.
-    kernels::GemmConfig const config{.m = 4096, .n = 4096, .k = 4096, .a = Type::bf16, .b = Type::bf16,
-                                     .b_transposed = true, .tile = {128, 128, 32}, .warps = 4, .stages = 4};
+    kernels::GemmConfig const config{.m = 4096,
+                                     .n = 4096,
+                                     .k = 4096,
+                                     .a = Type::bf16,
+                                     .b = Type::bf16,
+                                     .b_transposed = true,
+                                     .tile = {128, 128, 32},
+                                     .warps = 4,
+                                     .stages = 4};
     Kernel const kernel = kernels::gemm(config);
     kernels::GemmLaunch const launch = kernels::gemm_launch(config, config.m, config.n);
 

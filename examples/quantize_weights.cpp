@@ -27,9 +27,12 @@ std::int64_t count_argument(char const* text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::int64_t const rows = argc > 2 ? count_argument(argv[1]) : 4096, cols = argc > 2 ? count_argument(argv[2]) : 4096;
+    std::int64_t const rows = argc > 2 ? count_argument(argv[1]) : 4096,
+                       cols = argc > 2 ? count_argument(argv[2]) : 4096;
     if (argc == 2 || argc > 3 || rows == 0 || cols == 0 || cols % 256 != 0 || rows > (std::int64_t{1} << 31) / cols) {
-        std::fprintf(stderr, "usage: rayo-quantize-weights [ROWS COLS]: positive, COLS a multiple of 256, at most 2^31 values\n");
+        std::fprintf(
+            stderr,
+            "usage: rayo-quantize-weights [ROWS COLS]: positive, COLS a multiple of 256, at most 2^31 values\n");
         return 2;
     }
     try {
@@ -52,8 +55,10 @@ int main(int argc, char** argv) {
             err += (exact[i] - quantized[i]) * double(exact[i] - quantized[i]);
             norm += exact[i] * double(exact[i]);
         }
-        std::printf("%zu MB of f32 weights -> %zu MB of q4_k; linear(x, w): relative error %.4f (q4_k keeps ~4.5 bits a weight)\n",
-                    w.bytes() >> 20, q.bytes() >> 20, std::sqrt(err / norm));
+        std::printf(
+            "%zu MB of f32 weights -> %zu MB of q4_k; linear(x, w): relative error %.4f (q4_k keeps ~4.5 bits a "
+            "weight)\n",
+            w.bytes() >> 20, q.bytes() >> 20, std::sqrt(err / norm));
         return std::sqrt(err / norm) < 0.1 ? 0 : 1;
     } catch (std::exception const& e) {
         std::fprintf(stderr, "rayo-quantize-weights: %s\n", e.what());

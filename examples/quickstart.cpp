@@ -14,7 +14,7 @@ int run() {
     rayo::Device dev = rayo::Device::best();  // RAYO_DEVICE=cpu|vulkan|cuda|vulkan:1 overrides
     for (rayo::Device d : rayo::Device::all()) std::cout << d.id() << ": " << d.name() << '\n';
 
-    std::vector<float> const host_a{1, 2,   //
+    std::vector<float> const host_a{1, 2,  //
                                     3, 4};
     std::vector<float> const host_b{1, 0, 2,  //
                                     0, 1, 1};

@@ -58,7 +58,8 @@ void main() {
             offsets(q * 4, ia, ib);
             vec4 u = a_row ? load_a4(ia / 4) : vec4(load_a(ia));
             vec4 v = b_row ? load_b4(ib / 4) : vec4(load_b(ib));
-            store_y4(params.out_offset / 4 + q, vec4(apply(u.x, v.x), apply(u.y, v.y), apply(u.z, v.z), apply(u.w, v.w)));
+            store_y4(params.out_offset / 4 + q,
+                     vec4(apply(u.x, v.x), apply(u.y, v.y), apply(u.z, v.z), apply(u.w, v.w)));
         }
         return;
     }

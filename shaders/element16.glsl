@@ -24,6 +24,7 @@ vec4 unpack_elements(uvec2 w) {
 }
 
 uvec2 pack_elements(vec4 v) {
-    return uvec2(float_to_element(v.x) | (float_to_element(v.y) << 16), float_to_element(v.z) | (float_to_element(v.w) << 16));
+    return uvec2(float_to_element(v.x) | (float_to_element(v.y) << 16),
+                 float_to_element(v.z) | (float_to_element(v.w) << 16));
 }
 #endif

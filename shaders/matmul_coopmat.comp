@@ -152,7 +152,8 @@ InteriorLoads interior_loads(uint t, uint row0, uint col0) {
 // The 8-element runs this invocation loads of each tile for the step at k0: of a row of a's tile
 // (RUNS_A runs a row), of a row of b's (RUNS_B runs a row; transposed, RUNS_A runs of a row of b's
 // [n, k]).
-void load_step(uint k0, uint t, uint row0, uint col0, InteriorLoads interior, out RunA ra[LOADS_A], out uvec4 rb[LOADS_B]) {
+void load_step(uint k0, uint t, uint row0, uint col0, InteriorLoads interior, out RunA ra[LOADS_A],
+               out uvec4 rb[LOADS_B]) {
     if (interior.on) {
         [[unroll]] for (uint s = 0u; s < LOADS_A; ++s) {
             ra[s].lo = a8[interior.a_index + s * (THREADS / RUNS_A) * (params.k / 8u) + k0 / 8u];
@@ -168,8 +169,9 @@ void load_step(uint k0, uint t, uint row0, uint col0, InteriorLoads interior, ou
     }
     [[unroll]] for (uint s = 0u; s < LOADS_B; ++s) {
         uint idx = t + THREADS * s;
-        rb[s] = B_TRANSPOSED ? load8(false, b_base(), col0 + idx / RUNS_A, k0 + (idx % RUNS_A) * 8u, params.n, params.k)
-                             : load8(false, b_base(), k0 + idx / RUNS_B, col0 + (idx % RUNS_B) * 8u, params.k, params.n);
+        rb[s] = B_TRANSPOSED
+                    ? load8(false, b_base(), col0 + idx / RUNS_A, k0 + (idx % RUNS_A) * 8u, params.n, params.k)
+                    : load8(false, b_base(), k0 + idx / RUNS_B, col0 + (idx % RUNS_B) * 8u, params.k, params.n);
     }
 }
 
@@ -180,7 +182,8 @@ void store_step(uint buf, uint t, RunA ra[LOADS_A], uvec4 rb[LOADS_B]) {
     }
     [[unroll]] for (uint s = 0u; s < LOADS_B; ++s) {
         uint idx = t + THREADS * s;
-        uint at = B_TRANSPOSED ? (idx / RUNS_A) * (A_STRIDE / 8u) + idx % RUNS_A : (idx / RUNS_B) * (B_STRIDE / 8u) + idx % RUNS_B;
+        uint at = B_TRANSPOSED ? (idx / RUNS_A) * (A_STRIDE / 8u) + idx % RUNS_A
+                               : (idx / RUNS_B) * (B_STRIDE / 8u) + idx % RUNS_B;
         tile_b[buf][at] = rb[s];
     }
 }
@@ -212,9 +215,11 @@ void main() {
                 coopMatLoadNV(fa[i], tile_a[buf], ((sub_row + 16u * i) * A_STRIDE + kk) / 8u, A_STRIDE / 8u, false);
             [[unroll]] for (uint j = 0u; j < FRAGS_N; ++j) {
                 if (B_TRANSPOSED)  // element (k, n) at [n][k]: column-major
-                    coopMatLoadNV(fb[j], tile_b[buf], ((sub_col + FRAG_N * j) * A_STRIDE + kk) / 8u, A_STRIDE / 8u, true);
+                    coopMatLoadNV(fb[j], tile_b[buf], ((sub_col + FRAG_N * j) * A_STRIDE + kk) / 8u, A_STRIDE / 8u,
+                                  true);
                 else
-                    coopMatLoadNV(fb[j], tile_b[buf], (kk * B_STRIDE + sub_col + FRAG_N * j) / 8u, B_STRIDE / 8u, false);
+                    coopMatLoadNV(fb[j], tile_b[buf], (kk * B_STRIDE + sub_col + FRAG_N * j) / 8u, B_STRIDE / 8u,
+                                  false);
             }
             [[unroll]] for (uint i = 0u; i < FRAGS_M; ++i)
                 [[unroll]] for (uint j = 0u; j < FRAGS_N; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);

@@ -123,7 +123,8 @@ void stash(uint t, uint buf) {
         uint r = t + 256u * s;
         if (r < RUNS_A) {
             uint row = r / RUNS_PER_ROW, kk = 4u * (r % RUNS_PER_ROW);
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) tile_a[at(buf, kk + c, row / 4u, SLOTS_A)][row % 4u] = stage_a[s][c];
+            [[unroll]] for (uint c = 0u; c < 4u; ++c)
+                tile_a[at(buf, kk + c, row / 4u, SLOTS_A)][row % 4u] = stage_a[s][c];
         }
         if (r < RUNS_B) {
             if (B_TRANSPOSED) {

@@ -378,7 +378,8 @@ void main() {
             barrier();
         }
         uint j = i / ROWS_X, r = i % ROWS_X;
-        if (lane == 0u && row0 + j < params.n) y[params.out_offset + r * params.n + row0 + j] = partial[0] + bias_of(row0 + j);
+        if (lane == 0u && row0 + j < params.n)
+            y[params.out_offset + r * params.n + row0 + j] = partial[0] + bias_of(row0 + j);
         barrier();
     }
 #endif

@@ -74,7 +74,8 @@ struct XRun {
 
 XRun quantize_run(vec4 x[4]) {
     float amax = 0.0;
-    [[unroll]] for (uint w = 0u; w < 4u; ++w) amax = max(amax, max(max(abs(x[w].x), abs(x[w].y)), max(abs(x[w].z), abs(x[w].w))));
+    [[unroll]] for (uint w = 0u; w < 4u; ++w)
+        amax = max(amax, max(max(abs(x[w].x), abs(x[w].y)), max(abs(x[w].z), abs(x[w].w))));
     XRun run;
     run.scale = amax / 8388607.0;
     float inv = amax > 0.0 ? 8388607.0 / amax : 0.0;

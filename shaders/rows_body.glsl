@@ -8,7 +8,8 @@
 
 #include "op_codes.glsl"
 
-layout(constant_id = 0) const uint OP = RAYO_OP_SOFTMAX;  // softmax, log_softmax, layer_norm or rms_norm (op_codes.glsl)
+// softmax, log_softmax, layer_norm or rms_norm (op_codes.glsl)
+layout(constant_id = 0) const uint OP = RAYO_OP_SOFTMAX;
 const bool IS_SOFTMAX = OP == RAYO_OP_SOFTMAX || OP == RAYO_OP_LOG_SOFTMAX;
 layout(constant_id = 2) const bool HAS_GAMMA = false;
 layout(constant_id = 3) const bool HAS_BETA = false;

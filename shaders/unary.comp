@@ -81,6 +81,7 @@ void main() {
         uint i = n4 * 4 + gl_GlobalInvocationID.x;
         if (i < params.n) store_y(params.out_offset + i, apply(load_x(params.a_offset + i)));
     } else {
-        for (uint i = gl_GlobalInvocationID.x; i < params.n; i += stride) store_y(params.out_offset + i, apply(load_x(params.a_offset + i)));
+        for (uint i = gl_GlobalInvocationID.x; i < params.n; i += stride)
+            store_y(params.out_offset + i, apply(load_x(params.a_offset + i)));
     }
 }

@@ -11,7 +11,8 @@ set(problems)
 # The functions, in the section of ops.hpp.
 rayo_markdown_section(operations "${SOURCE_DIR}/docs/api.md" "## `rayo/ops.hpp` — operations")
 rayo_require_names(problems "${operations}" "`" "[(<]"
-    "docs/api.md (section \"rayo/ops.hpp\") does not list these functions of include/rayo/ops.hpp" ${rayo_ops_functions})
+    "docs/api.md (section \"rayo/ops.hpp\") does not list these functions of include/rayo/ops.hpp"
+    ${rayo_ops_functions})
 
 # `a, b, c` in the reference against the header's list: what it lacks, what it has too many of,
 # or the order.
@@ -54,7 +55,8 @@ endif()
 list(LENGTH rayo_op_names row_count)
 string(REGEX MATCH "std::array<OpInfo, ([0-9]+)>" _ "${reference}")
 if(NOT CMAKE_MATCH_1 STREQUAL row_count)
-    list(APPEND problems "docs/api.md gives op_table as std::array<OpInfo, ${CMAKE_MATCH_1}>, but it has ${row_count} rows")
+    list(APPEND problems
+        "docs/api.md gives op_table as std::array<OpInfo, ${CMAKE_MATCH_1}>, but it has ${row_count} rows")
 endif()
 
 if(problems)

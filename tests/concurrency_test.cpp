@@ -27,7 +27,7 @@ public:
     // The results, in order: matmul, linear (q4_k), softmax, layer_norm, rms_norm, sum.
     [[nodiscard]] std::vector<std::vector<float>> run() const {
         return {matmul(x_, b_).to_vector(), linear(x_, q_).to_vector(), softmax(x_).to_vector(),
-                layer_norm(x_).to_vector(),  rms_norm(x_).to_vector(),   {sum(x_).item()}};
+                layer_norm(x_).to_vector(), rms_norm(x_).to_vector(),   {sum(x_).item()}};
     }
 
     // linear's tolerance covers RAYO_KQUANT_ACTIVATIONS=q8_k (~0.5% relative error); the others
@@ -75,11 +75,13 @@ TEST(Concurrency, FourThreadsShareTheCpu) {
     std::uint64_t const ops_per_run = stats().ops;
     constexpr int iterations = 10;
     reset_stats();
-    EXPECT_EQ(on_threads(4, [&](int) {
-        for (int i = 0; i < iterations; ++i)
-            if (auto e = Workload::mismatch(work.run(), want); !e.empty()) return e;
-        return std::string{};
-    }), "");
+    EXPECT_EQ(on_threads(4,
+                         [&](int) {
+                             for (int i = 0; i < iterations; ++i)
+                                 if (auto e = Workload::mismatch(work.run(), want); !e.empty()) return e;
+                             return std::string{};
+                         }),
+              "");
     EXPECT_EQ(stats().ops, 4 * iterations * ops_per_run);
     EXPECT_EQ(stats().cpu_fallbacks, 0u);
 }

@@ -2,9 +2,9 @@
 // PTX simulator, against a float64 reference on the inputs as stored: the tensor-core prefill kernel
 // (f16, bf16; causal, masked, grouped-query heads, partial query and key blocks, every native
 // head_dim) on an sm_80 GPU, Hopper's wgmma kernel on an sm_90 one (its TMA rings turning over
-// more key blocks than they have slots), the decode kernel (one split or several, merged by the combine, up to 16 rows a
-// key/value head), the SIMT kernel for f32, and its split-key path for other head_dims. Outputs start poisoned; rows that see no key
-// must come out as zeros.
+// more key blocks than they have slots), the decode kernel (one split or several, merged by the combine, up to 16 rows
+// a key/value head), the SIMT kernel for f32, and its split-key path for other head_dims. Outputs start poisoned; rows
+// that see no key must come out as zeros.
 #include "support/ptx_simulator.hpp"
 #include "support/test_support.hpp"
 
@@ -28,7 +28,7 @@ struct Case {
     std::size_t batch, q_len, kv_len, heads, kv_heads, head_dim;
     bool causal;
     std::int64_t query_offset;
-    bool mask;            // a [q_len, kv_len] mask shared by batches and heads, some -Inf
+    bool mask;                // a [q_len, kv_len] mask shared by batches and heads, some -Inf
     std::string_view kernel;  // a piece of the key of the kernel the glue must run
     ptx::Target target = ptx::Target::sm_90;
 };
@@ -46,11 +46,14 @@ struct Operand {
     DType type;
     Operand(SimulatedRunner& runner, DType t, std::vector<float> const& values, std::vector<std::int64_t> const& shape)
         : half(runner, t == DType::f32 ? 0 : values.size(), 0, t == DType::f32 ? DType::f16 : t),
-          single(runner, t == DType::f32 ? values.size() : 0, 0, DType::f32), type(t) {
-        if (t == DType::f32) single.fill(values);
+          single(runner, t == DType::f32 ? values.size() : 0, 0, DType::f32),
+          type(t) {
+        if (t == DType::f32)
+            single.fill(values);
         else {
             std::vector<std::uint16_t> bits;
-            for (float v : values) bits.push_back(t == DType::f16 ? detail::float_to_half_bits(v) : detail::float_to_bfloat16_bits(v));
+            for (float v : values)
+                bits.push_back(t == DType::f16 ? detail::float_to_half_bits(v) : detail::float_to_bfloat16_bits(v));
             half.fill(bits);
         }
         view_ = detail::contiguous_view(base().buffer, base().offset, t, shape);
@@ -60,7 +63,8 @@ struct Operand {
     [[nodiscard]] std::vector<float> values() const {
         if (type == DType::f32) return single.values();
         std::vector<float> out;
-        for (std::uint16_t b : half.values()) out.push_back(type == DType::f16 ? detail::half_bits_to_float(b) : detail::bfloat16_bits_to_float(b));
+        for (std::uint16_t b : half.values())
+            out.push_back(type == DType::f16 ? detail::half_bits_to_float(b) : detail::bfloat16_bits_to_float(b));
         return out;
     }
     detail::TensorView view_;
@@ -75,8 +79,8 @@ std::vector<float> random_of(DType t, std::size_t n, std::uint32_t seed) {
 void check(Case const& c) {
     auto const seed = fresh_seed();
     SCOPED_TRACE(std::string(to_string(c.type)) + " b " + std::to_string(c.batch) + " q " + std::to_string(c.q_len) +
-                 " kv " + std::to_string(c.kv_len) + " h " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) +
-                 " d " + std::to_string(c.head_dim) + " seed " + std::to_string(seed));
+                 " kv " + std::to_string(c.kv_len) + " h " + std::to_string(c.heads) + "/" +
+                 std::to_string(c.kv_heads) + " d " + std::to_string(c.head_dim) + " seed " + std::to_string(seed));
     SimulatedRunner runner(2, c.target);
     runner.set_max_shared_bytes(227 * 1024);
     std::size_t const d = c.head_dim, q_n = c.batch * c.q_len * c.heads * d, kv_n = c.batch * c.kv_len * c.kv_heads * d;
@@ -86,18 +90,29 @@ void check(Case const& c) {
     if (c.mask) {
         mv = random_floats(mv.size(), seed + 3, -3.0f, 3.0f);
         for (std::size_t i = 0; i < mv.size(); i += 3) mv[i] = -std::numeric_limits<float>::infinity();
-        for (std::size_t j = 0; j < c.kv_len; ++j) mv[j] = -std::numeric_limits<float>::infinity();  // row 0 sees nothing
+        for (std::size_t j = 0; j < c.kv_len; ++j)
+            mv[j] = -std::numeric_limits<float>::infinity();  // row 0 sees nothing
     }
     auto const b = static_cast<std::int64_t>(c.batch), sq = static_cast<std::int64_t>(c.q_len),
                skv = static_cast<std::int64_t>(c.kv_len), h = static_cast<std::int64_t>(c.heads),
                hk = static_cast<std::int64_t>(c.kv_heads), dd = static_cast<std::int64_t>(d);
-    Operand q(runner, c.type, qv, {b, sq, h, dd}), k(runner, c.type, kv, {b, skv, hk, dd}), v(runner, c.type, vv, {b, skv, hk, dd});
+    Operand q(runner, c.type, qv, {b, sq, h, dd}), k(runner, c.type, kv, {b, skv, hk, dd}),
+        v(runner, c.type, vv, {b, skv, hk, dd});
     Operand out(runner, c.type, std::vector<float>(q_n, round_to(c.type, 1e4f)), {b, sq, h, dd});
     Operand mask(runner, DType::f32, mv, {sq, skv});
     float const scale = 1.0f / std::sqrt(static_cast<float>(d));
-    detail::op::Attention const a{.batch = c.batch, .q_len = c.q_len, .kv_len = c.kv_len, .heads = c.heads,
-                                  .kv_heads = c.kv_heads, .head_dim = d, .scale = scale, .causal = c.causal,
-                                  .query_offset = c.query_offset, .has_mask = c.mask, .mask_batch = 0, .mask_head = 0,
+    detail::op::Attention const a{.batch = c.batch,
+                                  .q_len = c.q_len,
+                                  .kv_len = c.kv_len,
+                                  .heads = c.heads,
+                                  .kv_heads = c.kv_heads,
+                                  .head_dim = d,
+                                  .scale = scale,
+                                  .causal = c.causal,
+                                  .query_offset = c.query_offset,
+                                  .has_mask = c.mask,
+                                  .mask_batch = 0,
+                                  .mask_head = 0,
                                   .mask_row = c.kv_len};
     std::vector<detail::TensorView> in{q.view(), k.view(), v.view()};
     if (c.mask) in.push_back(mask.view());
@@ -122,7 +137,8 @@ void check(Case const& c) {
                 std::vector<double> s(c.kv_len, -std::numeric_limits<double>::infinity());
                 double top = -std::numeric_limits<double>::infinity();
                 for (std::size_t j = 0; j < c.kv_len; ++j) {
-                    if (c.causal && static_cast<std::int64_t>(j) > c.query_offset + static_cast<std::int64_t>(i)) continue;
+                    if (c.causal && static_cast<std::int64_t>(j) > c.query_offset + static_cast<std::int64_t>(i))
+                        continue;
                     double dot = 0;
                     for (std::size_t e = 0; e < d; ++e)
                         dot += double(qv[((bi * c.q_len + i) * c.heads + hi) * d + e]) *
@@ -144,7 +160,8 @@ void check(Case const& c) {
                     double const error = std::abs(y - want) / std::max(size, 1e-3);
                     worst = std::max(worst, error);
                     if (!(error <= tolerance)) {
-                        ADD_FAILURE() << "out[" << bi << ", " << i << ", " << hi << ", " << e << "] = " << y << ", want " << want;
+                        ADD_FAILURE() << "out[" << bi << ", " << i << ", " << hi << ", " << e << "] = " << y
+                                      << ", want " << want;
                         return;
                     }
                 }
@@ -155,10 +172,12 @@ void check(Case const& c) {
 
 TEST(CudaAttentionSimulated, TensorCorePrefillMatchesFloat64) {
     constexpr auto ampere = ptx::Target::sm_80;
-    check({DType::f16, 2, 70, 90, 4, 2, 64, true, 20, false, "attention_tc_f16_d64_w4_m2", ampere});  // partial q and key blocks
-    check({DType::f16, 1, 150, 200, 2, 1, 128, true, 50, false, "attention_tc_f16_d128_w4_m2", ampere});  // several key blocks
+    check({DType::f16, 2, 70, 90, 4, 2, 64, true, 20, false, "attention_tc_f16_d64_w4_m2",
+           ampere});  // partial q and key blocks
+    check({DType::f16, 1, 150, 200, 2, 1, 128, true, 50, false, "attention_tc_f16_d128_w4_m2",
+           ampere});  // several key blocks
     check({DType::bf16, 1, 33, 40, 2, 2, 80, false, 7, true, "attention_tc_bf16_d80_w4_m2_mask"});
-    check({DType::f16, 1, 20, 24, 2, 1, 96, true, -3, false, "attention_tc_f16_d96"});   // first rows see no key
+    check({DType::f16, 1, 20, 24, 2, 1, 96, true, -3, false, "attention_tc_f16_d96"});  // first rows see no key
     check({DType::bf16, 1, 9, 130, 2, 1, 128, true, 121, false, "attention_tc_bf16_d128", ampere});
     check({DType::f16, 1, 17, 64, 2, 2, 256, false, 47, false, "attention_tc_f16_d256"});
 }
@@ -167,8 +186,10 @@ TEST(CudaAttentionSimulated, WgmmaPrefillMatchesFloat64) {
     // Three key blocks through two-slot rings, a partial second row block, grouped heads.
     check({DType::f16, 1, 130, 300, 2, 1, 64, true, 170, false, "attention_wgmma_f16_d64_w12"});
     check({DType::bf16, 2, 70, 90, 2, 2, 128, false, 0, false, "attention_wgmma_bf16_d128_w12"});  // keys past kv_len
-    check({DType::f16, 1, 20, 24, 2, 1, 128, true, -3, false, "attention_wgmma_f16_d128_w12"});    // first rows see no key
-    check({DType::f16, 1, 130, 140, 6, 3, 64, true, 10, false, "attention_wgmma_f16_d64_w12"});    // 6 heads, 2 a key/value head
+    check(
+        {DType::f16, 1, 20, 24, 2, 1, 128, true, -3, false, "attention_wgmma_f16_d128_w12"});  // first rows see no key
+    check({DType::f16, 1, 130, 140, 6, 3, 64, true, 10, false,
+           "attention_wgmma_f16_d64_w12"});  // 6 heads, 2 a key/value head
 }
 
 TEST(CudaAttentionSimulated, SimtF32MatchesFloat64) {
@@ -181,8 +202,8 @@ TEST(CudaAttentionSimulated, DecodeKernelMatchesFloat64) {
     check({DType::f16, 2, 1, 300, 4, 1, 128, true, 299, false, "attention_decode_f16_d128_w4_partial"});
     check({DType::bf16, 1, 3, 200, 8, 2, 80, false, 0, false, "attention_decode_bf16_d80_w4_partial"});  // 12 rows
     check({DType::f16, 1, 2, 150, 16, 2, 64, true, 140, false, "attention_decode_f16_d64_w4_partial"});  // 16 rows
-    check({DType::bf16, 1, 1, 100, 2, 2, 96, true, 99, false, "attention_decode_bf16_d96_w4"});           // one split
-    check({DType::f16, 1, 2, 40, 4, 4, 256, true, -1, false, "attention_decode_f16_d256_w4"});            // row 0 sees no key
+    check({DType::bf16, 1, 1, 100, 2, 2, 96, true, 99, false, "attention_decode_bf16_d96_w4"});          // one split
+    check({DType::f16, 1, 2, 40, 4, 4, 256, true, -1, false, "attention_decode_f16_d256_w4"});  // row 0 sees no key
 }
 
 TEST(CudaAttentionSimulated, SplitKeyDecodeMatchesFloat64) {

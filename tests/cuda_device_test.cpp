@@ -115,8 +115,12 @@ TEST_F(CudaDevice, TransfersFillsAndCopiesAtOddOffsetsAndSizes) {
     struct Range {
         std::size_t offset, bytes;
     };
-    Range const uploads[] = {{1, 1}, {3, 7}, {4097, 65'537}, {13, cuda::PinnedStaging::chunk_bytes + 5},
-                             {7, 2 * cuda::PinnedStaging::chunk_bytes + 3}, {size - 3, 3}};
+    Range const uploads[] = {{1, 1},
+                             {3, 7},
+                             {4097, 65'537},
+                             {13, cuda::PinnedStaging::chunk_bytes + 5},
+                             {7, 2 * cuda::PinnedStaging::chunk_bytes + 3},
+                             {size - 3, 3}};
     for (Range r : uploads) {
         auto const data = random_bytes(r.bytes, rng);
         backend->upload(buffer.handle(), r.offset, data.data(), r.bytes);
@@ -142,12 +146,15 @@ TEST_F(CudaDevice, TransfersFillsAndCopiesAtOddOffsetsAndSizes) {
         for (bool equal_bytes : {false, true}) {
             std::array<std::byte, 8> pattern{};
             for (std::size_t i = 0; i < pattern_bytes; ++i)
-                pattern[i] = equal_bytes ? std::byte{0} : static_cast<std::byte>((0x11 * (i + 1) + (rng() & 0x0f)) & 0xff);
-            for (Range r : {Range{0, pattern_bytes}, Range{1, 3 * pattern_bytes}, Range{3, 1000 * pattern_bytes + 1},
-                            Range{5, 100'001 * pattern_bytes}, Range{6, 7}, Range{4, 64 * pattern_bytes + pattern_bytes - 1}}) {
+                pattern[i] =
+                    equal_bytes ? std::byte{0} : static_cast<std::byte>((0x11 * (i + 1) + (rng() & 0x0f)) & 0xff);
+            for (Range r :
+                 {Range{0, pattern_bytes}, Range{1, 3 * pattern_bytes}, Range{3, 1000 * pattern_bytes + 1},
+                  Range{5, 100'001 * pattern_bytes}, Range{6, 7}, Range{4, 64 * pattern_bytes + pattern_bytes - 1}}) {
                 backend->fill(buffer.handle(), r.offset, r.bytes, pattern.data(), pattern_bytes);
                 for (std::size_t i = 0; i + pattern_bytes <= r.bytes; i += pattern_bytes)
-                    std::copy_n(pattern.begin(), pattern_bytes, model.begin() + static_cast<std::ptrdiff_t>(r.offset + i));
+                    std::copy_n(pattern.begin(), pattern_bytes,
+                                model.begin() + static_cast<std::ptrdiff_t>(r.offset + i));
             }
             expect_device_matches_model("fills with a " + std::to_string(pattern_bytes) + "-byte pattern" +
                                         (equal_bytes ? " of equal bytes" : ""));
@@ -317,8 +324,8 @@ TEST_F(CudaDevice, KernelsStartingEarlyStillSeeTheWorkQueuedBeforeThem) {
         std::size_t out, k;
     };
     for (GemvShape const shape : {GemvShape{1024, 14336}, GemvShape{8192, 4096}}) {
-        auto const w = quantize<q4_k>(
-            Tensor<float>::from(random_floats(shape.out * shape.k, fresh_seed(), -1.0f, 1.0f), {shape.out, shape.k}))
+        auto const w = quantize<q4_k>(Tensor<float>::from(random_floats(shape.out * shape.k, fresh_seed(), -1.0f, 1.0f),
+                                                          {shape.out, shape.k}))
                            .to(device);
         auto x = Tensor<float>::from(random_floats(shape.k, fresh_seed(), -1.0f, 1.0f), {1, shape.k}, device);
         std::vector<Tensor<float>> ys, zs;
@@ -475,7 +482,8 @@ TEST_F(CudaModuleCache, JitErrorsCarryTheLogAndTheOffendingLine) {
     std::string const good = "    shl.b32 %r6, %r5, 1;";
     std::string const bad = "    frobnicate.b32 %r6, %r5, 1;";
     ptx.replace(ptx.find(good), good.size(), bad);
-    std::size_t const line = 1 + static_cast<std::size_t>(std::count(ptx.begin(), ptx.begin() + static_cast<std::ptrdiff_t>(ptx.find(bad)), '\n'));
+    std::size_t const line = 1 + static_cast<std::size_t>(std::count(
+                                     ptx.begin(), ptx.begin() + static_cast<std::ptrdiff_t>(ptx.find(bad)), '\n'));
     std::size_t const modules_before = backend->modules().module_count();
     try {
         (void)backend->modules().function("test/broken", "twice", [&] { return ptx; });

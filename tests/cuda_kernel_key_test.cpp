@@ -19,7 +19,8 @@ namespace {
 TEST(CudaKernelKey, SpellsTextAndUnsignedNumbersAsTheOldStringKeysDid) {
     cuda::KernelKey key;
     key << "quant.gemv_spanning." << std::string_view("q6_k") << ".b" << 16u << ".g" << std::uint32_t{1} << ".n"
-        << std::size_t{0} << ".p" << std::uint64_t{18446744073709551615ull} << "." << "sm_90";
+        << std::size_t{0} << ".p" << std::uint64_t{18446744073709551615ull} << "."
+        << "sm_90";
     EXPECT_EQ(key.view(), "quant.gemv_spanning.q6_k.b16.g1.n0.p18446744073709551615.sm_90");
     EXPECT_EQ(cuda::KernelKey{}.view(), "");
 }
@@ -78,7 +79,7 @@ std::set<std::string> block_quant_keys(ptxsim::SimulatedRunner& runner) {
                    detail::OpViews{std::span(&w.view(), 1), std::span(&decoded_view, 1)});
     for (std::size_t m : {1u, 2u, 5u})
         (void)cuda::ops::linear_kquant(runner, {m, n, k, true}, x.matrix(m, k), w.matrix(n, k), nullptr,
-                                      out.matrix(m, n));
+                                       out.matrix(m, n));
     std::set<std::string> keys;
     for (auto const& launch : runner.launches()) keys.insert(launch.key);
     return keys;

@@ -80,8 +80,9 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
             .grid = {ctas, 1, 1},
             .block = {direct->groups * kernels::quant_gemv_spanning_group_threads(direct->blocks_per_row), 1, 1},
             .shared_bytes = static_cast<unsigned>(kernels::quant_gemv_spanning_shared_bytes(*direct, steps))};
-        runner.run("direct", [&] { return kernels::quant_gemv_spanning(*direct); }, dims, runner.address(wt.view()),
-                   runner.address(x.view()), runner.address(out.view()), static_cast<std::uint32_t>(c.n));
+        runner.run(
+            "direct", [&] { return kernels::quant_gemv_spanning(*direct); }, dims, runner.address(wt.view()),
+            runner.address(x.view()), runner.address(out.view()), static_cast<std::uint32_t>(c.n));
     }
     bool bias_added = true;
     if (!direct) {
@@ -102,7 +103,9 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
         // (quant_ops.cpp). Its key names its groups and rows a step.
         std::smatch step;
         bool const spanning = std::regex_search(l.key, step, std::regex(R"(gemv_spanning\..*\.g(\d+)\.r(\d+)\.)"));
-        std::size_t const row_steps = spanning ? (c.n + std::stoul(step[1]) * std::stoul(step[2]) - 1) / (std::stoul(step[1]) * std::stoul(step[2])) : 0;
+        std::size_t const row_steps = spanning ? (c.n + std::stoul(step[1]) * std::stoul(step[2]) - 1) /
+                                                     (std::stoul(step[1]) * std::stoul(step[2]))
+                                               : 0;
         unsigned const per_multiprocessor = l.dims.grid[0] / runner.multiprocessor_count();
         // On sm_90 q6_k, q8_0 and q4_0 blocks of one 128-thread group (k <= 4096) take whole steps
         // through bulk copies.
@@ -133,7 +136,8 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
                 sum += product;
                 typical += product * product;
             }
-            EXPECT_TRUE(std::isfinite(raw[i * c.n + j]) && raw[i * c.n + j] != poison) << "out[" << i << ", " << j << "] not written";
+            EXPECT_TRUE(std::isfinite(raw[i * c.n + j]) && raw[i * c.n + j] != poison)
+                << "out[" << i << ", " << j << "] not written";
             num += (y[i * c.n + j] - sum) * (y[i * c.n + j] - sum);
             den += sum * sum;
         }
@@ -156,9 +160,9 @@ double simulated_linear_error(Case const& c, std::uint32_t seed,
 
 TEST(CudaQuantSimulated, FusedGemvInBothFormsMatchesFloat64) {
     Case const cases[] = {
-        {DType::q4_k, 2, 70, 2048, Form::streamed},    // 8 blocks a row: whole slots; 70 rows over 32 warps
-        {DType::q4_k, 2, 37, 2304, Form::streamed},    // 9 blocks: a partial last slot; two rows of x
-        {DType::q6_k, 2, 70, 2048, Form::streamed},    // 210-byte blocks, 2-byte aligned inside a slot
+        {DType::q4_k, 2, 70, 2048, Form::streamed},  // 8 blocks a row: whole slots; 70 rows over 32 warps
+        {DType::q4_k, 2, 37, 2304, Form::streamed},  // 9 blocks: a partial last slot; two rows of x
+        {DType::q6_k, 2, 70, 2048, Form::streamed},  // 210-byte blocks, 2-byte aligned inside a slot
         {DType::q6_k, 2, 9, 2048, Form::streamed},
         {DType::q6_k, 1, 40, 2304, Form::registers},  // 9 q6_k blocks: rows not 16-byte multiples
     };
@@ -181,14 +185,14 @@ TEST(CudaQuantSimulated, FusedGemvInBothFormsMatchesFloat64) {
 // boundary in every other block) in q6_k's. More steps than the ring has stages, so slots are reused.
 TEST(CudaQuantSimulated, SpanningGemvMatchesFloat64) {
     Case const cases[] = {
-        {DType::q4_k, 1, 70, 2048, Form::spanning},  {DType::q4_k, 1, 37, 2304, Form::spanning},
-        {DType::q4_k, 1, 33, 256, Form::spanning},   {DType::q4_k, 1, 3, 32768, Form::spanning},
-        {DType::q6_k, 1, 70, 2048, Form::spanning},  {DType::q6_k, 1, 37, 4096, Form::spanning},
-        {DType::q6_k, 1, 3, 32768, Form::spanning},  {DType::q5_k, 1, 70, 2048, Form::spanning},
-        {DType::q5_k, 1, 37, 2304, Form::spanning},  {DType::q5_k, 1, 3, 32768, Form::spanning},
-        {DType::q8_0, 1, 70, 2048, Form::spanning},  {DType::q8_0, 1, 37, 2304, Form::spanning},
-        {DType::q8_0, 1, 3, 32768, Form::spanning},  {DType::q4_0, 1, 70, 2048, Form::spanning},
-        {DType::q4_0, 1, 33, 256, Form::spanning},   {DType::q4_0, 1, 3, 32768, Form::spanning},
+        {DType::q4_k, 1, 70, 2048, Form::spanning}, {DType::q4_k, 1, 37, 2304, Form::spanning},
+        {DType::q4_k, 1, 33, 256, Form::spanning},  {DType::q4_k, 1, 3, 32768, Form::spanning},
+        {DType::q6_k, 1, 70, 2048, Form::spanning}, {DType::q6_k, 1, 37, 4096, Form::spanning},
+        {DType::q6_k, 1, 3, 32768, Form::spanning}, {DType::q5_k, 1, 70, 2048, Form::spanning},
+        {DType::q5_k, 1, 37, 2304, Form::spanning}, {DType::q5_k, 1, 3, 32768, Form::spanning},
+        {DType::q8_0, 1, 70, 2048, Form::spanning}, {DType::q8_0, 1, 37, 2304, Form::spanning},
+        {DType::q8_0, 1, 3, 32768, Form::spanning}, {DType::q4_0, 1, 70, 2048, Form::spanning},
+        {DType::q4_0, 1, 33, 256, Form::spanning},  {DType::q4_0, 1, 3, 32768, Form::spanning},
     };
     for (ptx::Target target : {ptx::Target::sm_80, ptx::Target::sm_90})
         for (Case const& c : cases) {
@@ -215,31 +219,60 @@ TEST(CudaQuantSimulated, SpanningGemvFormsMatchFloat64) {
         {29, 4096, {.blocks_per_row = 16, .groups = 2, .batch = 1, .pipelined = false}},
         {41, 2048, {.weight = DType::q6_k, .blocks_per_row = 8, .groups = 2, .batch = 1, .stages = 3}},
         {45, 2048, {.blocks_per_row = 8, .groups = 4, .batch = 2, .share_x = false}},
-        {19, 4096, {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 1, .batch = 2, .stages = 2, .share_x = true}},
+        {19,
+         4096,
+         {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 1, .batch = 2, .stages = 2, .share_x = true}},
         // Prefetches into L2 of more steps than there are (the last one partial): every prefetched
         // byte must lie in the weights (the simulator checks each range), none past the last row.
         {53, 2048, {.blocks_per_row = 8, .groups = 4, .batch = 4, .prefetch_steps = 16, .early_start = true}},
-        {41, 2048, {.weight = DType::q6_k, .blocks_per_row = 8, .groups = 1, .batch = 2, .stages = 2, .prefetch_steps = 3,
-                    .early_start = true}},
+        {41,
+         2048,
+         {.weight = DType::q6_k,
+          .blocks_per_row = 8,
+          .groups = 1,
+          .batch = 2,
+          .stages = 2,
+          .prefetch_steps = 3,
+          .early_start = true}},
         // Whole steps through bulk copies: more steps than slots (slots reused after every warp
         // released them), a partial last step, four groups sharing x, and q6_k's unaligned blocks.
-        {75, 2048, {.blocks_per_row = 8, .groups = 4, .batch = 2, .stages = 3, .prefetch_steps = 1, .early_start = true,
-                    .bulk = true}},
-        {45, 4096, {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 1, .batch = 2, .stages = 2, .share_x = false,
-                    .early_start = true, .bulk = true}},
+        {75,
+         2048,
+         {.blocks_per_row = 8,
+          .groups = 4,
+          .batch = 2,
+          .stages = 3,
+          .prefetch_steps = 1,
+          .early_start = true,
+          .bulk = true}},
+        {45,
+         4096,
+         {.weight = DType::q6_k,
+          .blocks_per_row = 16,
+          .groups = 1,
+          .batch = 2,
+          .stages = 2,
+          .share_x = false,
+          .early_start = true,
+          .bulk = true}},
         {23, 2304, {.blocks_per_row = 9, .groups = 1, .batch = 4, .stages = 4, .share_x = false, .bulk = true}},
         // q5_k and q8_0 / q4_0 in the forms the glue does not pick for them.
         {37, 2304, {.weight = DType::q5_k, .blocks_per_row = 9, .groups = 2, .batch = 2, .stages = 3}},
-        {29, 4096, {.weight = DType::q5_k, .blocks_per_row = 16, .groups = 1, .batch = 1, .pipelined = false, .share_x = false}},
+        {29,
+         4096,
+         {.weight = DType::q5_k, .blocks_per_row = 16, .groups = 1, .batch = 1, .pipelined = false, .share_x = false}},
         {27, 2048, {.weight = DType::q5_k, .blocks_per_row = 8, .groups = 1, .batch = 2, .stages = 2, .bulk = true}},
-        {41, 2304, {.weight = DType::q8_0, .blocks_per_row = 9, .groups = 2, .batch = 2, .stages = 3, .share_x = false}},
+        {41,
+         2304,
+         {.weight = DType::q8_0, .blocks_per_row = 9, .groups = 2, .batch = 2, .stages = 3, .share_x = false}},
         {41, 2304, {.weight = DType::q4_0, .blocks_per_row = 9, .groups = 1, .batch = 4, .stages = 2, .share_x = true}},
         {23, 2048, {.weight = DType::q4_0, .blocks_per_row = 8, .groups = 2, .batch = 2, .stages = 3, .bulk = true}},
     };
     for (Launch const& f : forms) {
         auto const seed = fresh_seed();
-        SCOPED_TRACE(std::string(to_string(f.config.weight)) + " n " + std::to_string(f.n) + " k " + std::to_string(f.k) +
-                     " stages " + std::to_string(f.config.stages) + " seed " + std::to_string(seed));
+        SCOPED_TRACE(std::string(to_string(f.config.weight)) + " n " + std::to_string(f.n) + " k " +
+                     std::to_string(f.k) + " stages " + std::to_string(f.config.stages) + " seed " +
+                     std::to_string(seed));
         Case const c{f.config.weight, 1, f.n, f.k, Form::spanning};
         EXPECT_LE(simulated_linear_error(c, seed, f.config), 1e-3);
     }
@@ -290,9 +323,10 @@ void expect_dequantize_bit_exact(std::size_t count, std::uint32_t seed) {
     kernels::DequantizeConfig const config{.type = dtype_of<B>, .threads = 64, .output = ptx::Type::f16};
     auto const warps = static_cast<unsigned>((count + kernels::dequantize_blocks_per_warp(config.type) - 1) /
                                              kernels::dequantize_blocks_per_warp(config.type));
-    runner.run("f16", [&] { return kernels::dequantize(config); },
-               cuda::LaunchDims{.grid = {(warps + 1) / 2, 1, 1}, .block = {64, 1, 1}}, runner.address(in.view()),
-               runner.address(out_half.view()), static_cast<std::uint32_t>(count));
+    runner.run(
+        "f16", [&] { return kernels::dequantize(config); },
+        cuda::LaunchDims{.grid = {(warps + 1) / 2, 1, 1}, .block = {64, 1, 1}}, runner.address(in.view()),
+        runner.address(out_half.view()), static_cast<std::uint32_t>(count));
     std::vector<float> const got = out.values();
     std::vector<half> const got_half = out_half.values();
     std::size_t mismatches = 0;
@@ -320,9 +354,9 @@ TEST(CudaQuantSimulated, DequantizeQ5kQ80Q40MatchTheCpuBitForBit) {
 // linear with q5_k, q8_0 and q4_0 weights through the glue, in the forms other than the spanning
 // GEMV (above): q5_k in q4_k's fused form (streamed, 2 rows, a ring's slot left partial) and the
 // records form (3 and 8 rows); q8_0 / q4_0 in the records form at row lengths that end inside a
-// 256-value record (96, 288 values: 3 and 9 blocks; one row of those too) and long ones. (Many rows of x take the decoded f16 GEMM, whose
-// conversion of x, cvt.rn.f16x2.f32, the simulator does not model: tests/cuda_quant_test.cpp runs
-// it on a GPU.)
+// 256-value record (96, 288 values: 3 and 9 blocks; one row of those too) and long ones. (Many rows of x take the
+// decoded f16 GEMM, whose conversion of x, cvt.rn.f16x2.f32, the simulator does not model: tests/cuda_quant_test.cpp
+// runs it on a GPU.)
 TEST(CudaQuantSimulated, GemvAndGemmOfQ5kQ80Q40MatchFloat64) {
     Case const cases[] = {
         {DType::q5_k, 2, 70, 2048, Form::streamed}, {DType::q5_k, 2, 37, 2304, Form::streamed},

@@ -42,7 +42,8 @@ std::vector<std::size_t> checked_rows(std::size_t m) {
         for (std::size_t i = 0; i < m; ++i) all[i] = i;
         return all;
     }
-    std::set<std::size_t> rows{0, 1, 7, 8, 9, 15, 16, 31, 32, 63, 64, 65, 127, 128, 129, 191, 255, 256, 257, m - 2, m - 1};
+    std::set<std::size_t> rows{0,  1,   7,   8,   9,   15,  16,  31,  32,    63,   64,
+                               65, 127, 128, 129, 191, 255, 256, 257, m - 2, m - 1};
     std::vector<std::size_t> out;
     for (std::size_t r : rows)
         if (r < m) out.push_back(r);
@@ -54,16 +55,16 @@ struct LinearError {
     // Σ (x_p·w_p)² per output): a single output's exact sum can cancel to almost nothing, and then
     // its relative error says nothing about linear (over 1e-3 for 2% of seeds with one output).
     double relative = 0;
-    double worst = 0;     // max |y − ref| / rms(ref)
+    double worst = 0;  // max |y − ref| / rms(ref)
 };
 
 template <QuantBlock W>
-LinearError linear_error(Device const& device, std::size_t m, std::size_t n, std::size_t k, std::size_t x_row_offset = 0,
-                         std::size_t w_row_offset = 0) {
+LinearError linear_error(Device const& device, std::size_t m, std::size_t n, std::size_t k,
+                         std::size_t x_row_offset = 0, std::size_t w_row_offset = 0) {
     Weights<W> const& w = weights<W>(n + w_row_offset, k);
     std::vector<float> const xv = activation_like(m + x_row_offset, k, fresh_seed());
-    auto x = Tensor<float>::from(xv, {m + x_row_offset, k}, device).slice(static_cast<std::int64_t>(x_row_offset),
-                                                                           static_cast<std::int64_t>(m + x_row_offset));
+    auto x = Tensor<float>::from(xv, {m + x_row_offset, k}, device)
+                 .slice(static_cast<std::int64_t>(x_row_offset), static_cast<std::int64_t>(m + x_row_offset));
     auto wq = Tensor<W>::from(w.blocks, {n + w_row_offset, k}, device)
                   .slice(static_cast<std::int64_t>(w_row_offset), static_cast<std::int64_t>(n + w_row_offset));
     auto out = poisoned({m, n}, device);

@@ -16,7 +16,8 @@ constexpr MultiprocessorSharedMemory hopper{.bytes = 233472, .reserved_per_block
 
 // blocks of `shared` (plus the reserve) fit, one more do not.
 constexpr bool limits_to(unsigned blocks, unsigned shared, MultiprocessorSharedMemory sm) {
-    return blocks * (shared + sm.reserved_per_block) <= sm.bytes && (blocks + 1) * (shared + sm.reserved_per_block) > sm.bytes;
+    return blocks * (shared + sm.reserved_per_block) <= sm.bytes &&
+           (blocks + 1) * (shared + sm.reserved_per_block) > sm.bytes;
 }
 
 static_assert(shared_bytes_limiting_residency(5, hopper) == 38016);
@@ -37,8 +38,8 @@ TEST(CudaResidency, LimitsOneToThirtyTwoBlocksOnHopper) {
 }
 
 TEST(CudaResidency, UnknownOrUnlimitableGivesZero) {
-    EXPECT_EQ(shared_bytes_limiting_residency(5, {}), 0u);        // the runner does not know its device
-    EXPECT_EQ(shared_bytes_limiting_residency(0, hopper), 0u);    // no blocks: nothing to keep to
+    EXPECT_EQ(shared_bytes_limiting_residency(5, {}), 0u);      // the runner does not know its device
+    EXPECT_EQ(shared_bytes_limiting_residency(0, hopper), 0u);  // no blocks: nothing to keep to
     // 229 blocks' reserves alone exceed 228 KiB: 228 + 1 never fit, nothing to keep out.
     EXPECT_EQ(shared_bytes_limiting_residency(228, hopper), 0u);
     // 200 blocks fit up to 143 bytes each and 201 from 138: no 128-byte multiple does both.

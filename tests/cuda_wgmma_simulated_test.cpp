@@ -66,8 +66,14 @@ void check(Case const& c, std::uint32_t seed) {
     // f32 operands run as TF32 (MatmulOptions::allow_tf32); exact f32 never reaches this kernel.
     constexpr bool tf32 = std::is_same_v<T, float>;
     detail::op::Matmul const op{.op = c.bias ? Op::linear : Op::matmul,
-                                .shape = {.m = c.m, .n = c.n, .k = c.k, .b_transposed = c.transposed, .batch = c.batch,
-                                          .a_batch = c.m * c.k, .b_batch = c.shared_b ? 0 : c.k * c.n, .tf32 = tf32}};
+                                .shape = {.m = c.m,
+                                          .n = c.n,
+                                          .k = c.k,
+                                          .b_transposed = c.transposed,
+                                          .batch = c.batch,
+                                          .a_batch = c.m * c.k,
+                                          .b_batch = c.shared_b ? 0 : c.k * c.n,
+                                          .tf32 = tf32}};
     std::vector<detail::TensorView> in{a.view(), b.view()};
     if (c.bias) in.push_back(bias.view());
     detail::TensorView const result = out.matrix(c.batch * c.m, c.n);
@@ -77,7 +83,8 @@ void check(Case const& c, std::uint32_t seed) {
     EXPECT_NE(runner.launches().back().key.find(tf32 ? "gemm_wgmma_tf32" : "gemm_wgmma"), std::string::npos)
         << "the glue picked another kernel: " << runner.launches().back().key;
     if (tf32 && !c.transposed) {  // b [k, n] first transposed into [n, k]
-        EXPECT_NE(runner.launches().front().key.find("transpose_tiled"), std::string::npos) << runner.launches().front().key;
+        EXPECT_NE(runner.launches().front().key.find("transpose_tiled"), std::string::npos)
+            << runner.launches().front().key;
     }
 
     std::vector<float> const y(out.data(), out.data() + c.batch * c.m * c.n + guard);
@@ -110,35 +117,83 @@ void check(Case const& c, std::uint32_t seed) {
 
 TEST(CudaWgmmaSimulated, MatchesFloat64AcrossTheRingAndEdges) {
     // 2 SMs: the 128x128 kernel once there is a tile for every fourth SM, 128x256 once two an SM.
-    check<half>({.batch = 1, .m = 130, .n = 136, .k = 328, .transposed = false, .shared_b = false, .bias = false,
+    check<half>({.batch = 1,
+                 .m = 130,
+                 .n = 136,
+                 .k = 328,
+                 .transposed = false,
+                 .shared_b = false,
+                 .bias = false,
                  .multiprocessors = 2},
                 1);  // 6 k steps over a 6-slot ring, partial tiles at the bottom and right, k not of 64
-    check<bfloat16>({.batch = 1, .m = 200, .n = 264, .k = 200, .transposed = true, .shared_b = false, .bias = true,
+    check<bfloat16>({.batch = 1,
+                     .m = 200,
+                     .n = 264,
+                     .k = 200,
+                     .transposed = true,
+                     .shared_b = false,
+                     .bias = true,
                      .multiprocessors = 1},
                     2);  // one block walks 2 x 3 tiles: the ring carries over between tiles
-    check<half>({.batch = 1, .m = 256, .n = 1024, .k = 136, .transposed = true, .shared_b = false, .bias = false,
+    check<half>({.batch = 1,
+                 .m = 256,
+                 .n = 1024,
+                 .k = 136,
+                 .transposed = true,
+                 .shared_b = false,
+                 .bias = false,
                  .multiprocessors = 2},
                 3);  // 128x256 tiles, two an SM
 }
 
 TEST(CudaWgmmaSimulated, BatchesWalkEveryProductsTiles) {
-    check<half>({.batch = 3, .m = 72, .n = 96, .k = 72, .transposed = false, .shared_b = true, .bias = false,
+    check<half>({.batch = 3,
+                 .m = 72,
+                 .n = 96,
+                 .k = 72,
+                 .transposed = false,
+                 .shared_b = true,
+                 .bias = false,
                  .multiprocessors = 2},
                 4);
-    check<bfloat16>({.batch = 2, .m = 136, .n = 64, .k = 40, .transposed = true, .shared_b = false, .bias = false,
+    check<bfloat16>({.batch = 2,
+                     .m = 136,
+                     .n = 64,
+                     .k = 40,
+                     .transposed = true,
+                     .shared_b = false,
+                     .bias = false,
                      .multiprocessors = 1},
                     5);
 }
 
 // f32 products allowed to run as TF32: a [n, k] b read in place, a [k, n] one transposed first.
 TEST(CudaWgmmaSimulated, Tf32ProductsMatchFloat64OfTheirTf32Values) {
-    check<float>({.batch = 1, .m = 130, .n = 136, .k = 200, .transposed = true, .shared_b = false, .bias = true,
+    check<float>({.batch = 1,
+                  .m = 130,
+                  .n = 136,
+                  .k = 200,
+                  .transposed = true,
+                  .shared_b = false,
+                  .bias = true,
                   .multiprocessors = 2},
                  6);  // 7 k steps of 32 over a 6-slot ring, partial tiles, k not of 32
-    check<float>({.batch = 2, .m = 72, .n = 96, .k = 68, .transposed = false, .shared_b = true, .bias = false,
+    check<float>({.batch = 2,
+                  .m = 72,
+                  .n = 96,
+                  .k = 68,
+                  .transposed = false,
+                  .shared_b = true,
+                  .bias = false,
                   .multiprocessors = 1},
                  7);
-    check<float>({.batch = 2, .m = 64, .n = 64, .k = 36, .transposed = false, .shared_b = false, .bias = false,
+    check<float>({.batch = 2,
+                  .m = 64,
+                  .n = 64,
+                  .k = 36,
+                  .transposed = false,
+                  .shared_b = false,
+                  .bias = false,
                   .multiprocessors = 1},
                  8);
 }

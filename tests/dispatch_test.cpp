@@ -19,13 +19,18 @@ public:
     void release(std::uintptr_t b) noexcept override { host_.release(b); }
     void upload(std::uintptr_t d, std::size_t o, void const* s, std::size_t n) override { host_.upload(d, o, s, n); }
     void download(std::uintptr_t s, std::size_t o, void* d, std::size_t n) override { host_.download(s, o, d, n); }
-    void copy(std::uintptr_t s, std::size_t so, std::uintptr_t d, std::size_t dof, std::size_t n) override { host_.copy(s, so, d, dof, n); }
-    void fill(std::uintptr_t d, std::size_t o, std::size_t n, void const* p, std::size_t pn) override { host_.fill(d, o, n, p, pn); }
+    void copy(std::uintptr_t s, std::size_t so, std::uintptr_t d, std::size_t dof, std::size_t n) override {
+        host_.copy(s, so, d, dof, n);
+    }
+    void fill(std::uintptr_t d, std::size_t o, std::size_t n, void const* p, std::size_t pn) override {
+        host_.fill(d, o, n, p, pn);
+    }
     void synchronize() override {}
     MemoryUsage memory_usage() const override { return host_.memory_usage(); }
     void reset_peak_memory() override { host_.reset_peak_memory(); }
     detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& v) const override {
-        if (!std::holds_alternative<detail::op::Unary>(op)) return detail::Support::no("the test device only runs unary ops");
+        if (!std::holds_alternative<detail::op::Unary>(op))
+            return detail::Support::no("the test device only runs unary ops");
         return host_.supports(op, v);
     }
     void run(detail::OpDescriptor const& op, detail::OpViews const& v) override {

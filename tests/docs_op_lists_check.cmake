@@ -42,7 +42,9 @@ list(JOIN rayo_op_families ", " families)
 if(NOT architecture MATCHES "`OpFamily` \\(([^)]*)\\)")
     list(APPEND problems "docs/architecture.md does not list the op families as \"`OpFamily` (${families})\"")
 elseif(NOT CMAKE_MATCH_1 STREQUAL families)
-    list(APPEND problems "docs/architecture.md lists the op families as (${CMAKE_MATCH_1}), include/rayo/op_table.hpp has (${families})")
+    string(CONCAT problem "docs/architecture.md lists the op families as (${CMAKE_MATCH_1}), "
+                          "include/rayo/op_table.hpp has (${families})")
+    list(APPEND problems "${problem}")
 endif()
 
 if(problems)

@@ -48,7 +48,8 @@ TEST(Environment, RefusesJunkNamingTheVariableAndWhatItTakes) {
 
 TEST(Environment, ValuesInMessagesAreEscapedAndShortened) {
     using namespace std::string_view_literals;
-    EXPECT_EQ(refusal(parse_log_level, "warn\0x"sv), "RAYO_LOG='warn\\x00x' is not one of debug, info, warn, error, off");
+    EXPECT_EQ(refusal(parse_log_level, "warn\0x"sv),
+              "RAYO_LOG='warn\\x00x' is not one of debug, info, warn, error, off");
     EXPECT_EQ(refusal(parse_log_level, "\x1b[31m"), "RAYO_LOG='\\x1b[31m' is not one of debug, info, warn, error, off");
     std::string const message = refusal(parse_cpu_arch, std::string(1 << 20, 'a'));
     EXPECT_LT(message.size(), 200u) << message;

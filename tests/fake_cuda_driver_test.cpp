@@ -87,8 +87,8 @@ protected:
     [[nodiscard]] std::tuple<Tensor<q4_k>, Tensor<float>, Tensor<float>> shared_x_gemv() const {
         constexpr std::int64_t rows = 8200;  // more than the rows a GEMV gives each block's own x
         std::vector<float> const values(rows * 256, 0.25f);
-        return {quantize<q4_k>(Tensor<float>::from(values, {rows, 256})).to(device), Tensor<float>::full({1, 256}, 1.0f, device),
-                Tensor<float>::zeros({1, rows}, device)};
+        return {quantize<q4_k>(Tensor<float>::from(values, {rows, 256})).to(device),
+                Tensor<float>::full({1, 256}, 1.0f, device), Tensor<float>::zeros({1, rows}, device)};
     }
     Device device = Device::cpu();
     FakeDriver driver;
@@ -155,10 +155,12 @@ TEST_F(FakeCuda, CaptureRecordsTheBodysKernelsIntoAGraphThatEachReplayLaunches) 
     }
     EXPECT_EQ(driver.graphs(), graphs);
     int const launches = driver.launches();
-    EXPECT_THROW((void)capture(device, [&] {
-        add_into(x, 1.0f, x);
-        (void)x.to_vector();
-    }), Error);
+    EXPECT_THROW((void)capture(device,
+                               [&] {
+                                   add_into(x, 1.0f, x);
+                                   (void)x.to_vector();
+                               }),
+                 Error);
     EXPECT_EQ(driver.graphs(), graphs);
     EXPECT_EQ(driver.launches(), launches);
     add_into(x, 1.0f, x);  // the stream runs as before

@@ -26,7 +26,8 @@ int main() {
     float const s = rayo::sum(rayo::relu(x)).item();
     (void)rayo::Device::parse("cpu");
     expect(s == 2.0f, "relu and sum on the CPU");
-    expect(!registry.discovered(rayo::DeviceKind::vulkan), "a CPU tensor, an op and parse(cpu) looked for Vulkan devices");
+    expect(!registry.discovered(rayo::DeviceKind::vulkan),
+           "a CPU tensor, an op and parse(cpu) looked for Vulkan devices");
     expect(!registry.discovered(rayo::DeviceKind::cuda), "a CPU tensor, an op and parse(cpu) looked for CUDA devices");
 
     auto const all = rayo::Device::all();

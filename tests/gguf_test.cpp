@@ -172,7 +172,8 @@ TEST(Gguf, RoundTripsEveryValueTypeAndEveryLoadableTensorType) {
     EXPECT_EQ(file.get<std::string>("general.architecture"), "rayo-test");
     EXPECT_EQ(file.get<std::uint32_t>("test.u32"), 4000000000u);
     EXPECT_EQ(file.get<std::string>("test.string.empty"), "");
-    EXPECT_EQ(file.metadata().get_array<std::string>("test.array.string"), (std::vector<std::string>{"a", "", "three"}));
+    EXPECT_EQ(file.metadata().get_array<std::string>("test.array.string"),
+              (std::vector<std::string>{"a", "", "three"}));
     EXPECT_EQ(file.metadata().get_or<std::int32_t>("missing", 7), 7);
     auto const& nested = file.get<gguf::Array>("test.array.nested");
     EXPECT_EQ(nested.type(), gguf::ValueType::array);
@@ -226,7 +227,8 @@ TEST(Gguf, FileIsMovableAndKeepsItsMapping) {
     TempDir dir;
     auto const path = dir / "small.gguf";
     auto const bytes = samples::small_file();
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<char const*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<char const*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     File a = File::open(path);
     File b = std::move(a);
     File c = File::open(path);
@@ -281,8 +283,9 @@ TEST(Gguf, GettersCheckTheStoredType) {
 // leaves the rest, and the destination on every error, as it was.
 TEST(Gguf, LoadIntoFillsAViewAndChecksItsShape) {
     auto const a = random_floats(3 * 5, fresh_seed()), b = random_floats(2 * 5, fresh_seed());
-    gguf::TensorToWrite const w[] = {gguf::TensorToWrite("a", Tensor<float>::from(std::span<float const>(a), Shape{3, 5})),
-                                     gguf::TensorToWrite("b", Tensor<float>::from(std::span<float const>(b), Shape{2, 5}))};
+    gguf::TensorToWrite const w[] = {
+        gguf::TensorToWrite("a", Tensor<float>::from(std::span<float const>(a), Shape{3, 5})),
+        gguf::TensorToWrite("b", Tensor<float>::from(std::span<float const>(b), Shape{2, 5}))};
     auto const bytes = gguf::write_to_memory(gguf::Metadata{}, w);  // parse() reads them in place
     File const file = parse(bytes);
     for (Device device : Device::all()) {
@@ -322,7 +325,8 @@ TEST(Gguf, LoadWithTheWrongTypeIsADTypeErrorNamingBoth) {
 
 TEST(Gguf, KnownButUnloadableTypesAreListedAndRaiseUnsupported) {
     auto const files = samples::corpus();
-    auto const it = std::find_if(files.begin(), files.end(), [](auto const& p) { return p.first == "unsupported_types.gguf"; });
+    auto const it =
+        std::find_if(files.begin(), files.end(), [](auto const& p) { return p.first == "unsupported_types.gguf"; });
     ASSERT_NE(it, files.end());
     File const f = parse(it->second);
     ASSERT_EQ(f.tensors().size(), 5u);
@@ -669,12 +673,13 @@ TEST(GgufMalformed, NamesFromTheFileArePrintedSafely) {
 }
 
 TEST(Gguf, PrintableKeepsUtf8AndEscapesEverythingElse) {
-    EXPECT_EQ(gguf::printable("gr\xc3\xbc\xc3\x9f \xe2\x9c\x93 \xf0\x9f\x98\x80"), "gr\xc3\xbc\xc3\x9f \xe2\x9c\x93 \xf0\x9f\x98\x80");
-    EXPECT_EQ(gguf::printable("a\x1b[31mb"), "a\\x1b[31mb");                   // terminal escapes
-    EXPECT_EQ(gguf::printable("\xc2\x9b"), "\\xc2\\x9b");                       // C1 control (CSI)
-    EXPECT_EQ(gguf::printable("\xc3"), "\\xc3");                               // cut sequence
-    EXPECT_EQ(gguf::printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");               // surrogate
-    EXPECT_EQ(gguf::printable("\xc0\xaf"), "\\xc0\\xaf");                       // overlong
+    EXPECT_EQ(gguf::printable("gr\xc3\xbc\xc3\x9f \xe2\x9c\x93 \xf0\x9f\x98\x80"),
+              "gr\xc3\xbc\xc3\x9f \xe2\x9c\x93 \xf0\x9f\x98\x80");
+    EXPECT_EQ(gguf::printable("a\x1b[31mb"), "a\\x1b[31mb");        // terminal escapes
+    EXPECT_EQ(gguf::printable("\xc2\x9b"), "\\xc2\\x9b");           // C1 control (CSI)
+    EXPECT_EQ(gguf::printable("\xc3"), "\\xc3");                    // cut sequence
+    EXPECT_EQ(gguf::printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // surrogate
+    EXPECT_EQ(gguf::printable("\xc0\xaf"), "\\xc0\\xaf");           // overlong
     EXPECT_EQ(gguf::printable("q\"b\\"), "q\\\"b\\\\");
     EXPECT_EQ(gguf::printable(std::string(100, 'x'), 10), std::string(10, 'x') + "...");
 }
@@ -713,7 +718,8 @@ TEST(GgufMalformed, TruncatedFileOnDisk) {
     auto const bytes = samples::small_file();
     for (std::size_t n : {std::size_t{1}, std::size_t{24}, bytes.size() / 2, bytes.size() - 1}) {
         auto const path = dir / ("cut" + std::to_string(n) + ".gguf");
-        std::ofstream(path, std::ios::binary).write(reinterpret_cast<char const*>(bytes.data()), static_cast<std::streamsize>(n));
+        std::ofstream(path, std::ios::binary)
+            .write(reinterpret_cast<char const*>(bytes.data()), static_cast<std::streamsize>(n));
         EXPECT_THROW((void)File::open(path), FormatError) << n;
     }
 }

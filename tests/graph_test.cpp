@@ -56,7 +56,9 @@ protected:
         return Tensor<float>::from(std::span<float const>(v), std::move(shape), device);
     }
     // Whether the device records natively: a CUDA graph on a GPU, a secondary command buffer on Vulkan.
-    [[nodiscard]] bool native() const { return (device.kind() == DeviceKind::cuda && !simulated) || device.kind() == DeviceKind::vulkan; }
+    [[nodiscard]] bool native() const {
+        return (device.kind() == DeviceKind::cuda && !simulated) || device.kind() == DeviceKind::vulkan;
+    }
     Device device = Device::cpu();
     bool simulated = false;
 };
@@ -109,8 +111,10 @@ TEST_P(GraphTest, OpsWithTemporariesReplayLikeTheOpsRunOneByOne) {
     auto const w_up = upload(random_floats(2 * ffn * width, seed + 1, -0.2f, 0.2f), {2 * ffn, width});
     auto const w_down = upload(random_floats(width * ffn, seed + 2, -0.2f, 0.2f), {width, ffn});
     auto const gain = upload(random_floats(width, seed + 3, 0.5f, 1.5f), {width});
-    auto const keys = upload(random_floats(context * kv_heads * head_dim, seed + 4, -1, 1), {context, kv_heads, head_dim});
-    auto const values = upload(random_floats(context * kv_heads * head_dim, seed + 5, -1, 1), {context, kv_heads, head_dim});
+    auto const keys =
+        upload(random_floats(context * kv_heads * head_dim, seed + 4, -1, 1), {context, kv_heads, head_dim});
+    auto const values =
+        upload(random_floats(context * kv_heads * head_dim, seed + 5, -1, 1), {context, kv_heads, head_dim});
     auto const x = Tensor<float>::zeros({1, width}, device);
     auto const qkv = Tensor<float>::zeros({(heads + 2 * kv_heads) * head_dim}, device);
     auto const attended = Tensor<float>::zeros({1, heads, head_dim}, device);
@@ -144,7 +148,8 @@ TEST_P(GraphTest, OpsWithTemporariesReplayLikeTheOpsRunOneByOne) {
         step();
         std::vector<float> const want = y.to_vector();
         ASSERT_EQ(replayed[round].size(), want.size());
-        for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(replayed[round][i], want[i]) << "round " << round << ", " << i;
+        for (std::size_t i = 0; i < want.size(); ++i)
+            ASSERT_EQ(replayed[round][i], want[i]) << "round " << round << ", " << i;
     }
     std::vector<float> const picked = row.to_vector(), table = w_up.to_vector();
     for (std::int64_t c = 0; c < width; ++c) ASSERT_EQ(picked[c], table[7 * width + c]);
@@ -157,8 +162,10 @@ TEST_P(GraphTest, AttentionFollowsItsStoredPositionBetweenReplays) {
     constexpr std::int64_t heads = 4, kv_heads = 2, head_dim = 16, context = 300;
     std::uint32_t const seed = fresh_seed();
     auto const q = upload(random_floats(heads * head_dim, seed, -1, 1), {1, heads, head_dim});
-    auto const keys = upload(random_floats(context * kv_heads * head_dim, seed + 1, -1, 1), {context, kv_heads, head_dim});
-    auto const values = upload(random_floats(context * kv_heads * head_dim, seed + 2, -1, 1), {context, kv_heads, head_dim});
+    auto const keys =
+        upload(random_floats(context * kv_heads * head_dim, seed + 1, -1, 1), {context, kv_heads, head_dim});
+    auto const values =
+        upload(random_floats(context * kv_heads * head_dim, seed + 2, -1, 1), {context, kv_heads, head_dim});
     auto const position = Tensor<std::int32_t>::zeros({1}, device);
     auto const out = poisoned({1, heads, head_dim}, device);
     AttentionParams params;

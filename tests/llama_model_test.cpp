@@ -111,10 +111,10 @@ Tokenizer tokenizer(char const* model, std::vector<std::string> tokens, std::vec
 
 TEST(LlamaTokenText, ByteLevelCharactersMapBackToBytes) {
     Tokenizer const v = tokenizer("gpt2",
-                                  {"\xc4\xa0hello",                 // Ġhello
-                                   "\xc4\x8a", "\xc4\x89",          // Ċ ĉ: newline, tab
-                                   "caf\xc3\x83\xc2\xa9",           // cafÃ©: café
-                                   "\xc3\xa2\xc4\xa2\xc4\xb6",      // âĢĶ: an em dash
+                                  {"\xc4\xa0hello",                     // Ġhello
+                                   "\xc4\x8a", "\xc4\x89",              // Ċ ĉ: newline, tab
+                                   "caf\xc3\x83\xc2\xa9",               // cafÃ©: café
+                                   "\xc3\xa2\xc4\xa2\xc4\xb6",          // âĢĶ: an em dash
                                    "\xc4\x80", "\xc4\xa1", "\xc5\x83",  // Ā ġ Ń: bytes 0x00, 0x7f, 0xad
                                    "\xc2\xa1\xc2\xae\xc3\xbf", "!~"});  // ¡®ÿ and ASCII: themselves
     EXPECT_EQ(v.token_text(0), " hello");

@@ -189,7 +189,8 @@ TEST(LlmSession, EndOfGenerationStopsUnlessIgnored) {
     o.ignore_end_of_generation = false;
     auto const g = session.generate(o);
     EXPECT_EQ(g.reason, StopReason::end_of_generation);
-    std::size_t const first = static_cast<std::size_t>(std::find(tokens.begin(), tokens.end(), tokens[2]) - tokens.begin());
+    std::size_t const first =
+        static_cast<std::size_t>(std::find(tokens.begin(), tokens.end(), tokens[2]) - tokens.begin());
     EXPECT_EQ(g.tokens, Ids(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(first) + 1));
 }
 

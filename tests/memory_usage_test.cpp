@@ -70,8 +70,8 @@ protected:
 
 TEST_P(MemoryUsageTest, TensorsCountWhileTheyLiveAndPeaksStayUntilReset) {
     check_tensor_counts(device, 1);
-    check_tensor_counts(device, 250'001);        // about 1 MiB: a shared block on Vulkan
-    check_tensor_counts(device, 12'000'003);     // about 46 MiB: a block of its own on Vulkan
+    check_tensor_counts(device, 250'001);     // about 1 MiB: a shared block on Vulkan
+    check_tensor_counts(device, 12'000'003);  // about 46 MiB: a block of its own on Vulkan
 }
 
 TEST_P(MemoryUsageTest, ThePeakCoversAnOpsInputsAndOutput) { check_op_counts(device); }

@@ -25,17 +25,18 @@ TEST(PtxAttention, RejectsConfigsItCannotBuild) {
     EXPECT_THROW(check_attention_config({.warps = 2}), BuildError);
     EXPECT_THROW(check_attention_config({.partial = true}), BuildError);
     EXPECT_THROW(check_attention_config({.warp_tiles = 3}), BuildError);
-    EXPECT_THROW(check_attention_config({.head_dim = 256, .warps = 8, .warp_tiles = 2}), BuildError) << "too much shared memory";
+    EXPECT_THROW(check_attention_config({.head_dim = 256, .warps = 8, .warp_tiles = 2}), BuildError)
+        << "too much shared memory";
     EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::decode, .mask = true}), BuildError);
     EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::decode, .head_dim = 40}), BuildError);
     EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::simt, .element = DType::i32}), BuildError);
     EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::simt, .rows = 9}), BuildError);
-    EXPECT_THROW(check_attention_config({.algorithm = AttentionAlgorithm::simt, .element = DType::f32, .head_dim = 256,
-                                         .warps = 4}),
+    EXPECT_THROW(check_attention_config(
+                     {.algorithm = AttentionAlgorithm::simt, .element = DType::f32, .head_dim = 256, .warps = 4}),
                  BuildError)
         << "four warps of f32 rows of 256 need more shared memory than a block has";
-    EXPECT_NO_THROW(check_attention_config({.algorithm = AttentionAlgorithm::simt, .element = DType::f32, .head_dim = 80,
-                                            .warps = 1, .rows = 3}));
+    EXPECT_NO_THROW(check_attention_config(
+        {.algorithm = AttentionAlgorithm::simt, .element = DType::f32, .head_dim = 80, .warps = 1, .rows = 3}));
     constexpr auto wgmma = AttentionAlgorithm::wgmma;
     EXPECT_NO_THROW(check_attention_config({.algorithm = wgmma, .head_dim = 64, .warps = 12}));
     EXPECT_THROW(check_attention_config({.algorithm = wgmma, .head_dim = 96, .warps = 12}), BuildError);
@@ -47,7 +48,8 @@ TEST(PtxAttention, RejectsConfigsItCannotBuild) {
 // Hopper's kernel: one producer thread's TMA copies, wgmma from shared memory for S and with P
 // from registers for O, both consumers' register budgets, and the tensor maps it takes.
 TEST(PtxAttention, WgmmaKernelIsWarpSpecialised) {
-    AttentionConfig const c{.algorithm = AttentionAlgorithm::wgmma, .element = DType::bf16, .head_dim = 128, .warps = 12};
+    AttentionConfig const c{
+        .algorithm = AttentionAlgorithm::wgmma, .element = DType::bf16, .head_dim = 128, .warps = 12};
     EXPECT_EQ(attention_name(c), "rayo_attention_wgmma_bf16_d128_w12");
     EXPECT_EQ(attention_shared_bytes(c), 128u * 256u + 4u * 128u * 256u + 1024u + 8u + 64u);
     Kernel const kernel = attention(c);
@@ -66,8 +68,8 @@ TEST(PtxAttention, WgmmaKernelIsWarpSpecialised) {
     EXPECT_NE(text.find("}, {%b"), std::string::npos) << "P from registers";
     EXPECT_EQ(count("bar.sync 1, 256;") + count("bar.sync 2, 256;"), 2u * 3u) << "the consumers take turns at the MMAs";
     EXPECT_NE(text.find("bar.arrive 2, 256;"), std::string::npos);
-    auto const maps = attention_tensor_maps(c, {.q = 0x1000, .k = 0x2000, .v = 0x3000, .batch = 2, .q_len = 70, .kv_len = 90,
-                                                .heads = 8, .kv_heads = 2});
+    auto const maps = attention_tensor_maps(
+        c, {.q = 0x1000, .k = 0x2000, .v = 0x3000, .batch = 2, .q_len = 70, .kv_len = 90, .heads = 8, .kv_heads = 2});
     EXPECT_EQ(maps[0].rank, 4u);
     EXPECT_EQ(maps[0].dims[2], 70u);
     EXPECT_EQ(maps[0].strides[2], 8u * 256u) << "a row of q spans every head";
@@ -79,13 +81,19 @@ TEST(PtxAttention, WgmmaKernelIsWarpSpecialised) {
 
 TEST(PtxAttention, NamesSpellEveryFieldAndSharedMemoryFits) {
     EXPECT_EQ(attention_name({}), "rayo_attention_tc_f16_d128_w4");
-    EXPECT_EQ(attention_name({.algorithm = AttentionAlgorithm::simt, .element = DType::bf16, .head_dim = 80, .mask = true,
-                              .warps = 2, .rows = 4, .partial = true}),
+    EXPECT_EQ(attention_name({.algorithm = AttentionAlgorithm::simt,
+                              .element = DType::bf16,
+                              .head_dim = 80,
+                              .mask = true,
+                              .warps = 2,
+                              .rows = 4,
+                              .partial = true}),
               "rayo_attention_simt_bf16_d80_w2_r4_mask_partial");
     EXPECT_EQ(attention_shared_bytes({}), (64u + 256u) * 272u);
     EXPECT_EQ(attention_name({.warp_tiles = 2}), "rayo_attention_tc_f16_d128_w4_m2");
     EXPECT_EQ(attention_shared_bytes({.warp_tiles = 2}), (128u + 256u) * 272u);
-    EXPECT_EQ(attention_name({.algorithm = AttentionAlgorithm::decode, .partial = true}), "rayo_attention_decode_f16_d128_w4_partial");
+    EXPECT_EQ(attention_name({.algorithm = AttentionAlgorithm::decode, .partial = true}),
+              "rayo_attention_decode_f16_d128_w4_partial");
     EXPECT_EQ(attention_shared_bytes({.algorithm = AttentionAlgorithm::decode}), (16u + 4u * 64u) * 272u);
     std::set<std::string> names;
     for (AttentionConfig const& c : attention_configs(Target::sm_90)) {
@@ -141,10 +149,10 @@ TEST(PtxAttention, EveryVariantAssemblesForSm90) { expect_every_variant_assemble
 TEST(PtxAttention, Head128KernelsKeepTheirStateInRegisters) {
     RAYO_SKIP_WITHOUT_PTXAS();
     namespace fs = std::filesystem;
-    for (AttentionConfig const& c : {AttentionConfig{.element = DType::f16, .warp_tiles = 2},
-                                     AttentionConfig{.element = DType::bf16, .warp_tiles = 2},
-                                     AttentionConfig{.element = DType::f16},
-                                     AttentionConfig{.algorithm = AttentionAlgorithm::decode, .partial = true}}) {
+    for (AttentionConfig const& c :
+         {AttentionConfig{.element = DType::f16, .warp_tiles = 2},
+          AttentionConfig{.element = DType::bf16, .warp_tiles = 2}, AttentionConfig{.element = DType::f16},
+          AttentionConfig{.algorithm = AttentionAlgorithm::decode, .partial = true}}) {
         Kernel const kernel = attention(c);
         fs::path const dir = fs::path(RAYO_PTX_TEST_DIR);
         fs::create_directories(dir);

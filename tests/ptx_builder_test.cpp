@@ -31,7 +31,8 @@ TEST(PtxBuilder, FloatImmediatesAreExactHexBits) {
     // Every f32 round-trips through its spelling, including subnormals.
     for (float v : {1.17549435e-38f, 1e-45f, 3.14159274f, -65504.0f, 1.0e38f}) {
         std::string const s = float_immediate(v, Type::f32);
-        EXPECT_EQ(static_cast<std::uint32_t>(std::stoul(s.substr(2), nullptr, 16)), std::bit_cast<std::uint32_t>(v)) << s;
+        EXPECT_EQ(static_cast<std::uint32_t>(std::stoul(s.substr(2), nullptr, 16)), std::bit_cast<std::uint32_t>(v))
+            << s;
     }
 }
 
@@ -45,7 +46,9 @@ TEST(PtxBuilder, EmitsModuleHeaderParametersAndRegisterDeclarations) {
     });
     std::string const text = k.emit(Target::sm_80);
     EXPECT_NE(text.find(".version 8.0\n.target sm_80\n.address_size 64"), std::string::npos) << text;
-    EXPECT_NE(text.find(".visible .entry axpy(\n\t.param .u64 x,\n\t.param .u32 n,\n\t.param .f32 a\n)"), std::string::npos) << text;
+    EXPECT_NE(text.find(".visible .entry axpy(\n\t.param .u64 x,\n\t.param .u32 n,\n\t.param .f32 a\n)"),
+              std::string::npos)
+        << text;
     EXPECT_NE(text.find(".reg .pred %p<1>;"), std::string::npos) << text;
     EXPECT_NE(text.find("fma.rn.f32 %f2, %f1, %f0, 0f3F000000;"), std::string::npos) << text;
     EXPECT_NE(text.find("@!%p0 bra $L_0;"), std::string::npos) << text;
@@ -58,7 +61,9 @@ TEST(PtxBuilder, VerifierRejectsARegisterReadBeforeItIsWritten) {
     Reg g = k.add(f, 1.0f);
     k.mov(k.reg(Type::f32), g);
     std::string const e = build_error([&] { (void)k.emit(Target::sm_90); });
-    EXPECT_NE(e.find("ptx kernel 'undefined_read', instruction 0 `add.rn.f32 %f1, %f0, 0f3F800000;`"), std::string::npos) << e;
+    EXPECT_NE(e.find("ptx kernel 'undefined_read', instruction 0 `add.rn.f32 %f1, %f0, 0f3F800000;`"),
+              std::string::npos)
+        << e;
     EXPECT_NE(e.find("%f0 is read before any instruction writes it"), std::string::npos) << e;
 }
 
@@ -126,8 +131,13 @@ TEST(PtxBuilder, TargetRequirementsAndIsaVersionsAreChecked) {
     k.cp_async_commit();
     k.cp_async_wait(0);
     EXPECT_NO_THROW((void)k.emit(Target::sm_80));
-    EXPECT_NE(build_error([] { Module m(Target::sm_90a, IsaVersion{7, 8}); }).find("does not know sm_90a"), std::string::npos);
-    EXPECT_NE(build_error([] { (void)Kernel("bf16_convert").emit(Target::sm_80, IsaVersion{6, 5}); }).find("needs 7.0"),
+    EXPECT_NE(build_error([] {
+                  Module m(Target::sm_90a, IsaVersion{7, 8});
+              }).find("does not know sm_90a"),
+              std::string::npos);
+    EXPECT_NE(build_error([] {
+                  (void)Kernel("bf16_convert").emit(Target::sm_80, IsaVersion{6, 5});
+              }).find("needs 7.0"),
               std::string::npos);
 
     Kernel b("bf16_to_f32");
@@ -167,13 +177,15 @@ TEST(PtxBuilder, BulkCopiesAndBarrierWaitsAreEmittedAsPtxWritesThem) {
     k.mbarrier_wait(barrier, 1u);
     std::string const text = k.emit(Target::sm_90);
     EXPECT_NE(text.find("mbarrier.arrive.expect_tx.shared::cta.b64"), std::string::npos) << text;
-    EXPECT_NE(text.find("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r"), std::string::npos) << text;
+    EXPECT_NE(text.find("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r"), std::string::npos)
+        << text;
     EXPECT_NE(text.find("mbarrier.try_wait.parity.shared::cta.b64"), std::string::npos) << text;
     EXPECT_NE(text.find("bra $L_0;"), std::string::npos) << text;  // the retry
     // A 32-bit global address is still refused where it is the only address.
     Kernel bad("bad_prefetch");
     bad.cp_async_bulk_prefetch_l2(bad.mov(Type::u32, 0u), 16u);
-    EXPECT_NE(build_error([&] { (void)bad.emit(Target::sm_90); }).find("global addresses are 64-bit"), std::string::npos);
+    EXPECT_NE(build_error([&] { (void)bad.emit(Target::sm_90); }).find("global addresses are 64-bit"),
+              std::string::npos);
 }
 
 // The CUDA backend launches every sm_90 kernel to start early: the wait goes before the first
@@ -350,8 +362,9 @@ Kernel every_family() {
     Reg j = k.reg(Type::u32);
     Reg acc = k.mov(Type::u32, 0);
     k.for_range(j, 0, n, 1, [&] { k.add(acc, acc, j); });
-    k.if_then_else(k.setp(Cmp::eq, tid, 0), [&] { k.st(Space::global, Type::u32, out, acc); },
-                   [&] { k.predicated(k.setp(Cmp::lt, tid, 32), true, [&] { k.st(Space::global, Type::u32, out, ballot); }); });
+    k.if_then_else(
+        k.setp(Cmp::eq, tid, 0), [&] { k.st(Space::global, Type::u32, out, acc); },
+        [&] { k.predicated(k.setp(Cmp::lt, tid, 32), true, [&] { k.st(Space::global, Type::u32, out, ballot); }); });
     k.membar_gl();
     k.comment("done");
     k.ret();
@@ -397,8 +410,7 @@ Kernel every_hopper_atom() {
     });
     k.mbarrier_wait(barrier, 0u);
     k.if_then_else(
-        k.setp(Cmp::lt, tid, 128),
-        [&] { k.setmaxnreg(RegisterChange::decrease, 40); },
+        k.setp(Cmp::lt, tid, 128), [&] { k.setmaxnreg(RegisterChange::decrease, 40); },
         [&] {
             k.setmaxnreg(RegisterChange::increase, 232);
             std::vector<Reg> d;
@@ -434,18 +446,33 @@ TEST(PtxBuilder, HopperAtomsAreEmittedAsPtxWritesThem) {
     Kernel const k = every_hopper_atom();
     std::string const text = k.emit(Target::sm_90a);
     for (std::string_view const expected :
-         {".param .align 64 .b8 map[128],", ".reqnctapercluster 2, 1, 1", "cvta.param.u64 %rd",
-          "prefetch.tensormap [%rd", "mov.u32 %r1, %cluster_ctarank;",
+         {".param .align 64 .b8 map[128],",
+          ".reqnctapercluster 2, 1, 1",
+          "cvta.param.u64 %rd",
+          "prefetch.tensormap [%rd",
+          "mov.u32 %r1, %cluster_ctarank;",
           "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r",
           "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%r",
-          "setmaxnreg.dec.sync.aligned.u32 40;", "setmaxnreg.inc.sync.aligned.u32 232;", "wgmma.fence.sync.aligned;",
-          "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%f", ", 1, 1, 0, 0;", ", 1, 1, 0, 1;",
-          "}, {%b", ", 1, 1, 1;", "bar.sync 1, 256;", "bar.arrive 2, 128;",
+          "setmaxnreg.dec.sync.aligned.u32 40;",
+          "setmaxnreg.inc.sync.aligned.u32 232;",
+          "wgmma.fence.sync.aligned;",
+          "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%f",
+          ", 1, 1, 0, 0;",
+          ", 1, 1, 0, 1;",
+          "}, {%b",
+          ", 1, 1, 1;",
+          "bar.sync 1, 256;",
+          "bar.arrive 2, 128;",
           "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {%f",
-          "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;", "fence.proxy.async.shared::cta;",
-          "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd", "cp.async.bulk.commit_group;",
-          "cp.async.bulk.wait_group.read 0;", "barrier.cluster.arrive.release.aligned;",
-          "barrier.cluster.wait.acquire.aligned;", "mapa.shared::cluster.u32 %r",
+          "wgmma.commit_group.sync.aligned;",
+          "wgmma.wait_group.sync.aligned 0;",
+          "fence.proxy.async.shared::cta;",
+          "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd",
+          "cp.async.bulk.commit_group;",
+          "cp.async.bulk.wait_group.read 0;",
+          "barrier.cluster.arrive.release.aligned;",
+          "barrier.cluster.wait.acquire.aligned;",
+          "mapa.shared::cluster.u32 %r",
           "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r"})
         EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
     EXPECT_NE(text.find(", {%r"), std::string::npos) << "coordinates as a vector after the map";
@@ -481,17 +508,23 @@ TEST(PtxBuilder, HopperAtomsRejectBadShapesAtTheCall) {
     EXPECT_NE(build_error([&] { k.tma_load(at, map, {}, at); }).find("1 to 5 coordinates"), std::string::npos);
     std::vector<Reg> const six(6, at);
     EXPECT_NE(build_error([&] { k.tma_store(map, six, at); }).find("1 to 5 coordinates"), std::string::npos);
-    EXPECT_NE(build_error([&] { k.wgmma(Type::s32, 128, d, desc, desc, p); }).find(".f16, .bf16 or .f32"), std::string::npos);
-    EXPECT_NE(build_error([&] { k.wgmma(Type::f32, 128, d, desc, desc, p, false, true); }).find("K-major"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::s32, 128, d, desc, desc, p); }).find(".f16, .bf16 or .f32"),
+              std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::f32, 128, d, desc, desc, p, false, true); }).find("K-major"),
+              std::string::npos);
     std::vector<Reg> const four(4, at);
-    EXPECT_NE(build_error([&] { k.wgmma(Type::f32, 128, d, four, desc, p); }).find("from shared memory only"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::f32, 128, d, four, desc, p); }).find("from shared memory only"),
+              std::string::npos);
     EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 100, d, desc, desc, p); }).find("multiple of 8"), std::string::npos);
-    EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 256, d, desc, desc, p); }).find("needs 128 accumulator"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 256, d, desc, desc, p); }).find("needs 128 accumulator"),
+              std::string::npos);
     EXPECT_NE(build_error([&] { k.bar_sync(16, 64); }).find("0 to 15"), std::string::npos);
     EXPECT_NE(build_error([&] { k.bar_arrive(1, 48); }).find("whole warps"), std::string::npos);
     std::vector<Reg> const three(3, at);
-    EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 128, d, three, desc, p); }).find("4 .b32 registers"), std::string::npos);
-    EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 256, d, three, desc, p); }).find("needs 128 accumulator"), std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 128, d, three, desc, p); }).find("4 .b32 registers"),
+              std::string::npos);
+    EXPECT_NE(build_error([&] { k.wgmma(Type::f16, 256, d, three, desc, p); }).find("needs 128 accumulator"),
+              std::string::npos);
     EXPECT_NE(build_error([&] { k.wgmma_wait(8); }).find("0 to 7"), std::string::npos);
     EXPECT_NE(build_error([&] { k.setmaxnreg(RegisterChange::increase, 260); }).find("24 to 256"), std::string::npos);
     EXPECT_NE(build_error([&] { k.setmaxnreg(RegisterChange::decrease, 41); }).find("steps of 8"), std::string::npos);
@@ -517,7 +550,8 @@ TEST(PtxBuilder, ModuleHoldsSeveralKernels) {
 
 TEST(PtxBuilder, PtxasFailureReportsTheLine) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    std::string const bad = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry bad()\n{\n\tfrobnicate.f32 %f0;\n}\n";
+    std::string const bad =
+        ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry bad()\n{\n\tfrobnicate.f32 %f0;\n}\n";
     std::string const report = ptxas_failure("deliberately_bad", bad, Target::sm_80);
     EXPECT_NE(report.find("PTX line 6: \tfrobnicate.f32 %f0;"), std::string::npos) << report;
 }

@@ -36,7 +36,8 @@ int spill_bytes(Kernel const& kernel, Target target, std::string& log) {
     text << std::ifstream(log_path).rdbuf();
     log = text.str();
     std::smatch match;
-    if (status != 0 || !std::regex_search(log, match, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)")))
+    if (status != 0 ||
+        !std::regex_search(log, match, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)")))
         return -1;
     return std::stoi(match[1]) + std::stoi(match[2]);
 }
@@ -51,8 +52,14 @@ TEST(PtxConvolution, RejectsConfigsItCannotBuild) {
 
 TEST(PtxConvolution, NamesSpellEveryParameter) {
     EXPECT_EQ(conv2d_gemm_name({}), "rayo_conv2d_gemm_f16_128x128_s4");
-    EXPECT_EQ(conv2d_gemm_name({.element = DType::bf16, .flip = true, .bias = true, .aligned = false,
-                                .paired_stores = true, .tile_m = 64, .tile_n = 64, .stages = 3}),
+    EXPECT_EQ(conv2d_gemm_name({.element = DType::bf16,
+                                .flip = true,
+                                .bias = true,
+                                .aligned = false,
+                                .paired_stores = true,
+                                .tile_m = 64,
+                                .tile_n = 64,
+                                .stages = 3}),
               "rayo_conv2d_gemm_bf16_64x64_s3_e_pairs_flip_bias");
     std::set<std::string> names;
     for (Conv2dGemmConfig const& c : conv2d_gemm_configs()) names.insert(conv2d_gemm_name(c));

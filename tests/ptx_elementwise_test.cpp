@@ -54,15 +54,20 @@ TEST(PtxElementwise, EverySixteenBitVariantAssembles) {
             }
             for (Op op : {Op::add, Op::div, Op::maximum})
                 for (bool scalar : {false, true}) {
-                    BinaryKernelConfig const c{.op = op, .element = element, .scalar_operand = scalar, .vectorized = vectorized};
+                    BinaryKernelConfig const c{
+                        .op = op, .element = element, .scalar_operand = scalar, .vectorized = vectorized};
                     SCOPED_TRACE(binary(c).name());
                     expect_assembles(binary(c), target);
                 }
         }
         for (unsigned rank : {1u, 3u, max_broadcast_rank}) {
             expect_assembles(binary_broadcast({.op = Op::mul, .element = element, .rank = rank}), target);
-            expect_assembles(binary_broadcast({.op = Op::sub, .element = element, .rank = rank, .vectorized = true,
-                                               .a_repeats_along_rows = rank == 3, .b_repeats_along_rows = rank == 1}),
+            expect_assembles(binary_broadcast({.op = Op::sub,
+                                               .element = element,
+                                               .rank = rank,
+                                               .vectorized = true,
+                                               .a_repeats_along_rows = rank == 3,
+                                               .b_repeats_along_rows = rank == 1}),
                              target);
         }
     }
@@ -103,7 +108,10 @@ TEST(PtxElementwise, EveryBroadcastVariantAssembles) {
             Target const target = rank % 2 ? Target::sm_80 : Target::sm_90;
             SCOPED_TRACE(binary_broadcast({.op = op, .rank = rank}).name() + " " + std::string(to_string(target)));
             expect_assembles(binary_broadcast({.op = op, .rank = rank}), target);
-            expect_assembles(binary_broadcast({.op = op, .rank = rank, .vectorized = true, .a_repeats_along_rows = rank % 2 == 0,
+            expect_assembles(binary_broadcast({.op = op,
+                                               .rank = rank,
+                                               .vectorized = true,
+                                               .a_repeats_along_rows = rank % 2 == 0,
                                                .b_repeats_along_rows = rank % 2 == 1}),
                              target);
         }
@@ -120,7 +128,8 @@ TEST(PtxConversion, EveryCastAssembles) {
     EXPECT_THROW((void)kernels::cast({.from = DType::q4_k, .to = DType::f32}), BuildError);
     std::string const text = kernels::cast({.from = DType::i32, .to = DType::bf16}).emit(Target::sm_90);
     EXPECT_NE(text.find("cvt.rz.f32.s32"), std::string::npos) << "i32 -> bf16 rounds to odd first";
-    EXPECT_NE(kernels::cast({.from = DType::f32, .to = DType::i32}).emit(Target::sm_90).find("cvt.rzi.s32.f32"), std::string::npos);
+    EXPECT_NE(kernels::cast({.from = DType::f32, .to = DType::i32}).emit(Target::sm_90).find("cvt.rzi.s32.f32"),
+              std::string::npos);
 }
 
 TEST(PtxLayout, EveryStridedCopyAssembles) {
@@ -128,7 +137,8 @@ TEST(PtxLayout, EveryStridedCopyAssembles) {
     for (unsigned rank = 1; rank <= 8; ++rank)
         for (unsigned bytes : {2u, 4u}) {
             SCOPED_TRACE(copy_strided({.rank = rank, .element_bytes = bytes}).name());
-            expect_assembles(copy_strided({.rank = rank, .element_bytes = bytes}), rank % 2 ? Target::sm_80 : Target::sm_90);
+            expect_assembles(copy_strided({.rank = rank, .element_bytes = bytes}),
+                             rank % 2 ? Target::sm_80 : Target::sm_90);
         }
     EXPECT_THROW((void)copy_strided({.rank = 0}), BuildError);
     EXPECT_THROW((void)copy_strided({.rank = 9}), BuildError);

@@ -50,7 +50,8 @@ PtxasUsage ptxas_usage(Kernel const& kernel, Target target) {
     usage.log = text.str();
     if (status != 0) return usage;
     std::smatch match;
-    if (std::regex_search(usage.log, match, std::regex(R"(Used (\d+) registers)"))) usage.registers = std::stoi(match[1]);
+    if (std::regex_search(usage.log, match, std::regex(R"(Used (\d+) registers)")))
+        usage.registers = std::stoi(match[1]);
     if (std::regex_search(usage.log, match, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)"))) {
         usage.spill_stores = std::stoi(match[1]);
         usage.spill_loads = std::stoi(match[2]);
@@ -88,25 +89,26 @@ TEST(PtxGemm, RejectsConfigsItCannotBuild) {
     auto const rejects = [](GemmConfig const& c) {
         EXPECT_THROW((void)gemm(c), BuildError) << "a=" << name_of(c.a) << " b=" << name_of(c.b);
     };
-    rejects({.a = Type::f16, .b = Type::bf16});                                      // a neither b's type nor f32
-    rejects({.a = Type::f16, .b = Type::f32});                                       // narrower a than b
-    rejects({.a = Type::u32, .b = Type::u32});                                       // not a float type
-    rejects({.b = Type::f16, .algorithm = GemmAlgorithm::simt});                     // simt is f32 × f32
-    rejects({.algorithm = GemmAlgorithm::tensor_core});                              // tensor cores need 16-bit b
-    rejects({.tile = {96, 128, 8}, .warps = 4});                                     // simt warps fixed by the tile
-    rejects({.tile = {128, 96, 8}});                                                 // simt columns: multiples of 64
-    rejects({.tile = {128, 128, 12}});                                               // simt k step
-    rejects({.tile = {32, 64, 8}, .stages = 1});                                     // one stage cannot overlap
-    rejects({.a = Type::f16, .b = Type::f16, .tile = {128, 128, 24}});               // tensor-core k step
-    rejects({.a = Type::f16, .b = Type::f16, .warps = 3});                           // warp count
-    rejects({.a = Type::f16, .b = Type::f16, .warps = 1});                           // 128x128 accumulators in one warp
-    rejects({.a = Type::f16, .b = Type::f16, .tile = {64, 64, 16}, .warps = 1});     // copies do not split
+    rejects({.a = Type::f16, .b = Type::bf16});                                   // a neither b's type nor f32
+    rejects({.a = Type::f16, .b = Type::f32});                                    // narrower a than b
+    rejects({.a = Type::u32, .b = Type::u32});                                    // not a float type
+    rejects({.b = Type::f16, .algorithm = GemmAlgorithm::simt});                  // simt is f32 × f32
+    rejects({.algorithm = GemmAlgorithm::tensor_core});                           // tensor cores need 16-bit b
+    rejects({.tile = {96, 128, 8}, .warps = 4});                                  // simt warps fixed by the tile
+    rejects({.tile = {128, 96, 8}});                                              // simt columns: multiples of 64
+    rejects({.tile = {128, 128, 12}});                                            // simt k step
+    rejects({.tile = {32, 64, 8}, .stages = 1});                                  // one stage cannot overlap
+    rejects({.a = Type::f16, .b = Type::f16, .tile = {128, 128, 24}});            // tensor-core k step
+    rejects({.a = Type::f16, .b = Type::f16, .warps = 3});                        // warp count
+    rejects({.a = Type::f16, .b = Type::f16, .warps = 1});                        // 128x128 accumulators in one warp
+    rejects({.a = Type::f16, .b = Type::f16, .tile = {64, 64, 16}, .warps = 1});  // copies do not split
     rejects({.a = Type::f16, .b = Type::f16, .tile = {256, 256, 64}, .warps = 8, .stages = 8});  // shared memory
     rejects({.a = Type::f16, .b = Type::f16, .stages = 9});
 }
 
 TEST(PtxGemm, NamesSpellEveryParameter) {
-    EXPECT_EQ(gemm_name({.a = Type::bf16, .b = Type::bf16, .b_transposed = true}), "gemm_tc_bf16_bf16_nt_128x128x32_w4_s4_v_g8");
+    EXPECT_EQ(gemm_name({.a = Type::bf16, .b = Type::bf16, .b_transposed = true}),
+              "gemm_tc_bf16_bf16_nt_128x128x32_w4_s4_v_g8");
     EXPECT_EQ(gemm_name({}), "gemm_simt_f32_f32_nn_128x128x8_w8_s3_v_g8");
     EXPECT_EQ(gemm_name({.m = 64, .n = 4096, .k = 4096, .aligned = false, .group_m = 4}),
               "gemm_simt_f32_f32_nn_128x128x8_w8_s3_e_g4_m64_n4096_k4096");
@@ -176,14 +178,17 @@ TEST(PtxGemm, ChoosesByTypeShapeAndAlignment) {
     // f32 stays exact on the CUDA cores unless the caller allows TF32; then b [n, k] runs on wgmma.
     EXPECT_EQ(pick(4096, 4096, Type::f32, Type::f32, true, true).algorithm, GemmAlgorithm::simt);
     auto const tf32 = [](bool b_transposed) {
-        return choose_gemm_config(4096, 4096, 4096, Type::f32, Type::f32, b_transposed, true, 132, Target::sm_90, 1, true, true);
+        return choose_gemm_config(4096, 4096, 4096, Type::f32, Type::f32, b_transposed, true, 132, Target::sm_90, 1,
+                                  true, true);
     };
     EXPECT_EQ(tf32(true).algorithm, GemmAlgorithm::wgmma);
     EXPECT_EQ(tf32(true).tile.k, 32u) << "a 128-byte row of f32";
     EXPECT_EQ(gemm_name(tf32(true)), "gemm_wgmma_tf32_tf32_nt_128x256x32_w12_s4_v_g8");
     EXPECT_EQ(tf32(false).algorithm, GemmAlgorithm::simt) << "tf32 wgmma reads b K-major only";
-    EXPECT_EQ(choose_gemm_config(4096, 4096, 64, Type::f16, Type::f16, true, true, 132, Target::sm_90, 1, false).algorithm,
-              GemmAlgorithm::tensor_core) << "no tensor maps without the driver's encoder";
+    EXPECT_EQ(
+        choose_gemm_config(4096, 4096, 64, Type::f16, Type::f16, true, true, 132, Target::sm_90, 1, false).algorithm,
+        GemmAlgorithm::tensor_core)
+        << "no tensor maps without the driver's encoder";
     c = pick(4096, 4096, Type::f32, Type::f16, true, true);  // f32 a staged through registers: 8 warps
     EXPECT_EQ(c.algorithm, GemmAlgorithm::tensor_core);
     EXPECT_EQ(c.a, Type::f32);
@@ -202,8 +207,8 @@ TEST(PtxGemm, ChoosesByTypeShapeAndAlignment) {
         EXPECT_EQ(listed.size(), 5u * 2u * 2u * 3u + (t == Target::sm_90 ? 2u * 2u * 2u * 2u + 2u * 2u : 0u));
         for (std::uint64_t m : {1u, 32u, 33u, 300u, 5000u})
             for (std::uint64_t n : {1u, 100u, 5000u})
-                for (auto [a, b] : std::vector<std::pair<Type, Type>>{{Type::f32, Type::f32}, {Type::f16, Type::f16},
-                                                                       {Type::f32, Type::bf16}})
+                for (auto [a, b] : std::vector<std::pair<Type, Type>>{
+                         {Type::f32, Type::f32}, {Type::f16, Type::f16}, {Type::f32, Type::bf16}})
                     for (bool bt : {false, true})
                         for (bool aligned : {false, true})
                             EXPECT_TRUE(listed.contains(gemm_name(pick(m, n, a, b, bt, aligned, t))))
@@ -215,8 +220,9 @@ TEST(PtxGemm, ChoosesByTypeShapeAndAlignment) {
 
 TEST(PtxGemm, EmitsTheSimtKernelsInstructions) {
     std::string const nn = gemm({}).emit(Target::sm_90);
-    EXPECT_TRUE(contains(nn, ".param .u64 a,\n\t.param .u64 b,\n\t.param .u64 out,\n\t.param .u32 m,\n\t.param .u32 n,\n"
-                             "\t.param .u32 k\n"));
+    EXPECT_TRUE(contains(nn,
+                         ".param .u64 a,\n\t.param .u64 b,\n\t.param .u64 out,\n\t.param .u32 m,\n\t.param .u32 n,\n"
+                         "\t.param .u32 k\n"));
     EXPECT_TRUE(contains(nn, ".maxntid 512, 1, 1")) << "ptxas budgets 128 registers";
     EXPECT_EQ(count(nn, "fma.rn.f32"), 64u * 8u * 3u) << "8x8 per thread, k step 8, unrolled over 3 stages";
     EXPECT_EQ(count(nn, "ld.shared.v4.f32"), 4u * 8u * 3u);
@@ -252,12 +258,14 @@ TEST(PtxGemm, EmitsTheTensorCoreKernelsInstructions) {
 
 TEST(PtxGemm, BakedSizesDropEdgeChecks) {
     std::string const open = gemm({.a = Type::f16, .b = Type::f16}).emit(Target::sm_90);
-    std::string const baked = gemm({.m = 4096, .n = 4096, .k = 4096, .a = Type::f16, .b = Type::f16}).emit(Target::sm_90);
+    std::string const baked =
+        gemm({.m = 4096, .n = 4096, .k = 4096, .a = Type::f16, .b = Type::f16}).emit(Target::sm_90);
     EXPECT_TRUE(contains(open, "setp.lt.u32"));
     EXPECT_FALSE(contains(baked, "setp.lt.u32")) << "every tile is whole";
     EXPECT_FALSE(contains(baked, "selp.u64")) << "no zero-fill copies";
     EXPECT_TRUE(contains(baked, "mov.u32 %r") && contains(baked, ", 4096;"));
-    std::string const partial = gemm({.m = 100, .n = 4096, .k = 4096, .a = Type::f16, .b = Type::f16}).emit(Target::sm_90);
+    std::string const partial =
+        gemm({.m = 100, .n = 4096, .k = 4096, .a = Type::f16, .b = Type::f16}).emit(Target::sm_90);
     EXPECT_TRUE(contains(partial, "setp.lt.u32")) << "m = 100 leaves a partial tile";
 }
 
@@ -281,7 +289,8 @@ TEST(PtxGemm, EveryChosenVariantAssemblesForSm80AndSm90) {
 // Batched kernels (matmul of [..., m, k]·[..., k, n]): three more parameters, the product from
 // %ctaid.y, and the tile choice counts the whole batch's tiles.
 TEST(PtxGemm, BatchedVariantsAssembleAndReadTheProductFromTheGridsY) {
-    GemmConfig const chosen = choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_80, 32);
+    GemmConfig const chosen =
+        choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_80, 32);
     EXPECT_TRUE(chosen.batched);
     EXPECT_EQ(chosen.tile.m, 128u) << "32 products of 16 tiles fill 132 SMs";
     EXPECT_FALSE(choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_80).batched);
@@ -290,7 +299,8 @@ TEST(PtxGemm, BatchedVariantsAssembleAndReadTheProductFromTheGridsY) {
     EXPECT_NE(text.find("%ctaid.y"), std::string::npos);
     EXPECT_NE(text.find("out_batch"), std::string::npos);
     // On sm_90 the same batch has 32 · 16 tiles of 128x128: the persistent wgmma kernel walks them all.
-    GemmConfig const hopper = choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_90, 32);
+    GemmConfig const hopper =
+        choose_gemm_config(512, 512, 128, Type::f16, Type::f16, false, true, 132, Target::sm_90, 32);
     EXPECT_EQ(hopper.algorithm, GemmAlgorithm::wgmma);
     EXPECT_TRUE(hopper.batched);
     GemmLaunch const walk = gemm_launch(hopper, 512, 512, 32, 132);
@@ -322,7 +332,8 @@ TEST(PtxGemm, WgmmaKernelIsWarpSpecialised) {
     EXPECT_EQ(emission_target(kernel, Target::sm_90), Target::sm_90a);
     EXPECT_EQ(emission_target(kernel, Target::sm_80), Target::sm_80);
     std::string const text = kernel.emit(Target::sm_90a);
-    EXPECT_TRUE(contains(text, ".param .align 64 .b8 a_map[128],\n\t.param .align 64 .b8 b_map[128],\n\t.param .u64 out,"));
+    EXPECT_TRUE(
+        contains(text, ".param .align 64 .b8 a_map[128],\n\t.param .align 64 .b8 b_map[128],\n\t.param .u64 out,"));
     EXPECT_TRUE(contains(text, ".maxntid 384, 1, 1\n.maxnreg 168"));
     EXPECT_TRUE(contains(text, "setmaxnreg.dec.sync.aligned.u32 40;"));
     EXPECT_TRUE(contains(text, "setmaxnreg.inc.sync.aligned.u32 232;"));
@@ -331,7 +342,8 @@ TEST(PtxGemm, WgmmaKernelIsWarpSpecialised) {
         << "a's tile, and b [k, n] in four 64-column boxes";
     EXPECT_TRUE(contains(text, ", 1, 1, 0, 1;")) << "b N-major";
     EXPECT_TRUE(contains(text, "wgmma.wait_group.sync.aligned 1;")) << "one group of MMAs in flight";
-    Kernel const linear = gemm({.a = Type::f16, .b = Type::f16, .b_transposed = true, .algorithm = GemmAlgorithm::wgmma});
+    Kernel const linear =
+        gemm({.a = Type::f16, .b = Type::f16, .b_transposed = true, .algorithm = GemmAlgorithm::wgmma});
     std::string const nt = linear.emit(Target::sm_90a);
     EXPECT_EQ(count(nt, "cp.async.bulk.tensor.2d"), 2u);
     EXPECT_TRUE(contains(nt, ", 1, 1, 0, 0;")) << "b K-major";
@@ -347,8 +359,14 @@ TEST(PtxGemm, WgmmaKernelIsWarpSpecialised) {
     // of 1 where every product shares the matrix.
     GemmConfig batched = c;
     batched.batched = true;
-    auto const maps = gemm_tensor_maps(batched, {.a = 0x1000, .b = 0x2000, .m = 300, .n = 520, .k = 72, .batch = 5,
-                                                 .a_batch_bytes = 300 * 72 * 2, .b_batch_bytes = 0});
+    auto const maps = gemm_tensor_maps(batched, {.a = 0x1000,
+                                                 .b = 0x2000,
+                                                 .m = 300,
+                                                 .n = 520,
+                                                 .k = 72,
+                                                 .batch = 5,
+                                                 .a_batch_bytes = 300 * 72 * 2,
+                                                 .b_batch_bytes = 0});
     EXPECT_EQ(maps[0].rank, 3u);
     EXPECT_EQ(maps[0].dims[0], 72u);
     EXPECT_EQ(maps[0].dims[1], 300u);
@@ -374,7 +392,8 @@ TEST(PtxGemm, WgmmaKernelIsWarpSpecialised) {
 // linear's bias in the epilogue: one more parameter, loaded once per column a thread stores.
 TEST(PtxGemm, BiasVariantsAssemble) {
     RAYO_SKIP_WITHOUT_PTXAS();
-    for (auto [a, b] : {std::pair{Type::f32, Type::f32}, std::pair{Type::f32, Type::f16}, std::pair{Type::f32, Type::bf16}})
+    for (auto [a, b] :
+         {std::pair{Type::f32, Type::f32}, std::pair{Type::f32, Type::f16}, std::pair{Type::f32, Type::bf16}})
         for (bool aligned : {false, true})
             for (std::uint64_t m : {8u, 4096u}) {
                 GemmConfig c = choose_gemm_config(m, 4096, 4096, a, b, true, aligned, 132, Target::sm_90);

@@ -78,7 +78,8 @@ std::uint16_t bits16(Type t, float v) {
     return t == Type::bf16 ? rayo::detail::float_to_bfloat16_bits(v) : rayo::detail::float_to_half_bits(v);
 }
 double value16(Type t, std::uint16_t b) {
-    return t == Type::bf16 ? double{rayo::detail::bfloat16_bits_to_float(b)} : double{rayo::detail::half_bits_to_float(b)};
+    return t == Type::bf16 ? double{rayo::detail::bfloat16_bits_to_float(b)}
+                           : double{rayo::detail::half_bits_to_float(b)};
 }
 
 // ptxas accepts the kernel (checked where the build found ptxas; the simulation runs regardless).
@@ -129,7 +130,8 @@ std::size_t box_bytes(LoadCase const& c) {
     return n;
 }
 std::size_t tensor_bytes(LoadCase const& c) {
-    return c.rank == 1 ? c.dims[0] * static_cast<std::size_t>(bytes_of(c.element)) : c.strides[c.rank - 1] * c.dims[c.rank - 1];
+    return c.rank == 1 ? c.dims[0] * static_cast<std::size_t>(bytes_of(c.element))
+                       : c.strides[c.rank - 1] * c.dims[c.rank - 1];
 }
 
 // One block of 128 threads: thread 0 sets up a barrier, announces the box's bytes and starts the
@@ -174,15 +176,17 @@ void for_each_box_element(LoadCase const& c, Visit&& visit) {
     for (unsigned i = 1; i < c.rank; ++i) rows *= c.box[i];
     for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t j = 0; j < c.box[0]; ++j) {
-            std::size_t const offset = c.swizzle == TensorMapSwizzle::swizzle_128b ? swizzled_128(r, j, size)
-                                                                                    : (r * c.box[0] + j) * size;
+            std::size_t const offset =
+                c.swizzle == TensorMapSwizzle::swizzle_128b ? swizzled_128(r, j, size) : (r * c.box[0] + j) * size;
             bool inside = true;
             std::size_t at = 0, rest = r;
             for (unsigned i = 0; i < c.rank; ++i) {
                 std::int64_t const index = c.at[i] + static_cast<std::int64_t>(i == 0 ? j : rest % c.box[i]);
                 if (i > 0) rest /= c.box[i];
-                if (index < 0 || static_cast<std::uint64_t>(index) >= c.dims[i]) inside = false;
-                else at += static_cast<std::size_t>(index) * (i == 0 ? size : c.strides[i]);
+                if (index < 0 || static_cast<std::uint64_t>(index) >= c.dims[i])
+                    inside = false;
+                else
+                    at += static_cast<std::size_t>(index) * (i == 0 ? size : c.strides[i]);
             }
             visit(offset, inside ? std::optional<std::size_t>(at) : std::nullopt);
         }
@@ -221,8 +225,13 @@ TEST(PtxHopperSimulator, TmaLoadsBoxesWithSwizzleAndZeroFill) {
         Buffer tensor(tensor_bytes(c));
         fill_random(tensor, seed);
         Buffer out(bytes, 0xA5);
-        TensorMapSpec spec{.address = tensor.address(), .element = c.element, .rank = c.rank, .dims = c.dims,
-                           .strides = c.strides, .box = c.box, .swizzle = c.swizzle};
+        TensorMapSpec spec{.address = tensor.address(),
+                           .element = c.element,
+                           .rank = c.rank,
+                           .dims = c.dims,
+                           .strides = c.strides,
+                           .box = c.box,
+                           .swizzle = c.swizzle};
         TensorMap const map = ptxsim::encode_tensor_map(spec);
         Simulator sim(k);
         sim.allow(tensor.data(), tensor.bytes());
@@ -291,13 +300,19 @@ TEST(PtxHopperSimulator, TmaStoresClipToTheTensor) {
         SimulatedRunner runner;
         runner.allow(tensor.data(), tensor.bytes());
         runner.allow(image.data(), image.bytes());
-        TensorMap map = runner.encode_tensor_map({.address = tensor.address(), .element = c.element, .rank = c.rank,
-                                                  .dims = c.dims, .strides = c.strides, .box = c.box, .swizzle = c.swizzle});
+        TensorMap map = runner.encode_tensor_map({.address = tensor.address(),
+                                                  .element = c.element,
+                                                  .rank = c.rank,
+                                                  .dims = c.dims,
+                                                  .strides = c.strides,
+                                                  .box = c.box,
+                                                  .swizzle = c.swizzle});
         std::uint64_t image_address = image.address();
         std::vector<std::int32_t> at = c.at;
         std::vector<void*> args{&map, &image_address};
         for (std::int32_t& a : at) args.push_back(&a);
-        runner.launch(k.name(), [&] { return k; }, {.grid = {1, 1, 1}, .block = {128, 1, 1}}, args);
+        runner.launch(
+            k.name(), [&] { return k; }, {.grid = {1, 1, 1}, .block = {128, 1, 1}}, args);
 
         // What the tensor should hold: its old bytes, with the box's elements inside it replaced.
         std::vector<std::uint8_t> want = before;
@@ -450,8 +465,9 @@ WgmmaResult run_wgmma(WgmmaCase const& c, std::uint32_t seed) {
     for (std::size_t i = 0; i < 64 * n; ++i) first.set(i, poison), both.set(i, poison);
     SimulatedRunner runner;  // an sm_90: the kernel is emitted for sm_90a
     for (Buffer* buffer : {&a_image, &b_image, &first, &both}) runner.allow(buffer->data(), buffer->bytes());
-    runner.run(kernel.name(), [&] { return kernel; }, {.grid = {1, 1, 1}, .block = {128, 1, 1}}, a_image.address(),
-               b_image.address(), first.address(), both.address());
+    runner.run(
+        kernel.name(), [&] { return kernel; }, {.grid = {1, 1, 1}, .block = {128, 1, 1}}, a_image.address(),
+        b_image.address(), first.address(), both.address());
 
     WgmmaResult r;
     for (unsigned m = 0; m < 64; ++m)
@@ -465,7 +481,8 @@ WgmmaResult run_wgmma(WgmmaCase const& c, std::uint32_t seed) {
             float const got_first = first.get<float>(m * n + j), got_both = both.get<float>(m * n + j);
             r.unwritten += (got_first == poison) + (got_both == poison);
             auto const error = [](float got, double want, double size) {
-                return std::isfinite(got) ? std::fabs(got - want) / (size + 1e-30) : std::numeric_limits<double>::infinity();
+                return std::isfinite(got) ? std::fabs(got - want) / (size + 1e-30)
+                                          : std::numeric_limits<double>::infinity();
             };
             r.first_error = std::max(r.first_error, error(got_first, want_first, size_first));
             r.both_error = std::max(r.both_error, error(got_both, want_both, size_both));
@@ -474,13 +491,17 @@ WgmmaResult run_wgmma(WgmmaCase const& c, std::uint32_t seed) {
 }
 
 // The canonical layouts of a 64 × 32 a and a 32 × n b (wgmma's k is 16: two steps).
-OperandLayout k_major_swizzled() { return {.swizzle = 1, .mn_major = false, .leading = 16, .stride = 1024, .k_step = 32}; }
+OperandLayout k_major_swizzled() {
+    return {.swizzle = 1, .mn_major = false, .leading = 16, .stride = 1024, .k_step = 32};
+}
 OperandLayout n_major_swizzled() {
     // 64-column blocks of 32 k rows (4 KiB) one after another; 8-row atoms 1 KiB apart.
     return {.swizzle = 1, .mn_major = true, .leading = 32 * 128, .stride = 1024, .k_step = 2 * 1024};
 }
 // Core matrices: along k `leading` = 128 apart (k 0..31: 4 of them), then along mn 512 apart.
-OperandLayout k_major_plain() { return {.swizzle = 0, .mn_major = false, .leading = 128, .stride = 512, .k_step = 256}; }
+OperandLayout k_major_plain() {
+    return {.swizzle = 0, .mn_major = false, .leading = 128, .stride = 512, .k_step = 256};
+}
 OperandLayout n_major_plain() { return {.swizzle = 0, .mn_major = true, .leading = 128, .stride = 512, .k_step = 256}; }
 
 TEST(PtxHopperSimulator, WgmmaMatchesFloat64InTheCanonicalLayouts) {
@@ -557,7 +578,8 @@ TEST(PtxHopperSimulator, WgmmaAccumulatorsAreUndefinedUntilTheWait) {
     Buffer out_buffer(2 * 64 * 8 * 4);
     SimulatedRunner runner;
     runner.allow(out_buffer.data(), out_buffer.bytes());
-    runner.run(k.name(), [&] { return k; }, {.grid = {1, 1, 1}, .block = {128, 1, 1}}, out_buffer.address());
+    runner.run(
+        k.name(), [&] { return k; }, {.grid = {1, 1, 1}, .block = {128, 1, 1}}, out_buffer.address());
     for (std::size_t e = 0; e < 64 * 8; ++e) {
         EXPECT_EQ(out_buffer.get<std::uint32_t>(e), 0x7fc00badu) << "element " << e << " before the wait";
         EXPECT_EQ(out_buffer.get<float>(64 * 8 + e), 16.0f) << "element " << e << " after the wait";
@@ -600,8 +622,11 @@ Kernel tma_wgmma_kernel(bool b_transposed) {
     });
     k.mbarrier_wait(barrier, 0u);
     OperandLayout const b_layout =
-        b_transposed ? k_major_swizzled() : OperandLayout{.swizzle = 1, .mn_major = true, .leading = 64 * 128, .stride = 1024, .k_step = 2048};
-    Reg const a_desc = k.or_(k.cvt(Type::u64, k.shr(a_tile, 4)), static_cast<std::int64_t>(descriptor_bits(k_major_swizzled())));
+        b_transposed
+            ? k_major_swizzled()
+            : OperandLayout{.swizzle = 1, .mn_major = true, .leading = 64 * 128, .stride = 1024, .k_step = 2048};
+    Reg const a_desc =
+        k.or_(k.cvt(Type::u64, k.shr(a_tile, 4)), static_cast<std::int64_t>(descriptor_bits(k_major_swizzled())));
     Reg const b_desc = k.or_(k.cvt(Type::u64, k.shr(b_tile, 4)), static_cast<std::int64_t>(descriptor_bits(b_layout)));
     Reg const no = k.setp(Cmp::ne, tid, tid), yes = k.setp(Cmp::eq, tid, tid);
     std::vector<Reg> acc;  // written before the first MMA, which ignores them (scale-d false)
@@ -609,7 +634,8 @@ Kernel tma_wgmma_kernel(bool b_transposed) {
     k.wgmma_fence();
     for (unsigned step = 0; step < 4; ++step)
         k.wgmma(Type::f16, 128, acc, step == 0 ? a_desc : k.add(a_desc, step * 2),
-                step == 0 ? b_desc : k.add(b_desc, step * b_layout.k_step / 16), step == 0 ? no : yes, false, !b_transposed);
+                step == 0 ? b_desc : k.add(b_desc, step * b_layout.k_step / 16), step == 0 ? no : yes, false,
+                !b_transposed);
     k.wgmma_commit();
     k.wgmma_wait(0);
     store_fragment(k, out, tid, 128, acc);
@@ -627,23 +653,37 @@ TEST(PtxHopperSimulator, TmaTilesFeedWgmmaAsAGemm) {
         for (std::size_t i = 0; i < m * kk; ++i) a.set(i, bits16(Type::f16, dist(rng)));
         for (std::size_t i = 0; i < kk * n; ++i) b.set(i, bits16(Type::f16, dist(rng)));
         for (std::size_t i = 0; i < 64 * 128; ++i) out.set(i, poison);
-        auto const element = [&](Buffer& buffer, std::size_t i) { return value16(Type::f16, buffer.get<std::uint16_t>(i)); };
+        auto const element = [&](Buffer& buffer, std::size_t i) {
+            return value16(Type::f16, buffer.get<std::uint16_t>(i));
+        };
 
         Kernel const k = tma_wgmma_kernel(b_transposed);
         assembles(k, Target::sm_90a);
         SimulatedRunner runner;
         for (Buffer* buffer : {&a, &b, &out}) runner.allow(buffer->data(), buffer->bytes());
-        TensorMap a_map = runner.encode_tensor_map({.address = a.address(), .element = Type::f16, .rank = 2, .dims = {kk, m},
-                                                    .strides = {0, kk * 2}, .box = {64, 64},
+        TensorMap a_map = runner.encode_tensor_map({.address = a.address(),
+                                                    .element = Type::f16,
+                                                    .rank = 2,
+                                                    .dims = {kk, m},
+                                                    .strides = {0, kk * 2},
+                                                    .box = {64, 64},
                                                     .swizzle = TensorMapSwizzle::swizzle_128b});
-        TensorMap b_map = b_transposed
-                              ? runner.encode_tensor_map({.address = b.address(), .element = Type::f16, .rank = 2,
-                                                          .dims = {kk, n}, .strides = {0, kk * 2}, .box = {64, 128},
-                                                          .swizzle = TensorMapSwizzle::swizzle_128b})
-                              : runner.encode_tensor_map({.address = b.address(), .element = Type::f16, .rank = 2,
-                                                          .dims = {n, kk}, .strides = {0, n * 2}, .box = {64, 64},
-                                                          .swizzle = TensorMapSwizzle::swizzle_128b});
-        runner.run(k.name(), [&] { return k; }, {.grid = {1, 1, 1}, .block = {128, 1, 1}}, a_map, b_map, out.address());
+        TensorMap b_map = b_transposed ? runner.encode_tensor_map({.address = b.address(),
+                                                                   .element = Type::f16,
+                                                                   .rank = 2,
+                                                                   .dims = {kk, n},
+                                                                   .strides = {0, kk * 2},
+                                                                   .box = {64, 128},
+                                                                   .swizzle = TensorMapSwizzle::swizzle_128b})
+                                       : runner.encode_tensor_map({.address = b.address(),
+                                                                   .element = Type::f16,
+                                                                   .rank = 2,
+                                                                   .dims = {n, kk},
+                                                                   .strides = {0, n * 2},
+                                                                   .box = {64, 64},
+                                                                   .swizzle = TensorMapSwizzle::swizzle_128b});
+        runner.run(
+            k.name(), [&] { return k; }, {.grid = {1, 1, 1}, .block = {128, 1, 1}}, a_map, b_map, out.address());
 
         double worst = 0;
         std::size_t unwritten = 0;
@@ -669,8 +709,13 @@ TEST(PtxHopperSimulator, TmaTilesFeedWgmmaAsAGemm) {
 TEST(PtxHopperSimulator, EncodeTensorMapChecksAsTheDriverDoes) {
     alignas(16) static std::uint8_t memory[1 << 12];
     auto const base = reinterpret_cast<std::uintptr_t>(memory);
-    TensorMapSpec const good{.address = base, .element = Type::f16, .rank = 2, .dims = {64, 16}, .strides = {0, 128},
-                             .box = {64, 16}, .swizzle = TensorMapSwizzle::swizzle_128b};
+    TensorMapSpec const good{.address = base,
+                             .element = Type::f16,
+                             .rank = 2,
+                             .dims = {64, 16},
+                             .strides = {0, 128},
+                             .box = {64, 16},
+                             .swizzle = TensorMapSwizzle::swizzle_128b};
     SimulatedRunner runner;
     EXPECT_TRUE(runner.encodes_tensor_maps());
     TensorMap const map = runner.encode_tensor_map(good);
@@ -690,9 +735,24 @@ TEST(PtxHopperSimulator, EncodeTensorMapChecksAsTheDriverDoes) {
     refused([](TensorMapSpec& s) { s.box[1] = 0; }, "empty box");
     refused([](TensorMapSpec& s) { s.dims[0] = 0; }, "empty dimension");
     refused([](TensorMapSpec& s) { s.box[0] = 72; }, "144-byte rows with the 128-byte swizzle");
-    refused([](TensorMapSpec& s) { s.box[0] = 12; s.swizzle = TensorMapSwizzle::none; }, "24-byte rows");
-    refused([](TensorMapSpec& s) { s.box[0] = 40; s.swizzle = TensorMapSwizzle::swizzle_64b; }, "80-byte rows, 64-byte swizzle");
-    refused([](TensorMapSpec& s) { s.box[0] = 24; s.swizzle = TensorMapSwizzle::swizzle_32b; }, "48-byte rows, 32-byte swizzle");
+    refused(
+        [](TensorMapSpec& s) {
+            s.box[0] = 12;
+            s.swizzle = TensorMapSwizzle::none;
+        },
+        "24-byte rows");
+    refused(
+        [](TensorMapSpec& s) {
+            s.box[0] = 40;
+            s.swizzle = TensorMapSwizzle::swizzle_64b;
+        },
+        "80-byte rows, 64-byte swizzle");
+    refused(
+        [](TensorMapSpec& s) {
+            s.box[0] = 24;
+            s.swizzle = TensorMapSwizzle::swizzle_32b;
+        },
+        "48-byte rows, 32-byte swizzle");
     refused([](TensorMapSpec& s) { s.element = Type::pred; }, "no element size");
     runner.set_encodes_tensor_maps(false);
     EXPECT_FALSE(runner.encodes_tensor_maps());
@@ -736,8 +796,11 @@ TEST(PtxHopperSimulator, MbarrierParityOfAFreshBarrier) {
     Kernel const stuck = build(true);
     Simulator stuck_sim(stuck);
     stuck_sim.allow(out.data(), out.size() * 4);
-    expect_simulation_error([&] { stuck_sim.run({1, 1, 1}, {64, 1, 1}, std::vector<std::uint64_t>{ptxsim::param(out.data())}); },
-                            "deadlock", "a wait for the first phase without arrivals returned");
+    expect_simulation_error(
+        [&] {
+            stuck_sim.run({1, 1, 1}, {64, 1, 1}, std::vector<std::uint64_t>{ptxsim::param(out.data())});
+        },
+        "deadlock", "a wait for the first phase without arrivals returned");
 }
 
 // Named barriers: warp 0 publishes a value and arrives at barrier 1 without waiting, warp 1 waits
@@ -773,14 +836,21 @@ TEST(PtxHopperSimulator, NamedBarriersCountTheirWarps) {
     Kernel const stuck = build(96);
     Simulator stuck_sim(stuck);
     stuck_sim.allow(out.data(), out.size() * 4);
-    expect_simulation_error([&] { stuck_sim.run({1, 1, 1}, {96, 1, 1}, std::vector<std::uint64_t>{ptxsim::param(out.data())}); },
-                            "deadlock", "a barrier of 96 threads that 64 reach let its waiters go");
+    expect_simulation_error(
+        [&] {
+            stuck_sim.run({1, 1, 1}, {96, 1, 1}, std::vector<std::uint64_t>{ptxsim::param(out.data())});
+        },
+        "deadlock", "a barrier of 96 threads that 64 reach let its waiters go");
     Kernel mixed("named_barrier_mixed_counts");
     Reg const warp = mixed.shr(mixed.special(Special::tid_x), 5u);
-    mixed.if_then_else(mixed.setp(Cmp::eq, warp, 0u), [&] { mixed.bar_arrive(1, 64); }, [&] { mixed.bar_sync(1, 96); });
+    mixed.if_then_else(
+        mixed.setp(Cmp::eq, warp, 0u), [&] { mixed.bar_arrive(1, 64); }, [&] { mixed.bar_sync(1, 96); });
     Simulator mixed_sim(mixed);
-    expect_simulation_error([&] { mixed_sim.run({1, 1, 1}, {96, 1, 1}, std::vector<std::uint64_t>{}); }, "used with",
-                            "barrier 1 taken with 64 and 96 threads at once");
+    expect_simulation_error(
+        [&] {
+            mixed_sim.run({1, 1, 1}, {96, 1, 1}, std::vector<std::uint64_t>{});
+        },
+        "used with", "barrier 1 taken with 64 and 96 threads at once");
 }
 
 // Parameters come from Kernel::parameters(): a tensor map among scalars, passed by value (the
@@ -808,13 +878,18 @@ TEST(PtxHopperSimulator, TensorMapParametersAndClusterRegisters) {
     EXPECT_EQ(params[1].type, Type::b8);
 
     alignas(16) static std::uint8_t memory[256];
-    TensorMap valid = ptxsim::encode_tensor_map({.address = reinterpret_cast<std::uintptr_t>(memory), .element = Type::f32,
-                                                 .rank = 1, .dims = {64}, .strides = {}, .box = {64}});
+    TensorMap valid = ptxsim::encode_tensor_map({.address = reinterpret_cast<std::uintptr_t>(memory),
+                                                 .element = Type::f32,
+                                                 .rank = 1,
+                                                 .dims = {64},
+                                                 .strides = {},
+                                                 .box = {64}});
     std::vector<std::uint32_t> words(3, 99);
     SimulatedRunner runner;
     runner.allow(words.data(), words.size() * 4);
-    runner.run(k.name(), [&] { return k; }, {.grid = {2, 1, 1}, .block = {32, 1, 1}}, std::uint32_t{7}, valid,
-               ptxsim::param(words.data()));
+    runner.run(
+        k.name(), [&] { return k; }, {.grid = {2, 1, 1}, .block = {32, 1, 1}}, std::uint32_t{7}, valid,
+        ptxsim::param(words.data()));
     EXPECT_EQ(words, (std::vector<std::uint32_t>{7, 0, 1}));
 
     words.assign(3, 99);
@@ -823,12 +898,16 @@ TEST(PtxHopperSimulator, TensorMapParametersAndClusterRegisters) {
     sim.run({1, 1, 1}, {1, 1, 1}, std::vector<std::uint64_t>{11, ptxsim::param(&valid), ptxsim::param(words.data())});
     EXPECT_EQ(words, (std::vector<std::uint32_t>{11, 0, 1}));
     // One value per declared parameter, the map included.
-    EXPECT_THROW(sim.run({1, 1, 1}, {1, 1, 1}, std::vector<std::uint64_t>{11, ptxsim::param(words.data())}), SimulationError)
+    EXPECT_THROW(sim.run({1, 1, 1}, {1, 1, 1}, std::vector<std::uint64_t>{11, ptxsim::param(words.data())}),
+                 SimulationError)
         << "a parameter missing";
     // 128 bytes that are not a map (all zeros: rank 0) are refused where the kernel uses them.
     TensorMap const zeros;
     expect_simulation_error(
-        [&] { sim.run({1, 1, 1}, {1, 1, 1}, std::vector<std::uint64_t>{11, ptxsim::param(&zeros), ptxsim::param(words.data())}); },
+        [&] {
+            sim.run({1, 1, 1}, {1, 1, 1},
+                    std::vector<std::uint64_t>{11, ptxsim::param(&zeros), ptxsim::param(words.data())});
+        },
         "prefetch.tensormap", "ran with a map of zeros");
 }
 
@@ -844,8 +923,12 @@ void expect_not_simulated(Kernel const& k, std::vector<std::uint64_t> const& par
 
 TEST(PtxHopperSimulator, ClustersAreNotSimulated) {
     alignas(16) static std::uint8_t memory[4096];
-    TensorMap map = ptxsim::encode_tensor_map({.address = reinterpret_cast<std::uintptr_t>(memory), .element = Type::f16,
-                                               .rank = 2, .dims = {64, 16}, .strides = {0, 128}, .box = {64, 16},
+    TensorMap map = ptxsim::encode_tensor_map({.address = reinterpret_cast<std::uintptr_t>(memory),
+                                               .element = Type::f16,
+                                               .rank = 2,
+                                               .dims = {64, 16},
+                                               .strides = {0, 128},
+                                               .box = {64, 16},
                                                .swizzle = TensorMapSwizzle::swizzle_128b});
     {
         Kernel k("tma_multicast");
@@ -908,7 +991,8 @@ TEST(PtxHopperSimulator, WarpgroupBookkeeping) {
     sim.allow(words.data(), words.size() * 4);
     sim.run({1, 1, 1}, {256, 1, 1}, std::vector<std::uint64_t>{ptxsim::param(words.data())});
     for (std::uint32_t i = 0; i < 256; ++i) EXPECT_EQ(words[i], i);
-    EXPECT_THROW(sim.run({1, 1, 1}, {96, 1, 1}, std::vector<std::uint64_t>{ptxsim::param(words.data())}), SimulationError);
+    EXPECT_THROW(sim.run({1, 1, 1}, {96, 1, 1}, std::vector<std::uint64_t>{ptxsim::param(words.data())}),
+                 SimulationError);
 }
 
 }  // namespace

@@ -36,10 +36,11 @@ TEST(PtxNormalization, RejectsConfigsItCannotBuild) {
 }
 
 TEST(PtxNormalization, EmitsTheLayoutsInstructions) {
-    std::string const layer = normalization({.op = Op::layer_norm, .row = choose_row_config(4096, 4)})
-                                  .emit(Target::sm_90);
-    EXPECT_TRUE(contains(layer, ".param .u64 in,\n\t.param .u64 gamma,\n\t.param .u64 beta,\n\t.param .u64 out,\n"
-                                "\t.param .u32 rows,\n\t.param .u32 cols,\n\t.param .f32 eps\n"));
+    std::string const layer =
+        normalization({.op = Op::layer_norm, .row = choose_row_config(4096, 4)}).emit(Target::sm_90);
+    EXPECT_TRUE(contains(layer,
+                         ".param .u64 in,\n\t.param .u64 gamma,\n\t.param .u64 beta,\n\t.param .u64 out,\n"
+                         "\t.param .u32 rows,\n\t.param .u32 cols,\n\t.param .f32 eps\n"));
     EXPECT_TRUE(contains(layer, "ld.global.nc.v4.f32")) << "gamma and beta through the read-only path";
     EXPECT_TRUE(contains(layer, "ld.global.v4.f32"));
     EXPECT_TRUE(contains(layer, "st.global.v4.f32"));
@@ -53,8 +54,8 @@ TEST(PtxNormalization, EmitsTheLayoutsInstructions) {
     EXPECT_FALSE(contains(rms, "shfl")) << "one lane per 8-float row";
     EXPECT_FALSE(contains(rms, "row_centred"));
 
-    std::string const loop = normalization({.op = Op::layer_norm, .row = choose_row_config(100001, 4)})
-                                 .emit(Target::sm_80);
+    std::string const loop =
+        normalization({.op = Op::layer_norm, .row = choose_row_config(100001, 4)}).emit(Target::sm_80);
     EXPECT_FALSE(contains(loop, ".v4.")) << "an odd row length: one float at a time";
     EXPECT_TRUE(contains(loop, "bra $L_"));
 }

@@ -45,7 +45,8 @@ TEST(PtxQuant, ActivationRecordsAssemble) {
     RAYO_SKIP_WITHOUT_PTXAS();
     std::vector<Kernel> v;
     for (DType t : {DType::q4_k, DType::q6_k, DType::q5_k, DType::q8_0, DType::q4_0})
-        for (bool residual : {true, false}) v.push_back(kernels::quantize_activations({.weight = t, .residual = residual}));
+        for (bool residual : {true, false})
+            v.push_back(kernels::quantize_activations({.weight = t, .residual = residual}));
     expect_all_assemble(v);
 }
 
@@ -72,10 +73,10 @@ TEST(PtxQuant, GemvAssemblesForEveryRowCount) {
         for (DType type : {DType::q4_k, DType::q6_k, DType::q5_k})
             for (bool residual : {true, false})
                 for (unsigned rows = 1; rows <= 2; ++rows) {
-                    module.add(kernels::quant_gemv({.weight = type, .rows = rows, .residual = residual, .warps = 32,
-                                                    .fused = true, .stages = 4}));
-                    module.add(kernels::quant_gemv({.weight = type, .rows = rows, .residual = residual, .warps = 16,
-                                                    .fused = true, .stages = 3}));
+                    module.add(kernels::quant_gemv(
+                        {.weight = type, .rows = rows, .residual = residual, .warps = 32, .fused = true, .stages = 4}));
+                    module.add(kernels::quant_gemv(
+                        {.weight = type, .rows = rows, .residual = residual, .warps = 16, .fused = true, .stages = 3}));
                 }
         // The other shapes the configuration allows.
         for (DType type : {DType::q4_k, DType::q6_k, DType::q5_k}) {
@@ -104,8 +105,9 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
                     kernels::QuantGemvSpanningConfig const config{
                         .blocks_per_row = blocks, .groups = groups, .batch = batch, .stages = stages};
                     module.add(kernels::quant_gemv_spanning(config));
-                    if (stages == 0) module.add(kernels::quant_gemv_spanning({.blocks_per_row = blocks, .groups = groups,
-                                                                              .batch = batch, .pipelined = false}));
+                    if (stages == 0)
+                        module.add(kernels::quant_gemv_spanning(
+                            {.blocks_per_row = blocks, .groups = groups, .batch = batch, .pipelined = false}));
                     kernels::QuantGemvSpanningConfig own_x = config;
                     own_x.share_x = false;
                     module.add(kernels::quant_gemv_spanning(own_x));
@@ -127,7 +129,8 @@ TEST(PtxQuant, SpanningGemvAssemblesForEveryBatchAndRowLength) {
                         kernels::QuantGemvSpanningConfig early = config;
                         early.prefetch_steps = stages == 16 ? kernels::quant_gemv_spanning_max_prefetch_steps : 1;
                         early.early_start = true;
-                        if (groups * kernels::quant_gemv_spanning_group_threads(blocks) <= 512) early.max_registers = 128;
+                        if (groups * kernels::quant_gemv_spanning_group_threads(blocks) <= 512)
+                            early.max_registers = 128;
                         module.add(kernels::quant_gemv_spanning(early));
                         // Weights requested before the wait: the pipelined form's first step, a
                         // ring's first step or (batch 2) all of its first stages − 1.
@@ -176,13 +179,21 @@ TEST(PtxQuant, SpanningGemvOfQ5kQ80Q40Assembles) {
                 for (bool share_x : {true, false}) {
                     unsigned const groups = std::max(1u, 512u / kernels::quant_gemv_spanning_group_threads(blocks));
                     for (unsigned stages : {0u, 2u}) {
-                        kernels::QuantGemvSpanningConfig const q5{.weight = DType::q5_k, .blocks_per_row = blocks, .groups = groups,
-                                                                  .batch = batch, .stages = stages, .share_x = share_x};
+                        kernels::QuantGemvSpanningConfig const q5{.weight = DType::q5_k,
+                                                                  .blocks_per_row = blocks,
+                                                                  .groups = groups,
+                                                                  .batch = batch,
+                                                                  .stages = stages,
+                                                                  .share_x = share_x};
                         module.add(kernels::quant_gemv_spanning(q5));
                     }
                     for (DType weight : {DType::q8_0, DType::q4_0}) {
-                        kernels::QuantGemvSpanningConfig small{.weight = weight, .blocks_per_row = blocks, .groups = groups,
-                                                               .batch = batch, .stages = 2, .share_x = share_x};
+                        kernels::QuantGemvSpanningConfig small{.weight = weight,
+                                                               .blocks_per_row = blocks,
+                                                               .groups = groups,
+                                                               .batch = batch,
+                                                               .stages = 2,
+                                                               .share_x = share_x};
                         module.add(kernels::quant_gemv_spanning(small));
                         if (compute_capability(t) >= 90) {
                             small.stages = 4;
@@ -209,9 +220,14 @@ TEST(PtxQuant, SpanningGemvWithBiasAndFormedInputsAssembles) {
             for (bool share_x : {true, false})
                 for (DType weight : {DType::q4_k, DType::q5_k, DType::q6_k, DType::q8_0, DType::q4_0}) {
                     bool const q6 = weight == DType::q6_k || kernels::small_block_weights(weight);  // rings
-                    kernels::QuantGemvSpanningConfig config{.weight = weight, .blocks_per_row = 16, .groups = share_x ? 4u : 1u,
-                                                            .batch = 2, .stages = q6 ? 2u : 0u, .share_x = share_x,
-                                                            .bias = true, .input = input};
+                    kernels::QuantGemvSpanningConfig config{.weight = weight,
+                                                            .blocks_per_row = 16,
+                                                            .groups = share_x ? 4u : 1u,
+                                                            .batch = 2,
+                                                            .stages = q6 ? 2u : 0u,
+                                                            .share_x = share_x,
+                                                            .bias = true,
+                                                            .input = input};
                     module.add(kernels::quant_gemv_spanning(config));
                     if (compute_capability(t) >= 90) {
                         config.prefetch_steps = 2;
@@ -234,26 +250,31 @@ TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXTheRingsAndEveryStepsWarpSums) {
     EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 56, .groups = 1, .batch = 2}, 8),
               28672u + 224u + 8u * 2 * 14 * 4);
     // x quantized by each thread from global memory: the sums alone.
-    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 56, .groups = 1, .batch = 2, .share_x = false}, 8),
-              8u * 2 * 14 * 4);
+    EXPECT_EQ(
+        kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 56, .groups = 1, .batch = 2, .share_x = false}, 8),
+        8u * 2 * 14 * 4);
     // 16 blocks in 4 groups of 4 warps: 7 steps of 4·2 rows × 4 sums.
     EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 16, .groups = 4, .batch = 2}, 7),
               8192u + 64u + 7u * 8 * 4 * 4);
     // Streamed: 16 warps × 4 stages × 2 rows of 576 bytes (q4_k) or 848 (q6_k) more.
-    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 16, .groups = 4, .batch = 2, .stages = 4}, 7),
-              8192u + 64u + 16u * 4 * 2 * 576 + 7u * 8 * 4 * 4);
-    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes(
-                  {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 4, .batch = 2, .stages = 4, .share_x = false}, 7),
-              16u * 4 * 2 * 848 + 7u * 8 * 4 * 4);
+    EXPECT_EQ(
+        kernels::quant_gemv_spanning_shared_bytes({.blocks_per_row = 16, .groups = 4, .batch = 2, .stages = 4}, 7),
+        8192u + 64u + 16u * 4 * 2 * 576 + 7u * 8 * 4 * 4);
+    EXPECT_EQ(
+        kernels::quant_gemv_spanning_shared_bytes(
+            {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 4, .batch = 2, .stages = 4, .share_x = false}, 7),
+        16u * 4 * 2 * 848 + 7u * 8 * 4 * 4);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q8_k, .stages = 2}), ptx::BuildError);
-    EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q6_k, .blocks_per_row = 8}), ptx::BuildError);  // stages 0
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q6_k, .blocks_per_row = 8}),
+                 ptx::BuildError);  // stages 0
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.weight = DType::q6_k, .blocks_per_row = 9, .stages = 2}),
                  ptx::BuildError);  // rows not 16-byte multiples
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .stages = 1}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .stages = 17}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 0}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 129}), ptx::BuildError);
-    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 56, .groups = 3}), ptx::BuildError);  // 1344 threads
+    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 56, .groups = 3}),
+                 ptx::BuildError);  // 1344 threads
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .batch = 3}), ptx::BuildError);
     // Weights before the wait: only for a kernel that starts early, and no more steps than the form
     // requests first (the pipelined form 1, a ring stages − 1, registers without pipelining none).
@@ -272,7 +293,8 @@ TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXTheRingsAndEveryStepsWarpSums) {
         {.blocks_per_row = 16, .stages = 4, .early_start = true, .weight_steps_before_wait = 3}));
     // x before the wait: likewise only for a kernel that starts early.
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .x_before_wait = true}), ptx::BuildError);
-    EXPECT_NO_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .early_start = true, .x_before_wait = true}));
+    EXPECT_NO_THROW(
+        (void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .early_start = true, .x_before_wait = true}));
     // .maxnreg must let the block fit the register file; prefetches are bounded.
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 128, .max_registers = 128}), ptx::BuildError);
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .max_registers = 16}), ptx::BuildError);
@@ -285,13 +307,21 @@ TEST(PtxQuant, SpanningGemvSharedMemoryHoldsXTheRingsAndEveryStepsWarpSums) {
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .prefetch_steps = 1}).emit(Target::sm_80),
                  ptx::BuildError);
     // So are bulk copies; and they need a ring of at least two slots.
-    EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .stages = 2, .bulk = true}).emit(Target::sm_80),
-                 ptx::BuildError);
-    EXPECT_NO_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .stages = 2, .bulk = true}).emit(Target::sm_90));
+    EXPECT_THROW(
+        (void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .stages = 2, .bulk = true}).emit(Target::sm_80),
+        ptx::BuildError);
+    EXPECT_NO_THROW(
+        (void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .stages = 2, .bulk = true}).emit(Target::sm_90));
     EXPECT_THROW((void)kernels::quant_gemv_spanning({.blocks_per_row = 16, .bulk = true}), ptx::BuildError);
     // Bulk slots hold whole steps: x, stages · (rows · row bytes + 16), two barriers a slot, the sums.
-    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes(
-                  {.weight = DType::q6_k, .blocks_per_row = 16, .groups = 1, .batch = 2, .stages = 4, .share_x = false, .bulk = true}, 7),
+    EXPECT_EQ(kernels::quant_gemv_spanning_shared_bytes({.weight = DType::q6_k,
+                                                         .blocks_per_row = 16,
+                                                         .groups = 1,
+                                                         .batch = 2,
+                                                         .stages = 4,
+                                                         .share_x = false,
+                                                         .bulk = true},
+                                                        7),
               4u * (2 * 3360 + 16) + 16 * 4 + 7 * 2 * 4 * 4);
 }
 
@@ -300,7 +330,8 @@ TEST(PtxQuant, GemmAssemblesForEveryTile) {
     std::vector<Kernel> v{kernels::gemm_activations()};
     for (DType t : {DType::q4_k, DType::q6_k})
         for (unsigned bm : {64u, 128u})
-            for (unsigned bn : {64u, 128u}) v.push_back(kernels::quant_gemm({.weight = t, .block_m = bm, .block_n = bn}));
+            for (unsigned bn : {64u, 128u})
+                v.push_back(kernels::quant_gemm({.weight = t, .block_m = bm, .block_n = bn}));
     expect_all_assemble(v);
 }
 
@@ -329,7 +360,8 @@ TEST(PtxQuant, KernelsUseTheIntendedInstructions) {
     std::string const gemv6 = kernels::quant_gemv({.weight = DType::q6_k, .rows = 1}).emit(Target::sm_90);
     EXPECT_NE(gemv6.find("dp4a.s32.s32"), std::string::npos);
     EXPECT_NE(gemv6.find("prmt.b32"), std::string::npos);
-    std::string const fused = kernels::quant_gemv({.weight = DType::q4_k, .warps = 32, .fused = true}).emit(Target::sm_90);
+    std::string const fused =
+        kernels::quant_gemv({.weight = DType::q4_k, .warps = 32, .fused = true}).emit(Target::sm_90);
     EXPECT_NE(fused.find("prefetch.global.L2"), std::string::npos);
     EXPECT_NE(fused.find("st.shared.v2.b32"), std::string::npos);
     EXPECT_NE(fused.find("ld.shared.v4.b32"), std::string::npos);

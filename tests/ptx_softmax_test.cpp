@@ -64,13 +64,13 @@ TEST(PtxRowLayout, ChoosesByRowLengthAndAlignment) {
 
 TEST(PtxSoftmax, RejectsConfigsItCannotBuild) {
     auto const bad = [](RowConfig row) { return SoftmaxConfig{.op = Op::softmax, .row = row}; };
-    EXPECT_THROW((void)softmax(bad({RowLayout::group, 3, 32, 128, 1})), BuildError);      // vector
-    EXPECT_THROW((void)softmax(bad({RowLayout::group, 4, 64, 128, 1})), BuildError);      // group
-    EXPECT_THROW((void)softmax(bad({RowLayout::group, 4, 32, 96, 1})), BuildError);       // block
-    EXPECT_THROW((void)softmax(bad({RowLayout::group, 4, 32, 128, 16})), BuildError);     // 64 floats a thread
-    EXPECT_THROW((void)softmax(bad({RowLayout::block, 4, 1, 32, 4})), BuildError);        // one warp
+    EXPECT_THROW((void)softmax(bad({RowLayout::group, 3, 32, 128, 1})), BuildError);       // vector
+    EXPECT_THROW((void)softmax(bad({RowLayout::group, 4, 64, 128, 1})), BuildError);       // group
+    EXPECT_THROW((void)softmax(bad({RowLayout::group, 4, 32, 96, 1})), BuildError);        // block
+    EXPECT_THROW((void)softmax(bad({RowLayout::group, 4, 32, 128, 16})), BuildError);      // 64 floats a thread
+    EXPECT_THROW((void)softmax(bad({RowLayout::block, 4, 1, 32, 4})), BuildError);         // one warp
     EXPECT_THROW((void)softmax(bad({RowLayout::block_loop, 4, 1, 512, 16})), BuildError);  // items
-    EXPECT_THROW((void)softmax(bad({RowLayout::block, 4, 8, 256, 4})), BuildError);       // group outside group
+    EXPECT_THROW((void)softmax(bad({RowLayout::block, 4, 8, 256, 4})), BuildError);        // group outside group
 }
 
 TEST(PtxSoftmax, EmitsTheLayoutsInstructions) {
@@ -104,7 +104,8 @@ TEST(PtxSoftmax, NamesSpellEveryParameter) {
         for (Op op : ops_of(OpFamily::softmax)) names.push_back(softmax_name({.op = op, .row = c}));
     std::sort(names.begin(), names.end());
     EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end()) << "two configs share a name";
-    EXPECT_EQ(softmax_name({.op = Op::log_softmax, .row = {RowLayout::block, 4, 1, 256, 4}}), "log_softmax_block_v4_g1_t256_i4");
+    EXPECT_EQ(softmax_name({.op = Op::log_softmax, .row = {RowLayout::block, 4, 1, 256, 4}}),
+              "log_softmax_block_v4_g1_t256_i4");
 }
 
 struct SoftmaxCase {

@@ -25,22 +25,36 @@ namespace ref = rayo::quant::reference;
 
 // ---- test vectors -----------------------------------------------------------------------------
 
-template <QuantBlock B> constexpr char const* type_name() {
-    if constexpr (std::same_as<B, q4_k>) return "q4_k";
-    else if constexpr (std::same_as<B, q6_k>) return "q6_k";
-    else if constexpr (std::same_as<B, q8_0>) return "q8_0";
-    else if constexpr (std::same_as<B, q4_0>) return "q4_0";
-    else if constexpr (std::same_as<B, q5_k>) return "q5_k";
-    else return "q8_k";
+template <QuantBlock B>
+constexpr char const* type_name() {
+    if constexpr (std::same_as<B, q4_k>)
+        return "q4_k";
+    else if constexpr (std::same_as<B, q6_k>)
+        return "q6_k";
+    else if constexpr (std::same_as<B, q8_0>)
+        return "q8_0";
+    else if constexpr (std::same_as<B, q4_0>)
+        return "q4_0";
+    else if constexpr (std::same_as<B, q5_k>)
+        return "q5_k";
+    else
+        return "q8_k";
 }
 // The header's type field: 0 q4_k, 1 q6_k, 2 q8_k, 3 q8_0, 4 q4_0, 5 q5_k.
-template <QuantBlock B> constexpr std::uint32_t type_code() {
-    if constexpr (std::same_as<B, q4_k>) return 0;
-    else if constexpr (std::same_as<B, q6_k>) return 1;
-    else if constexpr (std::same_as<B, q8_0>) return 3;
-    else if constexpr (std::same_as<B, q4_0>) return 4;
-    else if constexpr (std::same_as<B, q5_k>) return 5;
-    else return 2;
+template <QuantBlock B>
+constexpr std::uint32_t type_code() {
+    if constexpr (std::same_as<B, q4_k>)
+        return 0;
+    else if constexpr (std::same_as<B, q6_k>)
+        return 1;
+    else if constexpr (std::same_as<B, q8_0>)
+        return 3;
+    else if constexpr (std::same_as<B, q4_0>)
+        return 4;
+    else if constexpr (std::same_as<B, q5_k>)
+        return 5;
+    else
+        return 2;
 }
 
 template <QuantBlock B>
@@ -81,7 +95,10 @@ Vectors<B> load_vectors() {
     return v;
 }
 
-template <QuantBlock B> bool same_bytes(B const& a, B const& b) { return std::memcmp(&a, &b, sizeof(B)) == 0; }
+template <QuantBlock B>
+bool same_bytes(B const& a, B const& b) {
+    return std::memcmp(&a, &b, sizeof(B)) == 0;
+}
 
 // ‖x − deq(block)‖ over one block's values.
 template <QuantBlock B>
@@ -223,18 +240,18 @@ std::vector<float> q8_k_cases(std::uint32_t seed) {
     };
     float const inf = std::numeric_limits<float>::infinity();
     float const nan = std::numeric_limits<float>::quiet_NaN();
-    block([](std::size_t) { return 0.0f; });                                                      // all zero
-    block([](std::size_t i) { return i % 2 ? -0.0f : 0.0f; });                                    // signed zeros
-    block([](std::size_t i) { return i == 0 ? -127.0f : float(i % 200) - 99.5f; });               // iscale 1: ties
-    block([](std::size_t i) { return i == 0 ? 127.0f : float(i % 254) * 0.5f - 63.5f; });        // iscale −1: ties
-    block([](std::size_t i) { return i == 3 ? 2.0f : i == 7 ? -2.0f : std::sin(float(i)); });     // ±max: first wins
+    block([](std::size_t) { return 0.0f; });                                                   // all zero
+    block([](std::size_t i) { return i % 2 ? -0.0f : 0.0f; });                                 // signed zeros
+    block([](std::size_t i) { return i == 0 ? -127.0f : float(i % 200) - 99.5f; });            // iscale 1: ties
+    block([](std::size_t i) { return i == 0 ? 127.0f : float(i % 254) * 0.5f - 63.5f; });      // iscale −1: ties
+    block([](std::size_t i) { return i == 3 ? 2.0f : i == 7 ? -2.0f : std::sin(float(i)); });  // ±max: first wins
     block([](std::size_t i) { return i == 9 ? -2.0f : i == 70 ? 2.0f : std::cos(float(i)); });
-    block([](std::size_t i) { return (i % 3 ? 1e-39f : -3e-39f) * float(i % 7); });               // subnormals
-    block([](std::size_t i) { return i == 100 ? 2e-38f : 1e-38f * std::sin(float(i)); });        // iscale overflows
-    block([&](std::size_t i) { return i == 17 ? inf : std::sin(float(i)); });                    // an infinity
-    block([&](std::size_t i) { return i == 5 ? nan : std::sin(float(i)); });                      // a NaN
+    block([](std::size_t i) { return (i % 3 ? 1e-39f : -3e-39f) * float(i % 7); });        // subnormals
+    block([](std::size_t i) { return i == 100 ? 2e-38f : 1e-38f * std::sin(float(i)); });  // iscale overflows
+    block([&](std::size_t i) { return i == 17 ? inf : std::sin(float(i)); });              // an infinity
+    block([&](std::size_t i) { return i == 5 ? nan : std::sin(float(i)); });               // a NaN
     block([](std::size_t i) { return i < 128 ? 1.0f : -1.0f; });
-    block([](std::size_t i) { return 3e38f * std::sin(float(i)); });                             // huge
+    block([](std::size_t i) { return 3e38f * std::sin(float(i)); });  // huge
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_int_distribution<int> exponent(-30, 30);
@@ -355,7 +372,7 @@ void quantize_equals_reference(CpuArch arch, std::vector<float> const& x, std::s
     std::vector<B> want(x.size() / block_values_of<B>);
     ref::quantize<B>(x.data(), want.data(), want.size());
     auto const got = quantize<B>(Tensor<float>::from(std::span<float const>(x), Shape{static_cast<std::int64_t>(rows),
-                                                                                       static_cast<std::int64_t>(cols)}))
+                                                                                      static_cast<std::int64_t>(cols)}))
                          .to_vector();
     EXPECT_EQ(check_blocks(got, want, x, cols, std::string(type_name<B>()) + " on " + arch_id(arch)), 0u);
 }
@@ -375,7 +392,8 @@ TEST_P(QuantArchTest, QuantizeEqualsScalarReferenceOnFreshRows) {
 // Relative L2 error ‖x − deq(q(x))‖/‖x‖ on N(0, 1) data.
 template <QuantBlock B>
 double round_trip_error(std::vector<float> const& x) {
-    auto const t = Tensor<float>::from(std::span<float const>(x), Shape{static_cast<std::int64_t>(x.size() / 1024), 1024});
+    auto const t =
+        Tensor<float>::from(std::span<float const>(x), Shape{static_cast<std::int64_t>(x.size() / 1024), 1024});
     std::vector<float> const y = dequantize(quantize<B>(t)).to_vector();
     std::vector<double> const want(x.begin(), x.end());
     return relative_l2(y, want);
@@ -426,7 +444,11 @@ TEST(QuantApi, LastDimensionMustBeAMultipleOf256) {
     expect_shape_error_mentioning([&] { (void)quantize<q4_k>(bad); }, "multiple of 256");
     expect_shape_error_mentioning([&] { (void)quantize<q6_k>(bad); }, "multiple of 256");
     expect_shape_error_mentioning([&] { (void)quantize<q8_k>(bad); }, "multiple of 256");
-    expect_shape_error_mentioning([&] { (void)quantize<q4_k>(Tensor<float>::zeros(Shape{256, 3})); }, "multiple of 256");
+    expect_shape_error_mentioning(
+        [&] {
+            (void)quantize<q4_k>(Tensor<float>::zeros(Shape{256, 3}));
+        },
+        "multiple of 256");
     expect_shape_error_mentioning([&] { (void)quantize<q4_k>(Tensor<float>::zeros(Shape{})); }, "multiple of 256");
     expect_shape_error_mentioning([] { (void)Tensor<q6_k>::empty(Shape{2, 300}); }, "multiple of 256");
     expect_shape_error_mentioning([&] { (void)quantize<q5_k>(bad); }, "multiple of 256");
@@ -488,7 +510,8 @@ TEST(QuantApi, QuantizeWithProgressReportsAndGivesTheSameBlocks) {
         SCOPED_TRACE(device.id());
         auto const x = Tensor<float>::from(std::span<float const>(host), Shape{3, 100, 512}, device);
         std::vector<std::pair<std::uint64_t, std::uint64_t>> reports;
-        auto const q = quantize<q8_k>(x, [&](std::uint64_t done, std::uint64_t total) { reports.emplace_back(done, total); });
+        auto const q =
+            quantize<q8_k>(x, [&](std::uint64_t done, std::uint64_t total) { reports.emplace_back(done, total); });
         auto const whole = quantize<q8_k>(x).to_vector(), chunked = q.to_vector();
         ASSERT_EQ(whole.size(), chunked.size());
         for (std::size_t b = 0; b < whole.size(); ++b) ASSERT_TRUE(same_bytes(whole[b], chunked[b])) << "block " << b;
@@ -499,12 +522,15 @@ TEST(QuantApi, QuantizeWithProgressReportsAndGivesTheSameBlocks) {
     }
     auto const x = Tensor<float>::from(std::span<float const>(host), Shape{300, 512});
     int calls = 0;
-    EXPECT_THROW(quantize<q4_k>(x, [&](std::uint64_t done, std::uint64_t) {
-        if (done > 0 && ++calls == 2) throw std::runtime_error("stop");
-    }), std::runtime_error);
+    EXPECT_THROW(quantize<q4_k>(x,
+                                [&](std::uint64_t done, std::uint64_t) {
+                                    if (done > 0 && ++calls == 2) throw std::runtime_error("stop");
+                                }),
+                 std::runtime_error);
     EXPECT_EQ(calls, 2);
     std::vector<std::uint64_t> empty_reports;
-    (void)quantize<q6_k>(Tensor<float>::zeros(Shape{0, 256}), [&](std::uint64_t done, std::uint64_t) { empty_reports.push_back(done); });
+    (void)quantize<q6_k>(Tensor<float>::zeros(Shape{0, 256}),
+                         [&](std::uint64_t done, std::uint64_t) { empty_reports.push_back(done); });
     EXPECT_EQ(empty_reports, std::vector<std::uint64_t>{0});
 }
 

@@ -14,11 +14,11 @@ namespace {
 // ---- dtypes: conversions are constexpr, round to nearest even, keep NaN/Inf ----------------------
 static_assert(half(1.0f).bits == 0x3c00);
 static_assert(half(65504.0f).bits == 0x7bff);
-static_assert(half(65520.0f).bits == 0x7c00);           // halfway to the next binade rounds to Inf
+static_assert(half(65520.0f).bits == 0x7c00);  // halfway to the next binade rounds to Inf
 static_assert(half(65519.996f).bits == 0x7bff);
-static_assert(half(5.9604645e-8f).bits == 0x0001);      // smallest subnormal
-static_assert(half(2.9802322e-8f).bits == 0x0000);      // exactly half of it: ties to even (0)
-static_assert(half(8.940697e-8f).bits == 0x0002);       // 1.5 ulp: ties to even (2)
+static_assert(half(5.9604645e-8f).bits == 0x0001);  // smallest subnormal
+static_assert(half(2.9802322e-8f).bits == 0x0000);  // exactly half of it: ties to even (0)
+static_assert(half(8.940697e-8f).bits == 0x0002);   // 1.5 ulp: ties to even (2)
 static_assert(float(half::from_bits(0x0001)) == 5.9604645e-8f);
 static_assert(float(half::from_bits(0xfc00)) == -std::numeric_limits<float>::infinity());
 static_assert(bfloat16(1.0f).bits == 0x3f80);
@@ -134,8 +134,8 @@ TEST(Tensor, BlockTypesCountValuesInTheShape) {
     EXPECT_EQ(t.slice(1, 3).to_vector()[0].qs[0], 2);
     EXPECT_EQ(t.reshape({6, 256}).shape(), (Shape{6, 256}));
     EXPECT_EQ(Tensor<q6_k>::zeros({2, 256}).to_vector()[1].d.bits, 0);
-    EXPECT_THROW((void)Tensor<q4_k>::from(blocks, {3, 500}), ShapeError);   // not a multiple of 256
-    EXPECT_THROW((void)Tensor<q4_k>::from(blocks, {4, 512}), ShapeError);   // 8 blocks expected
+    EXPECT_THROW((void)Tensor<q4_k>::from(blocks, {3, 500}), ShapeError);  // not a multiple of 256
+    EXPECT_THROW((void)Tensor<q4_k>::from(blocks, {4, 512}), ShapeError);  // 8 blocks expected
     EXPECT_EQ(t.reshape({2, 768}).numel(), 1536u);
     EXPECT_THROW((void)t.reshape({12, 128}), ShapeError);
     EXPECT_THROW((void)Tensor<q8_k>::empty({100}), ShapeError);

@@ -37,7 +37,8 @@ TEST(ThreadPool, NestedAndConcurrentCallsRunSerially) {
     auto work = [&] {
         for (int rep = 0; rep < 50; ++rep)
             pool.parallel_for(64, 1, [&](std::size_t b, std::size_t e) {
-                pool.parallel_for(e - b, 1, [&](std::size_t bb, std::size_t ee) { total += static_cast<long>(ee - bb); });
+                pool.parallel_for(e - b, 1,
+                                  [&](std::size_t bb, std::size_t ee) { total += static_cast<long>(ee - bb); });
             });
     };
     std::thread t1(work), t2(work);
@@ -48,9 +49,11 @@ TEST(ThreadPool, NestedAndConcurrentCallsRunSerially) {
 
 TEST(ThreadPool, ExceptionsReachTheCaller) {
     ThreadPool pool(2);
-    EXPECT_THROW(pool.parallel_for(100, 1, [](std::size_t b, std::size_t) {
-        if (b > 0) throw std::runtime_error("worker failed");
-    }), std::runtime_error);
+    EXPECT_THROW(pool.parallel_for(100, 1,
+                                   [](std::size_t b, std::size_t) {
+                                       if (b > 0) throw std::runtime_error("worker failed");
+                                   }),
+                 std::runtime_error);
     std::atomic<int> n{0};
     pool.parallel_for(10, 1, [&](std::size_t b, std::size_t e) { n += static_cast<int>(e - b); });
     EXPECT_EQ(n.load(), 10);
@@ -80,7 +83,8 @@ TEST(ThreadPool, ResizingWhileOtherThreadsRunOps) {
         std::atomic<int> wrong{0}, ops{0};
         auto run_ops = [&] {
             while (!stop.load()) {
-                if (sum(relu(x)).item() != 0.0f || sum(abs(x)).item() != 1.5f * static_cast<float>(host.size())) ++wrong;
+                if (sum(relu(x)).item() != 0.0f || sum(abs(x)).item() != 1.5f * static_cast<float>(host.size()))
+                    ++wrong;
                 ++ops;
             }
         };
@@ -104,7 +108,8 @@ TEST(ThreadPool, RefusesCountsOutOfRangeAndKeepsThePool) {
             set_num_threads(n);
             ADD_FAILURE() << n << " threads accepted";
         } catch (Error const& e) {
-            EXPECT_NE(std::string(e.what()).find("takes 1 to " + std::to_string(max_threads)), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("takes 1 to " + std::to_string(max_threads)), std::string::npos)
+                << e.what();
         }
         EXPECT_EQ(num_threads(), saved);
     }

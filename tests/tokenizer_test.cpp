@@ -48,9 +48,23 @@ gguf::Metadata sentencepiece_vocabulary() {
         scores.push_back(0);
         types.push_back(byte_type);
     }
-    for (auto const& [piece, score] : std::vector<std::pair<std::string, float>>{
-             {"\xE2\x96\x81", -1}, {"a", -2}, {"b", -2}, {"c", -2}, {"\xE2\x96\x81" "a", -3},
-             {"\xE2\x96\x81" "ab", -1}, {"ab", -5}, {"bc", -0.5f}, {"\xE2\x96\x81" "abc", -4}, {"<|end|>", 0}, {"<mark>", 0}}) {
+    for (auto const& [piece, score] : std::vector<std::pair<std::string, float>>{{"\xE2\x96\x81", -1},
+                                                                                 {"a", -2},
+                                                                                 {"b", -2},
+                                                                                 {"c", -2},
+                                                                                 {"\xE2\x96\x81"
+                                                                                  "a",
+                                                                                  -3},
+                                                                                 {"\xE2\x96\x81"
+                                                                                  "ab",
+                                                                                  -1},
+                                                                                 {"ab", -5},
+                                                                                 {"bc", -0.5f},
+                                                                                 {"\xE2\x96\x81"
+                                                                                  "abc",
+                                                                                  -4},
+                                                                                 {"<|end|>", 0},
+                                                                                 {"<mark>", 0}}) {
         tokens.push_back(piece);
         scores.push_back(score);
         types.push_back(piece == "<|end|>" ? control : piece == "<mark>" ? user_defined : normal);
@@ -76,11 +90,15 @@ TEST(Tokenizer, SentencePieceMergesTheBestScoredPairFirst) {
     EXPECT_EQ(t.eos(), 2);
     EXPECT_TRUE(t.adds_bos());
     // "▁abc": b+c (-0.5) merges first, then ▁+a (-3) (a+bc is no token), then ▁a+bc → ▁abc.
-    EXPECT_EQ(t.encode("abc", false), (Ids{id_of(t, "\xE2\x96\x81" "abc")}));
+    EXPECT_EQ(t.encode("abc", false), (Ids{id_of(t,
+                                                 "\xE2\x96\x81"
+                                                 "abc")}));
     // "▁cab": no ▁c; a+b (-5) → [▁, c, ab].
     EXPECT_EQ(t.encode("cab", false), (Ids{id_of(t, "\xE2\x96\x81"), id_of(t, "c"), id_of(t, "ab")}));
     // "▁ab": ▁+a first (-3 beats a+b's -5), then ▁a+b → ▁ab.
-    EXPECT_EQ(t.encode("ab"), (Ids{1, id_of(t, "\xE2\x96\x81" "ab")}));
+    EXPECT_EQ(t.encode("ab"), (Ids{1, id_of(t,
+                                            "\xE2\x96\x81"
+                                            "ab")}));
     // What is not a token is spelled in bytes: "é" is C3 A9.
     EXPECT_EQ(t.encode("\xC3\xA9", false), (Ids{id_of(t, "\xE2\x96\x81"), 3 + 0xC3, 3 + 0xA9}));
     EXPECT_EQ(t.decode(t.encode("ab abc \xC3\xA9")), "ab abc \xC3\xA9");
@@ -90,7 +108,13 @@ TEST(Tokenizer, SentencePieceSpecialTokensAreParsedOnlyWhenAsked) {
     Tokenizer const t = Tokenizer::from_metadata(sentencepiece_vocabulary());
     std::int32_t const end = id_of(t, "<|end|>");
     Ids const parsed = t.encode("a<|end|>a", false, true);
-    EXPECT_EQ(parsed, (Ids{id_of(t, "\xE2\x96\x81" "a"), end, id_of(t, "\xE2\x96\x81" "a")}));
+    EXPECT_EQ(parsed, (Ids{id_of(t,
+                                 "\xE2\x96\x81"
+                                 "a"),
+                           end,
+                           id_of(t,
+                                 "\xE2\x96\x81"
+                                 "a")}));
     Ids const plain = t.encode("a<|end|>a", false, false);
     EXPECT_EQ(std::count(plain.begin(), plain.end(), end), 0);
     EXPECT_EQ(t.decode(plain), "a<|end|>a");
@@ -98,7 +122,10 @@ TEST(Tokenizer, SentencePieceSpecialTokensAreParsedOnlyWhenAsked) {
     EXPECT_EQ(t.decode(parsed, true), "a<|end|> a");
     // User-defined tokens are found whether or not special tokens are parsed, and are their text.
     std::int32_t const mark = id_of(t, "<mark>");
-    EXPECT_EQ(t.encode("a<mark>", false, false), (Ids{id_of(t, "\xE2\x96\x81" "a"), mark}));
+    EXPECT_EQ(t.encode("a<mark>", false, false), (Ids{id_of(t,
+                                                            "\xE2\x96\x81"
+                                                            "a"),
+                                                      mark}));
     EXPECT_EQ(t.decode(Ids{mark}), "<mark>");
     EXPECT_TRUE(t.is_end_of_generation(2));
     EXPECT_FALSE(t.is_end_of_generation(id_of(t, "a")));
@@ -118,7 +145,9 @@ TEST(Tokenizer, SentencePieceWithoutSpacePrefix) {
     Tokenizer const t = Tokenizer::from_metadata(md);
     EXPECT_FALSE(t.adds_bos());
     EXPECT_EQ(t.encode("ab"), (Ids{id_of(t, "ab")}));
-    EXPECT_EQ(t.encode(" ab"), (Ids{id_of(t, "\xE2\x96\x81" "ab")}));
+    EXPECT_EQ(t.encode(" ab"), (Ids{id_of(t,
+                                          "\xE2\x96\x81"
+                                          "ab")}));
     EXPECT_EQ(t.decode(t.encode(" ab")), " ab");
 }
 
@@ -152,7 +181,8 @@ gguf::Metadata byte_level_vocabulary(std::string pre) {
     md.set("tokenizer.ggml.pre", std::move(pre));
     md.set("tokenizer.ggml.tokens", tokens);
     md.set("tokenizer.ggml.token_type", types);
-    md.set("tokenizer.ggml.merges", std::vector<std::string>{"\xC4\xA0 t", "h e", "\xC4\xA0t he", "e r", "1 2", "3 4", "12 3", "4 5"});
+    md.set("tokenizer.ggml.merges",
+           std::vector<std::string>{"\xC4\xA0 t", "h e", "\xC4\xA0t he", "e r", "1 2", "3 4", "12 3", "4 5"});
     md.set("tokenizer.ggml.eos_token_id", std::uint32_t{260});
     return md;
 }
@@ -194,9 +224,14 @@ TEST(Tokenizer, ByteLevelPreTokenizersCutWordsTheirOwnWay) {
 
 TEST(Tokenizer, ByteLevelReadsInvalidUtf8AsReplacementCharacters) {
     Tokenizer const t = Tokenizer::from_metadata(byte_level_vocabulary("llama-bpe"));
-    Ids const ids = t.encode("a\xFF" "b\xE2\x82", false);
+    Ids const ids = t.encode(
+        "a\xFF"
+        "b\xE2\x82",
+        false);
     // U+FFFD is EF BF BD: three byte tokens for each bad byte.
-    EXPECT_EQ(t.decode(ids), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD");
+    EXPECT_EQ(t.decode(ids),
+              "a\xEF\xBF\xBD"
+              "b\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
 TEST(Tokenizer, EmptyTextGivesOnlyTheSpecialTokensAsked) {
@@ -277,9 +312,9 @@ Vectors read_vectors(std::filesystem::path const& gguf_path) {
 }
 
 // The vocabularies rayo runs, by the name in ggml-vocab-NAME.gguf.
-constexpr std::string_view supported[] = {"llama-spm", "phi-3",    "llama-bpe",      "qwen2",        "qwen35",
-                                          "gpt-2",     "falcon",   "mpt",            "starcoder",    "refact",
-                                          "command-r", "deepseek-llm", "deepseek-coder", "gemma-4"};
+constexpr std::string_view supported[] = {
+    "llama-spm", "phi-3",     "llama-bpe", "qwen2",     "qwen35",       "gpt-2",          "falcon",
+    "mpt",       "starcoder", "refact",    "command-r", "deepseek-llm", "deepseek-coder", "gemma-4"};
 // And those it refuses by name (WordPiece).
 constexpr std::string_view refused[] = {"bert-bge", "nomic-bert-moe"};
 
@@ -302,8 +337,9 @@ TEST(TokenizerLlamaCppVectors, EveryCaseOfEverySupportedVocabulary) {
             Ids const got = t.encode(text, false, false);
             ++checked;
             if (got == expected) continue;
-            if (++failed <= 5) ADD_FAILURE() << "text '" << text << "': " << testing::PrintToString(got)
-                                             << " instead of " << testing::PrintToString(expected);
+            if (++failed <= 5)
+                ADD_FAILURE() << "text '" << text << "': " << testing::PrintToString(got) << " instead of "
+                              << testing::PrintToString(expected);
         }
         EXPECT_EQ(failed, 0u);
     }
@@ -324,7 +360,8 @@ TEST(TokenizerLlamaCppVectors, FourThreadsEncodeTheSameIds) {
     std::vector<int> wrong(4, 0);
     for (int i = 0; i < 4; ++i)
         threads.emplace_back([&, i] {
-            for (auto const& [text, expected] : v.cases) wrong[static_cast<std::size_t>(i)] += t.encode(text, false) != expected;
+            for (auto const& [text, expected] : v.cases)
+                wrong[static_cast<std::size_t>(i)] += t.encode(text, false) != expected;
         });
     for (auto& th : threads) th.join();
     EXPECT_EQ(wrong, (std::vector<int>(4, 0)));

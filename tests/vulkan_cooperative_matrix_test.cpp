@@ -170,18 +170,25 @@ TEST(VulkanCooperativeMatrixKhr, RejectsWhatItCannotRewrite) {
     // The header and the first word of the first instruction (OpCapability, two words).
     ASSERT_EQ(nv[5] >> 16, 2u);
     std::vector<std::uint32_t> truncated(nv.begin(), nv.begin() + 6);
-    EXPECT_NE(message([&] { (void)khr::cooperative_matrix_nv_to_khr(truncated, khr::gemm_matrix_types); }).find("runs past the module's end"),
+    EXPECT_NE(message([&] {
+                  (void)khr::cooperative_matrix_nv_to_khr(truncated, khr::gemm_matrix_types);
+              }).find("runs past the module's end"),
               std::string::npos);
     std::vector<std::uint32_t> not_spirv(nv);
     not_spirv[0] = 0x12345678;
-    EXPECT_NE(message([&] { (void)khr::cooperative_matrix_nv_to_khr(not_spirv, khr::gemm_matrix_types); }).find("not a SPIR-V module"),
+    EXPECT_NE(message([&] {
+                  (void)khr::cooperative_matrix_nv_to_khr(not_spirv, khr::gemm_matrix_types);
+              }).find("not a SPIR-V module"),
               std::string::npos);
     khr::MatrixType const without_b[] = {khr::gemm_matrix_types[0], khr::gemm_matrix_types[2]};
-    EXPECT_NE(message([&] { (void)khr::cooperative_matrix_nv_to_khr(nv, without_b); }).find("no use given for a 16x8 matrix of f16"),
+    EXPECT_NE(message([&] {
+                  (void)khr::cooperative_matrix_nv_to_khr(nv, without_b);
+              }).find("no use given for a 16x8 matrix of f16"),
               std::string::npos);
     auto const khr_module = vulkan::cooperative_matrix_gemm_spirv(true);
-    EXPECT_NE(message([&] { (void)khr::cooperative_matrix_nv_to_khr(khr_module, khr::gemm_matrix_types); })
-                  .find("has no VK_NV_cooperative_matrix type"),
+    EXPECT_NE(message([&] {
+                  (void)khr::cooperative_matrix_nv_to_khr(khr_module, khr::gemm_matrix_types);
+              }).find("has no VK_NV_cooperative_matrix type"),
               std::string::npos);
 }
 

@@ -62,7 +62,8 @@ TEST_F(VulkanDevice, SixteenBitOpsWithoutSixteenBitStorageRunOnTheCpuVisibly) {
     EXPECT_EQ(relu_cpu, relu_native);
     for (std::size_t i = 0; i < hv.size(); ++i)
         EXPECT_NEAR(static_cast<float>(softmax_cpu[i]), static_cast<float>(softmax_native[i]),
-                    0x1p-10f * static_cast<float>(softmax_native[i]) + 0x1p-24f) << i;
+                    0x1p-10f * static_cast<float>(softmax_native[i]) + 0x1p-24f)
+            << i;
     EXPECT_NEAR(sum_cpu, sum_native, 1e-5f * 3 * 257 * 4);
     // Switched back: on the device again.
     reset_stats();
@@ -196,8 +197,7 @@ TEST_F(VulkanDevice, ChainedOpsStayOnTheDeviceAndHonourDependencies) {
     for (int i = 0; i < 200; ++i) y = add(y, 1.0f);
     add_into(y, y, y);  // in place, reading what the last op wrote
     auto const got = y.to_vector();
-    for (std::size_t i = 0; i < v.size(); i += 997)
-        ASSERT_NEAR(got[i], 2.0 * (v[i] + 200.0), 1e-3) << "at " << i;
+    for (std::size_t i = 0; i < v.size(); i += 997) ASSERT_NEAR(got[i], 2.0 * (v[i] + 200.0), 1e-3) << "at " << i;
     EXPECT_EQ(stats().cpu_fallbacks, 0u);
 }
 

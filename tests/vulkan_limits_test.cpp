@@ -38,7 +38,8 @@ TEST_F(VulkanLimits, RowsOfTwoToThe23Values) {
     auto const check = [&](char const* op, Tensor<float> const& y, float want) {
         auto const v = y.to_vector();
         double const tolerance = 1e-6 * std::abs(want) + 1e-12;
-        for (std::size_t i : {std::size_t{0}, v.size() / 2, v.size() - 1}) EXPECT_NEAR(v[i], want, tolerance) << op << " at " << i;
+        for (std::size_t i : {std::size_t{0}, v.size() / 2, v.size() - 1})
+            EXPECT_NEAR(v[i], want, tolerance) << op << " at " << i;
         expect_native_or_counted(device, op);
     };
     check("softmax", softmax(x), 1.0f / 8388608.0f);

@@ -70,7 +70,8 @@ protected:
             auto const bv = convert<T>(random_floats(d.k * d.n, seed + 1, -1.0f, 1.0f));
             auto out = poisoned({d.m, d.n}, device);
             matmul_into(Tensor<T>::from(av, {d.m, d.k}, device), Tensor<T>::from(bv, {d.k, d.n}, device), out);
-            EXPECT_EQ(gemm_failures(out.to_vector(), as_double(av), as_double(bv), d, false, Op::matmul, dtype_of<T>), 0u);
+            EXPECT_EQ(gemm_failures(out.to_vector(), as_double(av), as_double(bv), d, false, Op::matmul, dtype_of<T>),
+                      0u);
             auto const xv = random_floats(d.m * d.k, seed + 2, -1.0f, 1.0f);
             auto const wv = convert<T>(random_floats(d.n * d.k, seed + 3, -1.0f, 1.0f));
             auto y = poisoned({d.m, d.n}, device);
@@ -107,8 +108,10 @@ void check_across_tiles_and_view_offsets(Device device, bool b_t) {
             auto const a = view_at(av, offset, d.m, d.k, device);
             auto const b = b_t ? view_at(bv, offset, d.n, d.k, device) : view_at(bv, offset, d.k, d.n, device);
             auto out = poisoned({d.m, d.n}, device);
-            if constexpr (std::is_same_v<A, float>) linear_into(a, b, out);
-            else matmul_into(a, b, out);
+            if constexpr (std::is_same_v<A, float>)
+                linear_into(a, b, out);
+            else
+                matmul_into(a, b, out);
             std::vector<A> const a_used(av.begin() + static_cast<std::ptrdiff_t>(offset), av.end());
             std::vector<half> const b_used(bv.begin() + static_cast<std::ptrdiff_t>(offset), bv.end());
             EXPECT_EQ(gemm_failures(out.to_vector(), as_double(a_used), as_double(b_used), d, b_t,
@@ -155,7 +158,8 @@ protected:
         // NaN around the operands' views: a read outside them (even one multiplied by a staged 0)
         // shows in the result.
         auto with_nan_pads = [&](std::vector<float> v) {
-            std::fill(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(offset), std::numeric_limits<float>::quiet_NaN());
+            std::fill(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(offset),
+                      std::numeric_limits<float>::quiet_NaN());
             std::fill(v.end() - tail, v.end(), std::numeric_limits<float>::quiet_NaN());
             return v;
         };
@@ -166,8 +170,10 @@ protected:
         auto const out_whole = poisoned({offset + d.m * d.n + tail}, device);
         auto const a = view(a_whole, d.m, d.k);
         auto const out = view(out_whole, d.m, d.n);
-        if (b_t) linear_into(a, view(b_whole, d.n, d.k), out);
-        else matmul_into(a, view(b_whole, d.k, d.n), out);
+        if (b_t)
+            linear_into(a, view(b_whole, d.n, d.k), out);
+        else
+            matmul_into(a, view(b_whole, d.k, d.n), out);
         std::string const ran = vulkan::last_gemm_tile();
 
         auto const got = out_whole.to_vector();
@@ -240,12 +246,14 @@ TEST_F(VulkanMatmulF32, LargeShapesTakeTheLargeTiles) {
 }
 
 TEST_F(VulkanMatmulF32, InvalidTileNamesAreRejected) {
-    for (std::string_view bad : {"128x128", "128x128x8x1", "256x256x8", "128X128X8", " 128x128x8", "64x64x32", "fast"}) {
+    for (std::string_view bad :
+         {"128x128", "128x128x8x1", "256x256x8", "128X128X8", " 128x128x8", "64x64x32", "fast"}) {
         try {
             vulkan::use_gemm_tile(bad);
             ADD_FAILURE() << "'" << bad << "' was accepted";
         } catch (Error const& e) {
-            EXPECT_NE(std::string(e.what()).find("128x128x8"), std::string::npos) << "names the valid values: " << e.what();
+            EXPECT_NE(std::string(e.what()).find("128x128x8"), std::string::npos)
+                << "names the valid values: " << e.what();
         }
     }
     vulkan::use_gemm_tile("");

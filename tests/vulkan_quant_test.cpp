@@ -74,8 +74,8 @@ LinearError quantized_linear_error(Device device, LinearCase c) {
     std::vector<float> x_buffer(c.x_skip + c.m * c.k, 3.0f);
     std::copy(xv.begin(), xv.end(), x_buffer.begin() + static_cast<std::ptrdiff_t>(c.x_skip));
     auto const rows = static_cast<std::int64_t>(c.w_skip + c.n);
-    auto const w_all = quantize<W>(Tensor<float>::from(random_floats((c.w_skip + c.n) * c.k, seed + 1, -1.0f, 1.0f),
-                                                       {c.w_skip + c.n, c.k}));
+    auto const w_all = quantize<W>(
+        Tensor<float>::from(random_floats((c.w_skip + c.n) * c.k, seed + 1, -1.0f, 1.0f), {c.w_skip + c.n, c.k}));
     auto const w = w_all.slice(static_cast<std::int64_t>(c.w_skip), rows);
     auto const wv = dequantize(w).to_vector();
     auto const bias_values = random_floats(c.n, seed + 2, -2.0f, 2.0f);
@@ -125,7 +125,8 @@ LinearError quantized_linear_error(Device device, LinearCase c) {
 
 // One weight type on one case, held to `bound` as a relative error or, with `magnitude`, to
 // gemv_magnitude_tolerance per term magnitude; returns the error of the measure used.
-template <QuantBlock B> double checked_error(Device device, LinearCase c, double bound, bool magnitude) {
+template <QuantBlock B>
+double checked_error(Device device, LinearCase c, double bound, bool magnitude) {
     LinearError const e = quantized_linear_error<B>(device, c);
     double const measured = magnitude ? e.magnitude : e.relative;
     EXPECT_LE(measured, magnitude ? gemv_magnitude_tolerance : bound)
@@ -141,7 +142,8 @@ double both_types_error(Device device, LinearCase c, double bound, bool magnitud
 // The same for q8_0 and q4_0 (blocks of 32: k need only be a multiple of 32) and, where k is a
 // multiple of 256, q5_k.
 double new_types_error(Device device, LinearCase c, double bound, bool magnitude = false) {
-    double worst = std::max(checked_error<q8_0>(device, c, bound, magnitude), checked_error<q4_0>(device, c, bound, magnitude));
+    double worst =
+        std::max(checked_error<q8_0>(device, c, bound, magnitude), checked_error<q4_0>(device, c, bound, magnitude));
     if (c.k % quant_block_values == 0) worst = std::max(worst, checked_error<q5_k>(device, c, bound, magnitude));
     return worst;
 }
@@ -170,13 +172,13 @@ TEST_F(VulkanQuant, KQuantGemmDecodesFirstOrInItsTiles) {
 TEST_F(VulkanQuant, KQuantGemvCoversItsShapes) {
     double worst = 0;
     on_every_path([&] {
-        for (LinearCase c : {LinearCase{2, 5, 256}, LinearCase{3, 6, 768}, LinearCase{8, 13, 512}, LinearCase{9, 3, 256},
-                             LinearCase{16, 5, 1280}, LinearCase{2, 4, 8192}, LinearCase{5, 3, 16384},
-                             LinearCase{16, 2, 16384}})
+        for (LinearCase c :
+             {LinearCase{2, 5, 256}, LinearCase{3, 6, 768}, LinearCase{8, 13, 512}, LinearCase{9, 3, 256},
+              LinearCase{16, 5, 1280}, LinearCase{2, 4, 8192}, LinearCase{5, 3, 16384}, LinearCase{16, 2, 16384}})
             worst = std::max(worst, both_types_error(device, c, linear_tolerance, true));
         on_every_gemv_build([&] {
-            for (LinearCase c : {LinearCase{1, 1, 256}, LinearCase{1, 9, 768}, LinearCase{1, 37, 2304},
-                                 LinearCase{1, 601, 32768}})
+            for (LinearCase c :
+                 {LinearCase{1, 1, 256}, LinearCase{1, 9, 768}, LinearCase{1, 37, 2304}, LinearCase{1, 601, 32768}})
                 worst = std::max(worst, both_types_error(device, c, linear_tolerance, true));
         });
     });
@@ -188,11 +190,12 @@ TEST_F(VulkanQuant, KQuantGemvCoversItsShapes) {
 // slice of a poisoned tensor whose other rows must stay untouched.
 TEST_F(VulkanQuant, KQuantGemvTakesViews) {
     on_every_path([&] {
-        for (LinearCase c : {LinearCase{2, 7, 512, 3, 3, 2}, LinearCase{3, 6, 768, 4, 1, 1}, LinearCase{16, 3, 256, 2, 1, 3}})
+        for (LinearCase c :
+             {LinearCase{2, 7, 512, 3, 3, 2}, LinearCase{3, 6, 768, 4, 1, 1}, LinearCase{16, 3, 256, 2, 1, 3}})
             both_types_error(device, c, linear_tolerance, true);
         on_every_gemv_build([&] {
-            for (LinearCase c : {LinearCase{1, 5, 256, 1, 1, 1}, LinearCase{1, 4, 16384, 5, 1, 0},
-                                 LinearCase{1, 4, 16384, 4, 3, 2}})
+            for (LinearCase c :
+                 {LinearCase{1, 5, 256, 1, 1, 1}, LinearCase{1, 4, 16384, 5, 1, 0}, LinearCase{1, 4, 16384, 4, 3, 2}})
                 both_types_error(device, c, linear_tolerance, true);
         });
     });
@@ -273,10 +276,10 @@ TEST_F(VulkanQuant, NewTypesGemvCoversItsShapes) {
 // of odd block counts then start 2 bytes past a word), and linear's bias added as y is written.
 TEST_F(VulkanQuant, NewTypesGemvTakesViewsAndBias) {
     on_every_path([&] {
-        for (LinearCase c : {LinearCase{1, 5, 96, 1, 1, 1}, LinearCase{2, 7, 512, 3, 3, 2},
-                             LinearCase{3, 6, 2080, 4, 1, 1}, LinearCase{16, 3, 160, 2, 3, 3},
-                             LinearCase{1, 9, 256, 0, 0, 0, true}, LinearCase{4, 11, 2080, 1, 1, 1, true},
-                             LinearCase{12, 5, 768, 0, 3, 0, true}})
+        for (LinearCase c :
+             {LinearCase{1, 5, 96, 1, 1, 1}, LinearCase{2, 7, 512, 3, 3, 2}, LinearCase{3, 6, 2080, 4, 1, 1},
+              LinearCase{16, 3, 160, 2, 3, 3}, LinearCase{1, 9, 256, 0, 0, 0, true},
+              LinearCase{4, 11, 2080, 1, 1, 1, true}, LinearCase{12, 5, 768, 0, 3, 0, true}})
             new_types_error(device, c, linear_tolerance, true);
     });
 }

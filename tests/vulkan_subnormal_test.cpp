@@ -71,8 +71,10 @@ TEST_F(VulkanSubnormals, ShadersKeepSubnormalsWhereTheDeviceAllowsIt) {
     // exp runs the unary shader, which has both builds: its pipeline is counted under the build used.
     (void)exp(Tensor<float>::from(std::vector<float>{-100.0f}, {1}, device)).to_vector();
     auto const after = vulkan::subnormal_support(device);
-    if (support.device_preserves) EXPECT_GT(after.preserving_pipelines, 0u) << "exp did not run the DenormPreserve build";
-    else EXPECT_EQ(after.preserving_pipelines, 0u) << "a DenormPreserve build ran on a device that cannot preserve";
+    if (support.device_preserves)
+        EXPECT_GT(after.preserving_pipelines, 0u) << "exp did not run the DenormPreserve build";
+    else
+        EXPECT_EQ(after.preserving_pipelines, 0u) << "a DenormPreserve build ran on a device that cannot preserve";
 }
 
 // Results (and inputs) below 2^-126 against float64 references, through each shader family that
@@ -81,9 +83,11 @@ TEST_F(VulkanSubnormals, SubnormalResultsSurvive) {
     reset_stats();
     SubnormalPolicy subnormals(device);
     auto one = [&](float value) { return Tensor<float>::from(std::vector<float>{value}, {1}, device); };
-    auto check = [&](std::string const& what, Tensor<float> const& result, double want, double max_ulp, double flushed_want) {
+    auto check = [&](std::string const& what, Tensor<float> const& result, double want, double max_ulp,
+                     double flushed_want) {
         float const got = result.to_vector().at(0);
-        EXPECT_TRUE(subnormals.accepts(got, want, max_ulp, flushed_want)) << what << ": got " << got << ", want " << want;
+        EXPECT_TRUE(subnormals.accepts(got, want, max_ulp, flushed_want))
+            << what << ": got " << got << ", want " << want;
         if (subnormals.preserving() && is_subnormal(want)) {
             EXPECT_EQ(std::fpclassify(got), FP_SUBNORMAL) << what << ": got " << got << ", want " << want;
         }
@@ -108,7 +112,8 @@ TEST_F(VulkanSubnormals, SubnormalResultsSurvive) {
     check("mul(1e-20, 1e-20)", mul(one(small), one(small)), s * s, 0.5, s * s);
     check("scale(1e-20, 1e-20)", scale(one(small), small), s * s, 0.5, s * s);
     check("add(1e-40, 1e-40)", add(one(tiny), one(tiny)), 2 * t, 0.5, 0.0);
-    check("div(1e-30, 1e10)", div(one(1e-30f), one(1e10f)), double(1e-30f) / double(1e10f), 1, double(1e-30f) / double(1e10f));
+    check("div(1e-30, 1e10)", div(one(1e-30f), one(1e10f)), double(1e-30f) / double(1e10f), 1,
+          double(1e-30f) / double(1e10f));
 
     std::vector<float> const tinies{1e-40f, 2e-40f, 3e-40f};
     double const tinies_sum = double(1e-40f) + double(2e-40f) + double(3e-40f);
@@ -120,7 +125,8 @@ TEST_F(VulkanSubnormals, SubnormalResultsSurvive) {
     auto a = Tensor<float>::from(smalls, {2}, device);
     auto b = Tensor<float>::from(std::vector<float>{1e-20f, 1e-20f}, {2}, device);
     check("dot of small vectors", dot(a, b), smalls_dot, 2, smalls_dot);
-    check("matmul of small matrices", matmul(a.reshape({1, 2}), b.reshape({2, 1})).reshape({1}), smalls_dot, 2, smalls_dot);
+    check("matmul of small matrices", matmul(a.reshape({1, 2}), b.reshape({2, 1})).reshape({1}), smalls_dot, 2,
+          smalls_dot);
     auto logits = Tensor<float>::from(std::vector<float>{0.0f, -100.0f}, {1, 2}, device);
     double const e = std::exp(-100.0);
     check("softmax([0, -100])[1]", softmax(logits, -1).reshape({2}).slice(1, 2), e / (1 + e), 4, 0.0);

@@ -27,10 +27,14 @@ namespace {
 std::string human_bytes(std::uint64_t bytes) {
     std::ostringstream s;
     s << std::fixed << std::setprecision(2);
-    if (bytes >= (1ull << 30)) s << static_cast<double>(bytes) / (1ull << 30) << " GiB";
-    else if (bytes >= (1ull << 20)) s << static_cast<double>(bytes) / (1ull << 20) << " MiB";
-    else if (bytes >= 1024) s << static_cast<double>(bytes) / 1024 << " KiB";
-    else s << bytes << " B";
+    if (bytes >= (1ull << 30))
+        s << static_cast<double>(bytes) / (1ull << 30) << " GiB";
+    else if (bytes >= (1ull << 20))
+        s << static_cast<double>(bytes) / (1ull << 20) << " MiB";
+    else if (bytes >= 1024)
+        s << static_cast<double>(bytes) / 1024 << " KiB";
+    else
+        s << bytes << " B";
     return s.str();
 }
 
@@ -38,7 +42,9 @@ void print_metadata(gguf::File const& file) {
     std::cout << "\nmetadata (" << file.metadata().size() << " keys):\n";
     std::size_t width = 0;
     // Keys and names come from the file: printed escaped, so they cannot send terminal controls.
-    auto const key_text = [](std::string const& key) { return key.empty() ? std::string("\"\"") : gguf::printable(key, 64); };
+    auto const key_text = [](std::string const& key) {
+        return key.empty() ? std::string("\"\"") : gguf::printable(key, 64);
+    };
     for (auto const& e : file.metadata()) width = std::max(width, key_text(e.key).size());
     for (auto const& e : file.metadata()) {
         std::cout << "  " << std::left << std::setw(static_cast<int>(width)) << key_text(e.key) << "  " << std::setw(7)
@@ -66,13 +72,15 @@ void print_tensors(gguf::File const& file) {
     for (auto const& t : file.tensors()) {
         std::ostringstream mib;
         mib << std::fixed << std::setprecision(2) << static_cast<double>(t.bytes) / (1ull << 20);
-        row(gguf::printable(t.name, 64), t.shape.to_string(), std::string(t.type_name), std::to_string(t.bytes), mib.str(),
-            t.dtype ? "" : "(not loadable by rayo)");
+        row(gguf::printable(t.name, 64), t.shape.to_string(), std::string(t.type_name), std::to_string(t.bytes),
+            mib.str(), t.dtype ? "" : "(not loadable by rayo)");
     }
 }
 
 template <class W>
-constexpr bool linear_accepts = requires(rayo::Tensor<float> const& x, rayo::Tensor<W> const& w) { rayo::linear(x, w); };
+constexpr bool linear_accepts = requires(rayo::Tensor<float> const& x, rayo::Tensor<W> const& w) {
+    rayo::linear(x, w);
+};
 
 template <class W>
 int time_linear(gguf::File const& file, gguf::TensorInfo const& info, rayo::Device device, int runs) {
@@ -83,8 +91,8 @@ int time_linear(gguf::File const& file, gguf::TensorInfo const& info, rayo::Devi
     } else {
         using clock = std::chrono::steady_clock;
         auto const t0 = clock::now();
-        rayo::Tensor<W> const w =
-            file.load<W>(info.name, device, rayo_examples::progress_line("loading " + info.name + " onto " + device.id()));
+        rayo::Tensor<W> const w = file.load<W>(
+            info.name, device, rayo_examples::progress_line("loading " + info.name + " onto " + device.id()));
         device.synchronize();
         double const load_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
 
@@ -126,7 +134,8 @@ int matmul(gguf::File const& file, std::string const& name, int runs) {
     gguf::TensorInfo const& info = file.tensor(name);
     std::cout << "\n";
     if (info.shape.rank() != 2) {
-        std::cerr << "--matmul " << name << ": needs a 2-D weight [out, in], this one has shape " << info.shape.to_string() << "\n";
+        std::cerr << "--matmul " << name << ": needs a 2-D weight [out, in], this one has shape "
+                  << info.shape.to_string() << "\n";
         return 1;
     }
     if (!info.dtype) {
@@ -136,7 +145,8 @@ int matmul(gguf::File const& file, std::string const& name, int runs) {
     // x gets one row of `in` values: only a weight with rows has its columns backed by the file's
     // bytes, so a crafted [0, 2^40] shape cannot make the tool allocate terabytes.
     if (info.shape[0] == 0 || info.shape[1] == 0) {
-        std::cerr << "--matmul " << name << ": the weight " << info.shape.to_string() << " is empty: nothing to multiply\n";
+        std::cerr << "--matmul " << name << ": the weight " << info.shape.to_string()
+                  << " is empty: nothing to multiply\n";
         return 1;
     }
     rayo::Device const device = rayo::Device::best();
@@ -171,11 +181,16 @@ int main(int argc, char** argv) {
     int runs = 10;
     for (int i = 1; i < argc; ++i) {
         std::string const arg = argv[i];
-        if (arg == "--matmul" && i + 1 < argc) matmul_name = argv[++i];
-        else if (arg == "--runs" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
-        else if (arg == "-h" || arg == "--help") return usage(argv[0]);
-        else if (path.empty() && !arg.starts_with("--")) path = arg;
-        else return usage(argv[0]);
+        if (arg == "--matmul" && i + 1 < argc)
+            matmul_name = argv[++i];
+        else if (arg == "--runs" && i + 1 < argc)
+            runs = std::max(1, std::atoi(argv[++i]));
+        else if (arg == "-h" || arg == "--help")
+            return usage(argv[0]);
+        else if (path.empty() && !arg.starts_with("--"))
+            path = arg;
+        else
+            return usage(argv[0]);
     }
     if (path.empty()) return usage(argv[0]);
 

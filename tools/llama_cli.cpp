@@ -43,7 +43,7 @@ using rayo::llm::ModelError;
 struct Options {
     std::string model;
     std::string device;
-    std::optional<std::string> text;         // -p / -f
+    std::optional<std::string> text;          // -p / -f
     std::vector<std::int32_t> prompt_tokens;  // --prompt-tokens / --prompt-file
     bool chat = false;
     std::string system;
@@ -183,9 +183,12 @@ Options parse(int argc, char** argv) {
             o.ignore_eos = true;
         } else if (a == "--activations") {
             std::string const mode = value();
-            if (mode == "q8_k") o.activations = rayo::KQuantActivations::q8_k;
-            else if (mode == "q8_k_residual") o.activations = rayo::KQuantActivations::q8_k_residual;
-            else throw ModelError("--activations takes q8_k or q8_k_residual, got '" + mode + "'");
+            if (mode == "q8_k")
+                o.activations = rayo::KQuantActivations::q8_k;
+            else if (mode == "q8_k_residual")
+                o.activations = rayo::KQuantActivations::q8_k_residual;
+            else
+                throw ModelError("--activations takes q8_k or q8_k_residual, got '" + mode + "'");
         } else if (a == "--device") {
             o.device = value();
         } else if (a == "--logits") {
@@ -266,8 +269,8 @@ public:
 private:
     rayo::llm::Model load(rayo::gguf::File const& file, rayo::Device device) {
         auto const t0 = std::chrono::steady_clock::now();
-        rayo::llm::Model model(file, device, rayo_examples::progress_line("loading " + o_.model + " onto " + device.id()),
-                               o_.context);
+        rayo::llm::Model model(
+            file, device, rayo_examples::progress_line("loading " + o_.model + " onto " + device.id()), o_.context);
         model.set_decode_capture(o_.capture);
         device.synchronize();
         totals_.load_s = seconds_since(t0);
@@ -334,7 +337,8 @@ int run(Options const& o) {
                              ") is outside the vocabulary of " + std::to_string(hp.vocab));
     check_fits(prompt.size(), o, hp);
 
-    std::fprintf(stderr, "model: %zu layers, width %zu, %zu/%zu heads, feed-forward %zu, vocabulary %zu, context %zu, on %s\n",
+    std::fprintf(stderr,
+                 "model: %zu layers, width %zu, %zu/%zu heads, feed-forward %zu, vocabulary %zu, context %zu, on %s\n",
                  hp.layers, hp.width, hp.heads, hp.kv_heads, hp.ffn_width, hp.vocab, hp.context, device.id().c_str());
     Runner runner(o, file, tokenizer, device);
     if (!o.logits_file.empty()) runner.write_prompt_logits(prompt, o.logits_file);
@@ -358,7 +362,8 @@ int run(Options const& o) {
             if (!std::getline(std::cin, line)) break;
             std::vector<rayo::llm::ChatMessage> turn = first ? first_turn : std::vector<rayo::llm::ChatMessage>{};
             turn.push_back({"user", line});
-            std::string const text = (first ? std::string() : std::string(chat->end_of_assistant_turn())) + chat->apply(turn);
+            std::string const text =
+                (first ? std::string() : std::string(chat->end_of_assistant_turn())) + chat->apply(turn);
             std::vector<std::int32_t> const ids = tokenizer->encode(text, first, true);
             first = false;
             (void)runner.turn(ids, true);

@@ -25,7 +25,7 @@ constexpr std::uint16_t float_to_half_bits_as(float value) noexcept {
         return static_cast<std::uint16_t>(sign | 0x7c00u | payload);
     }
     if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to >= 65520
-    if (abs < 0x38800000u) {  // result is subnormal (or zero) in binary16
+    if (abs < 0x38800000u) {                                             // result is subnormal (or zero) in binary16
         if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign);  // < 2^-25 rounds to 0
         std::uint32_t const exponent = abs >> 23;
         std::uint32_t const mantissa = (abs & 0x7fffffu) | 0x800000u;
@@ -96,7 +96,7 @@ struct RAYO_API bfloat16 {
     std::uint16_t bits = 0;
 
     constexpr bfloat16() noexcept = default;
-    constexpr bfloat16(float value) noexcept : bits(detail::float_to_bfloat16_bits(value)) {}  // NOLINT
+    constexpr bfloat16(float value) noexcept : bits(detail::float_to_bfloat16_bits(value)) {}   // NOLINT
     constexpr operator float() const noexcept { return detail::bfloat16_bits_to_float(bits); }  // NOLINT
     static constexpr bfloat16 from_bits(std::uint16_t b) noexcept {
         bfloat16 h;
@@ -133,9 +133,17 @@ constexpr std::string_view to_string(DType t) noexcept {
 // Values per storage element: 256 for the K-quant block types, 32 for q8_0 and q4_0, else 1.
 constexpr std::size_t block_elements(DType t) noexcept {
     switch (t) {
-        case DType::q4_k: case DType::q6_k: case DType::q8_k: case DType::q5_k: return 256;
-        case DType::q8_0: case DType::q4_0: return 32;
-        case DType::f32: case DType::f16: case DType::bf16: case DType::i32: case DType::i64: return 1;
+        case DType::q4_k:
+        case DType::q6_k:
+        case DType::q8_k:
+        case DType::q5_k: return 256;
+        case DType::q8_0:
+        case DType::q4_0: return 32;
+        case DType::f32:
+        case DType::f16:
+        case DType::bf16:
+        case DType::i32:
+        case DType::i64: return 1;
     }
     return 1;
 }
@@ -143,8 +151,10 @@ constexpr std::size_t block_elements(DType t) noexcept {
 // Bytes per storage element (per block for the block types).
 constexpr std::size_t size_of(DType t) noexcept {
     switch (t) {
-        case DType::f32: case DType::i32: return 4;
-        case DType::f16: case DType::bf16: return 2;
+        case DType::f32:
+        case DType::i32: return 4;
+        case DType::f16:
+        case DType::bf16: return 2;
         case DType::i64: return 8;
         case DType::q4_k: return 144;
         case DType::q6_k: return 210;
@@ -157,22 +167,43 @@ constexpr std::size_t size_of(DType t) noexcept {
 }
 
 // Bytes that `values` values of type t occupy (values a multiple of block_elements(t)).
-constexpr std::size_t bytes_for(DType t, std::size_t values) noexcept { return values / block_elements(t) * size_of(t); }
+constexpr std::size_t bytes_for(DType t, std::size_t values) noexcept {
+    return values / block_elements(t) * size_of(t);
+}
 
 // The element types a Tensor may hold, and their run-time tags.
-template <class T> struct dtype_traits;
-template <> struct dtype_traits<float> { static constexpr DType value = DType::f32; };
-template <> struct dtype_traits<half> { static constexpr DType value = DType::f16; };
-template <> struct dtype_traits<bfloat16> { static constexpr DType value = DType::bf16; };
-template <> struct dtype_traits<std::int32_t> { static constexpr DType value = DType::i32; };
-template <> struct dtype_traits<std::int64_t> { static constexpr DType value = DType::i64; };
+template <class T>
+struct dtype_traits;
+template <>
+struct dtype_traits<float> {
+    static constexpr DType value = DType::f32;
+};
+template <>
+struct dtype_traits<half> {
+    static constexpr DType value = DType::f16;
+};
+template <>
+struct dtype_traits<bfloat16> {
+    static constexpr DType value = DType::bf16;
+};
+template <>
+struct dtype_traits<std::int32_t> {
+    static constexpr DType value = DType::i32;
+};
+template <>
+struct dtype_traits<std::int64_t> {
+    static constexpr DType value = DType::i64;
+};
 
 template <class T>
-concept Element = requires { dtype_traits<T>::value; };
+concept Element = requires {
+    dtype_traits<T>::value;
+};
 
 template <class T>
 concept FloatingElement = std::same_as<T, float> || std::same_as<T, half> || std::same_as<T, bfloat16>;
 
-template <Element T> inline constexpr DType dtype_of = dtype_traits<T>::value;
+template <Element T>
+inline constexpr DType dtype_of = dtype_traits<T>::value;
 
 }  // namespace rayo

@@ -2,8 +2,8 @@
 //
 //   auto file = rayo::gguf::File::open("model.gguf");
 //   auto arch = file.get<std::string>("general.architecture");
-//   for (auto const& t : file.tensors()) std::cout << t.name << ' ' << t.shape.to_string() << ' ' << t.type_name << '\n';
-//   rayo::Tensor<rayo::q4_k> w = file.load<rayo::q4_k>("blk.0.attn_q.weight", rayo::Device::best());
+//   for (auto const& t : file.tensors()) std::cout << t.name << ' ' << t.shape.to_string() << ' ' << t.type_name <<
+//   '\n'; rayo::Tensor<rayo::q4_k> w = file.load<rayo::q4_k>("blk.0.attn_q.weight", rayo::Device::best());
 //
 // open() checks the whole header, every metadata value and every tensor description against the
 // file's size before anything is used: a malformed file gives rayo::FormatError naming the field and
@@ -37,11 +37,11 @@
 
 namespace rayo::gguf {
 
-inline constexpr std::uint32_t magic = 0x46554747;              // "GGUF" read as a little-endian u32
-inline constexpr std::uint32_t default_alignment = 32;          // when general.alignment is absent
-inline constexpr std::uint32_t max_alignment = 1u << 20;        // larger general.alignment values are rejected
-inline constexpr std::size_t max_dims = 4;                      // dimensions per tensor
-inline constexpr std::size_t max_array_depth = 8;               // arrays nested inside arrays, counting the outermost
+inline constexpr std::uint32_t magic = 0x46554747;        // "GGUF" read as a little-endian u32
+inline constexpr std::uint32_t default_alignment = 32;    // when general.alignment is absent
+inline constexpr std::uint32_t max_alignment = 1u << 20;  // larger general.alignment values are rejected
+inline constexpr std::size_t max_dims = 4;                // dimensions per tensor
+inline constexpr std::size_t max_array_depth = 8;         // arrays nested inside arrays, counting the outermost
 inline constexpr std::string_view alignment_key = "general.alignment";
 
 // ---- metadata values -----------------------------------------------------------------------------
@@ -61,8 +61,8 @@ struct RAYO_API Array {
 
     Array() = default;  // an empty array of u8
     template <class T>
-        requires std::is_constructible_v<Items, std::vector<T>>
-    Array(std::vector<T> values) : items(std::in_place_type<std::vector<T>>, std::move(values)) {}  // NOLINT
+    requires std::is_constructible_v<Items, std::vector<T>> Array(std::vector<T> values)
+        : items(std::in_place_type<std::vector<T>>, std::move(values)) {}  // NOLINT
 
     [[nodiscard]] ValueType type() const noexcept { return static_cast<ValueType>(items.index()); }
     [[nodiscard]] std::size_t size() const noexcept {
@@ -95,13 +95,14 @@ constexpr std::size_t alternative_index(std::variant<Ts...> const*) noexcept {
 
 // The ValueType of a C++ type, and of the elements of an array stored as vector<T>.
 template <class T>
-concept ValueAlternative = detail::alternative_index<T>(static_cast<Value const*>(nullptr)) < std::variant_size_v<Value>;
+concept ValueAlternative = detail::alternative_index<T>(static_cast<Value const*>(nullptr))
+< std::variant_size_v<Value>;
 template <ValueAlternative T>
 inline constexpr ValueType value_type_of =
     static_cast<ValueType>(detail::alternative_index<T>(static_cast<Value const*>(nullptr)));
 template <class T>
-concept ArrayElement = detail::alternative_index<std::vector<T>>(static_cast<Array::Items const*>(nullptr)) <
-                       std::variant_size_v<Array::Items>;
+concept ArrayElement = detail::alternative_index<std::vector<T>>(static_cast<Array::Items const*>(nullptr))
+< std::variant_size_v<Array::Items>;
 template <ArrayElement T>
 inline constexpr ValueType array_type_of =
     static_cast<ValueType>(detail::alternative_index<std::vector<T>>(static_cast<Array::Items const*>(nullptr)));
@@ -117,7 +118,8 @@ inline constexpr ValueType array_type_of =
 namespace detail {
 [[noreturn]] RAYO_API void throw_missing_key(std::string_view key);
 // `key` empty for an array not reached through a key.
-[[noreturn]] RAYO_API void throw_value_type(std::string_view key, ValueType held, ValueType wanted, bool array_elements);
+[[noreturn]] RAYO_API void throw_value_type(std::string_view key, ValueType held, ValueType wanted,
+                                            bool array_elements);
 }  // namespace detail
 
 template <class T>
@@ -317,9 +319,12 @@ private:
 // general.alignment (a u32 power of two up to max_alignment; 32 when absent) and padded to it.
 // FormatError for invalid input (duplicate tensor names, a bad general.alignment, more than 4 dims);
 // rayo::Error when the file cannot be written.
-RAYO_API void write(std::filesystem::path const& path, Metadata const& metadata, std::span<TensorToWrite const> tensors);
-RAYO_API void write(std::filesystem::path const& path, Metadata const& metadata, std::initializer_list<TensorToWrite> tensors);
+RAYO_API void write(std::filesystem::path const& path, Metadata const& metadata,
+                    std::span<TensorToWrite const> tensors);
+RAYO_API void write(std::filesystem::path const& path, Metadata const& metadata,
+                    std::initializer_list<TensorToWrite> tensors);
 // The same bytes, in memory.
-[[nodiscard]] RAYO_API std::vector<std::byte> write_to_memory(Metadata const& metadata, std::span<TensorToWrite const> tensors);
+[[nodiscard]] RAYO_API std::vector<std::byte> write_to_memory(Metadata const& metadata,
+                                                              std::span<TensorToWrite const> tensors);
 
 }  // namespace rayo::gguf

@@ -22,10 +22,12 @@ namespace rayo {
 
 // Ops of one family share their operands' layout, their backend entry point and their source
 // file in each backend (src/<backend>/ops/<family>.cpp; unary and binary share elementwise.cpp).
+// clang-format off
 enum class OpFamily : std::uint8_t {
     unary, binary, reduction, softmax, normalization, matmul, quantization, conversion, layout, gather,
     rotary, attention, convolution, pooling
 };
+// clang-format on
 
 // The family's name; "?" for a value past the last family. A switch, so that a new enumerator
 // without its name here is a warning (-Wswitch), and op_family_count counts up to the first "?".
@@ -59,6 +61,7 @@ inline constexpr std::size_t op_family_count = [] {
 }();
 
 // Every op, in the order of op_table's rows.
+// clang-format off
 enum class Op : std::uint8_t {
     // unary: y = f(x), element by element
     relu, leaky_relu, elu, sigmoid, tanh, silu, gelu, gelu_tanh, clip, exp, log, sqrt, abs, neg,
@@ -87,6 +90,7 @@ enum class Op : std::uint8_t {
     conv2d,
     max_pool2d, avg_pool2d,
 };
+// clang-format on
 
 // A set of element types.
 class RAYO_API DTypeSet {
@@ -123,8 +127,9 @@ struct RAYO_API OpInfo {
 namespace detail {
 inline constexpr DTypeSet f32_only{DType::f32};
 inline constexpr DTypeSet floating{DType::f32, DType::f16, DType::bf16};
+inline constexpr DTypeSet elements{DType::f32, DType::f16, DType::bf16, DType::i32};  // what moves as it is
 inline constexpr DTypeSet quant_blocks{DType::q4_k, DType::q6_k, DType::q8_k, DType::q8_0, DType::q4_0, DType::q5_k};
-inline constexpr DTypeSet weight_types{DType::f32, DType::f16, DType::bf16, DType::q4_k,
+inline constexpr DTypeSet weight_types{DType::f32,  DType::f16,  DType::bf16, DType::q4_k,
                                        DType::q6_k, DType::q8_0, DType::q4_0, DType::q5_k};
 }  // namespace detail
 
@@ -165,11 +170,11 @@ inline constexpr std::array op_table{
     OpInfo{Op::linear, "linear", OpFamily::matmul, {}, detail::weight_types},
     OpInfo{Op::quantize, "quantize", OpFamily::quantization, {}, detail::quant_blocks},
     OpInfo{Op::dequantize, "dequantize", OpFamily::quantization, {}, detail::quant_blocks},
-    OpInfo{Op::cast, "cast", OpFamily::conversion, {}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
-    OpInfo{Op::copy, "copy", OpFamily::layout, {}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
+    OpInfo{Op::cast, "cast", OpFamily::conversion, {}, detail::elements},
+    OpInfo{Op::copy, "copy", OpFamily::layout, {}, detail::elements},
     OpInfo{Op::embedding, "embedding", OpFamily::gather, {}, detail::weight_types},
-    OpInfo{Op::index_select, "index_select", OpFamily::gather, {"axis"}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
-    OpInfo{Op::index_copy, "index_copy", OpFamily::gather, {"axis"}, {DType::f32, DType::f16, DType::bf16, DType::i32}},
+    OpInfo{Op::index_select, "index_select", OpFamily::gather, {"axis"}, detail::elements},
+    OpInfo{Op::index_copy, "index_copy", OpFamily::gather, {"axis"}, detail::elements},
     OpInfo{Op::rope, "rope", OpFamily::rotary, {"freq_base", "freq_scale"}, detail::floating},
     OpInfo{Op::attention, "attention", OpFamily::attention, {"scale"}, detail::floating},
     OpInfo{Op::conv2d, "conv2d", OpFamily::convolution, {}, detail::floating},
@@ -181,11 +186,13 @@ inline constexpr std::array op_table{
 // names Op's last enumerator, the one place that does: an op added after it moves it here.
 static_assert(op_table.size() == static_cast<std::size_t>(Op::avg_pool2d) + 1,
               "one row per Op, the last being Op's last enumerator");
-static_assert([] {
-    for (std::size_t i = 0; i < op_table.size(); ++i)
-        if (static_cast<std::size_t>(op_table[i].op) != i) return false;
-    return true;
-}(), "op_table's rows follow the order of enum class Op");
+static_assert(
+    [] {
+        for (std::size_t i = 0; i < op_table.size(); ++i)
+            if (static_cast<std::size_t>(op_table[i].op) != i) return false;
+        return true;
+    }(),
+    "op_table's rows follow the order of enum class Op");
 
 [[nodiscard]] constexpr OpInfo const& info(Op op) noexcept { return op_table[static_cast<std::size_t>(op)]; }
 [[nodiscard]] constexpr std::string_view to_string(Op op) noexcept { return info(op).name; }
@@ -202,12 +209,14 @@ static_assert([] {
 
 // Every row's family is one of the op_family_count families, and each of those has a row: a family
 // whose name to_string(OpFamily) lacks fails here as soon as it has ops.
-static_assert([] {
-    for (OpInfo const& row : op_table)
-        if (static_cast<std::size_t>(row.family) >= op_family_count) return false;
-    for (std::size_t f = 0; f < op_family_count; ++f)
-        if (op_count(static_cast<OpFamily>(f)) == 0) return false;
-    return true;
-}(), "every op's family is named by to_string(OpFamily), and every named family has ops in op_table");
+static_assert(
+    [] {
+        for (OpInfo const& row : op_table)
+            if (static_cast<std::size_t>(row.family) >= op_family_count) return false;
+        for (std::size_t f = 0; f < op_family_count; ++f)
+            if (op_count(static_cast<OpFamily>(f)) == 0) return false;
+        return true;
+    }(),
+    "every op's family is named by to_string(OpFamily), and every named family has ops in op_table");
 
 }  // namespace rayo

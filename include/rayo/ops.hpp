@@ -37,44 +37,124 @@ RAYO_API Tensor<T> unary(Op op, Tensor<T> const& x, float a = 0.0f, float b = 0.
 template <FloatingElement T, FloatingElement O>
 RAYO_API void unary_into(Op op, Tensor<T> const& x, float a, float b, Tensor<O> const& out);
 
-template <FloatingElement T> Tensor<T> relu(Tensor<T> const& x) { return unary(Op::relu, x); }
-template <FloatingElement T, FloatingElement O> void relu_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::relu, x, 0.0f, 0.0f, out); }
-template <FloatingElement T> Tensor<T> leaky_relu(Tensor<T> const& x, float alpha = 0.01f) { return unary(Op::leaky_relu, x, alpha); }
-template <FloatingElement T, FloatingElement O> void leaky_relu_into(Tensor<T> const& x, float alpha, Tensor<O> const& out) { unary_into(Op::leaky_relu, x, alpha, 0.0f, out); }
-template <FloatingElement T> Tensor<T> elu(Tensor<T> const& x, float alpha = 1.0f) { return unary(Op::elu, x, alpha); }
-template <FloatingElement T, FloatingElement O> void elu_into(Tensor<T> const& x, float alpha, Tensor<O> const& out) { unary_into(Op::elu, x, alpha, 0.0f, out); }
-template <FloatingElement T> Tensor<T> sigmoid(Tensor<T> const& x) { return unary(Op::sigmoid, x); }
-template <FloatingElement T, FloatingElement O> void sigmoid_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::sigmoid, x, 0.0f, 0.0f, out); }
-template <FloatingElement T> Tensor<T> tanh(Tensor<T> const& x) { return unary(Op::tanh, x); }
-template <FloatingElement T, FloatingElement O> void tanh_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::tanh, x, 0.0f, 0.0f, out); }
-template <FloatingElement T> Tensor<T> silu(Tensor<T> const& x) { return unary(Op::silu, x); }
-template <FloatingElement T, FloatingElement O> void silu_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::silu, x, 0.0f, 0.0f, out); }
-template <FloatingElement T> Tensor<T> swish(Tensor<T> const& x) { return silu(x); }
-template <FloatingElement T, FloatingElement O> void swish_into(Tensor<T> const& x, Tensor<O> const& out) { silu_into(x, out); }
+template <FloatingElement T>
+Tensor<T> relu(Tensor<T> const& x) {
+    return unary(Op::relu, x);
+}
+template <FloatingElement T, FloatingElement O>
+void relu_into(Tensor<T> const& x, Tensor<O> const& out) {
+    unary_into(Op::relu, x, 0.0f, 0.0f, out);
+}
+template <FloatingElement T>
+Tensor<T> leaky_relu(Tensor<T> const& x, float alpha = 0.01f) {
+    return unary(Op::leaky_relu, x, alpha);
+}
+template <FloatingElement T, FloatingElement O>
+void leaky_relu_into(Tensor<T> const& x, float alpha, Tensor<O> const& out) {
+    unary_into(Op::leaky_relu, x, alpha, 0.0f, out);
+}
+template <FloatingElement T>
+Tensor<T> elu(Tensor<T> const& x, float alpha = 1.0f) {
+    return unary(Op::elu, x, alpha);
+}
+template <FloatingElement T, FloatingElement O>
+void elu_into(Tensor<T> const& x, float alpha, Tensor<O> const& out) {
+    unary_into(Op::elu, x, alpha, 0.0f, out);
+}
+template <FloatingElement T>
+Tensor<T> sigmoid(Tensor<T> const& x) {
+    return unary(Op::sigmoid, x);
+}
+template <FloatingElement T, FloatingElement O>
+void sigmoid_into(Tensor<T> const& x, Tensor<O> const& out) {
+    unary_into(Op::sigmoid, x, 0.0f, 0.0f, out);
+}
+template <FloatingElement T>
+Tensor<T> tanh(Tensor<T> const& x) {
+    return unary(Op::tanh, x);
+}
+template <FloatingElement T, FloatingElement O>
+void tanh_into(Tensor<T> const& x, Tensor<O> const& out) {
+    unary_into(Op::tanh, x, 0.0f, 0.0f, out);
+}
+template <FloatingElement T>
+Tensor<T> silu(Tensor<T> const& x) {
+    return unary(Op::silu, x);
+}
+template <FloatingElement T, FloatingElement O>
+void silu_into(Tensor<T> const& x, Tensor<O> const& out) {
+    unary_into(Op::silu, x, 0.0f, 0.0f, out);
+}
+template <FloatingElement T>
+Tensor<T> swish(Tensor<T> const& x) {
+    return silu(x);
+}
+template <FloatingElement T, FloatingElement O>
+void swish_into(Tensor<T> const& x, Tensor<O> const& out) {
+    silu_into(x, out);
+}
 
 // gelu(x) = x·Φ(x). `exact` evaluates Φ with erf (Op::gelu); `tanh` is the approximation
 // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (Op::gelu_tanh).
 enum class Gelu { exact, tanh };
-template <FloatingElement T> Tensor<T> gelu(Tensor<T> const& x, Gelu form = Gelu::exact) {
+template <FloatingElement T>
+Tensor<T> gelu(Tensor<T> const& x, Gelu form = Gelu::exact) {
     return unary(form == Gelu::tanh ? Op::gelu_tanh : Op::gelu, x);
 }
-template <FloatingElement T, FloatingElement O> void gelu_into(Tensor<T> const& x, Gelu form, Tensor<O> const& out) {
+template <FloatingElement T, FloatingElement O>
+void gelu_into(Tensor<T> const& x, Gelu form, Tensor<O> const& out) {
     unary_into(form == Gelu::tanh ? Op::gelu_tanh : Op::gelu, x, 0.0f, 0.0f, out);
 }
 
 // min(max(x, lo), hi), as torch.clamp (lo > hi gives hi); NaN stays NaN.
-template <FloatingElement T> Tensor<T> clip(Tensor<T> const& x, float lo, float hi) { return unary(Op::clip, x, lo, hi); }
-template <FloatingElement T, FloatingElement O> void clip_into(Tensor<T> const& x, float lo, float hi, Tensor<O> const& out) { unary_into(Op::clip, x, lo, hi, out); }
-template <FloatingElement T> Tensor<T> exp(Tensor<T> const& x) { return unary(Op::exp, x); }
-template <FloatingElement T, FloatingElement O> void exp_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::exp, x, 0.0f, 0.0f, out); }
-template <FloatingElement T> Tensor<T> log(Tensor<T> const& x) { return unary(Op::log, x); }
-template <FloatingElement T, FloatingElement O> void log_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::log, x, 0.0f, 0.0f, out); }
-template <FloatingElement T> Tensor<T> sqrt(Tensor<T> const& x) { return unary(Op::sqrt, x); }
-template <FloatingElement T, FloatingElement O> void sqrt_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::sqrt, x, 0.0f, 0.0f, out); }
-template <FloatingElement T> Tensor<T> abs(Tensor<T> const& x) { return unary(Op::abs, x); }
-template <FloatingElement T, FloatingElement O> void abs_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::abs, x, 0.0f, 0.0f, out); }
-template <FloatingElement T> Tensor<T> neg(Tensor<T> const& x) { return unary(Op::neg, x); }
-template <FloatingElement T, FloatingElement O> void neg_into(Tensor<T> const& x, Tensor<O> const& out) { unary_into(Op::neg, x, 0.0f, 0.0f, out); }
+template <FloatingElement T>
+Tensor<T> clip(Tensor<T> const& x, float lo, float hi) {
+    return unary(Op::clip, x, lo, hi);
+}
+template <FloatingElement T, FloatingElement O>
+void clip_into(Tensor<T> const& x, float lo, float hi, Tensor<O> const& out) {
+    unary_into(Op::clip, x, lo, hi, out);
+}
+template <FloatingElement T>
+Tensor<T> exp(Tensor<T> const& x) {
+    return unary(Op::exp, x);
+}
+template <FloatingElement T, FloatingElement O>
+void exp_into(Tensor<T> const& x, Tensor<O> const& out) {
+    unary_into(Op::exp, x, 0.0f, 0.0f, out);
+}
+template <FloatingElement T>
+Tensor<T> log(Tensor<T> const& x) {
+    return unary(Op::log, x);
+}
+template <FloatingElement T, FloatingElement O>
+void log_into(Tensor<T> const& x, Tensor<O> const& out) {
+    unary_into(Op::log, x, 0.0f, 0.0f, out);
+}
+template <FloatingElement T>
+Tensor<T> sqrt(Tensor<T> const& x) {
+    return unary(Op::sqrt, x);
+}
+template <FloatingElement T, FloatingElement O>
+void sqrt_into(Tensor<T> const& x, Tensor<O> const& out) {
+    unary_into(Op::sqrt, x, 0.0f, 0.0f, out);
+}
+template <FloatingElement T>
+Tensor<T> abs(Tensor<T> const& x) {
+    return unary(Op::abs, x);
+}
+template <FloatingElement T, FloatingElement O>
+void abs_into(Tensor<T> const& x, Tensor<O> const& out) {
+    unary_into(Op::abs, x, 0.0f, 0.0f, out);
+}
+template <FloatingElement T>
+Tensor<T> neg(Tensor<T> const& x) {
+    return unary(Op::neg, x);
+}
+template <FloatingElement T, FloatingElement O>
+void neg_into(Tensor<T> const& x, Tensor<O> const& out) {
+    unary_into(Op::neg, x, 0.0f, 0.0f, out);
+}
 
 // ---- binary: tensors that broadcast (NumPy's rules, up to 8 axes), or a scalar on the right ----
 // Any binary op of rayo::op_table by its code; the named functions below call these. a, b and out
@@ -88,40 +168,130 @@ RAYO_API Tensor<T> binary(Op op, Tensor<T> const& a, float s);
 template <FloatingElement T, FloatingElement O>
 RAYO_API void binary_into(Op op, Tensor<T> const& a, float s, Tensor<O> const& out);
 
-template <FloatingElement T, FloatingElement U> Tensor<T> add(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::add, a, b); }
-template <FloatingElement T, FloatingElement U, FloatingElement O> void add_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::add, a, b, out); }
-template <FloatingElement T> Tensor<T> add(Tensor<T> const& a, float s) { return binary(Op::add, a, s); }
-template <FloatingElement T, FloatingElement O> void add_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::add, a, s, out); }
-template <FloatingElement T, FloatingElement U> Tensor<T> sub(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::sub, a, b); }
-template <FloatingElement T, FloatingElement U, FloatingElement O> void sub_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::sub, a, b, out); }
-template <FloatingElement T> Tensor<T> sub(Tensor<T> const& a, float s) { return binary(Op::sub, a, s); }
-template <FloatingElement T, FloatingElement O> void sub_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::sub, a, s, out); }
-template <FloatingElement T, FloatingElement U> Tensor<T> mul(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::mul, a, b); }
-template <FloatingElement T, FloatingElement U, FloatingElement O> void mul_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::mul, a, b, out); }
-template <FloatingElement T> Tensor<T> mul(Tensor<T> const& a, float s) { return binary(Op::mul, a, s); }
-template <FloatingElement T, FloatingElement O> void mul_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::mul, a, s, out); }
-template <FloatingElement T, FloatingElement U> Tensor<T> div(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::div, a, b); }
-template <FloatingElement T, FloatingElement U, FloatingElement O> void div_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::div, a, b, out); }
-template <FloatingElement T> Tensor<T> div(Tensor<T> const& a, float s) { return binary(Op::div, a, s); }
-template <FloatingElement T, FloatingElement O> void div_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::div, a, s, out); }
+template <FloatingElement T, FloatingElement U>
+Tensor<T> add(Tensor<T> const& a, Tensor<U> const& b) {
+    return binary(Op::add, a, b);
+}
+template <FloatingElement T, FloatingElement U, FloatingElement O>
+void add_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) {
+    binary_into(Op::add, a, b, out);
+}
+template <FloatingElement T>
+Tensor<T> add(Tensor<T> const& a, float s) {
+    return binary(Op::add, a, s);
+}
+template <FloatingElement T, FloatingElement O>
+void add_into(Tensor<T> const& a, float s, Tensor<O> const& out) {
+    binary_into(Op::add, a, s, out);
+}
+template <FloatingElement T, FloatingElement U>
+Tensor<T> sub(Tensor<T> const& a, Tensor<U> const& b) {
+    return binary(Op::sub, a, b);
+}
+template <FloatingElement T, FloatingElement U, FloatingElement O>
+void sub_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) {
+    binary_into(Op::sub, a, b, out);
+}
+template <FloatingElement T>
+Tensor<T> sub(Tensor<T> const& a, float s) {
+    return binary(Op::sub, a, s);
+}
+template <FloatingElement T, FloatingElement O>
+void sub_into(Tensor<T> const& a, float s, Tensor<O> const& out) {
+    binary_into(Op::sub, a, s, out);
+}
+template <FloatingElement T, FloatingElement U>
+Tensor<T> mul(Tensor<T> const& a, Tensor<U> const& b) {
+    return binary(Op::mul, a, b);
+}
+template <FloatingElement T, FloatingElement U, FloatingElement O>
+void mul_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) {
+    binary_into(Op::mul, a, b, out);
+}
+template <FloatingElement T>
+Tensor<T> mul(Tensor<T> const& a, float s) {
+    return binary(Op::mul, a, s);
+}
+template <FloatingElement T, FloatingElement O>
+void mul_into(Tensor<T> const& a, float s, Tensor<O> const& out) {
+    binary_into(Op::mul, a, s, out);
+}
+template <FloatingElement T, FloatingElement U>
+Tensor<T> div(Tensor<T> const& a, Tensor<U> const& b) {
+    return binary(Op::div, a, b);
+}
+template <FloatingElement T, FloatingElement U, FloatingElement O>
+void div_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) {
+    binary_into(Op::div, a, b, out);
+}
+template <FloatingElement T>
+Tensor<T> div(Tensor<T> const& a, float s) {
+    return binary(Op::div, a, s);
+}
+template <FloatingElement T, FloatingElement O>
+void div_into(Tensor<T> const& a, float s, Tensor<O> const& out) {
+    binary_into(Op::div, a, s, out);
+}
 // The larger / smaller of a and b (NaN if either is NaN; maximum(+0, -0) = +0, minimum = -0), as
 // torch.maximum / torch.minimum.
-template <FloatingElement T, FloatingElement U> Tensor<T> maximum(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::maximum, a, b); }
-template <FloatingElement T, FloatingElement U, FloatingElement O> void maximum_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::maximum, a, b, out); }
-template <FloatingElement T> Tensor<T> maximum(Tensor<T> const& a, float s) { return binary(Op::maximum, a, s); }
-template <FloatingElement T, FloatingElement O> void maximum_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::maximum, a, s, out); }
-template <FloatingElement T, FloatingElement U> Tensor<T> minimum(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::minimum, a, b); }
-template <FloatingElement T, FloatingElement U, FloatingElement O> void minimum_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::minimum, a, b, out); }
-template <FloatingElement T> Tensor<T> minimum(Tensor<T> const& a, float s) { return binary(Op::minimum, a, s); }
-template <FloatingElement T, FloatingElement O> void minimum_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::minimum, a, s, out); }
+template <FloatingElement T, FloatingElement U>
+Tensor<T> maximum(Tensor<T> const& a, Tensor<U> const& b) {
+    return binary(Op::maximum, a, b);
+}
+template <FloatingElement T, FloatingElement U, FloatingElement O>
+void maximum_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) {
+    binary_into(Op::maximum, a, b, out);
+}
+template <FloatingElement T>
+Tensor<T> maximum(Tensor<T> const& a, float s) {
+    return binary(Op::maximum, a, s);
+}
+template <FloatingElement T, FloatingElement O>
+void maximum_into(Tensor<T> const& a, float s, Tensor<O> const& out) {
+    binary_into(Op::maximum, a, s, out);
+}
+template <FloatingElement T, FloatingElement U>
+Tensor<T> minimum(Tensor<T> const& a, Tensor<U> const& b) {
+    return binary(Op::minimum, a, b);
+}
+template <FloatingElement T, FloatingElement U, FloatingElement O>
+void minimum_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) {
+    binary_into(Op::minimum, a, b, out);
+}
+template <FloatingElement T>
+Tensor<T> minimum(Tensor<T> const& a, float s) {
+    return binary(Op::minimum, a, s);
+}
+template <FloatingElement T, FloatingElement O>
+void minimum_into(Tensor<T> const& a, float s, Tensor<O> const& out) {
+    binary_into(Op::minimum, a, s, out);
+}
 // silu(a)·b, computed in f32 and rounded once: a SwiGLU feed-forward's gate applied to its up
 // projection in one pass (Llama's down(swiglu(gate(x), up(x)))).
-template <FloatingElement T, FloatingElement U> Tensor<T> swiglu(Tensor<T> const& a, Tensor<U> const& b) { return binary(Op::swiglu, a, b); }
-template <FloatingElement T, FloatingElement U, FloatingElement O> void swiglu_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) { binary_into(Op::swiglu, a, b, out); }
-template <FloatingElement T> Tensor<T> swiglu(Tensor<T> const& a, float s) { return binary(Op::swiglu, a, s); }
-template <FloatingElement T, FloatingElement O> void swiglu_into(Tensor<T> const& a, float s, Tensor<O> const& out) { binary_into(Op::swiglu, a, s, out); }
-template <FloatingElement T> Tensor<T> scale(Tensor<T> const& x, float s) { return binary(Op::mul, x, s); }
-template <FloatingElement T, FloatingElement O> void scale_into(Tensor<T> const& x, float s, Tensor<O> const& out) { binary_into(Op::mul, x, s, out); }
+template <FloatingElement T, FloatingElement U>
+Tensor<T> swiglu(Tensor<T> const& a, Tensor<U> const& b) {
+    return binary(Op::swiglu, a, b);
+}
+template <FloatingElement T, FloatingElement U, FloatingElement O>
+void swiglu_into(Tensor<T> const& a, Tensor<U> const& b, Tensor<O> const& out) {
+    binary_into(Op::swiglu, a, b, out);
+}
+template <FloatingElement T>
+Tensor<T> swiglu(Tensor<T> const& a, float s) {
+    return binary(Op::swiglu, a, s);
+}
+template <FloatingElement T, FloatingElement O>
+void swiglu_into(Tensor<T> const& a, float s, Tensor<O> const& out) {
+    binary_into(Op::swiglu, a, s, out);
+}
+template <FloatingElement T>
+Tensor<T> scale(Tensor<T> const& x, float s) {
+    return binary(Op::mul, x, s);
+}
+template <FloatingElement T, FloatingElement O>
+void scale_into(Tensor<T> const& x, float s, Tensor<O> const& out) {
+    binary_into(Op::mul, x, s, out);
+}
 // Sum of a·b over all elements (same shape, one element type); an f32 rank-0 tensor.
 template <FloatingElement T, FloatingElement U>
 RAYO_API FTensor dot(Tensor<T> const& a, Tensor<U> const& b);
@@ -142,30 +312,54 @@ RAYO_API void log_softmax_into(Tensor<T> const& x, int axis, Tensor<O> const& ou
 // Sums accumulate in double per block, so large tensors keep float accuracy. max/min propagate NaN;
 // argmax/argmin give the first index of the extreme value (a NaN counts as the extreme). The
 // results are f32 (i64 indices) whatever x's floating type.
-template <FloatingElement T> RAYO_API FTensor sum(Tensor<T> const& x);
-template <FloatingElement T> RAYO_API void sum_into(Tensor<T> const& x, FTensor const& out);
-template <FloatingElement T> RAYO_API FTensor sum(Tensor<T> const& x, int axis, bool keepdim = false);
-template <FloatingElement T> RAYO_API void sum_into(Tensor<T> const& x, int axis, bool keepdim, FTensor const& out);
-template <FloatingElement T> RAYO_API FTensor mean(Tensor<T> const& x);
-template <FloatingElement T> RAYO_API void mean_into(Tensor<T> const& x, FTensor const& out);
-template <FloatingElement T> RAYO_API FTensor mean(Tensor<T> const& x, int axis, bool keepdim = false);
-template <FloatingElement T> RAYO_API void mean_into(Tensor<T> const& x, int axis, bool keepdim, FTensor const& out);
-template <FloatingElement T> RAYO_API FTensor max(Tensor<T> const& x);
-template <FloatingElement T> RAYO_API void max_into(Tensor<T> const& x, FTensor const& out);
-template <FloatingElement T> RAYO_API FTensor max(Tensor<T> const& x, int axis, bool keepdim = false);
-template <FloatingElement T> RAYO_API void max_into(Tensor<T> const& x, int axis, bool keepdim, FTensor const& out);
-template <FloatingElement T> RAYO_API FTensor min(Tensor<T> const& x);
-template <FloatingElement T> RAYO_API void min_into(Tensor<T> const& x, FTensor const& out);
-template <FloatingElement T> RAYO_API FTensor min(Tensor<T> const& x, int axis, bool keepdim = false);
-template <FloatingElement T> RAYO_API void min_into(Tensor<T> const& x, int axis, bool keepdim, FTensor const& out);
-template <FloatingElement T> RAYO_API Tensor<std::int64_t> argmax(Tensor<T> const& x);
-template <FloatingElement T> RAYO_API void argmax_into(Tensor<T> const& x, Tensor<std::int64_t> const& out);
-template <FloatingElement T> RAYO_API Tensor<std::int64_t> argmax(Tensor<T> const& x, int axis, bool keepdim = false);
-template <FloatingElement T> RAYO_API void argmax_into(Tensor<T> const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
-template <FloatingElement T> RAYO_API Tensor<std::int64_t> argmin(Tensor<T> const& x);
-template <FloatingElement T> RAYO_API void argmin_into(Tensor<T> const& x, Tensor<std::int64_t> const& out);
-template <FloatingElement T> RAYO_API Tensor<std::int64_t> argmin(Tensor<T> const& x, int axis, bool keepdim = false);
-template <FloatingElement T> RAYO_API void argmin_into(Tensor<T> const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
+template <FloatingElement T>
+RAYO_API FTensor sum(Tensor<T> const& x);
+template <FloatingElement T>
+RAYO_API void sum_into(Tensor<T> const& x, FTensor const& out);
+template <FloatingElement T>
+RAYO_API FTensor sum(Tensor<T> const& x, int axis, bool keepdim = false);
+template <FloatingElement T>
+RAYO_API void sum_into(Tensor<T> const& x, int axis, bool keepdim, FTensor const& out);
+template <FloatingElement T>
+RAYO_API FTensor mean(Tensor<T> const& x);
+template <FloatingElement T>
+RAYO_API void mean_into(Tensor<T> const& x, FTensor const& out);
+template <FloatingElement T>
+RAYO_API FTensor mean(Tensor<T> const& x, int axis, bool keepdim = false);
+template <FloatingElement T>
+RAYO_API void mean_into(Tensor<T> const& x, int axis, bool keepdim, FTensor const& out);
+template <FloatingElement T>
+RAYO_API FTensor max(Tensor<T> const& x);
+template <FloatingElement T>
+RAYO_API void max_into(Tensor<T> const& x, FTensor const& out);
+template <FloatingElement T>
+RAYO_API FTensor max(Tensor<T> const& x, int axis, bool keepdim = false);
+template <FloatingElement T>
+RAYO_API void max_into(Tensor<T> const& x, int axis, bool keepdim, FTensor const& out);
+template <FloatingElement T>
+RAYO_API FTensor min(Tensor<T> const& x);
+template <FloatingElement T>
+RAYO_API void min_into(Tensor<T> const& x, FTensor const& out);
+template <FloatingElement T>
+RAYO_API FTensor min(Tensor<T> const& x, int axis, bool keepdim = false);
+template <FloatingElement T>
+RAYO_API void min_into(Tensor<T> const& x, int axis, bool keepdim, FTensor const& out);
+template <FloatingElement T>
+RAYO_API Tensor<std::int64_t> argmax(Tensor<T> const& x);
+template <FloatingElement T>
+RAYO_API void argmax_into(Tensor<T> const& x, Tensor<std::int64_t> const& out);
+template <FloatingElement T>
+RAYO_API Tensor<std::int64_t> argmax(Tensor<T> const& x, int axis, bool keepdim = false);
+template <FloatingElement T>
+RAYO_API void argmax_into(Tensor<T> const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
+template <FloatingElement T>
+RAYO_API Tensor<std::int64_t> argmin(Tensor<T> const& x);
+template <FloatingElement T>
+RAYO_API void argmin_into(Tensor<T> const& x, Tensor<std::int64_t> const& out);
+template <FloatingElement T>
+RAYO_API Tensor<std::int64_t> argmin(Tensor<T> const& x, int axis, bool keepdim = false);
+template <FloatingElement T>
+RAYO_API void argmin_into(Tensor<T> const& x, int axis, bool keepdim, Tensor<std::int64_t> const& out);
 
 // ---- matrices ------------------------------------------------------------------------------------
 // How matmul reads b, and how exact an f32 product must be.
@@ -196,7 +390,7 @@ RAYO_API void matmul_into(Tensor<T> const& a, Tensor<T> const& b, Tensor<O> cons
 // Weight types of linear: f32, f16, bf16, and the GGUF block types q8_0, q4_0, q4_k, q5_k and q6_k.
 template <class W>
 concept QuantWeight = std::same_as<W, q4_k> || std::same_as<W, q6_k> || std::same_as<W, q8_0> ||
-                      std::same_as<W, q4_0> || std::same_as<W, q5_k>;
+    std::same_as<W, q4_0> || std::same_as<W, q5_k>;
 template <class W>
 concept LinearWeight = FloatingElement<W> || QuantWeight<W>;
 
@@ -234,7 +428,8 @@ RAYO_API void swiglu_linear_into(FTensor const& gate, FTensor const& up, Tensor<
 template <LinearWeight W>
 RAYO_API FTensor rms_norm_linear(FTensor const& x, FTensor const& gain, float eps, Tensor<W> const& w);
 template <LinearWeight W>
-RAYO_API void rms_norm_linear_into(FTensor const& x, FTensor const& gain, float eps, Tensor<W> const& w, FTensor const& out);
+RAYO_API void rms_norm_linear_into(FTensor const& x, FTensor const& gain, float eps, Tensor<W> const& w,
+                                   FTensor const& out);
 template <LinearWeight W>
 RAYO_API void rms_norm_linear_into(FTensor const& x, FTensor const& gain, float eps, Tensor<W> const& w,
                                    FTensor const& bias, FTensor const& out);
@@ -242,8 +437,8 @@ RAYO_API void rms_norm_linear_into(FTensor const& x, FTensor const& gain, float 
 // ---- element types -------------------------------------------------------------------------------
 // The element types cast converts between.
 template <class T>
-concept CastElement = std::same_as<T, float> || std::same_as<T, half> || std::same_as<T, bfloat16> ||
-                      std::same_as<T, std::int32_t>;
+concept CastElement =
+    std::same_as<T, float> || std::same_as<T, half> || std::same_as<T, bfloat16> || std::same_as<T, std::int32_t>;
 
 // x's values as To, on x's device: floats round to nearest even (overflow to ±Inf), NaN and ±Inf
 // stay; to i32, values truncate toward zero and saturate at INT32_MIN / INT32_MAX, NaN gives 0;
@@ -323,7 +518,8 @@ RAYO_API void layer_norm_into(Tensor<T> const& x, float eps, Tensor<O> const& ou
 template <FloatingElement T, FloatingElement W>
 RAYO_API Tensor<T> layer_norm(Tensor<T> const& x, Tensor<W> const& gamma, Tensor<W> const& beta, float eps = 1e-5f);
 template <FloatingElement T, FloatingElement W, FloatingElement O>
-RAYO_API void layer_norm_into(Tensor<T> const& x, Tensor<W> const& gamma, Tensor<W> const& beta, float eps, Tensor<O> const& out);
+RAYO_API void layer_norm_into(Tensor<T> const& x, Tensor<W> const& gamma, Tensor<W> const& beta, float eps,
+                              Tensor<O> const& out);
 // rms_norm: x / sqrt(mean(x²) + eps) · gamma.
 template <FloatingElement T>
 RAYO_API Tensor<T> rms_norm(Tensor<T> const& x, float eps = 1e-6f);
@@ -397,7 +593,7 @@ struct Conv2dParams {
     std::array<int, 2> stride{1, 1};
     std::array<int, 2> padding{0, 0};  // zeros on each side
     std::array<int, 2> dilation{1, 1};
-    int groups = 1;                    // depthwise: groups = C = O
+    int groups = 1;  // depthwise: groups = C = O
 };
 // x [N, C, H, W] cross-correlated with w [O, C/groups, KH, KW] (as torch.nn.functional.conv2d) ->
 // [N, O, OH, OW], OH = (H + 2·padding − dilation·(KH − 1) − 1) / stride + 1, accumulated in f32.
@@ -407,7 +603,8 @@ template <FloatingElement T>
 RAYO_API void conv2d_into(Tensor<T> const& x, Tensor<T> const& w, Conv2dParams const& params, Tensor<T> const& out);
 // … + bias [O], added to each output channel.
 template <FloatingElement T>
-RAYO_API Tensor<T> conv2d(Tensor<T> const& x, Tensor<T> const& w, Tensor<T> const& bias, Conv2dParams const& params = {});
+RAYO_API Tensor<T> conv2d(Tensor<T> const& x, Tensor<T> const& w, Tensor<T> const& bias,
+                          Conv2dParams const& params = {});
 template <FloatingElement T>
 RAYO_API void conv2d_into(Tensor<T> const& x, Tensor<T> const& w, Tensor<T> const& bias, Conv2dParams const& params,
                           Tensor<T> const& out);
@@ -426,7 +623,7 @@ RAYO_API Tensor<T> convolve2d(Tensor<T> const& image, Tensor<T> const& kernel, C
 struct Pool2dParams {
     std::array<int, 2> kernel{2, 2};
     std::optional<std::array<int, 2>> stride;  // default: the kernel
-    std::array<int, 2> padding{0, 0};         // at most half the kernel
+    std::array<int, 2> padding{0, 0};          // at most half the kernel
     // avg_pool2d: padding cells count in the divisor (PyTorch's default).
     bool count_include_pad = true;
 };

@@ -72,25 +72,46 @@ struct RAYO_API q5_k {
     std::array<std::uint8_t, 128> qs;     // low 4 bits, two sub-blocks per 32-byte chunk
 };
 
-static_assert(sizeof(q4_k) == 144 && offsetof(q4_k, dmin) == 2 && offsetof(q4_k, scales) == 4 && offsetof(q4_k, qs) == 16);
-static_assert(sizeof(q6_k) == 210 && offsetof(q6_k, qh) == 128 && offsetof(q6_k, scales) == 192 && offsetof(q6_k, d) == 208);
+static_assert(sizeof(q4_k) == 144 && offsetof(q4_k, dmin) == 2 && offsetof(q4_k, scales) == 4 &&
+              offsetof(q4_k, qs) == 16);
+static_assert(sizeof(q6_k) == 210 && offsetof(q6_k, qh) == 128 && offsetof(q6_k, scales) == 192 &&
+              offsetof(q6_k, d) == 208);
 static_assert(sizeof(q8_k) == 292 && offsetof(q8_k, qs) == 4 && offsetof(q8_k, bsums) == 260);
 static_assert(sizeof(q8_0) == 34 && offsetof(q8_0, qs) == 2);
 static_assert(sizeof(q4_0) == 18 && offsetof(q4_0, qs) == 2);
 static_assert(sizeof(q5_k) == 176 && offsetof(q5_k, dmin) == 2 && offsetof(q5_k, scales) == 4 &&
               offsetof(q5_k, qh) == 16 && offsetof(q5_k, qs) == 48);
-static_assert(std::is_trivially_copyable_v<q4_k> && std::is_trivially_copyable_v<q6_k> && std::is_trivially_copyable_v<q8_k>);
+static_assert(std::is_trivially_copyable_v<q4_k> && std::is_trivially_copyable_v<q6_k> &&
+              std::is_trivially_copyable_v<q8_k>);
 static_assert(std::is_trivially_copyable_v<q8_0> && std::is_trivially_copyable_v<q4_0> &&
               std::is_trivially_copyable_v<q5_k>);
 static_assert(alignof(q4_k) == 2 && alignof(q6_k) == 2 && alignof(q8_k) == 4);
 static_assert(alignof(q8_0) == 2 && alignof(q4_0) == 2 && alignof(q5_k) == 2);
 
-template <> struct dtype_traits<q4_k> { static constexpr DType value = DType::q4_k; };
-template <> struct dtype_traits<q6_k> { static constexpr DType value = DType::q6_k; };
-template <> struct dtype_traits<q8_k> { static constexpr DType value = DType::q8_k; };
-template <> struct dtype_traits<q8_0> { static constexpr DType value = DType::q8_0; };
-template <> struct dtype_traits<q4_0> { static constexpr DType value = DType::q4_0; };
-template <> struct dtype_traits<q5_k> { static constexpr DType value = DType::q5_k; };
+template <>
+struct dtype_traits<q4_k> {
+    static constexpr DType value = DType::q4_k;
+};
+template <>
+struct dtype_traits<q6_k> {
+    static constexpr DType value = DType::q6_k;
+};
+template <>
+struct dtype_traits<q8_k> {
+    static constexpr DType value = DType::q8_k;
+};
+template <>
+struct dtype_traits<q8_0> {
+    static constexpr DType value = DType::q8_0;
+};
+template <>
+struct dtype_traits<q4_0> {
+    static constexpr DType value = DType::q4_0;
+};
+template <>
+struct dtype_traits<q5_k> {
+    static constexpr DType value = DType::q5_k;
+};
 static_assert(size_of(DType::q4_k) == sizeof(q4_k) && size_of(DType::q6_k) == sizeof(q6_k) &&
               size_of(DType::q8_k) == sizeof(q8_k));
 static_assert(size_of(DType::q8_0) == sizeof(q8_0) && size_of(DType::q4_0) == sizeof(q4_0) &&
@@ -99,8 +120,8 @@ static_assert(block_elements(DType::q8_0) == small_block_values && block_element
               block_elements(DType::q5_k) == quant_block_values);
 
 template <class T>
-concept QuantBlock = std::same_as<T, q4_k> || std::same_as<T, q6_k> || std::same_as<T, q8_k> ||
-                     std::same_as<T, q8_0> || std::same_as<T, q4_0> || std::same_as<T, q5_k>;
+concept QuantBlock = std::same_as<T, q4_k> || std::same_as<T, q6_k> || std::same_as<T, q8_k> || std::same_as<T, q8_0> ||
+    std::same_as<T, q4_0> || std::same_as<T, q5_k>;
 
 // Values per block of B: 256, or 32 for q8_0 and q4_0.
 template <QuantBlock B>

@@ -30,8 +30,11 @@ private:
     static constexpr std::int64_t overflow = std::numeric_limits<std::int64_t>::min();
     template <std::integral I>
     static constexpr bool fits(I v) noexcept {
-        if constexpr (std::is_signed_v<I>) return static_cast<long long>(v) != overflow;
-        else return static_cast<unsigned long long>(v) <= static_cast<unsigned long long>(std::numeric_limits<std::int64_t>::max());
+        if constexpr (std::is_signed_v<I>)
+            return static_cast<long long>(v) != overflow;
+        else
+            return static_cast<unsigned long long>(v) <=
+                   static_cast<unsigned long long>(std::numeric_limits<std::int64_t>::max());
     }
     std::int64_t value_;
 };

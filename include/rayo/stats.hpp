@@ -11,8 +11,8 @@
 namespace rayo {
 
 struct RAYO_API Stats {
-    std::uint64_t ops = 0;             // ops dispatched to any backend
-    std::uint64_t cpu_fallbacks = 0;   // of those, run on the CPU because the backend could not
+    std::uint64_t ops = 0;            // ops dispatched to any backend
+    std::uint64_t cpu_fallbacks = 0;  // of those, run on the CPU because the backend could not
     // "op on device" -> count, e.g. "softmax on vulkan:0"
     std::map<std::string, std::uint64_t> fallbacks_by_op;
 };

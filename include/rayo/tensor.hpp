@@ -57,9 +57,7 @@ public:
         auto storage = std::make_shared<detail::Storage>(device, bytes_for(dtype_of<T>, shape.numel()));
         return Tensor(std::move(storage), 0, std::move(shape));
     }
-    static Tensor full(Shape shape, T value, Device device = Device::cpu())
-        requires(values_per_element == 1)
-    {
+    static Tensor full(Shape shape, T value, Device device = Device::cpu()) requires(values_per_element == 1) {
         Tensor t = empty(std::move(shape), device);
         if (t.numel()) t.storage_->fill(0, t.bytes(), &value, sizeof(T));
         return t;
@@ -94,9 +92,7 @@ public:
         return host;
     }
     // The single element of a one-element tensor.
-    [[nodiscard]] T item() const
-        requires(values_per_element == 1)
-    {
+    [[nodiscard]] T item() const requires(values_per_element == 1) {
         if (numel() != 1)
             throw ShapeError("item() needs a tensor with exactly one element, got shape " + shape_.to_string());
         T value{};
@@ -109,9 +105,12 @@ public:
         std::size_t inferred = dims.size();
         std::size_t known = 1;
         for (std::size_t i = 0; i < dims.size(); ++i) {
-            if (dims[i] == -1 && inferred == dims.size()) inferred = i;
-            else if (dims[i] < 0) throw ShapeError("reshape of " + shape_.to_string() + ": invalid dimension " + std::to_string(dims[i]));
-            else known *= static_cast<std::size_t>(dims[i]);
+            if (dims[i] == -1 && inferred == dims.size())
+                inferred = i;
+            else if (dims[i] < 0)
+                throw ShapeError("reshape of " + shape_.to_string() + ": invalid dimension " + std::to_string(dims[i]));
+            else
+                known *= static_cast<std::size_t>(dims[i]);
         }
         if (inferred != dims.size()) {
             if (known == 0 || numel() % known != 0)
@@ -140,8 +139,8 @@ public:
         if (rank() == 0) throw ShapeError("slice of a rank-0 tensor");
         std::int64_t const rows = shape_[0];
         if (begin < 0 || end < begin || end > rows)
-            throw ShapeError("slice [" + std::to_string(begin) + ", " + std::to_string(end) + ") is out of range for shape " +
-                             shape_.to_string());
+            throw ShapeError("slice [" + std::to_string(begin) + ", " + std::to_string(end) +
+                             ") is out of range for shape " + shape_.to_string());
         std::vector<std::int64_t> dims(shape_.dims().begin(), shape_.dims().end());
         std::size_t const row_elems = rows ? numel() / static_cast<std::size_t>(rows) : 0;
         dims[0] = end - begin;
@@ -149,7 +148,8 @@ public:
         if (values_per_element > 1 && rank() == 1)
             throw ShapeError("slice of " + std::string(to_string(dtype())) + " shape " + shape_.to_string() +
                              ": a 1-D block tensor cannot be split inside its blocks");
-        return Tensor(storage_, offset_ + bytes_for(dtype(), static_cast<std::size_t>(begin) * row_elems), std::move(shape));
+        return Tensor(storage_, offset_ + bytes_for(dtype(), static_cast<std::size_t>(begin) * row_elems),
+                      std::move(shape));
     }
     // Row i of the first axis, with that axis removed.
     [[nodiscard]] Tensor operator[](std::int64_t i) const {
@@ -188,9 +188,13 @@ namespace detail {
 // How the op layer reaches a tensor's storage without making it public API.
 struct RAYO_API TensorAccess {
     template <class T>
-    static Storage& storage(Tensor<T> const& t) noexcept { return *t.storage_; }
+    static Storage& storage(Tensor<T> const& t) noexcept {
+        return *t.storage_;
+    }
     template <class T>
-    static std::size_t offset(Tensor<T> const& t) noexcept { return t.offset_; }
+    static std::size_t offset(Tensor<T> const& t) noexcept {
+        return t.offset_;
+    }
 };
 }  // namespace detail
 

@@ -48,10 +48,14 @@ Device Device::parse(std::string_view text) {
             unknown_device(text, "the index after ':' must be a non-negative integer");
     }
     DeviceKind kind;
-    if (kind_text == "cpu") kind = DeviceKind::cpu;
-    else if (kind_text == "vulkan") kind = DeviceKind::vulkan;
-    else if (kind_text == "cuda") kind = DeviceKind::cuda;
-    else unknown_device(text, "not a device kind");
+    if (kind_text == "cpu")
+        kind = DeviceKind::cpu;
+    else if (kind_text == "vulkan")
+        kind = DeviceKind::vulkan;
+    else if (kind_text == "cuda")
+        kind = DeviceKind::cuda;
+    else
+        unknown_device(text, "not a device kind");
     if (kind == DeviceKind::cpu) {
         if (index > 0) unknown_device(text, "there is one cpu device");
         return cpu();

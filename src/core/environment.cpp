@@ -48,9 +48,9 @@ KQuantActivations parse_kquant_activations(std::string_view text) {
 }
 
 LogLevel parse_log_level(std::string_view text) {
-    for (auto [name, level] : {std::pair{"debug", LogLevel::debug}, std::pair{"info", LogLevel::info},
-                               std::pair{"warn", LogLevel::warn}, std::pair{"error", LogLevel::error},
-                               std::pair{"off", LogLevel::off}})
+    for (auto [name, level] :
+         {std::pair{"debug", LogLevel::debug}, std::pair{"info", LogLevel::info}, std::pair{"warn", LogLevel::warn},
+          std::pair{"error", LogLevel::error}, std::pair{"off", LogLevel::off}})
         if (text == name) return level;
     refuse("RAYO_LOG", text, "one of debug, info, warn, error, off");
 }

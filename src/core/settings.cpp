@@ -41,7 +41,8 @@ bool arch_built(CpuArch arch) {
     switch (arch) {
         case CpuArch::sse4_2: return RAYO_HAS_CPU_SSE4_2;
         case CpuArch::avx2: return RAYO_HAS_CPU_AVX2;
-        case CpuArch::avx512: case CpuArch::avx512_vnni: return RAYO_HAS_CPU_AVX512;
+        case CpuArch::avx512:
+        case CpuArch::avx512_vnni: return RAYO_HAS_CPU_AVX512;
     }
     return false;
 }
@@ -65,12 +66,13 @@ std::string arch_list() {
 
 CpuArch initial_arch() {
     auto const archs = available_cpu_archs();
-    if (archs.empty()) throw Unsupported("this CPU runs none of the instruction sets rayo was built for (SSE4.2 at least)");
+    if (archs.empty())
+        throw Unsupported("this CPU runs none of the instruction sets rayo was built for (SSE4.2 at least)");
     if (auto const env = detail::environment("RAYO_CPU_ARCH")) {
         CpuArch const want = detail::parse_cpu_arch(*env);
         if (std::find(archs.begin(), archs.end(), want) == archs.end())
-            throw Unsupported("RAYO_CPU_ARCH=" + std::string(to_string(want)) + " is not available on this machine; available: " +
-                              arch_list());
+            throw Unsupported("RAYO_CPU_ARCH=" + std::string(to_string(want)) +
+                              " is not available on this machine; available: " + arch_list());
         return want;
     }
     return archs.back();
@@ -106,7 +108,8 @@ std::atomic<LogLevel>& log_state() {
 void set_num_threads(std::size_t threads) {
     // The new pool starts before it replaces the old one, outside the lock: ops running now keep
     // the pool they hold, and a pool the system cannot start leaves the old one in place.
-    auto pool = std::make_shared<cpu::ThreadPool>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()));
+    auto pool =
+        std::make_shared<cpu::ThreadPool>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()));
     auto& h = pool_holder();
     std::shared_ptr<cpu::ThreadPool> old;
     {
@@ -146,8 +149,8 @@ CpuArch cpu_arch() {
 
 void set_cpu_arch(CpuArch arch) {
     if (!arch_built(arch) || !arch_runs(arch))
-        throw Unsupported("CPU arch " + std::string(to_string(arch)) + " is not available on this machine; available: " +
-                          arch_list());
+        throw Unsupported("CPU arch " + std::string(to_string(arch)) +
+                          " is not available on this machine; available: " + arch_list());
     arch_state().store(static_cast<int>(arch), std::memory_order_release);
 }
 
@@ -188,6 +191,5 @@ KernelTable const& kernels() {
 }
 
 }  // namespace cpu
-
 
 }  // namespace rayo

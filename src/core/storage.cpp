@@ -36,7 +36,8 @@ void Storage::fill(std::size_t offset, std::size_t bytes, void const* pattern, s
     Registry::instance().backend(device_).fill(handle_, offset, bytes, pattern, pattern_bytes);
 }
 
-void Storage::copy(Storage const& src, std::size_t src_offset, Storage& dst, std::size_t dst_offset, std::size_t bytes) {
+void Storage::copy(Storage const& src, std::size_t src_offset, Storage& dst, std::size_t dst_offset,
+                   std::size_t bytes) {
     refuse_in_capture("a copy of a tensor's bytes");
     auto& registry = Registry::instance();
     if (src.device_ == dst.device_) {

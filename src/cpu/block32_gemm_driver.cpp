@@ -45,8 +45,16 @@ void block32_gemm(ThreadPool& pool, KernelTable const& k, std::size_t m, std::si
         k.block32_quantize_x(x + b * depth, (e - b) * depth, codes + b * depth, scales + b * blocks);
     });
 
-    Block32GemmArgs const args{.m = m, .n = n, .k = depth, .x_codes = codes, .x_scales = scales,
-                               .w_type = w_type, .w = w, .w_row_bytes = row_bytes, .c = c, .ldc = n};
+    Block32GemmArgs const args{.m = m,
+                               .n = n,
+                               .k = depth,
+                               .x_codes = codes,
+                               .x_scales = scales,
+                               .w_type = w_type,
+                               .w = w,
+                               .w_row_bytes = row_bytes,
+                               .c = c,
+                               .ldc = n};
     // Few column chunks for the threads: split the rows too (in whole micro-tiles).
     std::size_t const col_parts = ceil_div(n, chunk_cols);
     std::size_t const row_tiles = ceil_div(m, block32::micro_rows);
@@ -55,7 +63,8 @@ void block32_gemm(ThreadPool& pool, KernelTable const& k, std::size_t m, std::si
     std::atomic<std::size_t> next{0};
     // Parts are claimed, not assigned, as in the f32 GEMM's driver (cpu/gemm_driver.cpp).
     auto const work = [&](std::size_t, std::size_t) {
-        auto* packed = reinterpret_cast<unsigned char*>(packed_buffer.get(block32::packed_bytes(chunk_cols) / sizeof(float)));
+        auto* packed =
+            reinterpret_cast<unsigned char*>(packed_buffer.get(block32::packed_bytes(chunk_cols) / sizeof(float)));
         for (std::size_t part = next.fetch_add(1); part < parts; part = next.fetch_add(1)) {
             std::size_t const row_part = part / col_parts, col_part = part % col_parts;
             std::size_t const i0 = std::min(m, row_tiles * row_part / row_parts * block32::micro_rows);

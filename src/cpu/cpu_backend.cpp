@@ -35,7 +35,8 @@ void ask_for_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] std::size_t b
     if (bytes < 4 * huge_page) return;
     auto const begin = (reinterpret_cast<std::uintptr_t>(p) + huge_page - 1) & ~(huge_page - 1);
     auto const end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge_page - 1);
-    if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint: failure is fine
+    if (end > begin)
+        (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint: failure is fine
 #endif
 }
 
@@ -94,14 +95,15 @@ void CpuBackend::copy(std::uintptr_t src, std::size_t src_offset, std::uintptr_t
 void CpuBackend::fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes, void const* pattern,
                       std::size_t pattern_bytes) {
     auto* out = reinterpret_cast<unsigned char*>(dst + offset);
-    bool const all_zero = std::all_of(static_cast<unsigned char const*>(pattern),
-                                      static_cast<unsigned char const*>(pattern) + pattern_bytes,
-                                      [](unsigned char c) { return c == 0; });
+    bool const all_zero =
+        std::all_of(static_cast<unsigned char const*>(pattern),
+                    static_cast<unsigned char const*>(pattern) + pattern_bytes, [](unsigned char c) { return c == 0; });
     if (all_zero) {
         std::memset(out, 0, bytes);
         return;
     }
-    for (std::size_t i = 0; i + pattern_bytes <= bytes; i += pattern_bytes) std::memcpy(out + i, pattern, pattern_bytes);
+    for (std::size_t i = 0; i + pattern_bytes <= bytes; i += pattern_bytes)
+        std::memcpy(out + i, pattern, pattern_bytes);
 }
 
 detail::Support CpuBackend::supports(detail::OpDescriptor const& op, detail::OpViews const& views) const {

@@ -94,13 +94,14 @@ struct Range {
 };
 
 // One thread's share of C: rows x cols, computed serially with this thread's pack buffers.
-void gemm_region(GemmArgs const& args, KernelTable const& kt, GemmBlocking const& blocking, Range rows,
-                 Range cols, bool direct_a) {
+void gemm_region(GemmArgs const& args, KernelTable const& kt, GemmBlocking const& blocking, Range rows, Range cols,
+                 bool direct_a) {
     std::size_t const mr = kt.gemm_mr, nr = kt.gemm_nr;
     // Equal depth blocks: k = 257 as 256 + 1 would pay a whole extra pass over C for one step.
     std::size_t kc_max = round_up(ceil_div(args.k, ceil_div(args.k, blocking.kc)), 4);
     // Quantized B is decoded 256 values (whole blocks) at a time (args.k is whole blocks).
-    if (is_quantized(args.b_type)) kc_max = std::max<std::size_t>(1, blocking.kc / quant_block_values) * quant_block_values;
+    if (is_quantized(args.b_type))
+        kc_max = std::max<std::size_t>(1, blocking.kc / quant_block_values) * quant_block_values;
     std::size_t nc_max = std::min(blocking.nc, round_up(cols.end - cols.begin, nr));
     if (direct_a) {
         // Here the A micro-panel sits in L1 and the packed B block must stay in L2.

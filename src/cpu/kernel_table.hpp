@@ -54,8 +54,8 @@ struct KernelTable {
     ReduceResult (*reduce)(Op op, float const* in, std::size_t n);
     // Column reduction of a row-major [rows, cols] block whose rows are `row_stride` floats apart:
     // for each column j, value[j] and index[j] as above. index may be null for sum/max/min.
-    void (*reduce_columns)(Op op, float const* in, std::size_t rows, std::size_t cols,
-                           std::size_t row_stride, double* value, std::int64_t* index);
+    void (*reduce_columns)(Op op, float const* in, std::size_t rows, std::size_t cols, std::size_t row_stride,
+                           double* value, std::int64_t* index);
     double (*dot)(float const* a, float const* b, std::size_t n);
 
     // Row-wise ops over `rows` rows of `cols` contiguous floats.
@@ -116,12 +116,16 @@ struct KernelTable {
 
 // One per ISA, each in its own namespace and TU (kernels_<isa>.cpp); only those the build
 // contains are linked.
-namespace sse4_2 { KernelTable const& kernel_table(); }
-namespace avx2 { KernelTable const& kernel_table(); }
+namespace sse4_2 {
+KernelTable const& kernel_table();
+}
+namespace avx2 {
+KernelTable const& kernel_table();
+}
 namespace avx512 {
 KernelTable const& kernel_table();
 KernelTable const& vnni_kernel_table();  // the same kernels, with the VNNI K-quant dot products
-}
+}  // namespace avx512
 
 // The table of the arch in use (rayo::cpu_arch()).
 KernelTable const& kernels();

@@ -20,10 +20,12 @@ namespace rayo::cpu {
 template <class A>
 ReduceResult reduce_kernel(Op op, float const* in, std::size_t n) {
     switch (op) {
-        case Op::sum: case Op::mean: return {sum_kernel<A>(in, n), 0};
+        case Op::sum:
+        case Op::mean: return {sum_kernel<A>(in, n), 0};
         case Op::max: return {extreme_kernel<A, true>(in, n), 0};
         case Op::min: return {extreme_kernel<A, false>(in, n), 0};
-        case Op::argmax: case Op::argmin: {
+        case Op::argmax:
+        case Op::argmin: {
             float const v = op == Op::argmax ? extreme_kernel<A, true>(in, n) : extreme_kernel<A, false>(in, n);
             return {v, static_cast<std::int64_t>(find_first_kernel<A>(in, n, v))};
         }

@@ -71,8 +71,11 @@ void ThreadPool::wait(Done done, std::condition_variable& cv) {
 void ThreadPool::worker_loop(std::size_t index) {
     std::uint64_t seen = 0;  // generation
     for (;;) {
-        wait([&] { return stop_.load(std::memory_order_acquire) || (state_.load(std::memory_order_acquire) >> 16) != seen; },
-             wake_);
+        wait(
+            [&] {
+                return stop_.load(std::memory_order_acquire) || (state_.load(std::memory_order_acquire) >> 16) != seen;
+            },
+            wake_);
         if (stop_.load(std::memory_order_acquire)) return;
         std::uint64_t const state = state_.load(std::memory_order_acquire);
         seen = state >> 16;

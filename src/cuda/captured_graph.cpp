@@ -15,7 +15,8 @@ namespace rayo::cuda {
 // An instantiated graph; destroys both the graph and its executable form.
 class CudaBackend::Graph final : public detail::NativeGraph {
 public:
-    Graph(CudaBackend& backend, CUgraph graph, CUgraphExec exec) noexcept : backend_(backend), graph_(graph), exec_(exec) {}
+    Graph(CudaBackend& backend, CUgraph graph, CUgraphExec exec) noexcept
+        : backend_(backend), graph_(graph), exec_(exec) {}
     ~Graph() override {
         std::lock_guard lock(backend_.mutex_);
         try {
@@ -49,10 +50,11 @@ bool CudaBackend::begin_capture() {
         !d.cuGraphExecDestroy || !d.cuGraphDestroy)
         return false;
     std::lock_guard lock(mutex_);
-    if (capture_thread_) throw Error(label() + ": a capture is already recording the device's stream on another thread");
+    if (capture_thread_)
+        throw Error(label() + ": a capture is already recording the device's stream on another thread");
     ScopedCurrent const current(context_);
     pending_before_capture_ = fault_pending_;  // end_capture puts it back: the kernels recorded do not run
-    (void)fault_record();  // outside the graph: its address stays valid for every replay
+    (void)fault_record();                      // outside the graph: its address stays valid for every replay
     check(d.cuStreamBeginCapture(stream_.handle(), CUstreamCaptureMode::relaxed), label() + ": cuStreamBeginCapture");
     capture_thread_ = std::this_thread::get_id();
     return true;

@@ -36,7 +36,8 @@ DeviceProperties query(Driver const& d, CUdevice device, std::string const& labe
     int const reserved_per_block =
         attribute(CUdevice_attribute::reserved_shared_memory_per_block, "RESERVED_SHARED_MEMORY_PER_BLOCK");
     if (!attribute(CUdevice_attribute::memory_pools_supported, "MEMORY_POOLS_SUPPORTED"))
-        throw Unsupported(label + " (" + name + "): the device has no stream-ordered memory pools "
+        throw Unsupported(label + " (" + name +
+                          "): the device has no stream-ordered memory pools "
                           "(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED is 0), which rayo's CUDA backend "
                           "allocates from");
     char memory_text[32];
@@ -122,7 +123,7 @@ void CudaBackend::release(std::uintptr_t handle) noexcept {
         return;
     }
     try {
-        memory_.free(handle);  // ordered after the work already enqueued that uses it
+        memory_.free(handle);            // ordered after the work already enqueued that uses it
     } catch (std::exception const& e) {  // a failed context: the memory goes with it
         detail::log(LogLevel::error, "rayo: " + label() + ": release: " + e.what());
     }
@@ -254,7 +255,8 @@ void CudaBackend::synchronize() {
 CUdeviceptr CudaBackend::fault_record() {
     if (!fault_record_) {
         CUdeviceptr const record = memory_.allocate(detail::device_fault_record_bytes);
-        if (CUresult const r = context_.driver().cuMemsetD8Async(record, 0, detail::device_fault_record_bytes, stream_.handle());
+        if (CUresult const r =
+                context_.driver().cuMemsetD8Async(record, 0, detail::device_fault_record_bytes, stream_.handle());
             r != CUresult::success) {
             memory_.free(record);
             throw_error(r, label() + ": clearing the fault record");

@@ -29,9 +29,9 @@ namespace rayo::cuda {
 
 // What the driver says about a device, read once.
 struct DeviceProperties {
-    std::string name;                  // "NVIDIA H200 (139.8 GiB, sm_90)"
-    int compute_capability = 0;        // major * 10 + minor
-    unsigned max_shared_bytes = 0;     // per block, opted in
+    std::string name;               // "NVIDIA H200 (139.8 GiB, sm_90)"
+    int compute_capability = 0;     // major * 10 + minor
+    unsigned max_shared_bytes = 0;  // per block, opted in
     int multiprocessor_count = 0;
     MultiprocessorSharedMemory multiprocessor_shared;
 };
@@ -85,7 +85,9 @@ public:
     [[nodiscard]] int compute_capability() const noexcept { return properties_.compute_capability; }
     [[nodiscard]] int multiprocessor_count() const noexcept { return properties_.multiprocessor_count; }
     [[nodiscard]] unsigned max_shared_bytes() const noexcept { return properties_.max_shared_bytes; }
-    [[nodiscard]] MultiprocessorSharedMemory multiprocessor_shared() const noexcept { return properties_.multiprocessor_shared; }
+    [[nodiscard]] MultiprocessorSharedMemory multiprocessor_shared() const noexcept {
+        return properties_.multiprocessor_shared;
+    }
     // "cuda:0", for messages.
     [[nodiscard]] std::string const& label() const noexcept { return context_.label(); }
     [[nodiscard]] PrimaryContext const& context() const noexcept { return context_; }
@@ -142,7 +144,7 @@ private:
     mutable std::mutex mutex_;
     struct Buffer {
         std::size_t bytes = 0;
-        std::uint64_t written = 0;  // drains_ when work writing it was last queued (or it was allocated)
+        std::uint64_t written = 0;        // drains_ when work writing it was last queued (or it was allocated)
         bool written_in_capture = false;  // by an op of the capture in progress
     };
     std::unordered_map<CUdeviceptr, Buffer> buffers_;  // live allocations

@@ -44,7 +44,9 @@ public:
     [[nodiscard]] ptx::TensorMap encode_tensor_map(ptx::TensorMapSpec const& spec) override {
         return cuda::encode_tensor_map(backend_.context_, spec);
     }
-    [[nodiscard]] std::uint64_t allocate_temporary(std::size_t bytes) override { return backend_.memory_.allocate(bytes); }
+    [[nodiscard]] std::uint64_t allocate_temporary(std::size_t bytes) override {
+        return backend_.memory_.allocate(bytes);
+    }
     void free_temporary(std::uint64_t address) noexcept override {
         try {
             backend_.memory_.free(address);  // stream-ordered: after the kernels queued so far

@@ -41,8 +41,9 @@ public:
         v2_ = reinterpret_cast<GetProcAddressV2>(dlsym(library, "cuGetProcAddress_v2"));
         if (!v2_) v1_ = reinterpret_cast<GetProcAddressV1>(dlsym(library, "cuGetProcAddress"));
         if (!v2_ && !v1_)
-            throw DeviceError("cuda: libcuda.so.1 exports neither cuGetProcAddress_v2 nor cuGetProcAddress "
-                              "(the driver predates CUDA 11.3)");
+            throw DeviceError(
+                "cuda: libcuda.so.1 exports neither cuGetProcAddress_v2 nor cuGetProcAddress "
+                "(the driver predates CUDA 11.3)");
     }
 
     // `version`: the CUDA version whose signature of `name` the slot's type declares.
@@ -67,7 +68,8 @@ public:
     void optional(Function& slot, char const* name, int version) const noexcept {
         void* address = nullptr;
         CUdriverProcAddressQueryResult status = CUdriverProcAddressQueryResult::success;
-        slot = query(name, version, address, status) == CUresult::success ? reinterpret_cast<Function>(address) : nullptr;
+        slot =
+            query(name, version, address, status) == CUresult::success ? reinterpret_cast<Function>(address) : nullptr;
     }
 
 private:

@@ -108,8 +108,8 @@ enum class CUdriverProcAddressQueryResult : int {
     version_not_sufficient = 2,
 };
 
-inline constexpr unsigned stream_non_blocking = 0x1;       // CU_STREAM_NON_BLOCKING
-inline constexpr unsigned event_disable_timing = 0x2;      // CU_EVENT_DISABLE_TIMING
+inline constexpr unsigned stream_non_blocking = 0x1;                  // CU_STREAM_NON_BLOCKING
+inline constexpr unsigned event_disable_timing = 0x2;                 // CU_EVENT_DISABLE_TIMING
 inline constexpr std::uint64_t get_proc_address_legacy_stream = 0x1;  // CU_GET_PROC_ADDRESS_LEGACY_STREAM
 
 // cuLaunchKernelEx's configuration, laid out as cuda.h's CUlaunchConfig and CUlaunchAttribute
@@ -137,8 +137,18 @@ static_assert(sizeof(CUlaunchConfig) == 56 && offsetof(CUlaunchConfig, stream) =
 
 // cuTensorMapEncodeTiled's enums (CUtensorMapDataType, CUtensorMapInterleave, CUtensorMapSwizzle,
 // CUtensorMapL2promotion, CUtensorMapFloatOOBfill) and the 128-byte CUtensorMap it writes.
-enum class CUtensorMapDataType : int { uint8 = 0, uint16 = 1, uint32 = 2, int32 = 3, uint64 = 4, int64 = 5,
-                                       float16 = 6, float32 = 7, float64 = 8, bfloat16 = 9 };
+enum class CUtensorMapDataType : int {
+    uint8 = 0,
+    uint16 = 1,
+    uint32 = 2,
+    int32 = 3,
+    uint64 = 4,
+    int64 = 5,
+    float16 = 6,
+    float32 = 7,
+    float64 = 8,
+    bfloat16 = 9
+};
 enum class CUtensorMapInterleave : int { none = 0 };
 enum class CUtensorMapSwizzle : int { none = 0, swizzle_32b = 1, swizzle_64b = 2, swizzle_128b = 3 };
 enum class CUtensorMapL2promotion : int { none = 0, l2_64b = 1, l2_128b = 2, l2_256b = 3 };
@@ -202,9 +212,9 @@ struct Driver {
     CUresult (*cuModuleUnload)(CUmodule module) = nullptr;
     CUresult (*cuModuleGetFunction)(CUfunction* function, CUmodule module, char const* name) = nullptr;
     CUresult (*cuFuncSetAttribute)(CUfunction function, CUfunction_attribute attribute, int value) = nullptr;
-    CUresult (*cuLaunchKernel)(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                               unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
-                               CUstream stream, void** params, void** extra) = nullptr;
+    CUresult (*cuLaunchKernel)(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
+                               unsigned block_y, unsigned block_z, unsigned shared_bytes, CUstream stream,
+                               void** params, void** extra) = nullptr;
     // Optional (CUDA 11.6+): nullptr where the driver lacks it, and launches that would use it
     // are made with cuLaunchKernel.
     CUresult (*cuLaunchKernelEx)(CUlaunchConfig const* config, CUfunction function, void** params,

@@ -49,8 +49,7 @@ public:
         return *this;
     }
     template <std::unsigned_integral N>
-        requires(!std::same_as<N, bool>)
-    KernelKey& operator<<(N value) {  // in decimal
+    requires(!std::same_as<N, bool>) KernelKey& operator<<(N value) {  // in decimal
         auto const [end, error] = std::to_chars(text_.data() + size_, text_.data() + text_.size(), value);
         if (error != std::errc{}) overflow();
         size_ = static_cast<std::size_t>(end - text_.data());
@@ -71,8 +70,9 @@ private:
 class KernelFactory {
 public:
     template <class F>
-        requires(!std::same_as<std::remove_cvref_t<F>, KernelFactory> && std::is_invocable_r_v<ptx::Kernel, F&>)
-    KernelFactory(F&& make) noexcept  // NOLINT(google-explicit-constructor): passed as a lambda
+    requires(!std::same_as<std::remove_cvref_t<F>, KernelFactory> && std::is_invocable_r_v<ptx::Kernel, F&>)
+        KernelFactory(F&& make)
+    noexcept  // NOLINT(google-explicit-constructor): passed as a lambda
         : object_(const_cast<void*>(static_cast<void const*>(std::addressof(make)))),
           call_([](void* object) -> ptx::Kernel { return (*static_cast<std::remove_reference_t<F>*>(object))(); }) {}
     ptx::Kernel operator()() const { return call_(object_); }
@@ -144,7 +144,8 @@ private:
 // Temporary device memory released (stream-ordered) when it goes out of scope.
 class TemporaryBuffer {
 public:
-    TemporaryBuffer(KernelRunner& runner, std::size_t bytes) : runner_(&runner), address_(runner.allocate_temporary(bytes)) {}
+    TemporaryBuffer(KernelRunner& runner, std::size_t bytes)
+        : runner_(&runner), address_(runner.allocate_temporary(bytes)) {}
     ~TemporaryBuffer() { runner_->free_temporary(address_); }
     TemporaryBuffer(TemporaryBuffer const&) = delete;
     TemporaryBuffer& operator=(TemporaryBuffer const&) = delete;

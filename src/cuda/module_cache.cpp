@@ -74,13 +74,16 @@ CUmodule ModuleCache::load(std::string const& key, std::string const& ptx) const
     PrimaryContext const& context = stream_.context();
     ScopedCurrent const current(context);
     std::vector<char> error_log(jit_log_bytes, '\0'), info_log(jit_log_bytes, '\0');
-    CUjit_option options[] = {CUjit_option::error_log_buffer,     CUjit_option::error_log_buffer_size_bytes,
-                              CUjit_option::info_log_buffer,      CUjit_option::info_log_buffer_size_bytes,
-                              CUjit_option::log_verbose,          CUjit_option::optimization_level};
+    CUjit_option options[] = {CUjit_option::error_log_buffer, CUjit_option::error_log_buffer_size_bytes,
+                              CUjit_option::info_log_buffer,  CUjit_option::info_log_buffer_size_bytes,
+                              CUjit_option::log_verbose,      CUjit_option::optimization_level};
     // Sizes and levels are passed in the pointer itself, as the driver API specifies.
-    void* values[] = {error_log.data(), reinterpret_cast<void*>(std::uintptr_t{jit_log_bytes}),
-                      info_log.data(),  reinterpret_cast<void*>(std::uintptr_t{jit_log_bytes}),
-                      reinterpret_cast<void*>(std::uintptr_t{1}), reinterpret_cast<void*>(std::uintptr_t{4})};
+    void* values[] = {error_log.data(),
+                      reinterpret_cast<void*>(std::uintptr_t{jit_log_bytes}),
+                      info_log.data(),
+                      reinterpret_cast<void*>(std::uintptr_t{jit_log_bytes}),
+                      reinterpret_cast<void*>(std::uintptr_t{1}),
+                      reinterpret_cast<void*>(std::uintptr_t{4})};
     CUmodule module = nullptr;
     CUresult const result =
         context.driver().cuModuleLoadDataEx(&module, ptx.c_str(), std::size(options), options, values);
@@ -88,8 +91,8 @@ CUmodule ModuleCache::load(std::string const& key, std::string const& ptx) const
     std::string_view const errors(error_log.data(), std::strlen(error_log.data()));
     std::string_view const info(info_log.data(), std::strlen(info_log.data()));
     if (result != CUresult::success) {
-        std::string message = context.label() + ": loading PTX module '" + key +
-                              "' (cuModuleLoadDataEx) failed: " + describe(result);
+        std::string message =
+            context.label() + ": loading PTX module '" + key + "' (cuModuleLoadDataEx) failed: " + describe(result);
         if (!errors.empty()) message += "\nJIT error log:\n" + std::string(errors);
         std::size_t quoted = 0;
         for (std::size_t line : lines_named(errors)) {
@@ -151,17 +154,24 @@ void ModuleCache::launch(CUfunction function, Dim3 grid, Dim3 block, unsigned sh
     if (starts_early && d.cuLaunchKernelEx) {
         CUlaunchAttribute attribute{.id = CUlaunchAttributeID::programmatic_stream_serialization};
         attribute.value.programmatic_stream_serialization_allowed = 1;
-        CUlaunchConfig const config{.grid_x = grid.x, .grid_y = grid.y, .grid_z = grid.z,
-                                    .block_x = block.x, .block_y = block.y, .block_z = block.z,
-                                    .shared_bytes = shared_bytes, .stream = stream_.handle(),
-                                    .attributes = &attribute, .attribute_count = 1};
+        CUlaunchConfig const config{.grid_x = grid.x,
+                                    .grid_y = grid.y,
+                                    .grid_z = grid.z,
+                                    .block_x = block.x,
+                                    .block_y = block.y,
+                                    .block_z = block.z,
+                                    .shared_bytes = shared_bytes,
+                                    .stream = stream_.handle(),
+                                    .attributes = &attribute,
+                                    .attribute_count = 1};
         result = d.cuLaunchKernelEx(&config, function, params, nullptr);
     } else {
         result = d.cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
                                   stream_.handle(), params, nullptr);
     }
     if (result != CUresult::success)
-        throw_error(result, context.label() + (starts_early && d.cuLaunchKernelEx ? ": cuLaunchKernelEx" : ": cuLaunchKernel") +
+        throw_error(result, context.label() +
+                                (starts_early && d.cuLaunchKernelEx ? ": cuLaunchKernelEx" : ": cuLaunchKernel") +
                                 " (grid " + dims(grid) + ", block " + dims(block) + ", " +
                                 std::to_string(shared_bytes) + " bytes of dynamic shared memory)");
 }

@@ -67,7 +67,8 @@ ptx::TensorMap encode_tensor_map(PrimaryContext const& context, ptx::TensorMapSp
         &map, data_type(spec.element), spec.rank, reinterpret_cast<void*>(spec.address), spec.dims.data(),
         spec.strides.data() + 1, spec.box.data(), element_strides, CUtensorMapInterleave::none, swizzle(spec.swizzle),
         CUtensorMapL2promotion::l2_256b, CUtensorMapFloatOOBfill::none);
-    if (result != CUresult::success) throw_error(result, context.label() + ": cuTensorMapEncodeTiled(" + describe(spec) + ")");
+    if (result != CUresult::success)
+        throw_error(result, context.label() + ": cuTensorMapEncodeTiled(" + describe(spec) + ")");
     ptx::TensorMap out;
     static_assert(sizeof map == sizeof out.bytes);
     std::memcpy(out.bytes.data(), &map, sizeof map);

@@ -25,16 +25,16 @@ namespace rayo::detail {
 [[nodiscard]] inline Shape broadcast_shapes(std::string_view op, Shape const& a, Shape const& b) {
     std::size_t const rank = std::max(a.rank(), b.rank());
     if (rank > max_view_rank && a != b)
-        throw ShapeError(std::string(op) + ": broadcasting takes up to " + std::to_string(max_view_rank) + " axes, got " +
-                         a.to_string() + " and " + b.to_string());
+        throw ShapeError(std::string(op) + ": broadcasting takes up to " + std::to_string(max_view_rank) +
+                         " axes, got " + a.to_string() + " and " + b.to_string());
     std::vector<std::int64_t> dims(rank);
     for (std::size_t j = 0; j < rank; ++j) {
         std::int64_t const da = j < a.rank() ? a[a.rank() - 1 - j] : 1;
         std::int64_t const db = j < b.rank() ? b[b.rank() - 1 - j] : 1;
         if (da != db && da != 1 && db != 1)
             throw ShapeError(std::string(op) + ": shapes " + a.to_string() + " and " + b.to_string() +
-                             " do not broadcast (axis " + std::to_string(j + 1) + " from the end: " + std::to_string(da) +
-                             " and " + std::to_string(db) + ")");
+                             " do not broadcast (axis " + std::to_string(j + 1) +
+                             " from the end: " + std::to_string(da) + " and " + std::to_string(db) + ")");
         dims[rank - 1 - j] = da == 1 ? db : da;
     }
     return Shape(std::move(dims));
@@ -110,11 +110,13 @@ struct StridedLayout {
             merge = l.strides[o][l.rank - 1] == static_cast<std::size_t>(operands[o].strides[i]) * len;
         if (merge) {
             l.dims[l.rank - 1] *= len;
-            for (std::size_t o = 0; o < operands.size(); ++o) l.strides[o][l.rank - 1] = static_cast<std::size_t>(operands[o].strides[i]);
+            for (std::size_t o = 0; o < operands.size(); ++o)
+                l.strides[o][l.rank - 1] = static_cast<std::size_t>(operands[o].strides[i]);
             continue;
         }
         l.dims[l.rank] = len;
-        for (std::size_t o = 0; o < operands.size(); ++o) l.strides[o][l.rank] = static_cast<std::size_t>(operands[o].strides[i]);
+        for (std::size_t o = 0; o < operands.size(); ++o)
+            l.strides[o][l.rank] = static_cast<std::size_t>(operands[o].strides[i]);
         ++l.rank;
     }
     if (l.rank == 0) {  // a single element

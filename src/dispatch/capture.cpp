@@ -51,7 +51,9 @@ void capture_op(GraphState& graph, Device device, OpDescriptor const& op, Suppor
     if (!support.native)
         throw Error("capture on " + graph.device.id() + ": " + op_name(op) + " would run on the CPU there (" +
                     support.reason + "), which a capture cannot record");
-    CapturedOp recorded{.op = op, .in = {views.in.begin(), views.in.end()}, .out = {views.out.begin(), views.out.end()},
+    CapturedOp recorded{.op = op,
+                        .in = {views.in.begin(), views.in.end()},
+                        .out = {views.out.begin(), views.out.end()},
                         .operands = {}};
     for (auto const* list : {&inputs, &outputs})
         for (OpArg const& a : *list) {

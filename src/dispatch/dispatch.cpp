@@ -85,7 +85,8 @@ void run_on_cpu(OpDescriptor const& op, Device device, std::string const& reason
     for (auto const& a : outputs) out_views.push_back(stage(a));
     OpViews const views{in_views, out_views};
     if (Support const s = cpu.supports(op, views); !s.native)
-        throw Unsupported(std::string(to_string(op_of(op))) + " on " + device.id() + ": " + reason + "; nor on the cpu: " + s.reason);
+        throw Unsupported(std::string(to_string(op_of(op))) + " on " + device.id() + ": " + reason +
+                          "; nor on the cpu: " + s.reason);
     cpu.run(op, views);
     std::size_t i = 0;
     for (auto const& a : outputs) {
@@ -97,7 +98,8 @@ void run_on_cpu(OpDescriptor const& op, Device device, std::string const& reason
 
 }  // namespace
 
-TensorView view_of(Storage const& storage, std::size_t offset, DType dtype, std::span<std::int64_t const> dims) noexcept {
+TensorView view_of(Storage const& storage, std::size_t offset, DType dtype,
+                   std::span<std::int64_t const> dims) noexcept {
     if (dims.size() <= max_view_rank) return contiguous_view(storage.handle(), offset, dtype, dims);
     std::array<std::int64_t, max_view_rank> merged{};
     std::size_t const lead = dims.size() - max_view_rank + 1;

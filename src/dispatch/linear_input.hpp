@@ -41,8 +41,10 @@ struct LinearInputSteps {
 template <class RunOp>
 void run_with_formed_input(op::Matmul const& d, OpViews const& v, TensorView const& formed, RunOp&& run_op) {
     LinearInputSteps const steps(d, v, formed);
-    if (d.input == op::LinearInput::swiglu) run_op(steps.swiglu, steps.form_views());
-    else run_op(steps.norm, steps.form_views());
+    if (d.input == op::LinearInput::swiglu)
+        run_op(steps.swiglu, steps.form_views());
+    else
+        run_op(steps.norm, steps.form_views());
     run_op(steps.product, steps.product_views(v));
 }
 
@@ -55,7 +57,7 @@ Support supports_with_formed_input(op::Matmul const& d, OpViews const& v, Tensor
         return Support::no(std::string(to_string(d.op)) + ": a formed input needs its second operand");
     LinearInputSteps const steps(d, v, formed);
     Support const form = d.input == op::LinearInput::swiglu ? supports_op(steps.swiglu, steps.form_views())
-                                                        : supports_op(steps.norm, steps.form_views());
+                                                            : supports_op(steps.norm, steps.form_views());
     if (!form.native) return form;
     return supports_op(steps.product, steps.product_views(v));
 }

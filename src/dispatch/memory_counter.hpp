@@ -48,8 +48,10 @@ struct MemoryCounters {
     MemoryCounter reserved;
 
     [[nodiscard]] MemoryUsage usage() const noexcept {
-        return consistent_usage({.in_use_bytes = in_use.current(), .peak_in_use_bytes = in_use.peak(),
-                                 .reserved_bytes = reserved.current(), .peak_reserved_bytes = reserved.peak()});
+        return consistent_usage({.in_use_bytes = in_use.current(),
+                                 .peak_in_use_bytes = in_use.peak(),
+                                 .reserved_bytes = reserved.current(),
+                                 .peak_reserved_bytes = reserved.peak()});
     }
     void reset_peaks() noexcept {
         in_use.reset_peak();

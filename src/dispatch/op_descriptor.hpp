@@ -225,9 +225,9 @@ struct Pool2d {
 
 }  // namespace op
 
-using OpDescriptor = std::variant<op::Unary, op::Binary, op::Reduce, op::Dot, op::Softmax, op::Norm, op::Matmul,
-                                  op::Quantize, op::Dequantize, op::Cast, op::Copy, op::Gather, op::Rope,
-                                  op::Attention, op::Conv2d, op::Pool2d>;
+using OpDescriptor =
+    std::variant<op::Unary, op::Binary, op::Reduce, op::Dot, op::Softmax, op::Norm, op::Matmul, op::Quantize,
+                 op::Dequantize, op::Cast, op::Copy, op::Gather, op::Rope, op::Attention, op::Conv2d, op::Pool2d>;
 
 // Whether `test.template operator()<D>()` holds for every alternative D of OpDescriptor (a
 // compile-time check over the descriptors: the backends' op_entry_points.inc).
@@ -239,11 +239,13 @@ template <class Test>
 }
 
 // Every family of the op table has a descriptor.
-static_assert([] {
-    for (std::size_t f = 0; f < op_family_count; ++f)
-        if (every_descriptor([f]<class D>() { return D::family != static_cast<OpFamily>(f); })) return false;
-    return true;
-}(), "every OpFamily has a descriptor struct in OpDescriptor");
+static_assert(
+    [] {
+        for (std::size_t f = 0; f < op_family_count; ++f)
+            if (every_descriptor([f]<class D>() { return D::family != static_cast<OpFamily>(f); })) return false;
+        return true;
+    }(),
+    "every OpFamily has a descriptor struct in OpDescriptor");
 
 [[nodiscard]] inline Op op_of(OpDescriptor const& d) noexcept {
     return std::visit([](auto const& f) { return f.op; }, d);

@@ -31,7 +31,9 @@ namespace rayo::detail {
     return true;
 }
 
-[[nodiscard]] inline bool is_floating(DType t) noexcept { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+[[nodiscard]] inline bool is_floating(DType t) noexcept {
+    return t == DType::f32 || t == DType::f16 || t == DType::bf16;
+}
 
 // Every operand present of `views` holds `type`.
 [[nodiscard]] inline bool all_of_type(std::span<TensorView const> views, DType type) noexcept {
@@ -54,7 +56,8 @@ namespace rayo::detail {
 [[nodiscard]] inline Support contiguous_floating(std::string_view backend, Op op, OpViews const& v) {
     if (!one_floating_type(v)) return floating_types_only(backend, op);
     if (!all_contiguous(v))
-        return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) + " kernels take contiguous tensors");
+        return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) +
+                           " kernels take contiguous tensors");
     return Support::yes();
 }
 
@@ -64,7 +67,8 @@ namespace rayo::detail {
     if (!one_floating_type(v)) return floating_types_only(backend, op);
     bool ok = v.out[0].is_contiguous();
     for (TensorView const& in : v.in)
-        ok = ok && (in.is_contiguous() || std::equal(in.dims().begin(), in.dims().end(), v.out[0].dims().begin(), v.out[0].dims().end()));
+        ok = ok && (in.is_contiguous() ||
+                    std::equal(in.dims().begin(), in.dims().end(), v.out[0].dims().begin(), v.out[0].dims().end()));
     if (!ok)
         return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) +
                            " kernels take contiguous tensors or broadcast views of the output's shape");
@@ -79,7 +83,8 @@ namespace rayo::detail {
         return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) + " kernels write " +
                            std::string(to_string(result)) + " results");
     if (!all_contiguous(v))
-        return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) + " kernels take contiguous tensors");
+        return Support::no(std::string(backend) + "'s " + std::string(to_string(op)) +
+                           " kernels take contiguous tensors");
     return Support::yes();
 }
 

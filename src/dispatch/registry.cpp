@@ -34,8 +34,10 @@ void Registry::discover(DeviceKind kind) const {
     std::call_once(discovery_[k], [&] {
         // The driver is loaded and its devices opened outside the lock: other kinds stay usable.
         std::vector<std::unique_ptr<Backend>> found;
-        if (kind == DeviceKind::cuda) found = cuda::discover_backends();
-        else if (kind == DeviceKind::vulkan) found = vulkan::discover_backends();
+        if (kind == DeviceKind::cuda)
+            found = cuda::discover_backends();
+        else if (kind == DeviceKind::vulkan)
+            found = vulkan::discover_backends();
         // Registered after the driver's own exit handlers, so it runs before them.
         if (!found.empty()) std::atexit([] { instance().close_gpu_backends(); });
         std::lock_guard lock(mutex_);

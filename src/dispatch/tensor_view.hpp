@@ -20,7 +20,7 @@ struct TensorView {
     std::uintptr_t buffer = 0;  // the backend's handle
     std::size_t offset = 0;     // in bytes, from the start of the buffer
     DType dtype = DType::f32;
-    bool present = false;       // false: an optional operand that was not given
+    bool present = false;  // false: an optional operand that was not given
     std::uint8_t rank = 0;
     // Axes past `rank` are not read. (No default initialiser: the dispatcher makes views on every
     // op, and zeroing what it then overwrites is measurable on small ops; TensorView{} zeroes.)
@@ -56,7 +56,8 @@ struct TensorView {
     [[nodiscard]] std::size_t span_bytes() const noexcept {
         if (numel() == 0) return 0;
         std::size_t last = 0;
-        for (std::size_t i = 0; i < rank; ++i) last += static_cast<std::size_t>(shape[i] - 1) * static_cast<std::size_t>(strides[i]);
+        for (std::size_t i = 0; i < rank; ++i)
+            last += static_cast<std::size_t>(shape[i] - 1) * static_cast<std::size_t>(strides[i]);
         return bytes_for(dtype, last + 1);
     }
 };

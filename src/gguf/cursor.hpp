@@ -30,12 +30,13 @@ public:
 
     // An unsigned or signed integer, float or double, stored little-endian.
     template <class T>
-        requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
-    T read(std::string_view field, std::uint64_t index = no_index) {
+    requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) T
+        read(std::string_view field, std::uint64_t index = no_index) {
         need(sizeof(T), field, index);
-        using Bits = std::conditional_t<sizeof(T) == 1, std::uint8_t,
-                     std::conditional_t<sizeof(T) == 2, std::uint16_t,
-                     std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
+        using Bits =
+            std::conditional_t<sizeof(T) == 1, std::uint8_t,
+                               std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                                  std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
         static_assert(sizeof(Bits) == sizeof(T));
         Bits bits = 0;
         for (std::size_t i = 0; i < sizeof(T); ++i)
@@ -74,7 +75,8 @@ public:
     [[noreturn]] void fail(std::string_view field, std::string const& problem, std::uint64_t index = no_index) const {
         fail_at(pos_, field, index, problem);
     }
-    [[noreturn]] void fail_at(std::size_t at, std::string_view field, std::uint64_t index, std::string const& problem) const;
+    [[noreturn]] void fail_at(std::size_t at, std::string_view field, std::uint64_t index,
+                              std::string const& problem) const;
 
 private:
     std::span<std::byte const> data_;

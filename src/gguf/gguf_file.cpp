@@ -73,8 +73,8 @@ bool checked_mul(std::uint64_t a, std::uint64_t b, std::uint64_t& out) {
 // Ids ggml once used and then removed: named in the message, still refused.
 std::string unknown_type(std::uint32_t id) {
     static constexpr std::pair<std::uint32_t, char const*> removed[] = {
-        {4, "Q4_2"}, {5, "Q4_3"}, {31, "Q4_0_4_4"}, {32, "Q4_0_4_8"}, {33, "Q4_0_8_8"},
-        {36, "IQ4_NL_4_4"}, {37, "IQ4_NL_4_8"}, {38, "IQ4_NL_8_8"}};
+        {4, "Q4_2"},      {5, "Q4_3"},        {31, "Q4_0_4_4"},   {32, "Q4_0_4_8"},
+        {33, "Q4_0_8_8"}, {36, "IQ4_NL_4_4"}, {37, "IQ4_NL_4_8"}, {38, "IQ4_NL_8_8"}};
     std::string message = "unknown ggml type id " + std::to_string(id);
     for (auto const& [removed_id, name] : removed)
         if (removed_id == id) message += std::string(" (") + name + ", removed from ggml; not valid in GGUF files)";
@@ -157,10 +157,14 @@ private:
         using E = typename std::decay_t<decltype(items)>::value_type;
         items.reserve(static_cast<std::size_t>(count));  // count <= bytes left / smallest element
         for (std::uint64_t i = 0; i < count; ++i) {
-            if constexpr (std::is_same_v<E, bool>) items.push_back(boolean(field, i));
-            else if constexpr (std::is_same_v<E, std::string>) items.emplace_back(c_.read_string(field, i));
-            else if constexpr (std::is_same_v<E, Array>) items.push_back(array(field + "[" + std::to_string(i) + "]", depth + 1));
-            else items.push_back(c_.read<E>(field, i));
+            if constexpr (std::is_same_v<E, bool>)
+                items.push_back(boolean(field, i));
+            else if constexpr (std::is_same_v<E, std::string>)
+                items.emplace_back(c_.read_string(field, i));
+            else if constexpr (std::is_same_v<E, Array>)
+                items.push_back(array(field + "[" + std::to_string(i) + "]", depth + 1));
+            else
+                items.push_back(c_.read<E>(field, i));
         }
     }
 
@@ -182,11 +186,16 @@ File File::open(std::filesystem::path const& path) {
     // refuses it (a regular file ignores the flag).
     fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd.fd < 0) io_error(path, "cannot open", errno);
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd.fd, &st) != 0) io_error(path, "cannot stat", errno);
     if (!S_ISREG(st.st_mode))
         throw Error("GGUF " + path.string() + ": not a regular file (" +
-                    (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : S_ISSOCK(st.st_mode) ? "a socket" : "not a file") + ")");
+                    (S_ISDIR(st.st_mode)                          ? "a directory"
+                     : S_ISFIFO(st.st_mode)                       ? "a FIFO"
+                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                     : S_ISSOCK(st.st_mode)                       ? "a socket"
+                                                                  : "not a file") +
+                    ")");
 
     File file;
     file.source_ = path.string();
@@ -222,10 +231,13 @@ void File::parse() {
     auto const version = c.read<std::uint32_t>("header.version");
     if (version != 2 && version != 3) {
         std::string problem;
-        if (version == 1) problem = "GGUF version 1 is not supported (only versions 2 and 3)";
+        if (version == 1)
+            problem = "GGUF version 1 is not supported (only versions 2 and 3)";
         else if (version == 0x02000000u || version == 0x03000000u)
-            problem = "version field " + hex32(version) + " looks big-endian; only little-endian GGUF files are supported";
-        else problem = "unsupported GGUF version " + std::to_string(version) + " (only versions 2 and 3)";
+            problem =
+                "version field " + hex32(version) + " looks big-endian; only little-endian GGUF files are supported";
+        else
+            problem = "unsupported GGUF version " + std::to_string(version) + " (only versions 2 and 3)";
         c.fail_at(4, "header.version", Cursor::no_index, problem);
     }
     version_ = version;
@@ -250,8 +262,7 @@ void File::parse() {
     for (std::uint64_t i = 0; i < kv_count; ++i) {
         std::size_t const key_at = c.offset();
         std::string key(c.read_string("metadata.key", i));
-        if (metadata_.contains(key))
-            c.fail_at(key_at, "metadata.key", i, "duplicate key \"" + printable(key) + "\"");
+        if (metadata_.contains(key)) c.fail_at(key_at, "metadata.key", i, "duplicate key \"" + printable(key) + "\"");
         std::string const field = "metadata \"" + printable(key) + "\"";
         std::size_t const type_at = c.offset();
         auto const type = c.read<std::uint32_t>(field + ".type");
@@ -355,13 +366,14 @@ void File::parse() {
         if (!section_in_file || t.offset > data_size || t.bytes > data_size - t.offset)
             c.fail_at(offset_at[i], "tensor \"" + printable(t.name) + "\".offset", Cursor::no_index,
                       std::to_string(t.bytes) + " bytes of data at data offset " + std::to_string(t.offset) +
-                          " (file offset " + std::to_string(data_offset_ + t.offset) + ") run past the end of the file (" +
-                          std::to_string(bytes_.size()) + " bytes; the data section holds " + std::to_string(data_size) +
-                          ")");
+                          " (file offset " + std::to_string(data_offset_ + t.offset) +
+                          ") run past the end of the file (" + std::to_string(bytes_.size()) +
+                          " bytes; the data section holds " + std::to_string(data_size) + ")");
         if (t.offset != expected)
             c.fail_at(offset_at[i], "tensor \"" + printable(t.name) + "\".offset", Cursor::no_index,
                       "data offset " + std::to_string(t.offset) + " is not where the tensors before it end (" +
-                          std::to_string(expected) + (i ? ", after \"" + printable(tensors_[i - 1].name) + "\"" : std::string()) +
+                          std::to_string(expected) +
+                          (i ? ", after \"" + printable(tensors_[i - 1].name) + "\"" : std::string()) +
                           "): tensor data must follow the declaration order without gaps or overlaps" +
                           (t.offset < expected ? " (it overlaps an earlier tensor)" : ""));
         expected += (t.bytes + alignment_ - 1) / alignment_ * alignment_;
@@ -424,7 +436,8 @@ void File::load_into(std::string_view name, Tensor<T> const& dst, ProgressCallba
                          ", the tensor to load it into " + dst.shape().to_string());
     if (progress) progress(0, t.bytes);
     // In 32 pieces of at least 1 MiB when someone is watching; at once otherwise.
-    std::uint64_t const piece = progress ? std::max<std::uint64_t>(std::uint64_t{1} << 20, (t.bytes + 31) / 32) : t.bytes;
+    std::uint64_t const piece =
+        progress ? std::max<std::uint64_t>(std::uint64_t{1} << 20, (t.bytes + 31) / 32) : t.bytes;
     std::byte const* src = bytes_.data() + data_offset_ + t.offset;
     auto& storage = rayo::detail::TensorAccess::storage(dst);
     std::size_t const offset = rayo::detail::TensorAccess::offset(dst);
@@ -462,8 +475,10 @@ template Tensor<q8_k> File::load<q8_k>(std::string_view, Device, ProgressCallbac
 template void File::load_into<float>(std::string_view, Tensor<float> const&, ProgressCallback const&) const;
 template void File::load_into<half>(std::string_view, Tensor<half> const&, ProgressCallback const&) const;
 template void File::load_into<bfloat16>(std::string_view, Tensor<bfloat16> const&, ProgressCallback const&) const;
-template void File::load_into<std::int32_t>(std::string_view, Tensor<std::int32_t> const&, ProgressCallback const&) const;
-template void File::load_into<std::int64_t>(std::string_view, Tensor<std::int64_t> const&, ProgressCallback const&) const;
+template void File::load_into<std::int32_t>(std::string_view, Tensor<std::int32_t> const&,
+                                            ProgressCallback const&) const;
+template void File::load_into<std::int64_t>(std::string_view, Tensor<std::int64_t> const&,
+                                            ProgressCallback const&) const;
 template void File::load_into<q4_k>(std::string_view, Tensor<q4_k> const&, ProgressCallback const&) const;
 template void File::load_into<q6_k>(std::string_view, Tensor<q6_k> const&, ProgressCallback const&) const;
 template void File::load_into<q8_0>(std::string_view, Tensor<q8_0> const&, ProgressCallback const&) const;

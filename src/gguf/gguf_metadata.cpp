@@ -8,12 +8,11 @@ namespace rayo::gguf {
 
 namespace detail {
 
-void throw_missing_key(std::string_view key) {
-    throw Error("GGUF metadata has no key \"" + printable(key) + "\"");
-}
+void throw_missing_key(std::string_view key) { throw Error("GGUF metadata has no key \"" + printable(key) + "\""); }
 
 void throw_value_type(std::string_view key, ValueType held, ValueType wanted, bool array_elements) {
-    std::string what = key.empty() ? std::string("GGUF metadata array") : "GGUF metadata key \"" + printable(key) + "\"";
+    std::string what =
+        key.empty() ? std::string("GGUF metadata array") : "GGUF metadata key \"" + printable(key) + "\"";
     if (array_elements)
         throw FormatError(what + " holds an array of " + std::string(to_string(held)) + ", not of " +
                           std::string(to_string(wanted)));
@@ -120,11 +119,16 @@ std::string quoted(std::string const& s) {
 
 template <class T>
 std::string scalar(T const& v) {
-    if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-    else if constexpr (std::is_same_v<T, std::string>) return quoted(v);
-    else if constexpr (std::is_floating_point_v<T>) return shortest(v);
-    else if constexpr (std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int8_t>) return std::to_string(static_cast<int>(v));
-    else return std::to_string(v);
+    if constexpr (std::is_same_v<T, bool>)
+        return v ? "true" : "false";
+    else if constexpr (std::is_same_v<T, std::string>)
+        return quoted(v);
+    else if constexpr (std::is_floating_point_v<T>)
+        return shortest(v);
+    else if constexpr (std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int8_t>)
+        return std::to_string(static_cast<int>(v));
+    else
+        return std::to_string(v);
 }
 
 }  // namespace
@@ -137,9 +141,12 @@ std::string to_string(Array const& a, std::size_t max_items) {
             for (std::size_t i = 0; i < shown; ++i) {
                 if (i) out += ", ";
                 using E = typename std::decay_t<decltype(items)>::value_type;
-                if constexpr (std::is_same_v<E, Array>) out += to_string(items[i], max_items);
-                else if constexpr (std::is_same_v<E, bool>) out += items[i] ? "true" : "false";
-                else out += scalar(items[i]);
+                if constexpr (std::is_same_v<E, Array>)
+                    out += to_string(items[i], max_items);
+                else if constexpr (std::is_same_v<E, bool>)
+                    out += items[i] ? "true" : "false";
+                else
+                    out += scalar(items[i]);
             }
             if (shown < items.size()) out += ", ...";
         },
@@ -151,8 +158,10 @@ std::string to_string(Value const& v, std::size_t max_items) {
     return std::visit(
         [&](auto const& x) -> std::string {
             using T = std::decay_t<decltype(x)>;
-            if constexpr (std::is_same_v<T, Array>) return to_string(x, max_items);
-            else return scalar(x);
+            if constexpr (std::is_same_v<T, Array>)
+                return to_string(x, max_items);
+            else
+                return scalar(x);
         },
         v);
 }

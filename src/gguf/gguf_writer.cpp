@@ -28,10 +28,11 @@ std::uint32_t checked_alignment(Metadata const& metadata) {
     Value const* v = metadata.find(alignment_key);
     if (!v) return default_alignment;
     auto const* a = std::get_if<std::uint32_t>(v);
-    if (!a) throw FormatError("GGUF write: general.alignment must be a u32, not a " + std::string(to_string(type_of(*v))));
+    if (!a)
+        throw FormatError("GGUF write: general.alignment must be a u32, not a " + std::string(to_string(type_of(*v))));
     if (*a == 0 || (*a & (*a - 1)) != 0 || *a > max_alignment)
-        throw FormatError("GGUF write: general.alignment " + std::to_string(*a) + " is not a power of two between 1 and " +
-                          std::to_string(max_alignment));
+        throw FormatError("GGUF write: general.alignment " + std::to_string(*a) +
+                          " is not a power of two between 1 and " + std::to_string(max_alignment));
     return *a;
 }
 
@@ -49,9 +50,10 @@ public:
 
     template <class T>
     void scalar(T v) {
-        using Bits = std::conditional_t<sizeof(T) == 1, std::uint8_t,
-                     std::conditional_t<sizeof(T) == 2, std::uint16_t,
-                     std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
+        using Bits =
+            std::conditional_t<sizeof(T) == 1, std::uint8_t,
+                               std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                                  std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
         auto const bits = std::bit_cast<Bits>(v);
         std::byte b[sizeof(T)];
         for (std::size_t i = 0; i < sizeof(T); ++i) b[i] = static_cast<std::byte>((bits >> (8 * i)) & 0xffu);
@@ -65,8 +67,10 @@ public:
         std::visit(
             [&](auto const& x) {
                 using T = std::decay_t<decltype(x)>;
-                if constexpr (std::is_same_v<T, Array>) array(x);
-                else element(x);
+                if constexpr (std::is_same_v<T, Array>)
+                    array(x);
+                else
+                    element(x);
             },
             v);
     }
@@ -100,10 +104,14 @@ public:
 private:
     template <class T>
     void element(T const& x) {
-        if constexpr (std::is_same_v<T, Array>) array(x);
-        else if constexpr (std::is_same_v<T, std::string>) string(x);
-        else if constexpr (std::is_same_v<T, bool>) scalar<std::uint8_t>(x ? 1 : 0);
-        else scalar<T>(x);
+        if constexpr (std::is_same_v<T, Array>)
+            array(x);
+        else if constexpr (std::is_same_v<T, std::string>)
+            string(x);
+        else if constexpr (std::is_same_v<T, bool>)
+            scalar<std::uint8_t>(x ? 1 : 0);
+        else
+            scalar<T>(x);
     }
 
     std::function<void(std::byte const*, std::size_t)> put_;
@@ -162,11 +170,12 @@ TensorToWrite::TensorToWrite(std::string name, std::uint32_t type, Shape shape, 
 
 template <Element T>
 TensorToWrite::TensorToWrite(std::string name, Tensor<T> const& tensor)
-    : TensorToWrite(std::move(name), type_id(dtype_of<T>), tensor.shape(), tensor.bytes(), [tensor](std::span<std::byte> out) {
-          if (out.empty()) return;
-          rayo::detail::TensorAccess::storage(tensor).download(rayo::detail::TensorAccess::offset(tensor), out.data(),
-                                                               out.size());
-      }) {
+    : TensorToWrite(std::move(name), type_id(dtype_of<T>), tensor.shape(), tensor.bytes(),
+                    [tensor](std::span<std::byte> out) {
+                        if (out.empty()) return;
+                        rayo::detail::TensorAccess::storage(tensor).download(rayo::detail::TensorAccess::offset(tensor),
+                                                                             out.data(), out.size());
+                    }) {
     tensor_bytes(name_, *type_info(type_), shape_);  // rank and block checks
 }
 
@@ -182,18 +191,19 @@ template TensorToWrite::TensorToWrite(std::string, Tensor<q4_0> const&);
 template TensorToWrite::TensorToWrite(std::string, Tensor<q5_k> const&);
 template TensorToWrite::TensorToWrite(std::string, Tensor<q8_k> const&);
 
-TensorToWrite TensorToWrite::raw(std::string name, std::uint32_t ggml_type, Shape shape, std::span<std::byte const> bytes) {
+TensorToWrite TensorToWrite::raw(std::string name, std::uint32_t ggml_type, Shape shape,
+                                 std::span<std::byte const> bytes) {
     TypeInfo const* info = type_info(ggml_type);
-    if (!info) throw FormatError("GGUF write: tensor \"" + printable(name) + "\": unknown ggml type id " +
-                                 std::to_string(ggml_type));
+    if (!info)
+        throw FormatError("GGUF write: tensor \"" + printable(name) + "\": unknown ggml type id " +
+                          std::to_string(ggml_type));
     std::uint64_t const size = tensor_bytes(name, *info, shape);
     if (size != bytes.size())
         throw FormatError("GGUF write: tensor \"" + printable(name) + "\" (" + std::string(info->name) + ", shape " +
                           shape.to_string() + ") takes " + std::to_string(size) + " bytes, but " +
                           std::to_string(bytes.size()) + " were given");
-    return TensorToWrite(std::move(name), ggml_type, std::move(shape), size, [bytes](std::span<std::byte> out) {
-        std::copy(bytes.begin(), bytes.end(), out.begin());
-    });
+    return TensorToWrite(std::move(name), ggml_type, std::move(shape), size,
+                         [bytes](std::span<std::byte> out) { std::copy(bytes.begin(), bytes.end(), out.begin()); });
 }
 
 std::vector<std::byte> write_to_memory(Metadata const& metadata, std::span<TensorToWrite const> tensors) {

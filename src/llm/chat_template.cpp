@@ -14,8 +14,9 @@ ChatTemplate ChatTemplate::from_metadata(gguf::Metadata const& metadata) {
     if (text->find("<|start_header_id|>") != std::string::npos && text->find("<|end_header_id|>") != std::string::npos)
         return ChatTemplate(Format::llama3);
     if (text->find("<|im_start|>") != std::string::npos) return ChatTemplate(Format::chatml);
-    throw UnsupportedChatTemplate("the model's chat template is not one rayo::llm writes (Llama 3, ChatML): it begins '" +
-                                  gguf::printable(std::string_view(*text).substr(0, 80)) + "'");
+    throw UnsupportedChatTemplate(
+        "the model's chat template is not one rayo::llm writes (Llama 3, ChatML): it begins '" +
+        gguf::printable(std::string_view(*text).substr(0, 80)) + "'");
 }
 
 std::string_view ChatTemplate::name() const noexcept { return format_ == Format::llama3 ? "llama3" : "chatml"; }

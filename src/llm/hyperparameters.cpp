@@ -71,10 +71,15 @@ Hyperparameters read_hyperparameters(gguf::File const& file) {
         throw ModelError("the file has no general.architecture string");
     std::string const& name = std::get<std::string>(*arch);
     Hyperparameters h;
-    if (name == "llama") h.architecture = Architecture::llama;
-    else if (name == "qwen2") h.architecture = Architecture::qwen2;
-    else if (name == "qwen3") h.architecture = Architecture::qwen3;
-    else throw ModelError("the file's architecture is '" + gguf::printable(name) + "'; rayo::llm runs 'llama', 'qwen2' and 'qwen3'");
+    if (name == "llama")
+        h.architecture = Architecture::llama;
+    else if (name == "qwen2")
+        h.architecture = Architecture::qwen2;
+    else if (name == "qwen3")
+        h.architecture = Architecture::qwen3;
+    else
+        throw ModelError("the file's architecture is '" + gguf::printable(name) +
+                         "'; rayo::llm runs 'llama', 'qwen2' and 'qwen3'");
     std::string const a = name + ".";
     h.layers = required(md, a + "block_count");
     h.width = required(md, a + "embedding_length");
@@ -107,7 +112,8 @@ Hyperparameters read_hyperparameters(gguf::File const& file) {
         throw ModelError(a + "rope.freq_base = " + number(h.rope_base) + " must be a finite number > 0");
     h.rms_eps = real(md, a + "attention.layer_norm_rms_epsilon", 1e-5f);
     if (!std::isfinite(h.rms_eps) || !(h.rms_eps >= 0.0f))
-        throw ModelError(a + "attention.layer_norm_rms_epsilon = " + number(h.rms_eps) + " must be a finite number >= 0");
+        throw ModelError(a + "attention.layer_norm_rms_epsilon = " + number(h.rms_eps) +
+                         " must be a finite number >= 0");
     h.sliding_window = static_cast<std::size_t>(integer(md, a + "attention.sliding_window").value_or(0));
     // Each layer has 9 tensors; checked before anything is sized by the layer count.
     if (h.layers > file.tensors().size() / 9)

@@ -60,7 +60,8 @@ public:
         // The ids and their positions in one upload.
         std::vector<std::int32_t> host(tokens.begin(), tokens.end());
         for (std::size_t i = 0; i < tokens.size(); ++i) host.push_back(static_cast<std::int32_t>(pos + i));
-        auto const ids_positions = rayo::Tensor<std::int32_t>::from(std::span<std::int32_t const>(host), rayo::Shape{2, n}, device_);
+        auto const ids_positions =
+            rayo::Tensor<std::int32_t>::from(std::span<std::int32_t const>(host), rayo::Shape{2, n}, device_);
         rayo::Tensor<std::int32_t> const ids = ids_positions.slice(0, 1).reshape({n});
         rayo::Tensor<std::int32_t> const positions = ids_positions.slice(1, 2).reshape({n});
         bool const windowed = hp_.sliding_window != 0 && pos + 1 > hp_.sliding_window;
@@ -81,8 +82,9 @@ private:
     [[nodiscard]] rayo::Shape kv_cache_shape() const {
         constexpr auto max_position = static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max());
         if (hp_.context > max_position)
-            throw ModelError("a context of " + std::to_string(hp_.context) + " tokens (llama.context_length) is more than " +
-                             std::to_string(max_position) + " positions");
+            throw ModelError("a context of " + std::to_string(hp_.context) +
+                             " tokens (llama.context_length) is more than " + std::to_string(max_position) +
+                             " positions");
         return rayo::Shape{hp_.context, hp_.kv_heads, hp_.head_dim};
     }
 
@@ -137,9 +139,9 @@ private:
         for (std::size_t i = 0; i < n; ++i)
             for (std::size_t j = 0; j < keys && first + j + w <= pos + i; ++j)
                 mask[i * keys + j] = -std::numeric_limits<float>::infinity();
-        params.mask = rayo::FTensor::from(std::span<float const>(mask),
-                                          rayo::Shape{static_cast<std::int64_t>(n), static_cast<std::int64_t>(keys)},
-                                          device_);
+        params.mask =
+            rayo::FTensor::from(std::span<float const>(mask),
+                                rayo::Shape{static_cast<std::int64_t>(n), static_cast<std::int64_t>(keys)}, device_);
         return static_cast<std::int64_t>(first);
     }
 
@@ -169,9 +171,13 @@ private:
             auto const q = static_cast<std::int64_t>(hp_.heads * hp_.head_dim);
             auto const make = [&](rayo::Shape shape) { return rayo::FTensor::empty(std::move(shape), device_); };
             auto const step = rayo::Tensor<std::int32_t>::zeros(rayo::Shape{2}, device_);
-            decode_ = DecodeBuffers{.x = make({1, d}), .qkv = make({w_.layers.front().qkv.rows()}),
-                                    .attended = make({1, q}), .y = make({1, d}), .gate_up = make({2 * f}),
-                                    .logits = make({static_cast<std::int64_t>(hp_.vocab)}), .step = step,
+            decode_ = DecodeBuffers{.x = make({1, d}),
+                                    .qkv = make({w_.layers.front().qkv.rows()}),
+                                    .attended = make({1, q}),
+                                    .y = make({1, d}),
+                                    .gate_up = make({2 * f}),
+                                    .logits = make({static_cast<std::int64_t>(hp_.vocab)}),
+                                    .step = step,
                                     .position = step.slice(1, 2)};
         }
         return *decode_;
@@ -204,7 +210,8 @@ private:
         DecodeBuffers& b = *decode_;
         Layer const& layer = w_.layers[l];
         auto const f = static_cast<std::int64_t>(hp_.ffn_width), d = static_cast<std::int64_t>(hp_.width);
-        rayo::FTensor const gate = b.gate_up.slice(0, f).reshape({1, f}), up = b.gate_up.slice(f, 2 * f).reshape({1, f});
+        rayo::FTensor const gate = b.gate_up.slice(0, f).reshape({1, f}),
+                            up = b.gate_up.slice(f, 2 * f).reshape({1, f});
         layer.o.apply_into(b.attended, b.x.reshape({d}), b.y);
         layer.gate_up.apply_one_normed_into(b.y, layer.ffn_norm, hp_.rms_eps, b.gate_up);
         layer.down.apply_swiglu_into(gate, up, b.y.reshape({d}), b.x);
@@ -258,8 +265,10 @@ private:
         DecodeBuffers& b = decode_buffers();
         rayo::copy_into(ids_positions, b.step);
         std::size_t const keys = std::min(hp_.context, (pos / decode_window + 1) * decode_window);
-        if (rayo::Graph* graph = decode_graph(keys)) graph->replay();
-        else decode_ops(keys);
+        if (rayo::Graph* graph = decode_graph(keys))
+            graph->replay();
+        else
+            decode_ops(keys);
         return b.logits;
     }
 

@@ -13,7 +13,17 @@ namespace {
 constexpr std::size_t unbounded = std::numeric_limits<std::size_t>::max();
 
 struct Node {
-    enum class Kind { empty, literal, char_class, end_of_text, sequence, alternation, repeat, look_ahead, look_ahead_not };
+    enum class Kind {
+        empty,
+        literal,
+        char_class,
+        end_of_text,
+        sequence,
+        alternation,
+        repeat,
+        look_ahead,
+        look_ahead_not
+    };
     Kind kind = Kind::empty;
     char32_t code_point = 0;
     std::uint32_t class_index = 0;
@@ -45,21 +55,18 @@ bool is_zero_width(Node::Kind k) {
 // Whether `node` can match without consuming a code point.
 bool nullable(Node const& node) {
     switch (node.kind) {
-    case Node::Kind::literal:
-    case Node::Kind::char_class:
-        return false;
-    case Node::Kind::sequence:
-        for (Node const& child : node.children)
-            if (!nullable(child)) return false;
-        return true;
-    case Node::Kind::alternation:
-        for (Node const& child : node.children)
-            if (nullable(child)) return true;
-        return false;
-    case Node::Kind::repeat:
-        return node.min == 0 || nullable(node.children.front());
-    default:
-        return is_zero_width(node.kind);
+        case Node::Kind::literal:
+        case Node::Kind::char_class: return false;
+        case Node::Kind::sequence:
+            for (Node const& child : node.children)
+                if (!nullable(child)) return false;
+            return true;
+        case Node::Kind::alternation:
+            for (Node const& child : node.children)
+                if (nullable(child)) return true;
+            return false;
+        case Node::Kind::repeat: return node.min == 0 || nullable(node.children.front());
+        default: return is_zero_width(node.kind);
     }
 }
 
@@ -145,20 +152,17 @@ private:
         char32_t const c = peek();
         std::size_t const start = pos_++;
         switch (c) {
-        case U'(':
-            return group();
-        case U'[':
-            return char_class();
-        case U'\\':
-            return escape();
-        case U'$':
-            return Node::of(Node::Kind::end_of_text);
-        case U'.': case U'^':
-            fail(c == U'.' ? "'.'" : "'^'", start);
-        case U'*': case U'+': case U'?': case U'{':
-            fail("a quantifier with nothing to repeat", start);
-        default:
-            return Node::literal_of(c);
+            case U'(': return group();
+            case U'[': return char_class();
+            case U'\\': return escape();
+            case U'$': return Node::of(Node::Kind::end_of_text);
+            case U'.':
+            case U'^': fail(c == U'.' ? "'.'" : "'^'", start);
+            case U'*':
+            case U'+':
+            case U'?':
+            case U'{': fail("a quantifier with nothing to repeat", start);
+            default: return Node::literal_of(c);
         }
     }
 
@@ -193,22 +197,22 @@ private:
         if (at_end()) fail("a trailing '\\'");
         char32_t const c = text_[pos_++];
         switch (c) {
-        case U's': cls.whitespace = true; return std::nullopt;
-        case U'S': cls.not_whitespace = true; return std::nullopt;
-        case U'p': cls.categories |= property(); return std::nullopt;
-        case U'P':
-            if (cls.not_categories != 0) fail("two \\P{..} in one class");
-            cls.not_categories = property();
-            return std::nullopt;
-        case U'r': return U'\r';
-        case U'n': return U'\n';
-        case U't': return U'\t';
-        case U'f': return U'\f';
-        case U'v': return U'\v';
-        default:
-            if ((c >= U'0' && c <= U'9') || (c >= U'a' && c <= U'z') || (c >= U'A' && c <= U'Z'))
-                fail("this escape", pos_ - 2);
-            return c;
+            case U's': cls.whitespace = true; return std::nullopt;
+            case U'S': cls.not_whitespace = true; return std::nullopt;
+            case U'p': cls.categories |= property(); return std::nullopt;
+            case U'P':
+                if (cls.not_categories != 0) fail("two \\P{..} in one class");
+                cls.not_categories = property();
+                return std::nullopt;
+            case U'r': return U'\r';
+            case U'n': return U'\n';
+            case U't': return U'\t';
+            case U'f': return U'\f';
+            case U'v': return U'\v';
+            default:
+                if ((c >= U'0' && c <= U'9') || (c >= U'a' && c <= U'z') || (c >= U'A' && c <= U'Z'))
+                    fail("this escape", pos_ - 2);
+                return c;
         }
     }
 
@@ -275,23 +279,23 @@ public:
     void emit(Node const& node) {
         using Op = Pattern::Op;
         switch (node.kind) {
-        case Node::Kind::empty: break;
-        case Node::Kind::literal: add(Op::literal, node.code_point); break;
-        case Node::Kind::char_class: add(Op::char_class, node.class_index); break;
-        case Node::Kind::end_of_text: add(Op::end_of_text); break;
-        case Node::Kind::sequence:
-            for (Node const& child : node.children) emit(child);
-            break;
-        case Node::Kind::alternation: emit_alternation(node.children); break;
-        case Node::Kind::repeat: emit_repeat(node.children.front(), node.min, node.max); break;
-        case Node::Kind::look_ahead:
-        case Node::Kind::look_ahead_not: {
-            std::size_t const look = add(node.kind == Node::Kind::look_ahead ? Op::look_ahead : Op::look_ahead_not);
-            emit(node.children.front());
-            add(Op::match);
-            program_[look].b = here();
-            break;
-        }
+            case Node::Kind::empty: break;
+            case Node::Kind::literal: add(Op::literal, node.code_point); break;
+            case Node::Kind::char_class: add(Op::char_class, node.class_index); break;
+            case Node::Kind::end_of_text: add(Op::end_of_text); break;
+            case Node::Kind::sequence:
+                for (Node const& child : node.children) emit(child);
+                break;
+            case Node::Kind::alternation: emit_alternation(node.children); break;
+            case Node::Kind::repeat: emit_repeat(node.children.front(), node.min, node.max); break;
+            case Node::Kind::look_ahead:
+            case Node::Kind::look_ahead_not: {
+                std::size_t const look = add(node.kind == Node::Kind::look_ahead ? Op::look_ahead : Op::look_ahead_not);
+                emit(node.children.front());
+                add(Op::match);
+                program_[look].b = here();
+                break;
+            }
         }
     }
 
@@ -378,35 +382,31 @@ std::size_t Pattern::run(std::size_t start_pc, std::u32string_view text, std::si
         for (bool alive = true; alive;) {
             Instruction const& in = program_[pc];
             switch (in.op) {
-            case Op::literal:
-                alive = pos < text.size() && text[pos] == in.a;
-                ++pc, ++pos;
-                break;
-            case Op::char_class:
-                alive = pos < text.size() && classes_[in.a].contains(text[pos]);
-                ++pc, ++pos;
-                break;
-            case Op::split:
-                stack.emplace_back(in.b, pos);
-                pc = in.a;
-                break;
-            case Op::jump:
-                pc = in.a;
-                break;
-            case Op::end_of_text:
-                alive = pos == text.size();
-                ++pc;
-                break;
-            case Op::look_ahead:
-            case Op::look_ahead_not: {
-                bool const found = run(pc + 1, text, pos, stack) != no_match;
-                alive = found == (in.op == Op::look_ahead);
-                pc = in.b;
-                break;
-            }
-            case Op::match:
-                stack.resize(base);
-                return pos;
+                case Op::literal:
+                    alive = pos < text.size() && text[pos] == in.a;
+                    ++pc, ++pos;
+                    break;
+                case Op::char_class:
+                    alive = pos < text.size() && classes_[in.a].contains(text[pos]);
+                    ++pc, ++pos;
+                    break;
+                case Op::split:
+                    stack.emplace_back(in.b, pos);
+                    pc = in.a;
+                    break;
+                case Op::jump: pc = in.a; break;
+                case Op::end_of_text:
+                    alive = pos == text.size();
+                    ++pc;
+                    break;
+                case Op::look_ahead:
+                case Op::look_ahead_not: {
+                    bool const found = run(pc + 1, text, pos, stack) != no_match;
+                    alive = found == (in.op == Op::look_ahead);
+                    pc = in.b;
+                    break;
+                }
+                case Op::match: stack.resize(base); return pos;
             }
         }
     }

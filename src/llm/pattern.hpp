@@ -45,12 +45,12 @@ public:
     };
 
     enum class Op : std::uint8_t {
-        literal,       // one code point equal to `a`
-        char_class,    // one code point in classes_[a]
-        split,         // go on at `a`; if that fails, at `b`
-        jump,          // go on at `a`
-        end_of_text,   // $
-        look_ahead,    // the program from here + 1 (ending in `match`) matches at this place; go on at `b`
+        literal,      // one code point equal to `a`
+        char_class,   // one code point in classes_[a]
+        split,        // go on at `a`; if that fails, at `b`
+        jump,         // go on at `a`
+        end_of_text,  // $
+        look_ahead,   // the program from here + 1 (ending in `match`) matches at this place; go on at `b`
         look_ahead_not,
         match,
     };

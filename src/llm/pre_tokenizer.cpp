@@ -43,7 +43,9 @@ constexpr std::string_view deepseek_llm_letters =
     "Ⳬ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ"
     "𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃"
     "]+";
-constexpr std::string_view deepseek_llm_symbols = R"re(\s?[!-/:-~！-／：-～‘-‟)re" "\u3000" R"re(-。]+)re";
+constexpr std::string_view deepseek_llm_symbols = R"re(\s?[!-/:-~！-／：-～‘-‟)re"
+                                                  "\u3000"
+                                                  R"re(-。]+)re";
 constexpr std::string_view deepseek_v3_words =
     R"re([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+)re"
     R"re(| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
@@ -69,14 +71,16 @@ struct Kind {
 std::vector<Kind> make_kinds() {
     std::string const llama3 = join({contractions, llama3_tail}), qwen2 = join({contractions, qwen2_tail});
     std::string const gpt2(gpt2_words), bloom(bloom_words);
-    std::string const gpt4o = join({cased_lower_word, contractions, "?|", cased_upper_word, contractions,
-                                    R"re(?|\p{N}{1,3}|)re", cased_tail});
+    std::string const gpt4o = join(
+        {cased_lower_word, contractions, "?|", cased_upper_word, contractions, R"re(?|\p{N}{1,3}|)re", cased_tail});
     std::string const tekken = join({cased_lower_word, "|", cased_upper_word, R"re(|\p{N}|)re", cased_tail});
     return {
         // llama.cpp's own default: punctuation runs, GPT-2's words, digit runs cut in threes.
         {{"default"}, {R"re([\p{P}\$\+<=>\^~\|]+)re", gpt2, R"re(\p{N}+)re", "[0-9][0-9][0-9]"}},
         {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
-         {llama3}, true, true},
+         {llama3},
+         true,
+         true},
         {{"dbrx", "smaug-bpe", "chatglm-bpe", "glm4"}, {llama3}},
         {{"gpt-2", "phi-2", "mpt", "olmo", "jais", "exaone4", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de",
           "gigachat", "a.x-4.0", "mellum", "modern-bert"},
@@ -86,19 +90,29 @@ std::vector<Kind> make_kinds() {
         {{"starcoder", "refact", "codeshell", "exaone", "minerva-7b", "mellum2"}, {R"re(\p{N})re", gpt2}},
         {{"command-r", "smollm"}, {R"re(\p{N})re", gpt2}, false, false, false},
         {{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "hunyuan", "solar-open", "grok-2"},
-         {qwen2}, false, false, false},
+         {qwen2},
+         false,
+         false,
+         false},
         {{"stablelm2", "megrez"}, {qwen2}},
         {{"qwen35"}, {join({contractions, qwen35_tail})}, false, false, false},
         {{"seed-coder"}, {join({contractions, seed_coder_tail})}, false, false, false},
         {{"deepseek-llm"},
          {R"re([\r\n])re", std::string(deepseek_llm_letters), std::string(deepseek_llm_symbols), R"re(\s+$)re",
           std::string(cjk_runs), R"re(\p{N}+)re"},
-         false, false, false},
+         false,
+         false,
+         false},
         {{"deepseek-coder"},
          {R"re([\r\n])re", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re", std::string(cjk_runs), R"re(\p{N})re"},
-         false, false, false},
+         false,
+         false,
+         false},
         {{"deepseek-v3", "hunyuan-dense", "joyai-llm"},
-         {R"re(\p{N}{1,3})re", "[一-龥぀-ゟ゠-ヿ]+", std::string(deepseek_v3_words)}, false, false, false},
+         {R"re(\p{N}{1,3})re", "[一-龥぀-ゟ゠-ヿ]+", std::string(deepseek_v3_words)},
+         false,
+         false,
+         false},
         {{"bloom", "gpt3-finnish"}, {bloom}},
         {{"poro-chat"}, {bloom}, false, false, false},
         {{"viking"}, {bloom, R"re(\p{N})re"}, false, false, false},

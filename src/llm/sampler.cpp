@@ -33,8 +33,10 @@ bool before(std::pair<float, std::int32_t> const& a, std::pair<float, std::int32
 Sampler::Sampler(SamplingParams params) : params_(params) {
     if (!std::isfinite(params.temperature) || params.temperature < 0)
         refuse("temperature " + std::to_string(params.temperature) + " should be finite and ≥ 0");
-    if (!(params.top_p > 0 && params.top_p <= 1)) refuse("top_p " + std::to_string(params.top_p) + " should be in (0, 1]");
-    if (!(params.min_p >= 0 && params.min_p <= 1)) refuse("min_p " + std::to_string(params.min_p) + " should be in [0, 1]");
+    if (!(params.top_p > 0 && params.top_p <= 1))
+        refuse("top_p " + std::to_string(params.top_p) + " should be in (0, 1]");
+    if (!(params.min_p >= 0 && params.min_p <= 1))
+        refuse("min_p " + std::to_string(params.min_p) + " should be in [0, 1]");
     if (!(params.repetition_penalty > 0) || !std::isfinite(params.repetition_penalty))
         refuse("repetition_penalty " + std::to_string(params.repetition_penalty) + " should be finite and > 0");
     reset(params.seed);

@@ -38,11 +38,11 @@ std::size_t held_for_stops(std::string_view text, std::size_t from, std::vector<
 
 std::string_view to_string(StopReason reason) noexcept {
     switch (reason) {
-    case StopReason::max_tokens: return "max_tokens";
-    case StopReason::end_of_generation: return "end_of_generation";
-    case StopReason::stop_string: return "stop_string";
-    case StopReason::context_full: return "context_full";
-    case StopReason::callback: return "callback";
+        case StopReason::max_tokens: return "max_tokens";
+        case StopReason::end_of_generation: return "end_of_generation";
+        case StopReason::stop_string: return "stop_string";
+        case StopReason::context_full: return "context_full";
+        case StopReason::callback: return "callback";
     }
     return "?";
 }

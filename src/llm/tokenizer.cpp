@@ -89,8 +89,10 @@ std::optional<unsigned char> byte_piece_value(std::string_view piece) {
     if (piece.size() != 6 || !piece.starts_with("<0x") || piece.back() != '>') return std::nullopt;
     unsigned value = 0;
     for (char c : piece.substr(3, 2)) {
-        int const digit = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                        : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        int const digit = c >= '0' && c <= '9'   ? c - '0'
+                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                          : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                                 : -1;
         if (digit < 0) return std::nullopt;
         value = value * 16 + static_cast<unsigned>(digit);
     }
@@ -118,24 +120,25 @@ std::string clean_up_tokenization_spaces(std::string const& text) {
         for (std::size_t i = 0; i < in.size(); ++i) keep(in, i, out);
         return out;
     };
-    std::string const no_space_before_punctuation = pass(text, [](std::string const& in, std::size_t i, std::string& out) {
-        char const x = in[i];
-        if (i > 0 && in[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) out.pop_back();
-        out.push_back(x);
-    });
+    std::string const no_space_before_punctuation =
+        pass(text, [](std::string const& in, std::size_t i, std::string& out) {
+            char const x = in[i];
+            if (i > 0 && in[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) out.pop_back();
+            out.push_back(x);
+        });
     bool skipped = false;  // the space after a lone apostrophe was dropped: it no longer precedes
-    std::string const lone_apostrophes = pass(no_space_before_punctuation,
-                                              [&](std::string const& in, std::size_t& i, std::string& out) {
-        char const x = in[i];
-        bool const after_space = i > 0 && in[i - 1] == ' ' && !skipped;
-        skipped = false;
-        if (x == '\'' && after_space && i + 1 < in.size() && in[i + 1] == ' ') {
-            out.pop_back();
-            ++i;
-            skipped = true;
-        }
-        out.push_back(x);
-    });
+    std::string const lone_apostrophes =
+        pass(no_space_before_punctuation, [&](std::string const& in, std::size_t& i, std::string& out) {
+            char const x = in[i];
+            bool const after_space = i > 0 && in[i - 1] == ' ' && !skipped;
+            skipped = false;
+            if (x == '\'' && after_space && i + 1 < in.size() && in[i + 1] == ' ') {
+                out.pop_back();
+                ++i;
+                skipped = true;
+            }
+            out.push_back(x);
+        });
     return pass(lone_apostrophes, [](std::string const& in, std::size_t i, std::string& out) {
         char const x = in[i];
         if (i > 0 && in[i - 1] == ' ' && x == '\'' && i + 1 < in.size()) {
@@ -197,8 +200,8 @@ void merge_pairs(std::vector<Symbol>& symbols, Rate const& rate) {
 }
 
 constexpr std::string_view end_of_generation_texts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>",
-    "<|end_of_text|>", "<end_of_utterance>", "</s>", "<eos>", "<turn|>",
+    "<|eot_id|>",      "<|im_end|>",         "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>",
+    "<|end_of_text|>", "<end_of_utterance>", "</s>",    "<eos>",         "<turn|>",
 };
 
 }  // namespace
@@ -212,7 +215,7 @@ struct Tokenizer::Impl {
     PieceIndex index;
     std::unordered_map<std::uint64_t, Merge> merges;
     std::optional<PreTokenizer> pre_tokenizer;
-    std::vector<std::int32_t> special_tokens;  // control, user-defined and unknown: longest first
+    std::vector<std::int32_t> special_tokens;     // control, user-defined and unknown: longest first
     std::array<std::int32_t, 256> byte_tokens{};  // <0xNN>, or -1
     std::optional<std::int32_t> bos, eos, unknown, padding;
     std::vector<std::int32_t> end_of_generation;  // sorted
@@ -361,9 +364,9 @@ void Tokenizer::Impl::read_algorithm(gguf::Metadata const& md) {
         if (pre.empty()) pre = "default";
         pre_tokenizer = PreTokenizer::named(pre);
         if (!pre_tokenizer)
-            throw UnsupportedTokenizer("tokenizer.ggml.pre '" + gguf::printable(pre) +
-                                       "' is not a pre-tokenizer rayo::llm knows; it knows: " +
-                                       PreTokenizer::known_names());
+            throw UnsupportedTokenizer(
+                "tokenizer.ggml.pre '" + gguf::printable(pre) +
+                "' is not a pre-tokenizer rayo::llm knows; it knows: " + PreTokenizer::known_names());
         add_bos = pre_tokenizer->adds_bos();
         ignore_merges = pre_tokenizer->ignores_merges();
         clean_up_spaces = pre_tokenizer->cleans_up_spaces();
@@ -399,8 +402,8 @@ void Tokenizer::Impl::read_special_ids(gguf::Metadata const& md) {
     add_bos = add_bos && bos;
     add_eos = add_eos && eos;
 
-    for (std::optional<std::int32_t> const end : {eos, id("tokenizer.ggml.eot_token_id", std::nullopt),
-                                                  id("tokenizer.ggml.eom_token_id", std::nullopt)})
+    for (std::optional<std::int32_t> const end :
+         {eos, id("tokenizer.ggml.eot_token_id", std::nullopt), id("tokenizer.ggml.eom_token_id", std::nullopt)})
         if (end) end_of_generation.push_back(*end);
     for (std::string_view text : end_of_generation_texts)
         if (auto const end = find(text)) end_of_generation.push_back(*end);
@@ -410,7 +413,8 @@ void Tokenizer::Impl::read_special_ids(gguf::Metadata const& md) {
 void Tokenizer::Impl::index_special_tokens() {
     for (std::size_t i = 0; i < pieces.size(); ++i) {
         TokenType const type = types[i];
-        bool const special = type == TokenType::control || type == TokenType::user_defined || type == TokenType::unknown;
+        bool const special =
+            type == TokenType::control || type == TokenType::user_defined || type == TokenType::unknown;
         if (special && !pieces[i].empty()) special_tokens.push_back(static_cast<std::int32_t>(i));
     }
     // The order llama.cpp looks for them in (the same sort over the same ids).
@@ -486,9 +490,9 @@ std::vector<std::int32_t> Tokenizer::Impl::encode(std::string_view text, bool ad
         }
         std::string_view const part = text.substr(f.begin, f.length);
         switch (algorithm) {
-        case Algorithm::sentencepiece: encode_sentencepiece(part, add_space_prefix && after_special, out); break;
-        case Algorithm::byte_level: encode_byte_level(part, out); break;
-        case Algorithm::gemma4: encode_gemma4(part, out); break;
+            case Algorithm::sentencepiece: encode_sentencepiece(part, add_space_prefix && after_special, out); break;
+            case Algorithm::byte_level: encode_byte_level(part, out); break;
+            case Algorithm::gemma4: encode_gemma4(part, out); break;
         }
         after_special = false;
     }
@@ -588,19 +592,15 @@ void Tokenizer::Impl::merge_word(std::string_view word, std::vector<std::int32_t
 std::string Tokenizer::Impl::piece_text(std::int32_t id, bool render_special) const {
     std::string const& piece = pieces[static_cast<std::size_t>(id)];
     switch (types[static_cast<std::size_t>(id)]) {
-    case TokenType::control:
-    case TokenType::unknown:
-        return render_special ? piece : std::string();
-    case TokenType::user_defined:
-        return piece;
-    case TokenType::byte: {
-        auto const value = byte_piece_value(piece);
-        return value ? std::string(1, static_cast<char>(*value)) : piece;
-    }
-    case TokenType::normal:
-        break;
-    default:
-        return {};  // unused and undefined tokens stand for nothing
+        case TokenType::control:
+        case TokenType::unknown: return render_special ? piece : std::string();
+        case TokenType::user_defined: return piece;
+        case TokenType::byte: {
+            auto const value = byte_piece_value(piece);
+            return value ? std::string(1, static_cast<char>(*value)) : piece;
+        }
+        case TokenType::normal: break;
+        default: return {};  // unused and undefined tokens stand for nothing
     }
     if (algorithm != Algorithm::byte_level) return replace_all(piece, space_mark, " ");
     std::string text;

@@ -11,16 +11,16 @@ namespace {
 
 constexpr char32_t first_astral = 0x10000;
 
-constexpr CategorySet letters = bit(Category::Lu) | bit(Category::Ll) | bit(Category::Lt) | bit(Category::Lm) |
-                                bit(Category::Lo);
+constexpr CategorySet letters =
+    bit(Category::Lu) | bit(Category::Ll) | bit(Category::Lt) | bit(Category::Lm) | bit(Category::Lo);
 constexpr CategorySet marks = bit(Category::Mn) | bit(Category::Mc) | bit(Category::Me);
 constexpr CategorySet numbers = bit(Category::Nd) | bit(Category::Nl) | bit(Category::No);
 constexpr CategorySet punctuation = bit(Category::Pc) | bit(Category::Pd) | bit(Category::Ps) | bit(Category::Pe) |
                                     bit(Category::Pi) | bit(Category::Pf) | bit(Category::Po);
 constexpr CategorySet symbols = bit(Category::Sm) | bit(Category::Sc) | bit(Category::Sk) | bit(Category::So);
 constexpr CategorySet separators = bit(Category::Zs) | bit(Category::Zl) | bit(Category::Zp);
-constexpr CategorySet others = bit(Category::Cc) | bit(Category::Cf) | bit(Category::Cs) | bit(Category::Co) |
-                               bit(Category::Cn);
+constexpr CategorySet others =
+    bit(Category::Cc) | bit(Category::Cf) | bit(Category::Cs) | bit(Category::Co) | bit(Category::Cn);
 
 constexpr std::string_view category_names[] = {"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl",
                                                "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc",
@@ -101,10 +101,15 @@ Category category(char32_t c) noexcept {
 bool is_whitespace(char32_t c) noexcept {
     if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D);
     switch (c) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
-        return true;
-    default:
-        return c >= 0x2000 && c <= 0x200A;
+        case 0x85:
+        case 0xA0:
+        case 0x1680:
+        case 0x2028:
+        case 0x2029:
+        case 0x202F:
+        case 0x205F:
+        case 0x3000: return true;
+        default: return c >= 0x2000 && c <= 0x200A;
     }
 }
 

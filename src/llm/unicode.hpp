@@ -17,13 +17,36 @@ inline constexpr char32_t last_code_point = 0x10FFFF;
 
 // The Unicode general categories. The order is the generated table's (scripts/generate_unicode_tables.py).
 enum class Category : std::uint8_t {
-    Lu, Ll, Lt, Lm, Lo,                  // letters
-    Mn, Mc, Me,                          // marks
-    Nd, Nl, No,                          // numbers
-    Pc, Pd, Ps, Pe, Pi, Pf, Po,          // punctuation
-    Sm, Sc, Sk, So,                      // symbols
-    Zs, Zl, Zp,                          // separators
-    Cc, Cf, Cs, Co, Cn,                  // others: control, format, surrogate, private use, unassigned
+    Lu,
+    Ll,
+    Lt,
+    Lm,
+    Lo,  // letters
+    Mn,
+    Mc,
+    Me,  // marks
+    Nd,
+    Nl,
+    No,  // numbers
+    Pc,
+    Pd,
+    Ps,
+    Pe,
+    Pi,
+    Pf,
+    Po,  // punctuation
+    Sm,
+    Sc,
+    Sk,
+    So,  // symbols
+    Zs,
+    Zl,
+    Zp,  // separators
+    Cc,
+    Cf,
+    Cs,
+    Co,
+    Cn,  // others: control, format, surrogate, private use, unassigned
 };
 
 // A set of categories, one bit per Category.

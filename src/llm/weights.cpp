@@ -21,9 +21,7 @@ public:
     [[nodiscard]] std::size_t device_bytes() const noexcept { return device_bytes_; }
 
     // A 2-D weight of shape [rows, cols].
-    Weight matrix(std::string const& name, std::size_t rows, std::size_t cols) {
-        return joined({{name, rows}}, cols);
-    }
+    Weight matrix(std::string const& name, std::size_t rows, std::size_t cols) { return joined({{name, rows}}, cols); }
 
     // The matrices `parts` (name, rows), each of `cols` columns, those of one type that follow
     // each other joined by rows.
@@ -35,8 +33,8 @@ public:
         for (std::size_t i = 0; i < parts.size();) {
             std::size_t j = i + 1;
             while (j < parts.size() && checked(parts[j], cols).dtype == checked(parts[i], cols).dtype) ++j;
-            std::vector<std::pair<std::string, std::size_t>> const group(parts.begin() + static_cast<std::ptrdiff_t>(i),
-                                                                         parts.begin() + static_cast<std::ptrdiff_t>(j));
+            std::vector<std::pair<std::string, std::size_t>> const group(
+                parts.begin() + static_cast<std::ptrdiff_t>(i), parts.begin() + static_cast<std::ptrdiff_t>(j));
             groups.push_back({joined(group, cols), j - i, biases ? std::optional(bias_vectors(group)) : std::nullopt});
             for (; i < j; ++i) rows.push_back(static_cast<std::int64_t>(parts[i].second));
         }
@@ -78,9 +76,14 @@ private:
         expect_shape(info, {static_cast<std::int64_t>(part.second), static_cast<std::int64_t>(cols)});
         if (!info.dtype) unsupported(info);
         switch (*info.dtype) {
-            case rayo::DType::f32: case rayo::DType::f16: case rayo::DType::bf16: case rayo::DType::q4_k:
-            case rayo::DType::q6_k: case rayo::DType::q8_0: case rayo::DType::q4_0: case rayo::DType::q5_k:
-                return info;
+            case rayo::DType::f32:
+            case rayo::DType::f16:
+            case rayo::DType::bf16:
+            case rayo::DType::q4_k:
+            case rayo::DType::q6_k:
+            case rayo::DType::q8_0:
+            case rayo::DType::q4_0:
+            case rayo::DType::q5_k: return info;
             default: unsupported(info);
         }
     }
@@ -152,17 +155,18 @@ Weights load_weights(gguf::File const& file, Hyperparameters const& hp, Device d
     bool const biases = hp.architecture == Architecture::qwen2, qk_norms = hp.architecture == Architecture::qwen3;
     for (std::size_t i = 0; i < hp.layers; ++i) {
         std::string const p = "blk." + std::to_string(i) + ".";
-        Layer layer{.attn_norm = w.vector(p + "attn_norm.weight", d),
-                    .ffn_norm = w.vector(p + "ffn_norm.weight", d),
-                    .qkv = w.projections({{p + "attn_q.weight", hp.heads * hd},
-                                          {p + "attn_k.weight", hp.kv_heads * hd},
-                                          {p + "attn_v.weight", hp.kv_heads * hd}}, d, biases),
-                    .gate_up = w.projections({{p + "ffn_gate.weight", hp.ffn_width},
-                                              {p + "ffn_up.weight", hp.ffn_width}}, d),
-                    .o = w.matrix(p + "attn_output.weight", d, hp.heads * hd),
-                    .down = w.matrix(p + "ffn_down.weight", d, hp.ffn_width),
-                    .q_norm = std::nullopt,
-                    .k_norm = std::nullopt};
+        Layer layer{
+            .attn_norm = w.vector(p + "attn_norm.weight", d),
+            .ffn_norm = w.vector(p + "ffn_norm.weight", d),
+            .qkv = w.projections({{p + "attn_q.weight", hp.heads * hd},
+                                  {p + "attn_k.weight", hp.kv_heads * hd},
+                                  {p + "attn_v.weight", hp.kv_heads * hd}},
+                                 d, biases),
+            .gate_up = w.projections({{p + "ffn_gate.weight", hp.ffn_width}, {p + "ffn_up.weight", hp.ffn_width}}, d),
+            .o = w.matrix(p + "attn_output.weight", d, hp.heads * hd),
+            .down = w.matrix(p + "ffn_down.weight", d, hp.ffn_width),
+            .q_norm = std::nullopt,
+            .k_norm = std::nullopt};
         if (qk_norms) {
             layer.q_norm = w.vector(p + "attn_q_norm.weight", hd);
             layer.k_norm = w.vector(p + "attn_k_norm.weight", hd);

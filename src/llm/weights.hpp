@@ -38,8 +38,10 @@ public:
                            std::optional<rayo::FTensor> const& bias = {}) const {
         std::visit(
             [&](auto const& w) {
-                if (bias) rayo::rms_norm_linear_into(x, gain, eps, w, *bias, out);
-                else rayo::rms_norm_linear_into(x, gain, eps, w, out);
+                if (bias)
+                    rayo::rms_norm_linear_into(x, gain, eps, w, *bias, out);
+                else
+                    rayo::rms_norm_linear_into(x, gain, eps, w, out);
             },
             w_);
     }
@@ -57,8 +59,10 @@ public:
     void rows_into(rayo::Tensor<std::int32_t> const& ids, rayo::FTensor const& out) const {
         std::visit(
             [&](auto const& w) {
-                if constexpr (std::is_same_v<decltype(rayo::embedding(w, ids)), rayo::FTensor>) rayo::embedding_into(w, ids, out);
-                else rayo::cast_into(rayo::embedding(w, ids), out);
+                if constexpr (std::is_same_v<decltype(rayo::embedding(w, ids)), rayo::FTensor>)
+                    rayo::embedding_into(w, ids, out);
+                else
+                    rayo::cast_into(rayo::embedding(w, ids), out);
             },
             w_);
     }
@@ -67,10 +71,13 @@ public:
         return std::visit([&](auto const& w) { return Weight(w.slice(begin, end)); }, w_);
     }
     template <class T>
-    [[nodiscard]] bool is() const noexcept { return std::holds_alternative<rayo::Tensor<T>>(w_); }
+    [[nodiscard]] bool is() const noexcept {
+        return std::holds_alternative<rayo::Tensor<T>>(w_);
+    }
     [[nodiscard]] rayo::Shape const& shape() const {
         return std::visit([](auto const& w) -> rayo::Shape const& { return w.shape(); }, w_);
     }
+
 private:
     Any w_;
 };
@@ -82,8 +89,8 @@ private:
 class Projections {
 public:
     struct Group {
-        Weight weight;       // its rows: those of `parts` projections, one after another
-        std::size_t parts;   // how many projections it holds
+        Weight weight;                      // its rows: those of `parts` projections, one after another
+        std::size_t parts;                  // how many projections it holds
         std::optional<rayo::FTensor> bias;  // one value a row (Qwen 2's q, k and v), joined likewise
     };
 
@@ -99,7 +106,8 @@ public:
 
     // rms_norm(x [1, in], gain, eps) → out [rows()]: each projection's values at its rows' place, in
     // order, each group's product forming the normalised input itself.
-    void apply_one_normed_into(rayo::FTensor const& x, rayo::FTensor const& gain, float eps, rayo::FTensor const& out) const {
+    void apply_one_normed_into(rayo::FTensor const& x, rayo::FTensor const& gain, float eps,
+                               rayo::FTensor const& out) const {
         std::int64_t at = 0;
         std::size_t part = 0;
         for (Group const& g : groups_) {
@@ -125,6 +133,7 @@ public:
         }
         return out;
     }
+
 private:
     std::vector<Group> groups_;
     std::vector<std::int64_t> part_rows_;
@@ -150,6 +159,7 @@ struct Weights {
 // Every weight of a Llama-family file onto `device`, its shapes checked against `hp` and the tensors
 // its architecture adds (Qwen 2's attn_{q,k,v}.bias, Qwen 3's attn_{q,k}_norm): ModelError for a
 // missing tensor or a shape that disagrees, Unsupported for a type no weight may have.
-[[nodiscard]] Weights load_weights(gguf::File const& file, Hyperparameters const& hp, Device device, LoadProgress progress);
+[[nodiscard]] Weights load_weights(gguf::File const& file, Hyperparameters const& hp, Device device,
+                                   LoadProgress progress);
 
 }  // namespace rayo::llm

@@ -24,22 +24,25 @@ constexpr char const* name = "attention";
 template <class T>
 void check_shapes(Tensor<T> const& q, Tensor<T> const& k, Tensor<T> const& v) {
     if (q.rank() < 3 || q.rank() > 4 || k.rank() != q.rank() || v.rank() != q.rank())
-        throw ShapeError(std::string(name) + ": q, k and v must all be [batch, len, heads, head_dim] or all [len, heads, head_dim], got q " +
-                         q.shape().to_string() + ", k " + k.shape().to_string() + ", v " + v.shape().to_string());
+        throw ShapeError(
+            std::string(name) +
+            ": q, k and v must all be [batch, len, heads, head_dim] or all [len, heads, head_dim], got q " +
+            q.shape().to_string() + ", k " + k.shape().to_string() + ", v " + v.shape().to_string());
     if (k.shape() != v.shape())
-        throw ShapeError(std::string(name) + ": k and v must have one shape, got k " + k.shape().to_string() + " and v " +
-                         v.shape().to_string());
+        throw ShapeError(std::string(name) + ": k and v must have one shape, got k " + k.shape().to_string() +
+                         " and v " + v.shape().to_string());
     std::size_t const r = q.rank();
     if (r == 4 && q.shape()[0] != k.shape()[0])
-        throw ShapeError(std::string(name) + ": q and k have different batch sizes: q " + q.shape().to_string() + ", k " +
-                         k.shape().to_string());
+        throw ShapeError(std::string(name) + ": q and k have different batch sizes: q " + q.shape().to_string() +
+                         ", k " + k.shape().to_string());
     if (q.shape()[r - 1] != k.shape()[r - 1])
         throw ShapeError(std::string(name) + ": q and k have different head_dim: q " + q.shape().to_string() + ", k " +
                          k.shape().to_string());
     std::int64_t const heads = q.shape()[r - 2], kv_heads = k.shape()[r - 2];
     if (kv_heads == 0 ? heads != 0 : heads % kv_heads != 0)
         throw ShapeError(std::string(name) + ": heads " + std::to_string(heads) + " is not a multiple of kv_heads " +
-                         std::to_string(kv_heads) + " (q " + q.shape().to_string() + ", k " + k.shape().to_string() + ")");
+                         std::to_string(kv_heads) + " (q " + q.shape().to_string() + ", k " + k.shape().to_string() +
+                         ")");
 }
 
 template <class T>
@@ -160,9 +163,9 @@ Tensor<T> attention(Tensor<T> const& q, Tensor<T> const& k, Tensor<T> const& v, 
     return out;
 }
 
-#define RAYO_INSTANTIATE_ATTENTION(T)                                                                                   \
-    template Tensor<T> attention(Tensor<T> const&, Tensor<T> const&, Tensor<T> const&, AttentionParams const&);         \
-    template void attention_into(Tensor<T> const&, Tensor<T> const&, Tensor<T> const&, AttentionParams const&,          \
+#define RAYO_INSTANTIATE_ATTENTION(T)                                                                           \
+    template Tensor<T> attention(Tensor<T> const&, Tensor<T> const&, Tensor<T> const&, AttentionParams const&); \
+    template void attention_into(Tensor<T> const&, Tensor<T> const&, Tensor<T> const&, AttentionParams const&,  \
                                  Tensor<T> const&);
 RAYO_EACH_FLOATING(RAYO_INSTANTIATE_ATTENTION)
 #undef RAYO_INSTANTIATE_ATTENTION

@@ -21,8 +21,8 @@ Tensor<To> cast(Tensor<From> const& x) {
     return out;
 }
 
-#define RAYO_INSTANTIATE_CAST(TO, FROM)                                 \
-    template Tensor<TO> cast<TO, FROM>(Tensor<FROM> const&);                                  \
+#define RAYO_INSTANTIATE_CAST(TO, FROM)                      \
+    template Tensor<TO> cast<TO, FROM>(Tensor<FROM> const&); \
     template void cast_into<TO, FROM>(Tensor<FROM> const&, Tensor<TO> const&);
 #define RAYO_INSTANTIATE_CASTS_FROM(FROM) \
     RAYO_INSTANTIATE_CAST(float, FROM)    \

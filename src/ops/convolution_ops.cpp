@@ -35,8 +35,8 @@ std::size_t output_extent(char const* axis, std::size_t in, std::size_t k, int p
     std::size_t const reach = static_cast<std::size_t>(dilation) * (k - 1) + 1;
     if (reach > padded)
         throw ShapeError(std::string("conv2d: the kernel's ") + axis + " (" + std::to_string(k) + ", dilated to " +
-                         std::to_string(reach) + ") is larger than the padded input's (" + std::to_string(in) + " + 2·" +
-                         std::to_string(pad) + " = " + std::to_string(padded) + ")");
+                         std::to_string(reach) + ") is larger than the padded input's (" + std::to_string(in) +
+                         " + 2·" + std::to_string(pad) + " = " + std::to_string(padded) + ")");
     return (padded - reach) / static_cast<std::size_t>(stride) + 1;
 }
 
@@ -69,7 +69,8 @@ Conv2dShape conv2d_shape(Tensor<T> const& x, Tensor<T> const& w, Conv2dParams co
         throw ShapeError("conv2d: w has " + std::to_string(dim(w, 1)) + " input channels per group (shape " +
                          w.shape().to_string() + "), expected C/groups = " + std::to_string(s.c) + "/" +
                          std::to_string(s.groups) + " = " + std::to_string(s.c / s.groups));
-    if (s.kh == 0 || s.kw == 0) throw ShapeError("conv2d: the kernel is empty (w has shape " + w.shape().to_string() + ")");
+    if (s.kh == 0 || s.kw == 0)
+        throw ShapeError("conv2d: the kernel is empty (w has shape " + w.shape().to_string() + ")");
     s.stride_h = static_cast<std::size_t>(p.stride[0]);
     s.stride_w = static_cast<std::size_t>(p.stride[1]);
     s.pad_h = static_cast<std::size_t>(p.padding[0]);
@@ -166,17 +167,21 @@ template <FloatingElement T>
 Tensor<T> convolve2d(Tensor<T> const& image, Tensor<T> const& kernel, ConvolveMode mode) {
     detail::check_same_device("convolve2d", image, kernel);
     if (image.rank() != 2) throw ShapeError("convolve2d: image must be [H, W], got shape " + image.shape().to_string());
-    if (kernel.rank() != 2) throw ShapeError("convolve2d: kernel must be [KH, KW], got shape " + kernel.shape().to_string());
+    if (kernel.rank() != 2)
+        throw ShapeError("convolve2d: kernel must be [KH, KW], got shape " + kernel.shape().to_string());
     Tensor<T> in = image, k = kernel;
     auto const extent = [](Tensor<T> const& t, std::size_t i) { return static_cast<std::size_t>(t.shape()[i]); };
     if (mode == ConvolveMode::valid) {
         bool const kernel_inside = extent(k, 0) <= extent(in, 0) && extent(k, 1) <= extent(in, 1);
         bool const image_inside = extent(in, 0) <= extent(k, 0) && extent(in, 1) <= extent(k, 1);
         // As scipy: the convolution commutes, so a kernel covering the image swaps with it.
-        if (!kernel_inside && image_inside) std::swap(in, k);
+        if (!kernel_inside && image_inside)
+            std::swap(in, k);
         else if (!kernel_inside)
-            throw ShapeError("convolve2d: in valid mode one operand must be at least as large as the other along both "
-                             "axes, got image " + image.shape().to_string() + " and kernel " + kernel.shape().to_string());
+            throw ShapeError(
+                "convolve2d: in valid mode one operand must be at least as large as the other along both "
+                "axes, got image " +
+                image.shape().to_string() + " and kernel " + kernel.shape().to_string());
     }
     Conv2dShape s;
     s.n = s.c = s.o = 1;
@@ -196,18 +201,19 @@ Tensor<T> convolve2d(Tensor<T> const& image, Tensor<T> const& kernel, ConvolveMo
     s.pad_w = s.kw - 1 - cols.start;
     s.oh = rows.extent;
     s.ow = cols.extent;
-    Tensor<T> const out = Tensor<T>::empty(Shape{static_cast<std::int64_t>(s.oh), static_cast<std::int64_t>(s.ow)}, image.device());
+    Tensor<T> const out =
+        Tensor<T>::empty(Shape{static_cast<std::int64_t>(s.oh), static_cast<std::int64_t>(s.ow)}, image.device());
     run_conv2d<T>(s, in, k.reshape({1, 1, static_cast<std::int64_t>(s.kh), static_cast<std::int64_t>(s.kw)}), nullptr,
                   out.shape(), out);
     return out;
 }
 
-#define RAYO_INSTANTIATE_CONV2D(T)                                                                                     \
-    template Tensor<T> conv2d<T>(Tensor<T> const&, Tensor<T> const&, Conv2dParams const&);                            \
-    template void conv2d_into<T>(Tensor<T> const&, Tensor<T> const&, Conv2dParams const&, Tensor<T> const&);          \
-    template Tensor<T> conv2d<T>(Tensor<T> const&, Tensor<T> const&, Tensor<T> const&, Conv2dParams const&);          \
-    template void conv2d_into<T>(Tensor<T> const&, Tensor<T> const&, Tensor<T> const&, Conv2dParams const&,           \
-                                 Tensor<T> const&);                                                                    \
+#define RAYO_INSTANTIATE_CONV2D(T)                                                                           \
+    template Tensor<T> conv2d<T>(Tensor<T> const&, Tensor<T> const&, Conv2dParams const&);                   \
+    template void conv2d_into<T>(Tensor<T> const&, Tensor<T> const&, Conv2dParams const&, Tensor<T> const&); \
+    template Tensor<T> conv2d<T>(Tensor<T> const&, Tensor<T> const&, Tensor<T> const&, Conv2dParams const&); \
+    template void conv2d_into<T>(Tensor<T> const&, Tensor<T> const&, Tensor<T> const&, Conv2dParams const&,  \
+                                 Tensor<T> const&);                                                          \
     template Tensor<T> convolve2d<T>(Tensor<T> const&, Tensor<T> const&, ConvolveMode);
 RAYO_INSTANTIATE_CONV2D(float)
 RAYO_INSTANTIATE_CONV2D(half)

@@ -115,14 +115,14 @@ FTensor dot(Tensor<T> const& a, Tensor<U> const& b) {
     return out;
 }
 
-#define RAYO_INSTANTIATE_ONE_TYPE(T)                                   \
+#define RAYO_INSTANTIATE_ONE_TYPE(T)                              \
     template Tensor<T> unary(Op, Tensor<T> const&, float, float); \
     template Tensor<T> binary(Op, Tensor<T> const&, float);
-#define RAYO_INSTANTIATE_TWO_TYPES(T, U)                                                \
+#define RAYO_INSTANTIATE_TWO_TYPES(T, U)                                            \
     template void unary_into(Op, Tensor<T> const&, float, float, Tensor<U> const&); \
-    template Tensor<T> binary(Op, Tensor<T> const&, Tensor<U> const&);                 \
-    template void binary_into(Op, Tensor<T> const&, float, Tensor<U> const&);          \
-    template FTensor dot(Tensor<T> const&, Tensor<U> const&);                          \
+    template Tensor<T> binary(Op, Tensor<T> const&, Tensor<U> const&);              \
+    template void binary_into(Op, Tensor<T> const&, float, Tensor<U> const&);       \
+    template FTensor dot(Tensor<T> const&, Tensor<U> const&);                       \
     template void dot_into(Tensor<T> const&, Tensor<U> const&, FTensor const&);
 #define RAYO_INSTANTIATE_THREE_TYPES(T, U, O) \
     template void binary_into(Op, Tensor<T> const&, Tensor<U> const&, Tensor<O> const&);

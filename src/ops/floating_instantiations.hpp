@@ -14,7 +14,8 @@
 
 #define RAYO_FLOATING_TRIPLES_OF(M, T, U) M(T, U, float) M(T, U, ::rayo::half) M(T, U, ::rayo::bfloat16)
 #define RAYO_FLOATING_TRIPLES_OF_FIRST(M, T) \
-    RAYO_FLOATING_TRIPLES_OF(M, T, float) RAYO_FLOATING_TRIPLES_OF(M, T, ::rayo::half) RAYO_FLOATING_TRIPLES_OF(M, T, ::rayo::bfloat16)
-#define RAYO_EACH_FLOATING_TRIPLE(M)                                                          \
-    RAYO_FLOATING_TRIPLES_OF_FIRST(M, float) RAYO_FLOATING_TRIPLES_OF_FIRST(M, ::rayo::half) \
-    RAYO_FLOATING_TRIPLES_OF_FIRST(M, ::rayo::bfloat16)
+    RAYO_FLOATING_TRIPLES_OF(M, T, float)    \
+    RAYO_FLOATING_TRIPLES_OF(M, T, ::rayo::half) RAYO_FLOATING_TRIPLES_OF(M, T, ::rayo::bfloat16)
+#define RAYO_EACH_FLOATING_TRIPLE(M)         \
+    RAYO_FLOATING_TRIPLES_OF_FIRST(M, float) \
+    RAYO_FLOATING_TRIPLES_OF_FIRST(M, ::rayo::half) RAYO_FLOATING_TRIPLES_OF_FIRST(M, ::rayo::bfloat16)

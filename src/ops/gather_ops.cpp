@@ -75,8 +75,8 @@ void check_index_copy(Tensor<T> const& src, std::size_t a, Tensor<std::int32_t> 
     dims[a] = static_cast<std::int64_t>(ids.numel());
     if (src.shape() != Shape(dims))
         throw ShapeError("index_copy: src " + src.shape().to_string() + " must be dst " + dst.shape().to_string() +
-                         " with axis " + std::to_string(a) + " " + std::to_string(ids.numel()) + " long (the ids), i.e. " +
-                         Shape(dims).to_string());
+                         " with axis " + std::to_string(a) + " " + std::to_string(ids.numel()) +
+                         " long (the ids), i.e. " + Shape(dims).to_string());
     if (detail::overlaps(src, dst)) throw Error("index_copy: src and dst share memory");
     if (detail::overlaps(ids, dst)) throw Error("index_copy: ids and dst share memory");
 }
@@ -101,7 +101,8 @@ void embedding_into(Tensor<W> const& table, Tensor<std::int32_t> const& ids, Ten
 
 template <EmbeddingTable W>
 Tensor<embedding_result_t<W>> embedding(Tensor<W> const& table, Tensor<std::int32_t> const& ids) {
-    Tensor<embedding_result_t<W>> out = Tensor<embedding_result_t<W>>::empty(embedding_shape(table, ids), table.device());
+    Tensor<embedding_result_t<W>> out =
+        Tensor<embedding_result_t<W>>::empty(embedding_shape(table, ids), table.device());
     embedding_into(table, ids, out);
     return out;
 }
@@ -125,12 +126,14 @@ void index_copy_into(Tensor<T> const& src, int axis, Tensor<std::int32_t> const&
     std::size_t const a = dst.shape().axis(axis);
     check_index_copy(src, a, ids, dst);
     if (src.numel() == 0) return;
-    detail::dispatch(dst.device(), geometry(Op::index_copy, dst, a), {detail::arg(src), ids_arg(ids)}, {detail::arg(dst)});
+    detail::dispatch(dst.device(), geometry(Op::index_copy, dst, a), {detail::arg(src), ids_arg(ids)},
+                     {detail::arg(dst)});
 }
 
-#define RAYO_INSTANTIATE_EMBEDDING(W)                                                                          \
-    template Tensor<embedding_result_t<W>> embedding<W>(Tensor<W> const&, Tensor<std::int32_t> const&);       \
-    template void embedding_into<W>(Tensor<W> const&, Tensor<std::int32_t> const&, Tensor<embedding_result_t<W>> const&);
+#define RAYO_INSTANTIATE_EMBEDDING(W)                                                                   \
+    template Tensor<embedding_result_t<W>> embedding<W>(Tensor<W> const&, Tensor<std::int32_t> const&); \
+    template void embedding_into<W>(Tensor<W> const&, Tensor<std::int32_t> const&,                      \
+                                    Tensor<embedding_result_t<W>> const&);
 RAYO_INSTANTIATE_EMBEDDING(float)
 RAYO_INSTANTIATE_EMBEDDING(half)
 RAYO_INSTANTIATE_EMBEDDING(bfloat16)
@@ -141,9 +144,9 @@ RAYO_INSTANTIATE_EMBEDDING(q4_0)
 RAYO_INSTANTIATE_EMBEDDING(q5_k)
 #undef RAYO_INSTANTIATE_EMBEDDING
 
-#define RAYO_INSTANTIATE_INDEX_SELECT(T)                                                          \
-    template Tensor<T> index_select<T>(Tensor<T> const&, int, Tensor<std::int32_t> const&);       \
-    template void index_select_into<T>(Tensor<T> const&, int, Tensor<std::int32_t> const&, Tensor<T> const&);       \
+#define RAYO_INSTANTIATE_INDEX_SELECT(T)                                                                      \
+    template Tensor<T> index_select<T>(Tensor<T> const&, int, Tensor<std::int32_t> const&);                   \
+    template void index_select_into<T>(Tensor<T> const&, int, Tensor<std::int32_t> const&, Tensor<T> const&); \
     template void index_copy_into<T>(Tensor<T> const&, int, Tensor<std::int32_t> const&, Tensor<T> const&);
 RAYO_INSTANTIATE_INDEX_SELECT(float)
 RAYO_INSTANTIATE_INDEX_SELECT(half)

@@ -56,7 +56,8 @@ detail::OpArg permuted(Tensor<T> const& x, std::vector<int> const& dims) {
         axes.push_back(static_cast<std::size_t>(a));
     }
     if (dims.size() != x.rank() || axes.size() != x.rank())
-        throw ShapeError("permute: " + list(dims) + " is not a permutation of the axes of shape " + x.shape().to_string());
+        throw ShapeError("permute: " + list(dims) + " is not a permutation of the axes of shape " +
+                         x.shape().to_string());
     detail::OpArg in = detail::arg(x);
     detail::TensorView const original = in.view;
     for (std::size_t i = 0; i < axes.size(); ++i) {
@@ -71,7 +72,8 @@ detail::OpArg permuted(Tensor<T> const& x, std::vector<int> const& dims) {
 template <CastElement T>
 Tensor<T> permute(Tensor<T> const& x, std::vector<int> const& dims) {
     detail::OpArg const in = permuted(x, dims);
-    Tensor<T> out = Tensor<T>::empty(Shape(std::vector<std::int64_t>(in.view.dims().begin(), in.view.dims().end())), x.device());
+    Tensor<T> out =
+        Tensor<T>::empty(Shape(std::vector<std::int64_t>(in.view.dims().begin(), in.view.dims().end())), x.device());
     copy_view(x.device(), in, detail::arg(out));
     return out;
 }
@@ -79,7 +81,8 @@ Tensor<T> permute(Tensor<T> const& x, std::vector<int> const& dims) {
 template <CastElement T>
 void permute_into(Tensor<T> const& x, std::vector<int> const& dims, Tensor<T> const& out) {
     detail::OpArg const in = permuted(x, dims);
-    detail::check_out("permute", out, Shape(std::vector<std::int64_t>(in.view.dims().begin(), in.view.dims().end())), x, false);
+    detail::check_out("permute", out, Shape(std::vector<std::int64_t>(in.view.dims().begin(), in.view.dims().end())), x,
+                      false);
     copy_view(x.device(), in, detail::arg(out));
 }
 
@@ -108,8 +111,9 @@ Tensor<T> narrow(Tensor<T> const& x, int axis, std::int64_t start, std::int64_t 
     std::size_t const a = x.shape().axis(axis);
     std::int64_t const extent = x.shape()[a];
     if (start < 0 || length < 0 || start > extent || length > extent - start)
-        throw ShapeError("narrow: [" + std::to_string(start) + ", " + std::to_string(start) + " + " + std::to_string(length) +
-                         ") is out of range for axis " + std::to_string(axis) + " of shape " + x.shape().to_string());
+        throw ShapeError("narrow: [" + std::to_string(start) + ", " + std::to_string(start) + " + " +
+                         std::to_string(length) + ") is out of range for axis " + std::to_string(axis) + " of shape " +
+                         x.shape().to_string());
     if (a == 0) return x.slice(start, start + length);
     check_rank("narrow", x);
     std::vector<std::int64_t> dims(x.shape().dims().begin(), x.shape().dims().end());
@@ -133,8 +137,8 @@ Tensor<T> concat(std::vector<Tensor<T>> const& tensors, int axis) {
         bool match = x.rank() == first.rank();
         for (std::size_t i = 0; match && i < x.rank(); ++i) match = i == a || x.shape()[i] == first.shape()[i];
         if (!match)
-            throw ShapeError("concat along axis " + std::to_string(axis) + ": tensor " + std::to_string(t) + " has shape " +
-                             x.shape().to_string() + ", tensor 0 " + first.shape().to_string() +
+            throw ShapeError("concat along axis " + std::to_string(axis) + ": tensor " + std::to_string(t) +
+                             " has shape " + x.shape().to_string() + ", tensor 0 " + first.shape().to_string() +
                              " (every other axis must match)");
         dims[a] += x.shape()[a];
     }
@@ -142,7 +146,8 @@ Tensor<T> concat(std::vector<Tensor<T>> const& tensors, int axis) {
     std::int64_t at = 0;
     for (Tensor<T> const& x : tensors) {
         std::int64_t const length = x.shape()[a];
-        if (length > 0 && x.numel() > 0) copy_view(first.device(), detail::arg(x), narrowed(detail::arg(out), a, at, length));
+        if (length > 0 && x.numel() > 0)
+            copy_view(first.device(), detail::arg(x), narrowed(detail::arg(out), a, at, length));
         at += length;
     }
     return out;
@@ -156,13 +161,13 @@ void copy_into(Tensor<T> const& src, Tensor<T> const& dst) {
     copy_view(src.device(), detail::arg(src), detail::arg(dst));
 }
 
-#define RAYO_INSTANTIATE_LAYOUT(T)                                                               \
-    template Tensor<T> permute<T>(Tensor<T> const&, std::vector<int> const&);                    \
-    template void permute_into<T>(Tensor<T> const&, std::vector<int> const&, Tensor<T> const&);   \
-    template Tensor<T> transpose<T>(Tensor<T> const&, int, int);                                 \
-    template Tensor<T> expand<T>(Tensor<T> const&, Shape const&);                                \
-    template Tensor<T> narrow<T>(Tensor<T> const&, int, std::int64_t, std::int64_t);             \
-    template Tensor<T> concat<T>(std::vector<Tensor<T>> const&, int);                            \
+#define RAYO_INSTANTIATE_LAYOUT(T)                                                              \
+    template Tensor<T> permute<T>(Tensor<T> const&, std::vector<int> const&);                   \
+    template void permute_into<T>(Tensor<T> const&, std::vector<int> const&, Tensor<T> const&); \
+    template Tensor<T> transpose<T>(Tensor<T> const&, int, int);                                \
+    template Tensor<T> expand<T>(Tensor<T> const&, Shape const&);                               \
+    template Tensor<T> narrow<T>(Tensor<T> const&, int, std::int64_t, std::int64_t);            \
+    template Tensor<T> concat<T>(std::vector<Tensor<T>> const&, int);                           \
     template void copy_into<T>(Tensor<T> const&, Tensor<T> const&);
 RAYO_INSTANTIATE_LAYOUT(float)
 RAYO_INSTANTIATE_LAYOUT(half)

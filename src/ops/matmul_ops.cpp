@@ -29,7 +29,8 @@ MatmulPlan matmul_plan(Tensor<T> const& a, Tensor<T> const& b, MatmulOptions opt
         throw ShapeError("matmul needs operands of 2 or more axes ([..., m, k] and [..., k, n]), got " + operands);
     auto const dim = [](Tensor<T> const& t, std::size_t from_end) { return t.shape()[t.rank() - from_end]; };
     std::int64_t const m = dim(a, 2), k = dim(a, 1);
-    std::int64_t const b_k = options.transpose_b ? dim(b, 1) : dim(b, 2), n = options.transpose_b ? dim(b, 2) : dim(b, 1);
+    std::int64_t const b_k = options.transpose_b ? dim(b, 1) : dim(b, 2),
+                       n = options.transpose_b ? dim(b, 2) : dim(b, 1);
     if (k != b_k)
         throw ShapeError("matmul: inner dimensions differ: a " + a.shape().to_string() + " has " + std::to_string(k) +
                          " columns, b " + b.shape().to_string() + " has " + std::to_string(b_k) +
@@ -46,7 +47,8 @@ MatmulPlan matmul_plan(Tensor<T> const& a, Tensor<T> const& b, MatmulOptions opt
         }
     }
     MatmulPlan plan;
-    plan.shape = {static_cast<std::size_t>(m), static_cast<std::size_t>(n), static_cast<std::size_t>(k), options.transpose_b};
+    plan.shape = {static_cast<std::size_t>(m), static_cast<std::size_t>(n), static_cast<std::size_t>(k),
+                  options.transpose_b};
     plan.shape.tf32 = options.allow_tf32;
     std::vector<std::int64_t> dims(batch.dims().begin(), batch.dims().end());
     dims.push_back(m);
@@ -54,11 +56,13 @@ MatmulPlan matmul_plan(Tensor<T> const& a, Tensor<T> const& b, MatmulOptions opt
     plan.result = Shape(std::move(dims));
     // The batch axes in units of whole matrices, then in elements.
     auto const steps = [&](Shape const& s, std::size_t matrix) {
-        detail::TensorView v = detail::broadcast_view(detail::contiguous_view(0, 0, DType::f32, s.dims()), batch.dims());
+        detail::TensorView v =
+            detail::broadcast_view(detail::contiguous_view(0, 0, DType::f32, s.dims()), batch.dims());
         for (std::size_t i = 0; i < v.rank; ++i) v.strides[i] *= static_cast<std::int64_t>(matrix);
         return v;
     };
-    detail::TensorView const views[] = {steps(a_batch, plan.shape.m * plan.shape.k), steps(b_batch, plan.shape.k * plan.shape.n)};
+    detail::TensorView const views[] = {steps(a_batch, plan.shape.m * plan.shape.k),
+                                        steps(b_batch, plan.shape.k * plan.shape.n)};
     plan.batches = detail::collapse(detail::contiguous_view(0, 0, DType::f32, batch.dims()), views);
     return plan;
 }
@@ -68,7 +72,8 @@ template <class T>
 detail::OpArg matrices(Tensor<T> const& t, std::size_t first, std::size_t count, std::size_t step, std::size_t matrix) {
     detail::OpArg arg = detail::arg(t);
     auto const span = static_cast<std::int64_t>(count ? (count - 1) * step + matrix : 0);
-    arg.view = detail::contiguous_view(arg.view.buffer, arg.view.offset + bytes_for(dtype_of<T>, first), dtype_of<T>, {&span, 1});
+    arg.view = detail::contiguous_view(arg.view.buffer, arg.view.offset + bytes_for(dtype_of<T>, first), dtype_of<T>,
+                                       {&span, 1});
     return arg;
 }
 
@@ -194,17 +199,20 @@ void formed_linear_into(detail::op::LinearInput input, float eps, FTensor const&
     auto const [s, result] = linear_shape(x, w);
     detail::check_same_device(name, x, second);
     if (swiglu && second.shape() != x.shape())
-        throw ShapeError(name + ": up has shape " + second.shape().to_string() + ", expected gate's " + x.shape().to_string());
+        throw ShapeError(name + ": up has shape " + second.shape().to_string() + ", expected gate's " +
+                         x.shape().to_string());
     if (!swiglu && second.shape() != Shape{static_cast<std::int64_t>(s.k)})
-        throw ShapeError(name + ": gain has shape " + second.shape().to_string() + ", expected [" + std::to_string(s.k) +
-                         "] to match the last axis of " + x.shape().to_string());
+        throw ShapeError(name + ": gain has shape " + second.shape().to_string() + ", expected [" +
+                         std::to_string(s.k) + "] to match the last axis of " + x.shape().to_string());
     if (!swiglu && !(eps >= 0.0f)) throw Error(name + ": eps must be >= 0, got " + std::to_string(eps));
     if (bias) check_bias(x, s.n, *bias);
-    for (FTensor const* in : {&x, &second, bias}) if (in) detail::check_out(name, out, result, *in, false);
+    for (FTensor const* in : {&x, &second, bias})
+        if (in) detail::check_out(name, out, result, *in, false);
     detail::check_out(name, out, result, w, false);
-    detail::dispatch(x.device(), detail::op::Matmul{Op::linear, s, input, eps},
-                     {detail::arg(x), detail::arg(w), bias ? detail::arg(*bias) : detail::no_arg(), detail::arg(second)},
-                     {detail::arg(out)});
+    detail::dispatch(
+        x.device(), detail::op::Matmul{Op::linear, s, input, eps},
+        {detail::arg(x), detail::arg(w), bias ? detail::arg(*bias) : detail::no_arg(), detail::arg(second)},
+        {detail::arg(out)});
 }
 
 }  // namespace
@@ -220,7 +228,8 @@ void swiglu_linear_into(FTensor const& gate, FTensor const& up, Tensor<W> const&
     formed_linear_into(detail::op::LinearInput::swiglu, 0.0f, gate, up, w, nullptr, out);
 }
 template <LinearWeight W>
-void swiglu_linear_into(FTensor const& gate, FTensor const& up, Tensor<W> const& w, FTensor const& bias, FTensor const& out) {
+void swiglu_linear_into(FTensor const& gate, FTensor const& up, Tensor<W> const& w, FTensor const& bias,
+                        FTensor const& out) {
     formed_linear_into(detail::op::LinearInput::swiglu, 0.0f, gate, up, w, &bias, out);
 }
 template <LinearWeight W>
@@ -239,13 +248,14 @@ void rms_norm_linear_into(FTensor const& x, FTensor const& gain, float eps, Tens
     formed_linear_into(detail::op::LinearInput::rms_norm, eps, x, gain, w, &bias, out);
 }
 
-#define RAYO_INSTANTIATE_FORMED_LINEAR(W)                                                                              \
-    template FTensor swiglu_linear(FTensor const&, FTensor const&, Tensor<W> const&);                                 \
-    template void swiglu_linear_into(FTensor const&, FTensor const&, Tensor<W> const&, FTensor const&);               \
-    template void swiglu_linear_into(FTensor const&, FTensor const&, Tensor<W> const&, FTensor const&, FTensor const&); \
-    template FTensor rms_norm_linear(FTensor const&, FTensor const&, float, Tensor<W> const&);                        \
-    template void rms_norm_linear_into(FTensor const&, FTensor const&, float, Tensor<W> const&, FTensor const&);      \
-    template void rms_norm_linear_into(FTensor const&, FTensor const&, float, Tensor<W> const&, FTensor const&,       \
+#define RAYO_INSTANTIATE_FORMED_LINEAR(W)                                                                        \
+    template FTensor swiglu_linear(FTensor const&, FTensor const&, Tensor<W> const&);                            \
+    template void swiglu_linear_into(FTensor const&, FTensor const&, Tensor<W> const&, FTensor const&);          \
+    template void swiglu_linear_into(FTensor const&, FTensor const&, Tensor<W> const&, FTensor const&,           \
+                                     FTensor const&);                                                            \
+    template FTensor rms_norm_linear(FTensor const&, FTensor const&, float, Tensor<W> const&);                   \
+    template void rms_norm_linear_into(FTensor const&, FTensor const&, float, Tensor<W> const&, FTensor const&); \
+    template void rms_norm_linear_into(FTensor const&, FTensor const&, float, Tensor<W> const&, FTensor const&,  \
                                        FTensor const&);
 RAYO_INSTANTIATE_FORMED_LINEAR(float)
 RAYO_INSTANTIATE_FORMED_LINEAR(half)
@@ -297,20 +307,20 @@ void linear_into(FTensor const& x, Tensor<W> const& w, FTensor const& bias, Tens
     rounded_into(out, result, [&](FTensor const& f32) { linear_into(x, w, bias, f32); });
 }
 
-#define RAYO_INSTANTIATE_ROUNDED(O)                                                                           \
-    template void matmul_into(Tensor<float> const&, Tensor<float> const&, Tensor<O> const&, MatmulOptions);    \
-    template void matmul_into(Tensor<half> const&, Tensor<half> const&, Tensor<O> const&, MatmulOptions);      \
+#define RAYO_INSTANTIATE_ROUNDED(O)                                                                               \
+    template void matmul_into(Tensor<float> const&, Tensor<float> const&, Tensor<O> const&, MatmulOptions);       \
+    template void matmul_into(Tensor<half> const&, Tensor<half> const&, Tensor<O> const&, MatmulOptions);         \
     template void matmul_into(Tensor<bfloat16> const&, Tensor<bfloat16> const&, Tensor<O> const&, MatmulOptions); \
-    RAYO_INSTANTIATE_ROUNDED_LINEAR(float, O)                                                                 \
-    RAYO_INSTANTIATE_ROUNDED_LINEAR(half, O)                                                                  \
-    RAYO_INSTANTIATE_ROUNDED_LINEAR(bfloat16, O)                                                              \
-    RAYO_INSTANTIATE_ROUNDED_LINEAR(q4_k, O)                                                                  \
-    RAYO_INSTANTIATE_ROUNDED_LINEAR(q6_k, O)                                                                  \
-    RAYO_INSTANTIATE_ROUNDED_LINEAR(q8_0, O)                                                                  \
-    RAYO_INSTANTIATE_ROUNDED_LINEAR(q4_0, O)                                                                  \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(float, O)                                                                     \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(half, O)                                                                      \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(bfloat16, O)                                                                  \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(q4_k, O)                                                                      \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(q6_k, O)                                                                      \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(q8_0, O)                                                                      \
+    RAYO_INSTANTIATE_ROUNDED_LINEAR(q4_0, O)                                                                      \
     RAYO_INSTANTIATE_ROUNDED_LINEAR(q5_k, O)
-#define RAYO_INSTANTIATE_ROUNDED_LINEAR(W, O)                                           \
-    template void linear_into(FTensor const&, Tensor<W> const&, Tensor<O> const&);     \
+#define RAYO_INSTANTIATE_ROUNDED_LINEAR(W, O)                                      \
+    template void linear_into(FTensor const&, Tensor<W> const&, Tensor<O> const&); \
     template void linear_into(FTensor const&, Tensor<W> const&, FTensor const&, Tensor<O> const&);
 RAYO_INSTANTIATE_ROUNDED(half)
 RAYO_INSTANTIATE_ROUNDED(bfloat16)

@@ -31,9 +31,9 @@ void norm_rows(Op op, Tensor<T> const& x, Affine<W> affine, float eps, Tensor<O>
         if (!p) continue;
         detail::check_same_device(name, x, *p);
         if (p->rank() != 1 || static_cast<std::size_t>(p->shape()[0]) != cols)
-            throw ShapeError(name + ": " + (p == affine.gamma ? "gamma" : "beta") + " has shape " + p->shape().to_string() +
-                             ", expected [" + std::to_string(cols) + "] to match the last axis of " +
-                             x.shape().to_string());
+            throw ShapeError(name + ": " + (p == affine.gamma ? "gamma" : "beta") + " has shape " +
+                             p->shape().to_string() + ", expected [" + std::to_string(cols) +
+                             "] to match the last axis of " + x.shape().to_string());
         detail::check_out(name, out, x.shape(), *p, false);
     }
     detail::check_out(name, out, x.shape(), x, true);
@@ -53,21 +53,30 @@ Tensor<T> norm(Op op, Tensor<T> const& x, Affine<W> affine, float eps) {
 }  // namespace
 
 template <FloatingElement T>
-Tensor<T> layer_norm(Tensor<T> const& x, float eps) { return norm(Op::layer_norm, x, Affine<T>{}, eps); }
+Tensor<T> layer_norm(Tensor<T> const& x, float eps) {
+    return norm(Op::layer_norm, x, Affine<T>{}, eps);
+}
 template <FloatingElement T, FloatingElement O>
-void layer_norm_into(Tensor<T> const& x, float eps, Tensor<O> const& out) { norm_rows(Op::layer_norm, x, Affine<T>{}, eps, out); }
+void layer_norm_into(Tensor<T> const& x, float eps, Tensor<O> const& out) {
+    norm_rows(Op::layer_norm, x, Affine<T>{}, eps, out);
+}
 template <FloatingElement T, FloatingElement W>
 Tensor<T> layer_norm(Tensor<T> const& x, Tensor<W> const& gamma, Tensor<W> const& beta, float eps) {
     return norm(Op::layer_norm, x, Affine<W>{&gamma, &beta}, eps);
 }
 template <FloatingElement T, FloatingElement W, FloatingElement O>
-void layer_norm_into(Tensor<T> const& x, Tensor<W> const& gamma, Tensor<W> const& beta, float eps, Tensor<O> const& out) {
+void layer_norm_into(Tensor<T> const& x, Tensor<W> const& gamma, Tensor<W> const& beta, float eps,
+                     Tensor<O> const& out) {
     norm_rows(Op::layer_norm, x, Affine<W>{&gamma, &beta}, eps, out);
 }
 template <FloatingElement T>
-Tensor<T> rms_norm(Tensor<T> const& x, float eps) { return norm(Op::rms_norm, x, Affine<T>{}, eps); }
+Tensor<T> rms_norm(Tensor<T> const& x, float eps) {
+    return norm(Op::rms_norm, x, Affine<T>{}, eps);
+}
 template <FloatingElement T, FloatingElement O>
-void rms_norm_into(Tensor<T> const& x, float eps, Tensor<O> const& out) { norm_rows(Op::rms_norm, x, Affine<T>{}, eps, out); }
+void rms_norm_into(Tensor<T> const& x, float eps, Tensor<O> const& out) {
+    norm_rows(Op::rms_norm, x, Affine<T>{}, eps, out);
+}
 template <FloatingElement T, FloatingElement W>
 Tensor<T> rms_norm(Tensor<T> const& x, Tensor<W> const& gamma, float eps) {
     return norm(Op::rms_norm, x, Affine<W>{&gamma, nullptr}, eps);
@@ -77,13 +86,13 @@ void rms_norm_into(Tensor<T> const& x, Tensor<W> const& gamma, float eps, Tensor
     norm_rows(Op::rms_norm, x, Affine<W>{&gamma, nullptr}, eps, out);
 }
 
-#define RAYO_INSTANTIATE_ONE_TYPE(T)                     \
+#define RAYO_INSTANTIATE_ONE_TYPE(T)                        \
     template Tensor<T> layer_norm(Tensor<T> const&, float); \
     template Tensor<T> rms_norm(Tensor<T> const&, float);
-#define RAYO_INSTANTIATE_TWO_TYPES(T, U)                                                              \
-    template void layer_norm_into(Tensor<T> const&, float, Tensor<U> const&);                         \
-    template void rms_norm_into(Tensor<T> const&, float, Tensor<U> const&);                           \
-    template Tensor<T> layer_norm(Tensor<T> const&, Tensor<U> const&, Tensor<U> const&, float);      \
+#define RAYO_INSTANTIATE_TWO_TYPES(T, U)                                                        \
+    template void layer_norm_into(Tensor<T> const&, float, Tensor<U> const&);                   \
+    template void rms_norm_into(Tensor<T> const&, float, Tensor<U> const&);                     \
+    template Tensor<T> layer_norm(Tensor<T> const&, Tensor<U> const&, Tensor<U> const&, float); \
     template Tensor<T> rms_norm(Tensor<T> const&, Tensor<U> const&, float);
 #define RAYO_INSTANTIATE_THREE_TYPES(T, W, O)                                                                     \
     template void layer_norm_into(Tensor<T> const&, Tensor<W> const&, Tensor<W> const&, float, Tensor<O> const&); \

@@ -28,7 +28,8 @@ detail::op::Pool2d describe(Op op, Tensor<T> const& x, Pool2dParams const& p) {
     std::array<int, 2> const stride = p.stride.value_or(p.kernel);
     if (p.kernel[0] <= 0 || p.kernel[1] <= 0)
         throw ShapeError(name + ": the kernel must be positive, got " + pair_text(p.kernel));
-    if (stride[0] <= 0 || stride[1] <= 0) throw ShapeError(name + ": the stride must be positive, got " + pair_text(stride));
+    if (stride[0] <= 0 || stride[1] <= 0)
+        throw ShapeError(name + ": the stride must be positive, got " + pair_text(stride));
     for (int i = 0; i < 2; ++i)
         if (p.padding[i] < 0 || p.padding[i] > p.kernel[i] / 2)
             throw ShapeError(name + ": the padding must be between 0 and half the kernel, got padding " +
@@ -39,13 +40,15 @@ detail::op::Pool2d describe(Op op, Tensor<T> const& x, Pool2dParams const& p) {
     d.w = static_cast<std::size_t>(x.shape()[r - 1]);
     d.planes = static_cast<std::size_t>(x.shape()[r - 3]) * (r == 4 ? static_cast<std::size_t>(x.shape()[0]) : 1);
     if (d.h == 0 || d.w == 0)
-        throw ShapeError(name + ": the images of x " + x.shape().to_string() + " are empty (H or W is 0); only N and C may be 0");
+        throw ShapeError(name + ": the images of x " + x.shape().to_string() +
+                         " are empty (H or W is 0); only N and C may be 0");
     std::array<std::int64_t, 2> const padded{static_cast<std::int64_t>(d.h) + 2 * p.padding[0],
                                              static_cast<std::int64_t>(d.w) + 2 * p.padding[1]};
     if (padded[0] < p.kernel[0] || padded[1] < p.kernel[1])
         throw ShapeError(name + ": kernel " + pair_text(p.kernel) + " is larger than the padded input (" +
-                         std::to_string(padded[0]) + ", " + std::to_string(padded[1]) + ") of x " + x.shape().to_string() +
-                         " with padding " + pair_text(p.padding) + ": the output would be empty");
+                         std::to_string(padded[0]) + ", " + std::to_string(padded[1]) + ") of x " +
+                         x.shape().to_string() + " with padding " + pair_text(p.padding) +
+                         ": the output would be empty");
     d.kh = static_cast<std::size_t>(p.kernel[0]);
     d.kw = static_cast<std::size_t>(p.kernel[1]);
     d.stride_h = static_cast<std::size_t>(stride[0]);
@@ -84,22 +87,26 @@ Tensor<T> pool(Op op, Tensor<T> const& x, Pool2dParams const& params) {
 }  // namespace
 
 template <FloatingElement T>
-Tensor<T> max_pool2d(Tensor<T> const& x, Pool2dParams const& params) { return pool(Op::max_pool2d, x, params); }
+Tensor<T> max_pool2d(Tensor<T> const& x, Pool2dParams const& params) {
+    return pool(Op::max_pool2d, x, params);
+}
 template <FloatingElement T>
 void max_pool2d_into(Tensor<T> const& x, Pool2dParams const& params, Tensor<T> const& out) {
     pool_into(Op::max_pool2d, x, params, out);
 }
 template <FloatingElement T>
-Tensor<T> avg_pool2d(Tensor<T> const& x, Pool2dParams const& params) { return pool(Op::avg_pool2d, x, params); }
+Tensor<T> avg_pool2d(Tensor<T> const& x, Pool2dParams const& params) {
+    return pool(Op::avg_pool2d, x, params);
+}
 template <FloatingElement T>
 void avg_pool2d_into(Tensor<T> const& x, Pool2dParams const& params, Tensor<T> const& out) {
     pool_into(Op::avg_pool2d, x, params, out);
 }
 
-#define RAYO_INSTANTIATE_POOL(T)                                                                 \
-    template Tensor<T> max_pool2d<T>(Tensor<T> const&, Pool2dParams const&);                     \
-    template void max_pool2d_into<T>(Tensor<T> const&, Pool2dParams const&, Tensor<T> const&);   \
-    template Tensor<T> avg_pool2d<T>(Tensor<T> const&, Pool2dParams const&);                     \
+#define RAYO_INSTANTIATE_POOL(T)                                                               \
+    template Tensor<T> max_pool2d<T>(Tensor<T> const&, Pool2dParams const&);                   \
+    template void max_pool2d_into<T>(Tensor<T> const&, Pool2dParams const&, Tensor<T> const&); \
+    template Tensor<T> avg_pool2d<T>(Tensor<T> const&, Pool2dParams const&);                   \
     template void avg_pool2d_into<T>(Tensor<T> const&, Pool2dParams const&, Tensor<T> const&);
 RAYO_EACH_FLOATING(RAYO_INSTANTIATE_POOL)
 #undef RAYO_INSTANTIATE_POOL

@@ -85,12 +85,12 @@ Tensor<float> dequantize(Tensor<B> const& q) {
     return out;
 }
 
-#define RAYO_INSTANTIATE_QUANT(B)                                                  \
-    template Tensor<B> quantize<B>(Tensor<float> const& x);                        \
-    template void quantize_into<B>(Tensor<float> const& x, Tensor<B> const& out);       \
-    template Tensor<B> quantize<B>(Tensor<float> const& x, ProgressCallback const&); \
+#define RAYO_INSTANTIATE_QUANT(B)                                                                          \
+    template Tensor<B> quantize<B>(Tensor<float> const& x);                                                \
+    template void quantize_into<B>(Tensor<float> const& x, Tensor<B> const& out);                          \
+    template Tensor<B> quantize<B>(Tensor<float> const& x, ProgressCallback const&);                       \
     template void quantize_into<B>(Tensor<float> const& x, Tensor<B> const& out, ProgressCallback const&); \
-    template Tensor<float> dequantize<B>(Tensor<B> const& q);                      \
+    template Tensor<float> dequantize<B>(Tensor<B> const& q);                                              \
     template void dequantize_into<B>(Tensor<B> const& q, Tensor<float> const& out);
 
 RAYO_INSTANTIATE_QUANT(q4_k)

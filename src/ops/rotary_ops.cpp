@@ -31,16 +31,16 @@ detail::op::Rope describe(Tensor<T> const& x, Tensor<std::int32_t> const& positi
     d.tokens = 1;
     for (std::size_t i = 0; i + 2 < r; ++i) d.tokens *= static_cast<std::size_t>(x.shape()[i]);
     if (p.n_dims < 0 || p.n_dims % 2 != 0 || static_cast<std::size_t>(p.n_dims) > d.head_dim)
-        throw ShapeError(std::string(name) + ": n_dims must be even and at most head_dim = " + std::to_string(d.head_dim) +
-                         " (0: the whole head), got " + std::to_string(p.n_dims));
+        throw ShapeError(std::string(name) + ": n_dims must be even and at most head_dim = " +
+                         std::to_string(d.head_dim) + " (0: the whole head), got " + std::to_string(p.n_dims));
     d.n_dims = p.n_dims == 0 ? d.head_dim : static_cast<std::size_t>(p.n_dims);
     if (d.n_dims % 2 != 0)
         throw ShapeError(std::string(name) + ": n_dims = 0 rotates the whole head, which needs an even head_dim, got " +
                          std::to_string(d.head_dim));
     d.positions = positions.numel();
     if (d.positions != seq && d.positions != d.tokens)
-        throw ShapeError(std::string(name) + ": positions has " + std::to_string(d.positions) + " entries; x of shape " +
-                         x.shape().to_string() + " needs seq = " + std::to_string(seq) +
+        throw ShapeError(std::string(name) + ": positions has " + std::to_string(d.positions) +
+                         " entries; x of shape " + x.shape().to_string() + " needs seq = " + std::to_string(seq) +
                          " (shared by the leading axes) or one per token, " + std::to_string(d.tokens));
     if (!(p.freq_base > 0.0f) || !std::isfinite(p.freq_base))
         throw Error(std::string(name) + ": freq_base must be a finite number > 0, got " + std::to_string(p.freq_base));
@@ -54,7 +54,8 @@ detail::op::Rope describe(Tensor<T> const& x, Tensor<std::int32_t> const& positi
         detail::check_same_device(name, x, f);
         if (f.numel() != d.n_dims / 2 || f.rank() != 1)
             throw ShapeError(std::string(name) + ": freq_factors has shape " + f.shape().to_string() + ", expected [" +
-                             std::to_string(d.n_dims / 2) + "] (n_dims / 2 with n_dims = " + std::to_string(d.n_dims) + ")");
+                             std::to_string(d.n_dims / 2) + "] (n_dims / 2 with n_dims = " + std::to_string(d.n_dims) +
+                             ")");
         d.has_factors = true;
     }
     return d;
@@ -71,7 +72,8 @@ detail::OpArg flat(Tensor<std::int32_t> const& t) {
 }  // namespace
 
 template <FloatingElement T>
-void rope_into(Tensor<T> const& x, Tensor<std::int32_t> const& positions, RopeParams const& params, Tensor<T> const& out) {
+void rope_into(Tensor<T> const& x, Tensor<std::int32_t> const& positions, RopeParams const& params,
+               Tensor<T> const& out) {
     detail::op::Rope const d = describe(x, positions, params);
     detail::check_out(name, out, x.shape(), x, true);
     detail::check_out(name, out, x.shape(), positions, false);
@@ -88,8 +90,8 @@ Tensor<T> rope(Tensor<T> const& x, Tensor<std::int32_t> const& positions, RopePa
     return out;
 }
 
-#define RAYO_INSTANTIATE_ROPE(T)                                                                        \
-    template Tensor<T> rope<T>(Tensor<T> const&, Tensor<std::int32_t> const&, RopeParams const&);       \
+#define RAYO_INSTANTIATE_ROPE(T)                                                                  \
+    template Tensor<T> rope<T>(Tensor<T> const&, Tensor<std::int32_t> const&, RopeParams const&); \
     template void rope_into<T>(Tensor<T> const&, Tensor<std::int32_t> const&, RopeParams const&, Tensor<T> const&);
 RAYO_EACH_FLOATING(RAYO_INSTANTIATE_ROPE)
 #undef RAYO_INSTANTIATE_ROPE

@@ -58,7 +58,8 @@ Type wide_type(Type t) {
     switch (t) {
         case Type::u16: return Type::u32;
         case Type::s16: return Type::s32;
-        case Type::u32: case Type::b32: return Type::u64;
+        case Type::u32:
+        case Type::b32: return Type::u64;
         case Type::s32: return Type::s64;
         default: throw BuildError("mul.wide: a ." + std::string(name_of(t)) + " operand has no wider integer type");
     }
@@ -88,10 +89,10 @@ std::string_view cmp_name(Cmp c) {
     return names[static_cast<int>(c)];
 }
 std::string_view special_name(Special s) {
-    constexpr std::string_view names[] = {"%tid.x",    "%tid.y",    "%tid.z",    "%ntid.x",  "%ntid.y",
-                                          "%ntid.z",   "%ctaid.x",  "%ctaid.y",  "%ctaid.z", "%nctaid.x",
-                                          "%nctaid.y", "%nctaid.z", "%laneid",   "%warpid",
-                                          "%cluster_ctarank", "%cluster_nctarank"};
+    constexpr std::string_view names[] = {"%tid.x",   "%tid.y",    "%tid.z",           "%ntid.x",
+                                          "%ntid.y",  "%ntid.z",   "%ctaid.x",         "%ctaid.y",
+                                          "%ctaid.z", "%nctaid.x", "%nctaid.y",        "%nctaid.z",
+                                          "%laneid",  "%warpid",   "%cluster_ctarank", "%cluster_nctarank"};
     return names[static_cast<int>(s)];
 }
 std::string_view atomic_name(AtomicOp op) {
@@ -138,8 +139,8 @@ void Kernel::check_own(Reg r, std::string_view what) const {
 
 Reg Kernel::reg(Type type) {
     if (bits_of(type) == 8)
-        throw BuildError("ptx kernel '" + name_ + "': no 8-bit registers in PTX; load ." +
-                         std::string(name_of(type)) + " values into a .u16 or .u32 register");
+        throw BuildError("ptx kernel '" + name_ + "': no 8-bit registers in PTX; load ." + std::string(name_of(type)) +
+                         " values into a .u16 or .u32 register");
     auto const id = static_cast<std::uint32_t>(reg_types_.size());
     reg_types_.push_back(type);
     reg_ordinals_.push_back(next_ordinal_[static_cast<std::size_t>(type)]++);
@@ -147,9 +148,12 @@ Reg Kernel::reg(Type type) {
 }
 
 Reg Kernel::param(Type type, std::string_view name) {
-    if (!is_identifier(name)) throw BuildError("ptx kernel '" + name_ + "': parameter name '" + std::string(name) + "' is not a PTX identifier");
+    if (!is_identifier(name))
+        throw BuildError("ptx kernel '" + name_ + "': parameter name '" + std::string(name) +
+                         "' is not a PTX identifier");
     for (auto const& p : params_)
-        if (p.name == name) throw BuildError("ptx kernel '" + name_ + "': parameter '" + std::string(name) + "' declared twice");
+        if (p.name == name)
+            throw BuildError("ptx kernel '" + name_ + "': parameter '" + std::string(name) + "' declared twice");
     if (type == Type::pred) throw BuildError("ptx kernel '" + name_ + "': a parameter cannot be a predicate");
     params_.push_back({type, std::string(name)});
     Type const held = bits_of(type) == 8 ? (kind_of(type) == TypeKind::signed_int ? Type::s32 : Type::u32) : type;
@@ -167,13 +171,17 @@ std::vector<Kernel::Parameter> Kernel::parameters() const {
 }
 
 Reg Kernel::tensor_map_param(std::string_view name) {
-    if (!is_identifier(name)) throw BuildError("ptx kernel '" + name_ + "': parameter name '" + std::string(name) + "' is not a PTX identifier");
+    if (!is_identifier(name))
+        throw BuildError("ptx kernel '" + name_ + "': parameter name '" + std::string(name) +
+                         "' is not a PTX identifier");
     for (auto const& p : params_)
-        if (p.name == name) throw BuildError("ptx kernel '" + name_ + "': parameter '" + std::string(name) + "' declared twice");
+        if (p.name == name)
+            throw BuildError("ptx kernel '" + name_ + "': parameter '" + std::string(name) + "' declared twice");
     params_.push_back({Type::b8, std::string(name), 128});
     Reg const param_window = reg(Type::u64), generic = reg(Type::u64);
     push({.opcode = "mov.u64", .operands = {write(param_window, Type::u64), text(std::string(name))}});
-    push({.opcode = "cvta.param.u64", .operands = {write(generic, Type::u64), read(param_window, Type::u64)},
+    push({.opcode = "cvta.param.u64",
+          .operands = {write(generic, Type::u64), read(param_window, Type::u64)},
           .requires_target = {.compute_capability = 70}});
     return generic;
 }
@@ -185,14 +193,18 @@ Reg Kernel::special(Special s) {
 }
 
 Symbol Kernel::shared_array(std::string_view name, Type element, std::size_t count, std::size_t alignment) {
-    if (!is_identifier(name)) throw BuildError("ptx kernel '" + name_ + "': shared array name '" + std::string(name) + "' is not a PTX identifier");
+    if (!is_identifier(name))
+        throw BuildError("ptx kernel '" + name_ + "': shared array name '" + std::string(name) +
+                         "' is not a PTX identifier");
     if (alignment == 0 || (alignment & (alignment - 1)) != 0)
         throw BuildError("ptx kernel '" + name_ + "': shared array '" + std::string(name) + "' alignment " +
                          std::to_string(alignment) + " is not a power of two");
     if (element == Type::pred || count == 0)
-        throw BuildError("ptx kernel '" + name_ + "': shared array '" + std::string(name) + "' needs a data type and a count > 0");
+        throw BuildError("ptx kernel '" + name_ + "': shared array '" + std::string(name) +
+                         "' needs a data type and a count > 0");
     for (auto const& s : shared_)
-        if (s.name == name) throw BuildError("ptx kernel '" + name_ + "': shared array '" + std::string(name) + "' declared twice");
+        if (s.name == name)
+            throw BuildError("ptx kernel '" + name_ + "': shared array '" + std::string(name) + "' declared twice");
     shared_.push_back({std::string(name), element, count, alignment});
     return Symbol{std::string(name)};
 }
@@ -294,10 +306,12 @@ Reg Kernel::element_address(Reg base, Reg index, unsigned element_bytes) {
     Reg offset = reg(Type::u64);
     Type const it = index.type() == Type::s32 ? Type::s32 : Type::u32;
     if (bits_of(index.type()) == 64) {
-        push({.opcode = "mul.lo.u64", .operands = {write(offset, Type::u64), read(index, Type::u64), read(element_bytes, Type::u64)}});
+        push({.opcode = "mul.lo.u64",
+              .operands = {write(offset, Type::u64), read(index, Type::u64), read(element_bytes, Type::u64)}});
     } else {
         push({.opcode = "mul.wide" + type_suffix(it),
-              .operands = {write(offset, it == Type::s32 ? Type::s64 : Type::u64), read(index, it), read(element_bytes, it)}});
+              .operands = {write(offset, it == Type::s32 ? Type::s64 : Type::u64), read(index, it),
+                           read(element_bytes, it)}});
     }
     return add(base, offset);
 }
@@ -328,11 +342,23 @@ void Kernel::arith(std::string_view op, Reg dst, std::vector<Operand> const& sou
 }
 
 void Kernel::add(Reg dst, Reg a, Operand b) { arith("add", dst, {a, b}, true, false); }
-Reg Kernel::add(Reg a, Operand b) { Reg r = same_type_result(a); add(r, a, b); return r; }
+Reg Kernel::add(Reg a, Operand b) {
+    Reg r = same_type_result(a);
+    add(r, a, b);
+    return r;
+}
 void Kernel::sub(Reg dst, Reg a, Operand b) { arith("sub", dst, {a, b}, true, false); }
-Reg Kernel::sub(Reg a, Operand b) { Reg r = same_type_result(a); sub(r, a, b); return r; }
+Reg Kernel::sub(Reg a, Operand b) {
+    Reg r = same_type_result(a);
+    sub(r, a, b);
+    return r;
+}
 void Kernel::mul(Reg dst, Reg a, Operand b) { arith("mul", dst, {a, b}, true, true); }
-Reg Kernel::mul(Reg a, Operand b) { Reg r = same_type_result(a); mul(r, a, b); return r; }
+Reg Kernel::mul(Reg a, Operand b) {
+    Reg r = same_type_result(a);
+    mul(r, a, b);
+    return r;
+}
 
 Reg Kernel::mul_wide(Reg a, Operand b) {
     require_integer("mul.wide", a);
@@ -350,7 +376,11 @@ Reg Kernel::mul_hi(Reg a, Operand b) {
 }
 
 void Kernel::div(Reg dst, Reg a, Operand b) { arith("div", dst, {a, b}, true, false); }
-Reg Kernel::div(Reg a, Operand b) { Reg r = same_type_result(a); div(r, a, b); return r; }
+Reg Kernel::div(Reg a, Operand b) {
+    Reg r = same_type_result(a);
+    div(r, a, b);
+    return r;
+}
 Reg Kernel::div_approx(Reg a, Operand b) {
     if (a.type() != Type::f32) throw BuildError("div.approx is .f32 only, got ." + std::string(name_of(a.type())));
     Reg r = same_type_result(a);
@@ -365,15 +395,29 @@ Reg Kernel::rem(Reg a, Operand b) {
 }
 
 void Kernel::fma(Reg dst, Reg a, Operand b, Operand c) {
-    if (is_float(dst.type())) arith("fma", dst, {a, b, c}, true, false);
-    else arith("mad", dst, {a, b, c}, false, true);
+    if (is_float(dst.type()))
+        arith("fma", dst, {a, b, c}, true, false);
+    else
+        arith("mad", dst, {a, b, c}, false, true);
 }
-Reg Kernel::fma(Reg a, Operand b, Operand c) { Reg r = same_type_result(a); fma(r, a, b, c); return r; }
+Reg Kernel::fma(Reg a, Operand b, Operand c) {
+    Reg r = same_type_result(a);
+    fma(r, a, b, c);
+    return r;
+}
 
 void Kernel::min(Reg dst, Reg a, Operand b) { arith("min", dst, {a, b}, false, false); }
 void Kernel::max(Reg dst, Reg a, Operand b) { arith("max", dst, {a, b}, false, false); }
-Reg Kernel::min(Reg a, Operand b) { Reg r = same_type_result(a); min(r, a, b); return r; }
-Reg Kernel::max(Reg a, Operand b) { Reg r = same_type_result(a); max(r, a, b); return r; }
+Reg Kernel::min(Reg a, Operand b) {
+    Reg r = same_type_result(a);
+    min(r, a, b);
+    return r;
+}
+Reg Kernel::max(Reg a, Operand b) {
+    Reg r = same_type_result(a);
+    max(r, a, b);
+    return r;
+}
 
 Reg Kernel::neg(Reg a) {
     Reg r = same_type_result(a);
@@ -394,13 +438,41 @@ void Kernel::unary_float(std::string_view opcode, Reg dst, Reg a, Requirement re
           .operands = {write(dst, a.type()), read(a, a.type())},
           .requires_target = req});
 }
-Reg Kernel::sqrt(Reg a) { Reg r = same_type_result(a); unary_float("sqrt.rn", r, a); return r; }
-Reg Kernel::rcp(Reg a) { Reg r = same_type_result(a); unary_float("rcp.rn", r, a); return r; }
-Reg Kernel::rsqrt_approx(Reg a) { Reg r = same_type_result(a); unary_float("rsqrt.approx", r, a); return r; }
-Reg Kernel::rcp_approx(Reg a) { Reg r = same_type_result(a); unary_float("rcp.approx", r, a); return r; }
-Reg Kernel::ex2_approx(Reg a) { Reg r = same_type_result(a); unary_float("ex2.approx", r, a); return r; }
-Reg Kernel::lg2_approx(Reg a) { Reg r = same_type_result(a); unary_float("lg2.approx", r, a); return r; }
-Reg Kernel::tanh_approx(Reg a) { Reg r = same_type_result(a); unary_float("tanh.approx", r, a, {.compute_capability = 75}); return r; }
+Reg Kernel::sqrt(Reg a) {
+    Reg r = same_type_result(a);
+    unary_float("sqrt.rn", r, a);
+    return r;
+}
+Reg Kernel::rcp(Reg a) {
+    Reg r = same_type_result(a);
+    unary_float("rcp.rn", r, a);
+    return r;
+}
+Reg Kernel::rsqrt_approx(Reg a) {
+    Reg r = same_type_result(a);
+    unary_float("rsqrt.approx", r, a);
+    return r;
+}
+Reg Kernel::rcp_approx(Reg a) {
+    Reg r = same_type_result(a);
+    unary_float("rcp.approx", r, a);
+    return r;
+}
+Reg Kernel::ex2_approx(Reg a) {
+    Reg r = same_type_result(a);
+    unary_float("ex2.approx", r, a);
+    return r;
+}
+Reg Kernel::lg2_approx(Reg a) {
+    Reg r = same_type_result(a);
+    unary_float("lg2.approx", r, a);
+    return r;
+}
+Reg Kernel::tanh_approx(Reg a) {
+    Reg r = same_type_result(a);
+    unary_float("tanh.approx", r, a, {.compute_capability = 75});
+    return r;
+}
 
 Reg Kernel::and_(Reg a, Operand b) {
     Reg r = same_type_result(a);
@@ -519,7 +591,8 @@ Reg Kernel::ld(Space space, Type type, Address const& address, Cache cache) {
 }
 void Kernel::ld_vector(std::span<Reg const> dst, Space space, Type type, Address const& address, Cache cache) {
     if (dst.size() != 2 && dst.size() != 4)
-        throw BuildError("ptx kernel '" + name_ + "': ld.v" + std::to_string(dst.size()) + " does not exist (v2 or v4)");
+        throw BuildError("ptx kernel '" + name_ + "': ld.v" + std::to_string(dst.size()) +
+                         " does not exist (v2 or v4)");
     VectorUse v;
     for (Reg r : dst) v.elements.push_back({r, type, Access::write, Fit::widening});
     push({.opcode = "ld" + std::string(space_name(space)) + std::string(cache_name(cache)) + ".v" +
@@ -538,7 +611,8 @@ void Kernel::st(Space space, Type type, Address const& address, Operand value, C
 }
 void Kernel::st_vector(Space space, Type type, Address const& address, std::span<Reg const> values) {
     if (values.size() != 2 && values.size() != 4)
-        throw BuildError("ptx kernel '" + name_ + "': st.v" + std::to_string(values.size()) + " does not exist (v2 or v4)");
+        throw BuildError("ptx kernel '" + name_ + "': st.v" + std::to_string(values.size()) +
+                         " does not exist (v2 or v4)");
     VectorUse v;
     for (Reg r : values) v.elements.push_back({r, type, Access::read, Fit::widening});
     push({.opcode = "st" + std::string(space_name(space)) + ".v" + std::to_string(values.size()) + type_suffix(type),
@@ -547,7 +621,8 @@ void Kernel::st_vector(Space space, Type type, Address const& address, std::span
 
 namespace {
 Type atomic_type(AtomicOp op, Type t) {
-    if (op == AtomicOp::and_ || op == AtomicOp::or_ || op == AtomicOp::xor_ || op == AtomicOp::exch) return bits_type(t);
+    if (op == AtomicOp::and_ || op == AtomicOp::or_ || op == AtomicOp::xor_ || op == AtomicOp::exch)
+        return bits_type(t);
     return t;
 }
 }  // namespace
@@ -635,7 +710,9 @@ void Kernel::cp_async_bulk_to_shared(Reg shared_address, Address const& global, 
 }
 
 void Kernel::prefetch_tensor_map(Reg map) {
-    push({.opcode = "prefetch.tensormap", .operands = {AddressUse{Address(map)}}, .requires_target = {.compute_capability = 90}});
+    push({.opcode = "prefetch.tensormap",
+          .operands = {AddressUse{Address(map)}},
+          .requires_target = {.compute_capability = 90}});
 }
 
 namespace {
@@ -668,7 +745,8 @@ void Kernel::tma_store(Reg map, std::span<Reg const> coordinates, Reg shared_add
     if (coordinates.empty() || coordinates.size() > 5)
         throw BuildError("ptx kernel '" + name_ + "': a tensor copy takes 1 to 5 coordinates, not " +
                          std::to_string(coordinates.size()));
-    push({.opcode = "cp.async.bulk.tensor." + std::to_string(coordinates.size()) + "d.global.shared::cta.tile.bulk_group",
+    push({.opcode =
+              "cp.async.bulk.tensor." + std::to_string(coordinates.size()) + "d.global.shared::cta.tile.bulk_group",
           .operands = {tensor_address(map, coordinates), AddressUse{Address(shared_address)}},
           .requires_target = {.compute_capability = 90}});
 }
@@ -676,14 +754,16 @@ void Kernel::cp_async_bulk_commit() {
     push({.opcode = "cp.async.bulk.commit_group", .requires_target = {.compute_capability = 90}});
 }
 void Kernel::cp_async_bulk_wait_read(int pending_groups) {
-    push({.opcode = "cp.async.bulk.wait_group.read", .operands = {ImmUse{pending_groups, Type::u32}},
+    push({.opcode = "cp.async.bulk.wait_group.read",
+          .operands = {ImmUse{pending_groups, Type::u32}},
           .requires_target = {.compute_capability = 90}});
 }
 void Kernel::fence_proxy_async_shared() {
     push({.opcode = "fence.proxy.async.shared::cta", .requires_target = {.compute_capability = 90}});
 }
 void Kernel::wgmma_fence() {
-    push({.opcode = "wgmma.fence.sync.aligned", .requires_target = {.compute_capability = 90, .architecture_specific = true}});
+    push({.opcode = "wgmma.fence.sync.aligned",
+          .requires_target = {.compute_capability = 90, .architecture_specific = true}});
 }
 void Kernel::wgmma_commit() {
     push({.opcode = "wgmma.commit_group.sync.aligned",
@@ -693,7 +773,8 @@ void Kernel::wgmma_wait(int pending_groups) {
     if (pending_groups < 0 || pending_groups > 7)
         throw BuildError("ptx kernel '" + name_ + "': wgmma.wait_group takes 0 to 7 pending groups, not " +
                          std::to_string(pending_groups));
-    push({.opcode = "wgmma.wait_group.sync.aligned", .operands = {ImmUse{pending_groups, Type::u32}},
+    push({.opcode = "wgmma.wait_group.sync.aligned",
+          .operands = {ImmUse{pending_groups, Type::u32}},
           .requires_target = {.compute_capability = 90, .architecture_specific = true}});
 }
 
@@ -705,21 +786,24 @@ std::string wgmma_input(Type input) { return input == Type::f32 ? "tf32" : std::
 
 std::string wgmma_opcode(Type input, unsigned n) {
     std::string const in = wgmma_input(input);
-    return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k" + std::to_string(wgmma_k(input)) + ".f32." + in +
-           "." + in;
+    return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k" + std::to_string(wgmma_k(input)) + ".f32." +
+           in + "." + in;
 }
 
 }  // namespace
 
 void Kernel::check_wgmma(Type input, unsigned n, std::size_t accumulators) const {
     if (input != Type::f16 && input != Type::bf16 && input != Type::f32)
-        throw BuildError("ptx kernel '" + name_ + "': wgmma with f32 accumulators takes .f16, .bf16 or .f32 (as .tf32) inputs, not ." +
+        throw BuildError("ptx kernel '" + name_ +
+                         "': wgmma with f32 accumulators takes .f16, .bf16 or .f32 (as .tf32) inputs, not ." +
                          std::string(name_of(input)));
     if (n < 8 || n > 256 || n % 8 != 0)
-        throw BuildError("ptx kernel '" + name_ + "': wgmma's n is a multiple of 8 from 8 to 256, not " + std::to_string(n));
+        throw BuildError("ptx kernel '" + name_ + "': wgmma's n is a multiple of 8 from 8 to 256, not " +
+                         std::to_string(n));
     if (accumulators != n / 2)
-        throw BuildError("ptx kernel '" + name_ + "': wgmma m64n" + std::to_string(n) + "k" + std::to_string(wgmma_k(input)) +
-                         " needs " + std::to_string(n / 2) + " accumulator registers, got " + std::to_string(accumulators));
+        throw BuildError("ptx kernel '" + name_ + "': wgmma m64n" + std::to_string(n) + "k" +
+                         std::to_string(wgmma_k(input)) + " needs " + std::to_string(n / 2) +
+                         " accumulator registers, got " + std::to_string(accumulators));
 }
 
 namespace {
@@ -735,21 +819,24 @@ VectorUse accumulator_use(std::span<Reg const> d) {
 void Kernel::wgmma(Type input, unsigned n, std::span<Reg const> d, Reg a_descriptor, Reg b_descriptor, Reg accumulate,
                    bool transpose_a, bool transpose_b) {
     check_wgmma(input, n, d.size());
-    std::vector<OperandUse> operands{accumulator_use(d), read(a_descriptor, Type::b64), read(b_descriptor, Type::b64),
-                                     read(accumulate, Type::pred), ImmUse{1, Type::s32}, ImmUse{1, Type::s32}};
+    std::vector<OperandUse> operands{
+        accumulator_use(d),           read(a_descriptor, Type::b64), read(b_descriptor, Type::b64),
+        read(accumulate, Type::pred), ImmUse{1, Type::s32},          ImmUse{1, Type::s32}};
     if (input == Type::f32) {
         if (transpose_a || transpose_b)
-            throw BuildError("ptx kernel '" + name_ + "': wgmma with .tf32 inputs reads both operands K-major (no transposes)");
+            throw BuildError("ptx kernel '" + name_ +
+                             "': wgmma with .tf32 inputs reads both operands K-major (no transposes)");
     } else {
         operands.push_back(ImmUse{transpose_a ? 1 : 0, Type::s32});
         operands.push_back(ImmUse{transpose_b ? 1 : 0, Type::s32});
     }
-    push({.opcode = wgmma_opcode(input, n), .operands = std::move(operands),
+    push({.opcode = wgmma_opcode(input, n),
+          .operands = std::move(operands),
           .requires_target = {.compute_capability = 90, .architecture_specific = true}});
 }
 
-void Kernel::wgmma(Type input, unsigned n, std::span<Reg const> d, std::span<Reg const> a, Reg b_descriptor, Reg accumulate,
-                   bool transpose_b) {
+void Kernel::wgmma(Type input, unsigned n, std::span<Reg const> d, std::span<Reg const> a, Reg b_descriptor,
+                   Reg accumulate, bool transpose_b) {
     check_wgmma(input, n, d.size());
     if (input == Type::f32)
         throw BuildError("ptx kernel '" + name_ + "': rayo issues wgmma with .tf32 inputs from shared memory only");
@@ -759,8 +846,9 @@ void Kernel::wgmma(Type input, unsigned n, std::span<Reg const> d, std::span<Reg
     VectorUse fragment;
     for (Reg r : a) fragment.elements.push_back({r, Type::b32, Access::read});
     push({.opcode = wgmma_opcode(input, n),
-          .operands = {accumulator_use(d), std::move(fragment), read(b_descriptor, Type::b64), read(accumulate, Type::pred),
-                       ImmUse{1, Type::s32}, ImmUse{1, Type::s32}, ImmUse{transpose_b ? 1 : 0, Type::s32}},
+          .operands = {accumulator_use(d), std::move(fragment), read(b_descriptor, Type::b64),
+                       read(accumulate, Type::pred), ImmUse{1, Type::s32}, ImmUse{1, Type::s32},
+                       ImmUse{transpose_b ? 1 : 0, Type::s32}},
           .requires_target = {.compute_capability = 90, .architecture_specific = true}});
 }
 
@@ -768,15 +856,16 @@ void Kernel::setmaxnreg(RegisterChange change, unsigned registers) {
     if (registers < 24 || registers > 256 || registers % 8 != 0)
         throw BuildError("ptx kernel '" + name_ + "': setmaxnreg takes 24 to 256 registers in steps of 8, not " +
                          std::to_string(registers));
-    push({.opcode = std::string("setmaxnreg.") + (change == RegisterChange::increase ? "inc" : "dec") + ".sync.aligned.u32",
+    push({.opcode =
+              std::string("setmaxnreg.") + (change == RegisterChange::increase ? "inc" : "dec") + ".sync.aligned.u32",
           .operands = {ImmUse{registers, Type::u32}},
           .requires_target = {.compute_capability = 90, .architecture_specific = true}});
 }
 
 void Kernel::cluster_dims(unsigned x, unsigned y, unsigned z) {
     if (x == 0 || y == 0 || z == 0 || x * y * z > 16)
-        throw BuildError("ptx kernel '" + name_ + "': a cluster of " + std::to_string(x) + "x" + std::to_string(y) + "x" +
-                         std::to_string(z) + " blocks (each dimension at least 1, at most 16 blocks)");
+        throw BuildError("ptx kernel '" + name_ + "': a cluster of " + std::to_string(x) + "x" + std::to_string(y) +
+                         "x" + std::to_string(z) + " blocks (each dimension at least 1, at most 16 blocks)");
     cluster_ = {x, y, z};
 }
 void Kernel::barrier_cluster_arrive(bool aligned) {
@@ -809,9 +898,10 @@ std::vector<Reg> Kernel::ldmatrix(int count, bool transpose, Reg shared_address)
         regs.push_back(reg(Type::b32));
         v.elements.push_back({regs.back(), Type::b32, Access::write});
     }
-    push({.opcode = "ldmatrix.sync.aligned.m8n8.x" + std::to_string(count) + (transpose ? ".trans" : "") + ".shared.b16",
-          .operands = {std::move(v), AddressUse{Address(shared_address)}},
-          .requires_target = {.compute_capability = 75}});
+    push(
+        {.opcode = "ldmatrix.sync.aligned.m8n8.x" + std::to_string(count) + (transpose ? ".trans" : "") + ".shared.b16",
+         .operands = {std::move(v), AddressUse{Address(shared_address)}},
+         .requires_target = {.compute_capability = 75}});
     return regs;
 }
 
@@ -840,7 +930,8 @@ void Kernel::mma_m16n8k16(Type input, std::span<Reg const> d, std::span<Reg cons
 
 Reg Kernel::shfl(ShuffleMode mode, Reg value, Operand lane_or_delta, std::uint32_t mask) {
     if (bits_of(value.type()) != 32)
-        throw BuildError("ptx kernel '" + name_ + "': shfl.sync moves 32-bit values, got ." + std::string(name_of(value.type())));
+        throw BuildError("ptx kernel '" + name_ + "': shfl.sync moves 32-bit values, got ." +
+                         std::string(name_of(value.type())));
     constexpr std::string_view names[] = {"up", "down", "bfly", "idx"};
     Reg r = same_type_result(value);
     // c packs the segment mask (0: the whole warp) and the lane clamp: 0 for up, 31 otherwise.
@@ -886,7 +977,8 @@ void Kernel::check_named_barrier(int barrier, unsigned threads) const {
     if (barrier < 0 || barrier > 15)
         throw BuildError("ptx kernel '" + name_ + "': barriers are numbered 0 to 15, not " + std::to_string(barrier));
     if (threads == 0 || threads % 32 != 0 || threads > 1024)
-        throw BuildError("ptx kernel '" + name_ + "': a named barrier counts whole warps (a multiple of 32 up to 1024 threads), not " +
+        throw BuildError("ptx kernel '" + name_ +
+                         "': a named barrier counts whole warps (a multiple of 32 up to 1024 threads), not " +
                          std::to_string(threads));
 }
 void Kernel::bar_sync(int barrier, unsigned threads) {
@@ -915,13 +1007,15 @@ void Kernel::place(Label l) {
 }
 void Kernel::bra(Label l) { push({.opcode = "bra", .operands = {LabelUse{l}}}); }
 void Kernel::bra_if(Reg predicate, Label l, bool when) {
-    if (guard_) throw BuildError("ptx kernel '" + name_ + "': a conditional branch inside predicated() would need two guards");
+    if (guard_)
+        throw BuildError("ptx kernel '" + name_ + "': a conditional branch inside predicated() would need two guards");
     push({.opcode = "bra", .operands = {LabelUse{l}}, .guard = Guard{predicate, when}});
 }
 void Kernel::ret() { push({.opcode = "ret"}); }
 
 void Kernel::predicated(Reg predicate, bool when, std::function<void()> const& body) {
-    if (guard_) throw BuildError("ptx kernel '" + name_ + "': predicated() blocks do not nest (an instruction has one guard)");
+    if (guard_)
+        throw BuildError("ptx kernel '" + name_ + "': predicated() blocks do not nest (an instruction has one guard)");
     guard_ = Guard{predicate, when};
     try {
         body();

@@ -47,9 +47,11 @@ Type declared_type(Type t) {
 std::string float_immediate(double value, Type type) {
     char text[32];
     if (type == Type::f64) {
-        std::snprintf(text, sizeof text, "0d%016llX", static_cast<unsigned long long>(std::bit_cast<std::uint64_t>(value)));
+        std::snprintf(text, sizeof text, "0d%016llX",
+                      static_cast<unsigned long long>(std::bit_cast<std::uint64_t>(value)));
     } else {
-        std::snprintf(text, sizeof text, "0f%08X", static_cast<unsigned>(std::bit_cast<std::uint32_t>(static_cast<float>(value))));
+        std::snprintf(text, sizeof text, "0f%08X",
+                      static_cast<unsigned>(std::bit_cast<std::uint32_t>(static_cast<float>(value))));
     }
     return text;
 }
@@ -61,8 +63,10 @@ std::string Kernel::register_name(Reg r) const {
 
 std::string Kernel::address_text(Address const& a) const {
     std::string base;
-    if (auto const* r = std::get_if<Reg>(&a.base)) base = register_name(*r);
-    else base = std::get<Symbol>(a.base).name;
+    if (auto const* r = std::get_if<Reg>(&a.base))
+        base = register_name(*r);
+    else
+        base = std::get<Symbol>(a.base).name;
     if (a.offset == 0) return "[" + base + "]";
     return "[" + base + "+" + std::to_string(a.offset) + "]";
 }
@@ -83,7 +87,8 @@ std::string Kernel::operand_text(OperandUse const& use) const {
     if (auto const* t = std::get_if<TensorAddressUse>(&use)) {
         std::string s = "[";
         s.append(register_name(t->map.reg)).append(", {");
-        for (std::size_t i = 0; i < t->coordinates.size(); ++i) s.append(i ? ", " : "").append(register_name(t->coordinates[i].reg));
+        for (std::size_t i = 0; i < t->coordinates.size(); ++i)
+            s.append(i ? ", " : "").append(register_name(t->coordinates[i].reg));
         return s.append("}]");
     }
     return std::get<TextUse>(use).text;
@@ -111,7 +116,11 @@ std::string Kernel::emit_entry(Target target) const {
     for (std::size_t i = 0; i < params_.size(); ++i) {
         s.append(i ? "," : "").append("\n\t.param ");
         if (params_[i].bytes != 0)
-            s.append(".align 64 .b8 ").append(params_[i].name).append("[").append(std::to_string(params_[i].bytes)).append("]");
+            s.append(".align 64 .b8 ")
+                .append(params_[i].name)
+                .append("[")
+                .append(std::to_string(params_[i].bytes))
+                .append("]");
         else
             s.append(".").append(name_of(params_[i].type)).append(" ").append(params_[i].name);
     }

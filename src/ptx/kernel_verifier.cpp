@@ -56,8 +56,8 @@ std::string immediate_misfit(Imm const& imm, Type type) {
     if (bits < 64) {
         // Unsigned operands take negative values as their two's complement bits (-1 for 0xffffffff).
         std::int64_t const lo = -(std::int64_t{1} << (bits - 1));
-        std::int64_t const hi = kind_of(type) == TypeKind::signed_int ? (std::int64_t{1} << (bits - 1)) - 1
-                                                                        : (std::int64_t{1} << bits) - 1;
+        std::int64_t const hi =
+            kind_of(type) == TypeKind::signed_int ? (std::int64_t{1} << (bits - 1)) - 1 : (std::int64_t{1} << bits) - 1;
         if (v < lo || v > hi)
             return "immediate " + std::to_string(v) + " does not fit a " + type_name(type) + " operand";
     }
@@ -89,8 +89,9 @@ void Kernel::verify(Target target) const {
         Instruction const& in = body_[i];
         if (in.kind != Instruction::Kind::operation) continue;
         if (in.requires_target.compute_capability > compute_capability(target))
-            fail(i, in, "needs sm_" + std::to_string(in.requires_target.compute_capability) +
-                            " or newer; the module targets " + std::string(to_string(target)));
+            fail(i, in,
+                 "needs sm_" + std::to_string(in.requires_target.compute_capability) +
+                     " or newer; the module targets " + std::string(to_string(target)));
         if (in.requires_target.architecture_specific && target != Target::sm_90a)
             fail(i, in, "exists only on sm_90a; the module targets " + std::string(to_string(target)));
         if (in.guard) {
@@ -121,14 +122,16 @@ void Kernel::verify(Target target) const {
                     check_read(i, in, *base, what + " (the address)");
                     Type const t = reg_types_[base->id()];
                     if (is_float(t) || t == Type::pred || bits_of(t) < 32)
-                        fail(i, in, what + ": address register " + register_name(*base) + " is " + type_name(t) +
-                                        "; addresses are 32- or 64-bit integers");
+                        fail(i, in,
+                             what + ": address register " + register_name(*base) + " is " + type_name(t) +
+                                 "; addresses are 32- or 64-bit integers");
                     // (Copies from global to shared memory take both kinds of address: not checked.)
                     bool const needs_64 = in.opcode.find(".global") != std::string::npos &&
                                           in.opcode.find(".shared") == std::string::npos;
                     if (needs_64 && bits_of(t) != 64)
-                        fail(i, in, what + ": global address register " + register_name(*base) + " is " +
-                                        type_name(t) + "; global addresses are 64-bit");
+                        fail(i, in,
+                             what + ": global address register " + register_name(*base) + " is " + type_name(t) +
+                                 "; global addresses are 64-bit");
                 }
             } else if (auto const* t = std::get_if<TensorAddressUse>(&use)) {
                 use_reg(t->map, what + " (the tensor map)");
@@ -137,7 +140,8 @@ void Kernel::verify(Target target) const {
             } else if (auto const* l = std::get_if<LabelUse>(&use)) {
                 if (l->label.kernel() != serial_ || l->label.id() >= label_count_)
                     fail(i, in, "branch to a label of another kernel");
-                if (!placed[l->label.id()]) fail(i, in, "branch to $L_" + std::to_string(l->label.id()) + ", which is never placed");
+                if (!placed[l->label.id()])
+                    fail(i, in, "branch to $L_" + std::to_string(l->label.id()) + ", which is never placed");
             }
         }
         for (Reg r : writes) written[r.id()] = true;

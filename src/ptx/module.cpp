@@ -4,7 +4,8 @@
 
 namespace rayo::ptx {
 
-Module::Module(Target target, std::optional<IsaVersion> isa) : target_(target), isa_(isa.value_or(default_isa(target))) {
+Module::Module(Target target, std::optional<IsaVersion> isa)
+    : target_(target), isa_(isa.value_or(default_isa(target))) {
     if (isa_ < minimum_isa(target))
         throw BuildError("ptx module: PTX ISA " + to_string(isa_) + " does not know " + std::string(to_string(target)) +
                          " (needs " + to_string(minimum_isa(target)) + " or newer)");

@@ -345,7 +345,8 @@ namespace {
 
 // q4_k's and q5_k's values: (d·sc)·q − dmin·m per sub-block of 32, q the nibble of qs plus, for
 // q5_k, bit j of qh[l] (j the sub-block) as 16.
-template <class Block> void dequantize_scale_min(Block const& b, float* y) noexcept {
+template <class Block>
+void dequantize_scale_min(Block const& b, float* y) noexcept {
     constexpr bool fifth_bit = std::same_as<Block, q5_k>;
     float const d = static_cast<float>(b.d);
     float const min = static_cast<float>(b.dmin);
@@ -356,8 +357,10 @@ template <class Block> void dequantize_scale_min(Block const& b, float* y) noexc
         float const d1 = d * static_cast<float>(lo.scale), m1 = min * static_cast<float>(lo.min);
         float const d2 = d * static_cast<float>(hi.scale), m2 = min * static_cast<float>(hi.min);
         auto const high = [&](std::size_t l, unsigned bit) -> unsigned {
-            if constexpr (fifth_bit) return b.qh[l] & bit ? 16u : 0u;
-            else return 0u;
+            if constexpr (fifth_bit)
+                return b.qh[l] & bit ? 16u : 0u;
+            else
+                return 0u;
         };
         unsigned const u1 = 1u << (2 * c), u2 = 2u << (2 * c);
         for (std::size_t l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((q[l] & 0xFu) + high(l, u1)) - m1;

@@ -106,24 +106,36 @@ template <QuantBlock B>
 void quantize(float const* x, B* out, std::size_t blocks) noexcept {
     constexpr std::size_t n = block_values_of<B>;
     for (std::size_t i = 0; i < blocks; ++i) {
-        if constexpr (std::same_as<B, q4_k>) quantize_q4_k(x + i * n, out[i]);
-        else if constexpr (std::same_as<B, q5_k>) quantize_q5_k(x + i * n, out[i]);
-        else if constexpr (std::same_as<B, q6_k>) quantize_q6_k(x + i * n, out[i]);
-        else if constexpr (std::same_as<B, q8_0>) quantize_q8_0(x + i * n, out[i]);
-        else if constexpr (std::same_as<B, q4_0>) quantize_q4_0(x + i * n, out[i]);
-        else quantize_q8_k(x + i * n, out[i]);
+        if constexpr (std::same_as<B, q4_k>)
+            quantize_q4_k(x + i * n, out[i]);
+        else if constexpr (std::same_as<B, q5_k>)
+            quantize_q5_k(x + i * n, out[i]);
+        else if constexpr (std::same_as<B, q6_k>)
+            quantize_q6_k(x + i * n, out[i]);
+        else if constexpr (std::same_as<B, q8_0>)
+            quantize_q8_0(x + i * n, out[i]);
+        else if constexpr (std::same_as<B, q4_0>)
+            quantize_q4_0(x + i * n, out[i]);
+        else
+            quantize_q8_k(x + i * n, out[i]);
     }
 }
 template <QuantBlock B>
 void dequantize(B const* in, float* y, std::size_t blocks) noexcept {
     constexpr std::size_t n = block_values_of<B>;
     for (std::size_t i = 0; i < blocks; ++i) {
-        if constexpr (std::same_as<B, q4_k>) dequantize_q4_k(in[i], y + i * n);
-        else if constexpr (std::same_as<B, q5_k>) dequantize_q5_k(in[i], y + i * n);
-        else if constexpr (std::same_as<B, q6_k>) dequantize_q6_k(in[i], y + i * n);
-        else if constexpr (std::same_as<B, q8_0>) dequantize_q8_0(in[i], y + i * n);
-        else if constexpr (std::same_as<B, q4_0>) dequantize_q4_0(in[i], y + i * n);
-        else dequantize_q8_k(in[i], y + i * n);
+        if constexpr (std::same_as<B, q4_k>)
+            dequantize_q4_k(in[i], y + i * n);
+        else if constexpr (std::same_as<B, q5_k>)
+            dequantize_q5_k(in[i], y + i * n);
+        else if constexpr (std::same_as<B, q6_k>)
+            dequantize_q6_k(in[i], y + i * n);
+        else if constexpr (std::same_as<B, q8_0>)
+            dequantize_q8_0(in[i], y + i * n);
+        else if constexpr (std::same_as<B, q4_0>)
+            dequantize_q4_0(in[i], y + i * n);
+        else
+            dequantize_q8_k(in[i], y + i * n);
     }
 }
 

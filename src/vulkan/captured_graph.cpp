@@ -23,7 +23,7 @@ public:
         std::lock_guard lock(backend_.mutex_);
         try {
             backend_.stream_.wait(commands_.last_serial);  // no batch in flight executes it
-        } catch (std::exception const& e) {  // a lost device: nothing runs any more
+        } catch (std::exception const& e) {                // a lost device: nothing runs any more
             detail::log(LogLevel::error, std::string("rayo: vulkan: destroying a graph: ") + e.what());
         }
         backend_.stream_.destroy_recording(commands_);
@@ -34,7 +34,8 @@ public:
 
     void replay(std::span<std::uintptr_t const>) override {
         std::lock_guard lock(backend_.mutex_);
-        backend_.refuse_while_captured("a graph replay");  // the capturing thread's own replay is refused by Graph::replay
+        backend_.refuse_while_captured(
+            "a graph replay");  // the capturing thread's own replay is refused by Graph::replay
         backend_.reclaim();
         backend_.stream_.execute(commands_);
         std::uint64_t const serial = backend_.stream_.recording_serial();
@@ -59,11 +60,13 @@ void VulkanBackend::refuse_while_captured(char const* what) const {
 
 bool VulkanBackend::begin_capture() {
     std::lock_guard lock(mutex_);
-    if (capture_) throw Error("vulkan:" + std::to_string(index_) + ": a capture is already recording on another thread");
+    if (capture_)
+        throw Error("vulkan:" + std::to_string(index_) + ": a capture is already recording on another thread");
     bool const fault_pending = fault_pending_;
     (void)fault_record();  // outside the graph: the same record for every replay
     stream_.begin_recording();
-    capture_ = Capture{.thread = std::this_thread::get_id(), .buffers = {}, .kept = {}, .fault_pending_before = fault_pending};
+    capture_ =
+        Capture{.thread = std::this_thread::get_id(), .buffers = {}, .kept = {}, .fault_pending_before = fault_pending};
     return true;
 }
 
@@ -86,7 +89,8 @@ std::unique_ptr<detail::NativeGraph> VulkanBackend::end_capture(bool keep) {
     std::sort(capture.buffers.begin(), capture.buffers.end());
     capture.buffers.erase(std::unique(capture.buffers.begin(), capture.buffers.end()), capture.buffers.end());
     try {
-        return std::make_unique<Graph>(*this, std::move(*commands), std::move(capture.buffers), std::move(capture.kept));
+        return std::make_unique<Graph>(*this, std::move(*commands), std::move(capture.buffers),
+                                       std::move(capture.kept));
     } catch (...) {
         stream_.destroy_recording(*commands);
         throw;

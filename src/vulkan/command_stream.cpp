@@ -138,8 +138,8 @@ void barrier_after(VolkDeviceTable const& fn, VkCommandBuffer commands, std::vec
         m.size = w.size;
         barriers.push_back(m);
     }
-    fn.vkCmdPipelineBarrier(commands, device_stages, device_stages, 0, 0, nullptr, static_cast<std::uint32_t>(barriers.size()),
-                            barriers.data(), 0, nullptr);
+    fn.vkCmdPipelineBarrier(commands, device_stages, device_stages, 0, 0, nullptr,
+                            static_cast<std::uint32_t>(barriers.size()), barriers.data(), 0, nullptr);
 }
 
 // Whether a command touching `accesses` must wait for the commands since the last barrier.
@@ -147,8 +147,9 @@ bool hazard(std::span<BufferAccess const> accesses, std::vector<BufferAccess> co
             std::vector<BufferAccess> const& read) {
     bool found = false;
     for (auto const& a : accesses) {
-        for (auto const& w : written) found |= overlap(a, w);            // RAW, WAW
-        if (a.write) for (auto const& r : read) found |= overlap(a, r);  // WAR
+        for (auto const& w : written) found |= overlap(a, w);  // RAW, WAW
+        if (a.write)
+            for (auto const& r : read) found |= overlap(a, r);  // WAR
     }
     return found;
 }
@@ -172,7 +173,8 @@ VkCommandBuffer CommandStream::record(std::span<BufferAccess const> accesses, st
     if (recording_ && recording_->profiled && recording_->labels.size() + 1 >= GpuProfile::queries_per_batch) submit();
     Batch& b = recording();
     // The end of the command before this one (its barrier would otherwise count as that command's).
-    if (b.profiled && !b.labels.empty()) profile_->mark(b.commands, b.queries, static_cast<std::uint32_t>(b.labels.size()));
+    if (b.profiled && !b.labels.empty())
+        profile_->mark(b.commands, b.queries, static_cast<std::uint32_t>(b.labels.size()));
     if (hazard(accesses, b.written, b.read)) {
         // Buffer barriers for what was written since the last barrier; a pure write-after-read
         // needs only the execution dependency the barrier itself gives.
@@ -288,12 +290,14 @@ void CommandStream::submit() {
     if (!recording_) return;
     Batch& b = *recording_;
     auto const& fn = device_.fn();
-    if (b.profiled && !b.labels.empty()) profile_->mark(b.commands, b.queries, static_cast<std::uint32_t>(b.labels.size()));
+    if (b.profiled && !b.labels.empty())
+        profile_->mark(b.commands, b.queries, static_cast<std::uint32_t>(b.labels.size()));
     // Make the batch's writes visible to host reads of mapped staging memory after the fence.
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = device_writes;
     barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    fn.vkCmdPipelineBarrier(b.commands, device_stages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+    fn.vkCmdPipelineBarrier(b.commands, device_stages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                            nullptr);
     check(fn.vkEndCommandBuffer(b.commands), "vkEndCommandBuffer");
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     submit.commandBufferCount = 1;
@@ -348,7 +352,8 @@ void CommandStream::wait(std::uint64_t serial) {
         }
     }
     while (completed_serial() < serial && !in_flight_.empty())
-        check(fn.vkWaitForFences(device_.handle(), 1, &in_flight_.front().fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+        check(fn.vkWaitForFences(device_.handle(), 1, &in_flight_.front().fence, VK_TRUE, UINT64_MAX),
+              "vkWaitForFences");
     if (in_flight_.empty()) batch_limit_ = first_batch_commands;
 }
 

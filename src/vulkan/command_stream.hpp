@@ -103,7 +103,8 @@ private:
     Batch& recording();
     // A new pool (`pool`, its owner the caller) and one command buffer of `level` from it.
     VkCommandBuffer command_buffer(VkCommandBufferLevel level, VkCommandPoolCreateFlags flags, VkCommandPool& pool);
-    VkDescriptorSet allocate_set(std::vector<VkDescriptorPool>& pools, std::size_t& pools_used, VkDescriptorSetLayout layout);
+    VkDescriptorSet allocate_set(std::vector<VkDescriptorPool>& pools, std::size_t& pools_used,
+                                 VkDescriptorSetLayout layout);
     void submit();
     void retire(Batch& batch);
     void destroy(Batch& batch) noexcept;

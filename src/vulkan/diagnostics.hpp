@@ -19,12 +19,12 @@ namespace rayo::vulkan {
 [[nodiscard]] std::uint64_t validation_message_count() noexcept;
 
 struct MemoryStats {
-    std::size_t device_blocks = 0;      // VkDeviceMemory blocks behind tensors
-    std::size_t staging_blocks = 0;     // host-visible blocks behind uploads and downloads
-    std::size_t live_buffers = 0;       // tensor allocations not yet released
-    std::size_t pending_frees = 0;      // released, waiting for the GPU to finish with them
-    std::uint64_t heap_bytes = 0;       // the device-local heap tensors are carved from
-    std::uint64_t max_buffer_bytes = 0; // the largest tensor allocation (one storage binding)
+    std::size_t device_blocks = 0;       // VkDeviceMemory blocks behind tensors
+    std::size_t staging_blocks = 0;      // host-visible blocks behind uploads and downloads
+    std::size_t live_buffers = 0;        // tensor allocations not yet released
+    std::size_t pending_frees = 0;       // released, waiting for the GPU to finish with them
+    std::uint64_t heap_bytes = 0;        // the device-local heap tensors are carved from
+    std::uint64_t max_buffer_bytes = 0;  // the largest tensor allocation (one storage binding)
 };
 // Throws rayo::Error when `device` is not a Vulkan device of this process.
 [[nodiscard]] MemoryStats memory_stats(Device device);
@@ -70,11 +70,11 @@ void use_gemm_tile(std::string_view tile);
 // may flush subnormals to zero (NVIDIA's driver does); the first such pipeline made on a device
 // that cannot preserve logs a warning.
 struct SubnormalSupport {
-    bool float_controls = false;         // VK_KHR_shader_float_controls (enabled when present)
-    bool denorm_preserve_f32 = false;    // shaderDenormPreserveFloat32
-    std::string denorm_independence;     // denormBehaviorIndependence: "all", "32-bit only" or "none"
-    bool device_preserves = false;       // all three allow DenormPreserve for float32 alone
-    bool preserving = false;             // ops run the DenormPreserve builds (device_preserves, unless turned off)
+    bool float_controls = false;       // VK_KHR_shader_float_controls (enabled when present)
+    bool denorm_preserve_f32 = false;  // shaderDenormPreserveFloat32
+    std::string denorm_independence;   // denormBehaviorIndependence: "all", "32-bit only" or "none"
+    bool device_preserves = false;     // all three allow DenormPreserve for float32 alone
+    bool preserving = false;           // ops run the DenormPreserve builds (device_preserves, unless turned off)
     // Pipelines made so far from shaders built both ways, by the build used.
     std::size_t preserving_pipelines = 0;
     std::size_t default_mode_pipelines = 0;

@@ -50,7 +50,9 @@ void GpuProfile::add(VkQueryPool pool, std::span<std::string_view const> labels)
                                              sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
           "vkGetQueryPoolResults");
     double const period = device_.physical().properties.limits.timestampPeriod;  // ns a tick
-    auto const span_ns = [&](std::uint64_t from, std::uint64_t to) { return to > from ? double(to - from) * period : 0.0; };
+    auto const span_ns = [&](std::uint64_t from, std::uint64_t to) {
+        return to > from ? double(to - from) * period : 0.0;
+    };
     for (std::size_t i = 0; i < labels.size(); ++i) {
         auto it = totals_.find(labels[i]);
         if (it == totals_.end()) it = totals_.emplace(std::string(labels[i]), Total{}).first;
@@ -82,8 +84,8 @@ std::string GpuProfile::table() const {
     out += line;
     for (auto const& [label, total] : rows) {
         std::snprintf(line, sizeof line, "  %-36s %9llu %11.3f %10.2f %6.1f%%\n", label.c_str(),
-                      static_cast<unsigned long long>(total.count), total.ns * 1e-6, total.ns * 1e-3 / double(total.count),
-                      busy_ns > 0 ? 100.0 * total.ns / busy_ns : 0.0);
+                      static_cast<unsigned long long>(total.count), total.ns * 1e-6,
+                      total.ns * 1e-3 / double(total.count), busy_ns > 0 ? 100.0 * total.ns / busy_ns : 0.0);
         out += line;
     }
     return out;

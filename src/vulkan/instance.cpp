@@ -31,8 +31,8 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverity
                                                      VkDebugUtilsMessengerCallbackDataEXT const* data, void*) {
     validation_messages.fetch_add(1, std::memory_order_relaxed);
     std::string const level = severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
-    detail::log(LogLevel::error, "rayo: vulkan validation " + level + ": " +
-                                     (data && data->pMessage ? data->pMessage : "(no message)"));
+    detail::log(LogLevel::error,
+                "rayo: vulkan validation " + level + ": " + (data && data->pMessage ? data->pMessage : "(no message)"));
     return VK_FALSE;  // the call that triggered it goes on
 }
 
@@ -41,7 +41,8 @@ bool has_layer(char const* name) {
     if (vkEnumerateInstanceLayerProperties(&count, nullptr) != VK_SUCCESS) return false;
     std::vector<VkLayerProperties> layers(count);
     if (vkEnumerateInstanceLayerProperties(&count, layers.data()) != VK_SUCCESS) return false;
-    return std::any_of(layers.begin(), layers.end(), [&](auto const& l) { return std::strcmp(l.layerName, name) == 0; });
+    return std::any_of(layers.begin(), layers.end(),
+                       [&](auto const& l) { return std::strcmp(l.layerName, name) == 0; });
 }
 
 }  // namespace
@@ -73,8 +74,9 @@ Instance::Instance() {
             layers.push_back(validation_layer);
             extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
         } else {
-            detail::log(LogLevel::error, "rayo: RAYO_VULKAN_VALIDATION=1 but VK_LAYER_KHRONOS_validation is not "
-                                         "installed (Debian: vulkan-validationlayers); running without it");
+            detail::log(LogLevel::error,
+                        "rayo: RAYO_VULKAN_VALIDATION=1 but VK_LAYER_KHRONOS_validation is not "
+                        "installed (Debian: vulkan-validationlayers); running without it");
         }
     }
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -90,7 +92,8 @@ Instance::Instance() {
     VkDebugUtilsMessengerCreateInfoEXT messenger{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
     messenger.messageSeverity =
         VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-    messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+    messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                            VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                             VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
     messenger.pfnUserCallback = on_validation_message;
     if (!layers.empty()) info.pNext = &messenger;  // also reports on vkCreateInstance/vkDestroyInstance

@@ -24,7 +24,8 @@ LogicalDevice::LogicalDevice(PhysicalDevice const& physical) : physical_(physica
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceVulkanMemoryModelFeatures model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-    VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
     cooperative_matrix_khr::Features coop_khr;
     std::vector<char const*> extensions;
     info.pNext = &storage16;
@@ -32,7 +33,8 @@ LogicalDevice::LogicalDevice(PhysicalDevice const& physical) : physical_(physica
         float16.shaderFloat16 = VK_TRUE;
         model.vulkanMemoryModel = VK_TRUE;
         float16.pNext = &model;
-        extensions.insert(extensions.end(), {VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME});
+        extensions.insert(extensions.end(),
+                          {VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME});
         if (physical.cooperative_matrix == PhysicalDevice::CooperativeMatrix::khr) {
             coop_khr.cooperativeMatrix = VK_TRUE;
             coop_khr.pNext = &float16;

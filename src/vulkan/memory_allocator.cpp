@@ -65,10 +65,11 @@ MemoryAllocator::MemoryAllocator(LogicalDevice const& device, MemoryKind kind, d
     VkMemoryHeap const& heap = memory.memoryHeaps[memory.memoryTypes[memory_type_].heapIndex];
     heap_bytes_ = heap.size;
     if (heap.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) counters_ = &device_memory;
-    block_bytes_ = std::min({default_block_bytes, std::max<VkDeviceSize>(heap_bytes_ / 8, 1 << 20),
-                             physical.max_allocation_bytes});
-    alignment_ = std::max({alignment_, requirements.alignment, physical.properties.limits.minStorageBufferOffsetAlignment,
-                           physical.properties.limits.nonCoherentAtomSize});
+    block_bytes_ = std::min(
+        {default_block_bytes, std::max<VkDeviceSize>(heap_bytes_ / 8, 1 << 20), physical.max_allocation_bytes});
+    alignment_ =
+        std::max({alignment_, requirements.alignment, physical.properties.limits.minStorageBufferOffsetAlignment,
+                  physical.properties.limits.nonCoherentAtomSize});
 }
 
 MemoryAllocator::~MemoryAllocator() {
@@ -76,7 +77,8 @@ MemoryAllocator::~MemoryAllocator() {
 }
 
 std::size_t MemoryAllocator::block_count() const noexcept {
-    return static_cast<std::size_t>(std::count_if(blocks_.begin(), blocks_.end(), [](auto const& b) { return b.memory != VK_NULL_HANDLE; }));
+    return static_cast<std::size_t>(
+        std::count_if(blocks_.begin(), blocks_.end(), [](auto const& b) { return b.memory != VK_NULL_HANDLE; }));
 }
 
 MemoryAllocator::Block MemoryAllocator::create_block(VkDeviceSize size, VkDeviceSize requested) {
@@ -160,7 +162,8 @@ Allocation MemoryAllocator::allocate(VkDeviceSize bytes) {
     if (bytes > heap_bytes_)
         throw OutOfMemory(label_ + ": cannot allocate " + mib(bytes) + ": the heap holds " + mib(heap_bytes_));
     if (bytes > device_.physical().max_allocation_bytes)
-        throw OutOfMemory(label_ + ": cannot allocate " + mib(bytes) + ": the largest allocation (maxMemoryAllocationSize) is " +
+        throw OutOfMemory(label_ + ": cannot allocate " + mib(bytes) +
+                          ": the largest allocation (maxMemoryAllocationSize) is " +
                           mib(device_.physical().max_allocation_bytes));
     if (std::optional<Allocation> reserved = allocate_reserved(bytes)) return *reserved;
     bool const dedicated = bytes > block_bytes_ / 2;
@@ -202,7 +205,8 @@ std::uint32_t MemoryAllocator::kept_block_for(VkDeviceSize bytes) const noexcept
     auto best = static_cast<std::uint32_t>(blocks_.size());
     for (std::uint32_t i = 0; i < blocks_.size(); ++i) {
         Block const& b = blocks_[i];
-        if (b.memory && b.kept && b.size >= bytes && b.size / 2 <= bytes && (best == blocks_.size() || b.size < blocks_[best].size))
+        if (b.memory && b.kept && b.size >= bytes && b.size / 2 <= bytes &&
+            (best == blocks_.size() || b.size < blocks_[best].size))
             best = i;
     }
     return best;

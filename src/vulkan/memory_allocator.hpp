@@ -94,9 +94,9 @@ private:
     VkDeviceSize heap_bytes_ = 0;
     VkDeviceSize block_bytes_ = 0;
     VkDeviceSize alignment_ = 256;
-    VkDeviceSize reserved_bytes_ = 0;  // in blocks
-    VkDeviceSize kept_bytes_ = 0;      // in kept dedicated blocks (part of reserved_bytes_)
-    std::vector<Block> blocks_;        // a destroyed block leaves an empty slot (memory == null)
+    VkDeviceSize reserved_bytes_ = 0;             // in blocks
+    VkDeviceSize kept_bytes_ = 0;                 // in kept dedicated blocks (part of reserved_bytes_)
+    std::vector<Block> blocks_;                   // a destroyed block leaves an empty slot (memory == null)
     detail::MemoryCounters* counters_ = nullptr;  // the backend's, for a device-local heap
 };
 

@@ -22,7 +22,8 @@ char const* type_name(VkPhysicalDeviceType type) noexcept {
 }
 
 bool has_extension(std::vector<VkExtensionProperties> const& list, char const* name) {
-    return std::any_of(list.begin(), list.end(), [&](auto const& e) { return std::strcmp(e.extensionName, name) == 0; });
+    return std::any_of(list.begin(), list.end(),
+                       [&](auto const& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
 std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice handle) {
@@ -35,13 +36,15 @@ std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice handle) {
 }
 
 // Whether a cooperative-matrix shape is the GEMM's: M = 16, N = 8, K = 16, f16 · f16 + f32, subgroup.
-template <class Shape> bool is_gemm_shape(Shape const& s) {
+template <class Shape>
+bool is_gemm_shape(Shape const& s) {
     return s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
            s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.scope == VK_SCOPE_SUBGROUP_NV && s.MSize == 16 &&
            s.NSize == 8 && s.KSize == 16;
 }
 
-bool khr_cooperative_matrix_has_gemm_shape(PhysicalDevice const& d, std::vector<VkExtensionProperties> const& extensions) {
+bool khr_cooperative_matrix_has_gemm_shape(PhysicalDevice const& d,
+                                           std::vector<VkExtensionProperties> const& extensions) {
     namespace khr = cooperative_matrix_khr;
     auto const get_shapes = reinterpret_cast<khr::GetPhysicalDeviceProperties>(
         vkGetInstanceProcAddr(volkGetLoadedInstance(), "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
@@ -56,12 +59,15 @@ bool khr_cooperative_matrix_has_gemm_shape(PhysicalDevice const& d, std::vector<
     std::vector<khr::Properties> shapes(count);
     if (get_shapes(d.handle, &count, shapes.data()) != VK_SUCCESS) return false;
     shapes.resize(count);
-    return std::any_of(shapes.begin(), shapes.end(),
-                       [](khr::Properties const& s) { return is_gemm_shape(s) && s.ResultType == VK_COMPONENT_TYPE_FLOAT32_NV; });
+    return std::any_of(shapes.begin(), shapes.end(), [](khr::Properties const& s) {
+        return is_gemm_shape(s) && s.ResultType == VK_COMPONENT_TYPE_FLOAT32_NV;
+    });
 }
 
-bool nv_cooperative_matrix_has_gemm_shape(PhysicalDevice const& d, std::vector<VkExtensionProperties> const& extensions) {
-    if (!has_extension(extensions, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) || !vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
+bool nv_cooperative_matrix_has_gemm_shape(PhysicalDevice const& d,
+                                          std::vector<VkExtensionProperties> const& extensions) {
+    if (!has_extension(extensions, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) ||
+        !vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
         return false;
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -95,15 +101,18 @@ void describe_matmul_features(PhysicalDevice& d, std::vector<VkExtensionProperti
     vkGetPhysicalDeviceFeatures2(d.handle, &features2);
     if (!float16.shaderFloat16 || !model.vulkanMemoryModel) return;
     using CooperativeMatrix = PhysicalDevice::CooperativeMatrix;
-    if (khr_cooperative_matrix_has_gemm_shape(d, extensions)) d.cooperative_matrix = CooperativeMatrix::khr;
-    else if (nv_cooperative_matrix_has_gemm_shape(d, extensions)) d.cooperative_matrix = CooperativeMatrix::nv;
+    if (khr_cooperative_matrix_has_gemm_shape(d, extensions))
+        d.cooperative_matrix = CooperativeMatrix::khr;
+    else if (nv_cooperative_matrix_has_gemm_shape(d, extensions))
+        d.cooperative_matrix = CooperativeMatrix::nv;
 }
 
 // 4x8-bit integer dot products (the one-row q4_k GEMV's integer build).
 void describe_integer_dot_product(PhysicalDevice& d, std::vector<VkExtensionProperties> const& extensions) {
     // As for float controls, the structs may be chained only where the extension is present.
     if (!has_extension(extensions, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) return;
-    VkPhysicalDeviceShaderIntegerDotProductFeatures dot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
     VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features2.pNext = &dot;
     vkGetPhysicalDeviceFeatures2(d.handle, &features2);
@@ -136,7 +145,8 @@ void describe_float_controls(PhysicalDevice& d, std::vector<VkExtensionPropertie
 VkDeviceSize PhysicalDevice::device_local_bytes() const noexcept {
     VkDeviceSize best = 0;
     for (std::uint32_t i = 0; i < memory.memoryHeapCount; ++i)
-        if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) best = std::max(best, memory.memoryHeaps[i].size);
+        if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+            best = std::max(best, memory.memoryHeaps[i].size);
     return best;
 }
 
@@ -148,7 +158,8 @@ std::string PhysicalDevice::description() const {
     if (storage_buffer_16bit) features += ", 16-bit storage";
     if (cooperative_matrix == CooperativeMatrix::khr) features += ", cooperative matrix 16x8x16 (KHR)";
     if (cooperative_matrix == CooperativeMatrix::nv) features += ", cooperative matrix 16x8x16 (NV)";
-    if (integer_dot_product) features += integer_dot_product_accelerated ? ", 8-bit dot products" : ", 8-bit dot products (not accelerated)";
+    if (integer_dot_product)
+        features += integer_dot_product_accelerated ? ", 8-bit dot products" : ", 8-bit dot products (not accelerated)";
     features += preserves_f32_subnormals() ? ", keeps subnormals" : ", may flush subnormals";
     return name() + " (" + type_name(properties.deviceType) + ", " + memory_text + features + ")";
 }
@@ -168,8 +179,8 @@ std::optional<PhysicalDevice> describe(VkPhysicalDevice handle) {
     d.subgroup_size = std::max<std::uint32_t>(1, subgroup.subgroupSize);
     VkSubgroupFeatureFlags const needed =
         VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
-    d.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                            (subgroup.supportedOperations & needed) == needed;
+    d.subgroup_arithmetic =
+        (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) && (subgroup.supportedOperations & needed) == needed;
     vkGetPhysicalDeviceMemoryProperties(handle, &d.memory);
     constexpr std::uint32_t nvidia_vendor_id = 0x10de;
     d.fused_fma = d.properties.vendorID == nvidia_vendor_id;

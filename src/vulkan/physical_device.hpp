@@ -37,7 +37,7 @@ struct PhysicalDevice {
     // Float controls (VK_KHR_shader_float_controls; core in Vulkan 1.2, but the instance asks for
     // 1.1, so the device enables the extension). Without DenormPreserve a shader may flush float32
     // subnormals to zero (NVIDIA does by default), where the CPU backend keeps them.
-    bool float_controls = false;  // the extension is present (and then enabled)
+    bool float_controls = false;       // the extension is present (and then enabled)
     bool denorm_preserve_f32 = false;  // shaderDenormPreserveFloat32
     VkShaderFloatControlsIndependence denorm_independence = VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
     // GLSL's fma() is one fused operation (NVIDIA's compiler: FFMA). Nothing in Vulkan states it, so
@@ -51,16 +51,15 @@ struct PhysicalDevice {
 
     [[nodiscard]] std::string name() const { return properties.deviceName; }
     // CPU implementations (lavapipe, SwiftShader): used only when named, never by Device::best().
-    [[nodiscard]] bool is_software() const noexcept {
-        return properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
-    }
+    [[nodiscard]] bool is_software() const noexcept { return properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU; }
     [[nodiscard]] bool is_discrete() const noexcept {
         return properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
     }
     // Whether shaders may declare DenormPreserve for float32 alone: the mode must be supported, and
     // (denormBehaviorIndependence) settable for 32-bit floats without setting 16- and 64-bit ones.
     [[nodiscard]] bool preserves_f32_subnormals() const noexcept {
-        return float_controls && denorm_preserve_f32 && denorm_independence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
+        return float_controls && denorm_preserve_f32 &&
+               denorm_independence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
     }
     // The largest device-local heap.
     [[nodiscard]] VkDeviceSize device_local_bytes() const noexcept;

@@ -71,7 +71,8 @@ PipelineCache::Layout const& PipelineCache::layout(std::uint32_t bindings) {
 VkShaderModule PipelineCache::module(Shader shader, DenormMode mode) {
     auto const key = std::make_tuple(shader, mode);
     if (auto it = modules_.find(key); it != modules_.end()) return it->second;
-    std::span<std::uint32_t const> code = mode == DenormMode::preserve ? shader_code(shader).denorm_preserve_code : shader_code(shader).code;
+    std::span<std::uint32_t const> code =
+        mode == DenormMode::preserve ? shader_code(shader).denorm_preserve_code : shader_code(shader).code;
     // The cooperative-matrix shaders (the GEMM, the implicit-GEMM conv2d and attention, all on the
     // GEMM's matrix types) are compiled for VK_NV_cooperative_matrix; on a device that runs them
     // through the KHR extension their SPIR-V is rewritten for that.
@@ -101,8 +102,8 @@ void PipelineCache::log_subnormals_may_flush() {
                             : !physical.denorm_preserve_f32
                                 ? "shaderDenormPreserveFloat32 is false"
                                 : "denormBehaviorIndependence is NONE, so float32 alone cannot be set";
-    detail::log(LogLevel::warn, "rayo: vulkan: " + physical.name() + " cannot keep float32 subnormals in shaders (" + why +
-                                    "): results the CPU gives as subnormals may be flushed to zero on it");
+    detail::log(LogLevel::warn, "rayo: vulkan: " + physical.name() + " cannot keep float32 subnormals in shaders (" +
+                                    why + "): results the CPU gives as subnormals may be flushed to zero on it");
 }
 
 Pipeline const& PipelineCache::get(Shader shader, SpecConstants const& constants, DenormMode mode) {
@@ -152,7 +153,8 @@ Pipeline const& PipelineCache::get(Shader shader, SpecConstants const& constants
           "vkCreateComputePipelines(" + std::string(shader_code(shader).name) + ")");
     if (both_builds) {
         ++(mode == DenormMode::preserve ? denorm_preserve_pipelines_ : denorm_default_pipelines_);
-        if (mode == DenormMode::device_default && !device_.physical().preserves_f32_subnormals()) log_subnormals_may_flush();
+        if (mode == DenormMode::device_default && !device_.physical().preserves_f32_subnormals())
+            log_subnormals_may_flush();
     }
     return pipelines_.emplace(key, p).first->second;
 }

@@ -65,7 +65,8 @@ ScratchBuffer ShaderRunner::scratch(std::size_t bytes) {
 
 ScratchBuffer const& ShaderRunner::kept_scratch(std::size_t bytes) {
     // The next op that asks may write it while a captured command still reads it at each replay.
-    if (backend_.capture_) throw Unsupported("vulkan: an op whose scratch buffer is shared with later ops, in a capture");
+    if (backend_.capture_)
+        throw Unsupported("vulkan: an op whose scratch buffer is shared with later ops, in a capture");
     auto& kept = backend_.kept_scratch_;
     if (!kept || kept->size() < bytes) {
         kept.reset();

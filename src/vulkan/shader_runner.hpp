@@ -54,7 +54,7 @@ enum class Access : std::uint8_t { read, write };  // write: written, or read an
 // One storage-buffer argument of a dispatch: a whole allocation bound, and the range touched.
 struct Binding {
     VkBuffer buffer = VK_NULL_HANDLE;
-    VkDeviceSize base = 0;   // the allocation bound (offset within buffer, size)
+    VkDeviceSize base = 0;  // the allocation bound (offset within buffer, size)
     VkDeviceSize size = 0;
     VkDeviceSize offset = 0;  // the range the dispatch touches, relative to base
     VkDeviceSize bytes = 0;
@@ -74,7 +74,8 @@ struct Binding {
 // after the batch that uses it completes, when the object goes out of scope.
 class ScratchBuffer {
 public:
-    ScratchBuffer(VulkanBackend& backend, Allocation allocation) noexcept : backend_(&backend), allocation_(allocation) {}
+    ScratchBuffer(VulkanBackend& backend, Allocation allocation) noexcept
+        : backend_(&backend), allocation_(allocation) {}
     ~ScratchBuffer();
     ScratchBuffer(ScratchBuffer&& other) noexcept : backend_(other.backend_), allocation_(other.allocation_) {
         other.backend_ = nullptr;
@@ -85,8 +86,13 @@ public:
 
     // The whole buffer (or its first `bytes`) as a dispatch argument.
     [[nodiscard]] Binding bind(Access access, VkDeviceSize bytes = VK_WHOLE_SIZE) const noexcept {
-        return {allocation_.buffer, allocation_.offset, allocation_.size, 0,
-                bytes == VK_WHOLE_SIZE ? allocation_.size : bytes, access, nullptr};
+        return {allocation_.buffer,
+                allocation_.offset,
+                allocation_.size,
+                0,
+                bytes == VK_WHOLE_SIZE ? allocation_.size : bytes,
+                access,
+                nullptr};
     }
     [[nodiscard]] VkDeviceSize size() const noexcept { return allocation_.size; }
 
@@ -117,13 +123,13 @@ struct Groups {
 
 // The paths the tests switch between (diagnostics.hpp); the defaults are what users run.
 struct PathSwitches {
-    bool subgroups = true;             // subgroup arithmetic in reductions, softmax and norms
-    bool storage16 = true;             // matmul reads f16 through 16-bit storage
-    bool element16 = true;             // f16 / bf16 element-wise, row and reduction ops on the device
-    bool cooperative_matrix = true;    // matmul's cooperative-matrix GEMM
-    bool decoded_kquant_gemm = true;   // K-quant linear decodes the weights before the f32 GEMM
-    std::optional<bool> integer_dot;   // the one-row q4_k GEMV's build; nullopt: where accelerated
-    bool denorm_preserve = true;       // the DenormPreserve builds wherever the device has them
+    bool subgroups = true;            // subgroup arithmetic in reductions, softmax and norms
+    bool storage16 = true;            // matmul reads f16 through 16-bit storage
+    bool element16 = true;            // f16 / bf16 element-wise, row and reduction ops on the device
+    bool cooperative_matrix = true;   // matmul's cooperative-matrix GEMM
+    bool decoded_kquant_gemm = true;  // K-quant linear decodes the weights before the f32 GEMM
+    std::optional<bool> integer_dot;  // the one-row q4_k GEMV's build; nullopt: where accelerated
+    bool denorm_preserve = true;      // the DenormPreserve builds wherever the device has them
 };
 
 class ShaderRunner {
@@ -155,8 +161,8 @@ public:
     void dispatch(Shader shader, SpecConstants const& constants, std::span<Binding const> args,
                   std::span<std::byte const> push, Groups groups);
     template <class Push>
-    void dispatch(Shader shader, SpecConstants const& constants, std::initializer_list<Binding> args,
-                  Push const& push, Groups groups) {
+    void dispatch(Shader shader, SpecConstants const& constants, std::initializer_list<Binding> args, Push const& push,
+                  Groups groups) {
         static_assert(std::is_trivially_copyable_v<Push> && sizeof(Push) <= max_push_constant_bytes);
         dispatch(shader, constants, std::span<Binding const>(args.begin(), args.size()),
                  std::as_bytes(std::span<Push const, 1>(&push, 1)), groups);

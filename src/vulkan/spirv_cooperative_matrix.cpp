@@ -72,7 +72,8 @@ std::string string_operand(Instruction const& ins) {
 
 }  // namespace
 
-std::vector<std::uint32_t> cooperative_matrix_nv_to_khr(std::span<std::uint32_t const> spirv, std::span<MatrixType const> types) {
+std::vector<std::uint32_t> cooperative_matrix_nv_to_khr(std::span<std::uint32_t const> spirv,
+                                                        std::span<MatrixType const> types) {
     std::vector<Instruction> const module = split(spirv);
     std::uint32_t bound = spirv[3];
     std::map<std::uint32_t, std::uint32_t> float_width, uint_value;

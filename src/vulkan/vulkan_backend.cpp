@@ -57,8 +57,10 @@ void VulkanBackend::free_after(std::uint64_t serial, Allocation const& a, bool s
         capture_->kept.push_back({serial, a, staging});
         return;
     }
-    if (serial <= stream_.completed_serial()) (staging ? staging_memory_ : device_memory_).free(a);
-    else pending_.push_back({serial, a, staging});
+    if (serial <= stream_.completed_serial())
+        (staging ? staging_memory_ : device_memory_).free(a);
+    else
+        pending_.push_back({serial, a, staging});
 }
 
 void VulkanBackend::reclaim() {
@@ -80,8 +82,8 @@ std::uintptr_t VulkanBackend::allocate_locked(std::size_t bytes) {
     auto const& limits = device_.physical().properties.limits;
     // The heap first: a request no heap can hold is out of memory, whatever the binding limit.
     if (bytes > device_memory_.heap_bytes())
-        throw OutOfMemory("vulkan:" + std::to_string(index_) + " (" + device_.physical().name() + "): cannot allocate " +
-                          std::to_string(bytes) + " bytes: the device-local heap holds " +
+        throw OutOfMemory("vulkan:" + std::to_string(index_) + " (" + device_.physical().name() +
+                          "): cannot allocate " + std::to_string(bytes) + " bytes: the device-local heap holds " +
                           std::to_string(device_memory_.heap_bytes()) + " bytes");
     if (bytes > limits.maxStorageBufferRange)
         throw Unsupported("vulkan:" + std::to_string(index_) + " (" + device_.physical().name() + "): a tensor of " +
@@ -125,7 +127,8 @@ std::optional<Allocation> VulkanBackend::reserve_or_wait(bool staging, std::size
     while (!reserved) {
         std::optional<std::uint64_t> serial;
         for (PendingFree const& p : pending_)
-            if (p.staging == staging && memory.would_serve(p.allocation, bytes)) serial = std::min(serial.value_or(p.serial), p.serial);
+            if (p.staging == staging && memory.would_serve(p.allocation, bytes))
+                serial = std::min(serial.value_or(p.serial), p.serial);
         if (!serial) break;
         stream_.wait(*serial);
         reclaim();
@@ -159,8 +162,10 @@ void VulkanBackend::upload(std::uintptr_t dst, std::size_t offset, void const* s
         b.last_use = serial;
         free_after(serial, staging, true);
         done += n;
-        if (bytes > piece) stream_.flush();
-        else stream_.submit_if_large();
+        if (bytes > piece)
+            stream_.flush();
+        else
+            stream_.submit_if_large();
     }
 }
 
@@ -207,7 +212,8 @@ void VulkanBackend::copy(std::uintptr_t src, std::size_t src_offset, std::uintpt
     auto const& fn = device_.fn();
     std::uint64_t const serial = stream_.recording_serial();
     if (!overlapping) {
-        BufferAccess const accesses[] = {{s.allocation.buffer, from, bytes, false}, {d.allocation.buffer, to, bytes, true}};
+        BufferAccess const accesses[] = {{s.allocation.buffer, from, bytes, false},
+                                         {d.allocation.buffer, to, bytes, true}};
         VkCommandBuffer cmd = stream_.record(accesses, "copy");
         VkBufferCopy region{from, to, bytes};
         fn.vkCmdCopyBuffer(cmd, s.allocation.buffer, d.allocation.buffer, 1, &region);
@@ -232,7 +238,8 @@ void VulkanBackend::fill(std::uintptr_t dst, std::size_t offset, std::size_t byt
     std::uint32_t word = 0;
     bool const word_pattern = pattern_bytes == 1 || pattern_bytes == 2 || pattern_bytes == 4;
     if (word_pattern)
-        for (std::size_t i = 0; i < 4; i += pattern_bytes) std::memcpy(reinterpret_cast<std::byte*>(&word) + i, pattern, pattern_bytes);
+        for (std::size_t i = 0; i < 4; i += pattern_bytes)
+            std::memcpy(reinterpret_cast<std::byte*>(&word) + i, pattern, pattern_bytes);
     if (!word_pattern || offset % 4 != 0 || bytes % 4 != 0) {
         // vkCmdFillBuffer writes 4-byte words at 4-byte offsets: anything else is uploaded.
         std::vector<std::byte> host(bytes);
@@ -280,7 +287,8 @@ void VulkanBackend::raise_recorded_fault() {
     constexpr VkDeviceSize bytes = detail::device_fault_record_bytes;
     Allocation const& record = *fault_record_;
     Allocation const staging = staging_memory_.allocate(bytes);
-    BufferAccess const accesses[] = {{record.buffer, record.offset, bytes, false}, {staging.buffer, staging.offset, bytes, true}};
+    BufferAccess const accesses[] = {{record.buffer, record.offset, bytes, false},
+                                     {staging.buffer, staging.offset, bytes, true}};
     VkBufferCopy const region{record.offset, staging.offset, bytes};
     device_.fn().vkCmdCopyBuffer(stream_.record(accesses, "download"), record.buffer, staging.buffer, 1, &region);
     std::uint64_t const serial = stream_.recording_serial();

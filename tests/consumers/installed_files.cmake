@@ -9,7 +9,8 @@ foreach(file bin/rayo-info bin/rayo-gguf-inspect bin/rayo-llama share/doc/rayo/L
     endif()
 endforeach()
 foreach(pattern "*/pkgconfig/rayo.pc" "*/cmake/rayo/rayoConfig.cmake" "*/cmake/rayo/rayoConfigVersion.cmake"
-                "*/cmake/rayo/rayoTargets.cmake" "*/cmake/rayo/rayoCpuKernelsTargets.cmake" "*/cmake/rayo/rayoLlmTargets.cmake"
+                "*/cmake/rayo/rayoTargets.cmake" "*/cmake/rayo/rayoCpuKernelsTargets.cmake"
+                "*/cmake/rayo/rayoLlmTargets.cmake"
                 "*/pkgconfig/rayo-llm.pc")
     file(GLOB_RECURSE found "${PREFIX}/${pattern}")
     if(NOT found)

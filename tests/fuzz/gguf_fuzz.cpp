@@ -66,7 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
             if (f.find(t.name) != &t) std::abort();
             if (t.offset % f.alignment() != 0 || f.data_offset() + t.offset + t.bytes > size) std::abort();
             sink += t.shape.numel() + t.type_name.size();
-            if (t.dtype) sink += load_any(f, t);
+            if (t.dtype)
+                sink += load_any(f, t);
             else {
                 try {
                     (void)f.load<float>(t.name);

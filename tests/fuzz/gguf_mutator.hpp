@@ -59,8 +59,22 @@ private:
     }
 
     std::uint64_t edge_integer(std::uint64_t old) {
-        constexpr std::uint64_t edges[] = {0, 1, 2, 3, 4, 8, 16, 32, 64, 256, 0x7fffffff, 0x80000000, 0xffffffff,
-                                           std::uint64_t{1} << 40, std::uint64_t{1} << 63, ~std::uint64_t{0}};
+        constexpr std::uint64_t edges[] = {0,
+                                           1,
+                                           2,
+                                           3,
+                                           4,
+                                           8,
+                                           16,
+                                           32,
+                                           64,
+                                           256,
+                                           0x7fffffff,
+                                           0x80000000,
+                                           0xffffffff,
+                                           std::uint64_t{1} << 40,
+                                           std::uint64_t{1} << 63,
+                                           ~std::uint64_t{0}};
         switch (pick(6)) {
             case 0: return old + 1;
             case 1: return old - 1;
@@ -72,9 +86,16 @@ private:
 
     template <class F>
     F edge_real(F old) {
-        constexpr F edges[] = {F(0), -F(0), F(-1), F(1e-30), F(1e30), std::numeric_limits<F>::max(),
-                               std::numeric_limits<F>::denorm_min(), std::numeric_limits<F>::infinity(),
-                               -std::numeric_limits<F>::infinity(), std::numeric_limits<F>::quiet_NaN()};
+        constexpr F edges[] = {F(0),
+                               -F(0),
+                               F(-1),
+                               F(1e-30),
+                               F(1e30),
+                               std::numeric_limits<F>::max(),
+                               std::numeric_limits<F>::denorm_min(),
+                               std::numeric_limits<F>::infinity(),
+                               -std::numeric_limits<F>::infinity(),
+                               std::numeric_limits<F>::quiet_NaN()};
         switch (pick(4)) {
             case 0: return -old;
             case 1: return old * F(2);
@@ -83,8 +104,8 @@ private:
     }
 
     std::string piece() {
-        static char const* const parts[] = {"\xc4\xa0", "\xc4\x8a", "\xc5\x84", "\xc3", "\xc3(", "\xe2\x96\x81",
-                                           "<0x0A>", "<0xZZ>", "<0x", "a", "\x1b[31m", ""};
+        static char const* const parts[] = {"\xc4\xa0", "\xc4\x8a", "\xc5\x84", "\xc3", "\xc3(",    "\xe2\x96\x81",
+                                            "<0x0A>",   "<0xZZ>",   "<0x",      "a",    "\x1b[31m", ""};
         std::string s;
         for (std::size_t n = 1 + pick(3); n > 0; --n) s += one_of(parts);
         return s;
@@ -92,16 +113,23 @@ private:
 
     gguf::Value changed(gguf::Value const& v) {
         if (pick(8) == 0) {  // another type altogether
-            gguf::Value const others[] = {gguf::Value(std::int32_t{-1}), gguf::Value(std::uint64_t{16}), gguf::Value(1.5f),
-                                          gguf::Value(2.0), gguf::Value(true), gguf::Value(std::string("16"))};
+            gguf::Value const others[] = {gguf::Value(std::int32_t{-1}),
+                                          gguf::Value(std::uint64_t{16}),
+                                          gguf::Value(1.5f),
+                                          gguf::Value(2.0),
+                                          gguf::Value(true),
+                                          gguf::Value(std::string("16"))};
             return one_of(others);
         }
         return std::visit(
             [&](auto const& x) -> gguf::Value {
                 using X = std::decay_t<decltype(x)>;
-                if constexpr (std::is_same_v<X, bool>) return !x;
-                else if constexpr (std::is_integral_v<X>) return static_cast<X>(edge_integer(static_cast<std::uint64_t>(x)));
-                else if constexpr (std::is_floating_point_v<X>) return edge_real(x);
+                if constexpr (std::is_same_v<X, bool>)
+                    return !x;
+                else if constexpr (std::is_integral_v<X>)
+                    return static_cast<X>(edge_integer(static_cast<std::uint64_t>(x)));
+                else if constexpr (std::is_floating_point_v<X>)
+                    return edge_real(x);
                 else if constexpr (std::is_same_v<X, std::string>) {
                     static char const* const names[] = {"llama", "gpt2", "", "mistral"};
                     return pick(2) == 0 ? std::string(one_of(names)) : piece();
@@ -114,7 +142,8 @@ private:
 
     // A token's text replaced, or the array cut to half its length.
     gguf::Value changed(gguf::Array const& a) {
-        if (auto const* strings = std::get_if<std::vector<std::string>>(&a.items); strings && !strings->empty() && pick(4) != 0) {
+        if (auto const* strings = std::get_if<std::vector<std::string>>(&a.items);
+            strings && !strings->empty() && pick(4) != 0) {
             std::vector<std::string> s = *strings;
             s[pick(s.size())] = piece();
             return gguf::Array(std::move(s));

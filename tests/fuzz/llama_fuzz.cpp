@@ -1,11 +1,10 @@
 // libFuzzer target: any bytes as a GGUF file, run as rayo-llama runs a model on the CPU: the
-// tokenizer (every token's text, texts encoded and decoded), the hyper-parameters, the model with its KV cache capped at a
-// few tokens, then a prompt of two tokens and one decode step. A file either runs or is refused
-// with rayo::llm::ModelError or a rayo::Error whose message is printable and short. Once a model
-// is built, its forward pass must run (anything but OutOfMemory is a finding: a file the loader
-// accepted that the ops refuse), and bad requests (a token outside the vocabulary, a prompt past
-// the context) must raise ModelError. Anything else, or a sanitizer report, is a finding.
-// Half the mutations are structure-aware (gguf_mutator.hpp): they change the hyper-parameters, the
+// tokenizer (every token's text, texts encoded and decoded), the hyper-parameters, the model with its KV cache capped
+// at a few tokens, then a prompt of two tokens and one decode step. A file either runs or is refused with
+// rayo::llm::ModelError or a rayo::Error whose message is printable and short. Once a model is built, its forward pass
+// must run (anything but OutOfMemory is a finding: a file the loader accepted that the ops refuse), and bad requests (a
+// token outside the vocabulary, a prompt past the context) must raise ModelError. Anything else, or a sanitizer report,
+// is a finding. Half the mutations are structure-aware (gguf_mutator.hpp): they change the hyper-parameters, the
 // vocabulary and the tensor table of files that parse.
 #include <rayo/rayo.hpp>
 
@@ -42,7 +41,8 @@ void check_message(std::exception const& e) {
     if (message.empty()) finding("empty message");
     if (message.size() > max_message) finding("message longer than " + std::to_string(max_message) + " bytes");
     for (char c : message)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) finding("control character in message: " + std::string(message));
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            finding("control character in message: " + std::string(message));
 }
 
 template <class Run>
@@ -71,17 +71,20 @@ std::size_t read_vocabulary(rayo::gguf::File const& file) {
     std::size_t sink = 0;
     auto const n = static_cast<std::int32_t>(std::min<std::size_t>(tokenizer->vocab_size(), 4096));
     for (std::int32_t id = 0; id < n; ++id) sink += tokenizer->token_text(id, true).size();
-    for (std::string_view text : {"Hello, world! 12345", " \xff\xc3( caf\xc3\xa9\n\n\t  ", "<s><|eot_id|>a<|im_start|>"}) {
+    for (std::string_view text :
+         {"Hello, world! 12345", " \xff\xc3( caf\xc3\xa9\n\n\t  ", "<s><|eot_id|>a<|im_start|>"}) {
         std::vector<std::int32_t> const ids = tokenizer->encode(text, true, true);
         for (std::int32_t id : ids)
-            if (id < 0 || static_cast<std::size_t>(id) >= tokenizer->vocab_size()) finding("encode gave id " + std::to_string(id));
+            if (id < 0 || static_cast<std::size_t>(id) >= tokenizer->vocab_size())
+                finding("encode gave id " + std::to_string(id));
         sink += tokenizer->decode(ids, true).size();
     }
     return sink;
 }
 
 void expect_logits(rayo::FTensor const& logits, rayo::Shape const& shape) {
-    if (logits.shape() != shape) finding("logits of shape " + logits.shape().to_string() + ", expected " + shape.to_string());
+    if (logits.shape() != shape)
+        finding("logits of shape " + logits.shape().to_string() + ", expected " + shape.to_string());
     (void)logits.to_vector();
 }
 
@@ -144,7 +147,8 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
     return 0;
 }
 
-extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size, std::size_t max_size, unsigned seed) {
+extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size, std::size_t max_size,
+                                               unsigned seed) {
     if (seed % 2 == 0) {
         auto const out = rayo::fuzz::GgufMutator(seed).mutate(
             std::span<std::byte const>(reinterpret_cast<std::byte const*>(data), size));

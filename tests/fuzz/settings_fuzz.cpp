@@ -43,20 +43,19 @@ void run(std::string_view names, std::string_view text, Parse parse, ReadsBack r
 }
 
 void num_threads(std::string_view text) {
-    run("RAYO_NUM_THREADS", text, rayo::detail::parse_num_threads,
-        [](std::size_t n) { return n >= 1 && n <= 1024; });
+    run("RAYO_NUM_THREADS", text, rayo::detail::parse_num_threads, [](std::size_t n) { return n >= 1 && n <= 1024; });
 }
 void cpu_arch(std::string_view text) {
-    run("RAYO_CPU_ARCH", text, rayo::detail::parse_cpu_arch, [&](rayo::CpuArch a) { return rayo::to_string(a) == text; });
+    run("RAYO_CPU_ARCH", text, rayo::detail::parse_cpu_arch,
+        [&](rayo::CpuArch a) { return rayo::to_string(a) == text; });
 }
 void kquant_activations(std::string_view text) {
     run("RAYO_KQUANT_ACTIVATIONS", text, rayo::detail::parse_kquant_activations,
         [&](rayo::KQuantActivations m) { return rayo::to_string(m) == text; });
 }
 void log_level(std::string_view text) {
-    run("RAYO_LOG", text, rayo::detail::parse_log_level, [&](rayo::LogLevel level) {
-        return level >= rayo::LogLevel::debug && level <= rayo::LogLevel::off;
-    });
+    run("RAYO_LOG", text, rayo::detail::parse_log_level,
+        [&](rayo::LogLevel level) { return level >= rayo::LogLevel::debug && level <= rayo::LogLevel::off; });
 }
 void device(std::string_view text) {
     run("unknown device", text, rayo::Device::parse,
@@ -70,11 +69,16 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
     auto const eq = input.find('=');
     std::string_view const name = input.substr(0, eq == std::string_view::npos ? 0 : eq);
     std::string_view const value = eq == std::string_view::npos ? input : input.substr(eq + 1);
-    if (name == "RAYO_NUM_THREADS") num_threads(value);
-    else if (name == "RAYO_CPU_ARCH") cpu_arch(value);
-    else if (name == "RAYO_KQUANT_ACTIVATIONS") kquant_activations(value);
-    else if (name == "RAYO_LOG") log_level(value);
-    else if (name == "RAYO_DEVICE") device(value);
+    if (name == "RAYO_NUM_THREADS")
+        num_threads(value);
+    else if (name == "RAYO_CPU_ARCH")
+        cpu_arch(value);
+    else if (name == "RAYO_KQUANT_ACTIVATIONS")
+        kquant_activations(value);
+    else if (name == "RAYO_LOG")
+        log_level(value);
+    else if (name == "RAYO_DEVICE")
+        device(value);
     else
         for (auto parse : {num_threads, cpu_arch, kquant_activations, log_level, device}) parse(input);
     return 0;

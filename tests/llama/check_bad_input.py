@@ -55,7 +55,8 @@ def main() -> int:
     work = a.work
     work.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, HERE / "make_model.py", "--type", "f16", "--out", work, "--no-reference",
-                    "--hidden", "32", "--ffn", "64", "--heads", "4", "--kv-heads", "2", "--vocab", "300", "--context", "16"],
+                    "--hidden", "32", "--ffn", "64", "--heads", "4", "--kv-heads", "2", "--vocab", "300",
+                    "--context", "16"],
                    check=True, capture_output=True)
     good = work / "model.gguf"
     r = gw.GGUFReader(good)
@@ -69,7 +70,8 @@ def main() -> int:
         "shape": (dict(change_tensor=("blk.0.attn_q.weight", gw.GGMLType.F16, [q.ne[0], q.ne[1] // 2],
                                       f16_bytes[:len(f16_bytes) // 2])), ["blk.0.attn_q.weight", "shape"]),
         "type": (dict(change_tensor=("blk.0.attn_q.weight", gw.GGMLType.Q5_0, [q.ne[0], q.ne[1]],
-                                     bytes(gw.tensor_nbytes(gw.GGMLType.Q5_0, q.ne)))), ["blk.0.attn_q.weight", "Q5_0"]),
+                                     bytes(gw.tensor_nbytes(gw.GGMLType.Q5_0, q.ne)))),
+                 ["blk.0.attn_q.weight", "Q5_0"]),
         "heads": (dict(set_key=("llama.attention.head_count_kv", gw.ValueType.U32, 3)), ["head_count_kv", "3"]),
         "context": (dict(set_key=("llama.context_length", gw.ValueType.U64, 2**31)), ["2147483648", "positions"]),
     }

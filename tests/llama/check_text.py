@@ -54,7 +54,8 @@ def check(rayo_llama: Path, work: Path, model: str, token) -> bool:
                     "--hidden", "32", "--ffn", "64", "--heads", "4", "--kv-heads", "2", "--context", "256",
                     "--vocab-from", work / "vocabulary.gguf"], check=True, capture_output=True)
     done = subprocess.run([rayo_llama, work / "model.gguf", "--device", "cpu", "--prompt-tokens", "1,2,3",
-                           "--n-predict", "12", "--temp", "0", "--ignore-eos"], capture_output=True, text=True, encoding="utf-8")
+                           "--n-predict", "12", "--temp", "0", "--ignore-eos"],
+                          capture_output=True, text=True, encoding="utf-8")
     lines = done.stdout.splitlines()
     generated = next((line for line in lines if line.startswith("generated:")), None)
     text = next((line for line in lines if line.startswith("text: ")), None)
@@ -79,8 +80,8 @@ def check(rayo_llama: Path, work: Path, model: str, token) -> bool:
     chat_model = work / "chat.gguf"
     rewrite(work / "model.gguf", chat_model,
             set_key=("tokenizer.chat_template", gw.ValueType.STRING, "{{ '<|im_start|>' + message['role'] }}"))
-    done = subprocess.run([rayo_llama, chat_model, "--device", "cpu", "--chat", "-n", "3", "--temp", "0", "--ignore-eos"],
-                          input="w5 w7\nw9\n", capture_output=True, text=True, encoding="utf-8")
+    done = subprocess.run([rayo_llama, chat_model, "--device", "cpu", "--chat", "-n", "3", "--temp", "0",
+                           "--ignore-eos"], input="w5 w7\nw9\n", capture_output=True, text=True, encoding="utf-8")
     chatted = done.returncode == 0 and len(done.stdout.split("\n")) >= 3 and "decode 4 tokens" in done.stderr
     print(f"{'ok' if chatted else 'FAILED'} {model} --chat, two turns: exit {done.returncode}, stdout {done.stdout!r}\n"
           f"{done.stderr}")

@@ -40,10 +40,12 @@ def build_model(hp: lg.HParams, a):
     if hp.arch == "qwen2":
         config, cls = transformers.Qwen2Config(**common, use_sliding_window=False), transformers.Qwen2ForCausalLM
     elif hp.arch == "qwen3":
-        config = transformers.Qwen3Config(**common, head_dim=hp.head_dim, attention_bias=False, use_sliding_window=False)
+        config = transformers.Qwen3Config(**common, head_dim=hp.head_dim, attention_bias=False,
+                                          use_sliding_window=False)
         cls = transformers.Qwen3ForCausalLM
     elif hp.sliding_window:
-        config, cls = transformers.MistralConfig(**common, sliding_window=hp.sliding_window), transformers.MistralForCausalLM
+        config = transformers.MistralConfig(**common, sliding_window=hp.sliding_window)
+        cls = transformers.MistralForCausalLM
     else:
         config = transformers.LlamaConfig(**common, attention_bias=False, mlp_bias=False)
         cls = transformers.LlamaForCausalLM

@@ -4,11 +4,11 @@
 The dequantizers are exact: they evaluate the formulas in float32 in the same order as the
 reference (q4_k, q5_k: (d·sc)·q − dmin·m; q6_k: (d·sc)·(q − 32); q8_0: d·q; q4_0: (q − 8)·d), so
 they reproduce the stored test vectors bit for bit. q5_k's quantizer is q4_k's with 32 levels;
-q8_0's and q4_0's are ggml's (the largest magnitude as ±127, or as −8). The quantizers are simple, not the reference search: q4_k takes each
-32-value sub-block's range [min(0, min x), max x] as 16 levels; q6_k takes each 16-value
-sub-block's largest magnitude as code −32. Both then code the sub-block factors in 6 or 8 bits
-against f16 super-scales exactly as the reference does, and re-quantize every value against the
-stored factors, so every block they write is valid and close to the data.
+q8_0's and q4_0's are ggml's (the largest magnitude as ±127, or as −8). The quantizers are simple,
+not the reference search: q4_k takes each 32-value sub-block's range [min(0, min x), max x] as 16
+levels; q6_k takes each 16-value sub-block's largest magnitude as code −32. Both then code the
+sub-block factors in 6 or 8 bits against f16 super-scales exactly as the reference does, and
+re-quantize every value against the stored factors, so every block they write is valid and close to the data.
 
 Blocks are NumPy uint8 arrays of shape (n_blocks, 144) or (n_blocks, 210); rows of a matrix are
 quantized along their last axis, which must be a multiple of 256.

@@ -155,7 +155,8 @@ def tensor_names(hp: HParams, tie: bool) -> list[tuple[str, str]]:
 def hf_shapes(hp: HParams) -> dict[str, tuple[int, ...]]:
     """PyTorch shapes of every Hugging Face weight (lm_head included)."""
     d, q, kv = hp.n_embd, hp.n_head * hp.head_dim, hp.n_head_kv * hp.head_dim
-    shapes = {"model.embed_tokens.weight": (hp.n_vocab, d), "model.norm.weight": (d,), "lm_head.weight": (hp.n_vocab, d)}
+    shapes = {"model.embed_tokens.weight": (hp.n_vocab, d), "model.norm.weight": (d,),
+              "lm_head.weight": (hp.n_vocab, d)}
     for i in range(hp.n_layer):
         h = f"model.layers.{i}."
         shapes.update({
@@ -169,7 +170,8 @@ def hf_shapes(hp: HParams) -> dict[str, tuple[int, ...]]:
             shapes.update({h + "self_attn.q_proj.bias": (q,), h + "self_attn.k_proj.bias": (kv,),
                            h + "self_attn.v_proj.bias": (kv,)})
         if hp.arch == "qwen3":
-            shapes.update({h + "self_attn.q_norm.weight": (hp.head_dim,), h + "self_attn.k_norm.weight": (hp.head_dim,)})
+            shapes.update({h + "self_attn.q_norm.weight": (hp.head_dim,),
+                           h + "self_attn.k_norm.weight": (hp.head_dim,)})
     return shapes
 
 
@@ -348,7 +350,9 @@ def write_llama_gguf(path, hp: HParams, weights: dict[str, Weight], weight_type:
                 raise ValueError(f"{hf_name}: shape {x.shape}, expected {shapes[hf_name]}")
             # llama.cpp's converter reorders Llama's q/k rows for its adjacent-pair rope; Qwen's stay.
             permuted = hp.arch == "llama" and hf_name.endswith(".weight")
-            heads = (hp.n_head if ".q_proj." in hf_name else hp.n_head_kv if ".k_proj." in hf_name else 0) if permuted else 0
+            heads = 0
+            if permuted:
+                heads = hp.n_head if ".q_proj." in hf_name else hp.n_head_kv if ".k_proj." in hf_name else 0
             stored = to_gguf_rows(x, heads) if heads else x
             data = gw.encode(stored, ggml_type)
             if keep_reference:

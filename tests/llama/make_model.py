@@ -49,7 +49,8 @@ def main(argv=None) -> int:
     p.add_argument("--vocab-from", metavar="GGUF", help="copy tokenizer.* from this file (sets the vocabulary size)")
     p.add_argument("--no-vocab", action="store_true", help="write no tokenizer metadata")
     p.add_argument("--no-reference", action="store_true", help="skip reference.npz (for large models)")
-    p.add_argument("--shared-layers", action="store_true", help="every layer holds layer 0's values (implies --no-reference)")
+    p.add_argument("--shared-layers", action="store_true",
+                   help="every layer holds layer 0's values (implies --no-reference)")
     a = p.parse_args(argv)
     a.no_reference = a.no_reference or a.shared_layers
 

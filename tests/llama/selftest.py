@@ -94,8 +94,8 @@ def gguf_round_trip(tmp: Path) -> str:
     copy = gw.GGUFReader(tmp / "vocab_copy.gguf").vocabulary()
     check([(m.key, m.value_type, m.element_type, m.value) for m in copy] ==
           [(m.key, m.value_type, m.element_type, m.value) for m in vocab], "copied vocabulary")
-    return f"{len(scalars) + 4} metadata entries of every value type and {len(arrays)} tensor types round-trip; vocabulary of " \
-           f"{lg.vocabulary_size(vocab)} tokens copies"
+    return f"{len(scalars) + 4} metadata entries of every value type and {len(arrays)} tensor types round-trip; " \
+           f"vocabulary of {lg.vocabulary_size(vocab)} tokens copies"
 
 
 def _random_weights(hp: lg.HParams) -> dict:

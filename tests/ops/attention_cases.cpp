@@ -33,21 +33,24 @@ struct Problem {
     bool causal = false;
     std::optional<std::int64_t> offset = std::nullopt;
     MaskKind mask = MaskKind::none;
-    bool nans = false;     // a NaN in one row of q, one key of k and one element of v
-    bool rank3 = false;    // operands without the batch axis (batch 1)
+    bool nans = false;       // a NaN in one row of q, one key of k and one element of v
+    bool rank3 = false;      // operands without the batch axis (batch 1)
     bool hide_rows = false;  // the mask hides every key of some rows
     bool aligned = false;    // k and v start on 8 elements (16-byte runs, as a KV cache does)
     std::optional<std::int32_t> stored = std::nullopt;  // query_position's value (offset unset)
 
     [[nodiscard]] std::string describe() const {
-        return "batch " + std::to_string(batch) + ", q_len " + std::to_string(q_len) + ", kv_len " + std::to_string(kv_len) +
-               ", heads " + std::to_string(heads) + "/" + std::to_string(kv_heads) + ", head_dim " + std::to_string(head_dim) +
-               (causal ? ", causal" : "") + (offset ? ", offset " + std::to_string(*offset) : "") +
-               (mask != MaskKind::none ? ", mask " + std::to_string(static_cast<int>(mask)) : "") + (nans ? ", NaNs" : "") +
-               (rank3 ? ", rank 3" : "") + (aligned ? ", aligned" : "") +
+        return "batch " + std::to_string(batch) + ", q_len " + std::to_string(q_len) + ", kv_len " +
+               std::to_string(kv_len) + ", heads " + std::to_string(heads) + "/" + std::to_string(kv_heads) +
+               ", head_dim " + std::to_string(head_dim) + (causal ? ", causal" : "") +
+               (offset ? ", offset " + std::to_string(*offset) : "") +
+               (mask != MaskKind::none ? ", mask " + std::to_string(static_cast<int>(mask)) : "") +
+               (nans ? ", NaNs" : "") + (rank3 ? ", rank 3" : "") + (aligned ? ", aligned" : "") +
                (stored ? ", stored position " + std::to_string(*stored) : "");
     }
-    [[nodiscard]] std::size_t largest() const { return std::max(batch * q_len * heads, batch * kv_len * kv_heads) * head_dim; }
+    [[nodiscard]] std::size_t largest() const {
+        return std::max(batch * q_len * heads, batch * kv_len * kv_heads) * head_dim;
+    }
 };
 
 // The mask's shape and its element for (b, h, i, j).
@@ -65,9 +68,21 @@ Mask make_mask(CaseContext& ctx, Problem const& p) {
     Mask m;
     switch (p.mask) {
         case MaskKind::none: return m;
-        case MaskKind::rows_by_keys: m.shape = Shape{i64(p.q_len), i64(p.kv_len)}; m.si = p.kv_len; m.sj = 1; break;
-        case MaskKind::per_batch_key: m.shape = Shape{i64(p.batch), 1, 1, i64(p.kv_len)}; m.sb = p.kv_len; m.sj = 1; break;
-        case MaskKind::per_head_row: m.shape = Shape{i64(p.heads), i64(p.q_len), 1}; m.sh = p.q_len; m.si = 1; break;
+        case MaskKind::rows_by_keys:
+            m.shape = Shape{i64(p.q_len), i64(p.kv_len)};
+            m.si = p.kv_len;
+            m.sj = 1;
+            break;
+        case MaskKind::per_batch_key:
+            m.shape = Shape{i64(p.batch), 1, 1, i64(p.kv_len)};
+            m.sb = p.kv_len;
+            m.sj = 1;
+            break;
+        case MaskKind::per_head_row:
+            m.shape = Shape{i64(p.heads), i64(p.q_len), 1};
+            m.sh = p.q_len;
+            m.si = 1;
+            break;
     }
     m.values = ctx.values(m.shape.numel(), {-3, 1}, Specials::none);
     float const inf = std::numeric_limits<float>::infinity();
@@ -131,7 +146,8 @@ void check_problem(CaseContext& ctx, Problem const& p, std::size_t index) {
     SCOPED_TRACE(p.describe());
     auto const i64 = [](std::size_t x) { return static_cast<std::int64_t>(x); };
     auto const shape = [&](std::size_t len, std::size_t heads) {
-        return p.rank3 ? Shape{i64(len), i64(heads), i64(p.head_dim)} : Shape{i64(p.batch), i64(len), i64(heads), i64(p.head_dim)};
+        return p.rank3 ? Shape{i64(len), i64(heads), i64(p.head_dim)}
+                       : Shape{i64(p.batch), i64(len), i64(heads), i64(p.head_dim)};
     };
     Shape const q_shape = shape(p.q_len, p.heads), kv_shape = shape(p.kv_len, p.kv_heads);
     std::size_t const d = p.head_dim;
@@ -142,13 +158,13 @@ void check_problem(CaseContext& ctx, Problem const& p, std::size_t index) {
     if (p.nans) {
         float const nan = std::numeric_limits<float>::quiet_NaN();
         q[(std::min<std::size_t>(1, p.q_len - 1) * p.heads + 0) * d + 3] = nan;  // row 1 (or 0) of head 0: NaN
-        k[(2 * p.kv_heads + p.kv_heads - 1) * d + 5] = nan;    // key 2 of the last kv head: its heads NaN
-        v[(3 * p.kv_heads + 0) * d + 7] = nan;                 // column 7 of kv head 0's heads: NaN
+        k[(2 * p.kv_heads + p.kv_heads - 1) * d + 5] = nan;  // key 2 of the last kv head: its heads NaN
+        v[(3 * p.kv_heads + 0) * d + 7] = nan;               // column 7 of kv head 0's heads: NaN
     }
     Mask const mask = make_mask(ctx, p);
     float const scale = 1.0f / std::sqrt(static_cast<float>(std::max<std::size_t>(d, 1)));
-    std::int64_t const offset =
-        p.stored ? std::clamp<std::int64_t>(*p.stored, 0, i64(p.kv_len)) : p.offset.value_or(i64(p.kv_len) - i64(p.q_len));
+    std::int64_t const offset = p.stored ? std::clamp<std::int64_t>(*p.stored, 0, i64(p.kv_len))
+                                         : p.offset.value_or(i64(p.kv_len) - i64(p.q_len));
     std::vector<double> const want = reference(p, q, k, v, mask, scale, offset);
 
     AttentionParams params;
@@ -179,64 +195,142 @@ void check_problem(CaseContext& ctx, Problem const& p, std::size_t index) {
         return std::array<std::size_t, 4>{b, i, h, c};
     };
     ctx.expect_close(out, {.want = [&](std::size_t e) { return want[e]; },
-                           .describe = [&](std::size_t e) {
-                               auto const [b, i, h, c] = where(e);
-                               return "batch " + std::to_string(b) + ", row " + std::to_string(i) + ", head " + std::to_string(h) +
-                                      ", column " + std::to_string(c);
-                           },
-                           .scale = [&](std::size_t e) {
-                               auto const [b, i, h, c] = where(e);
-                               std::size_t const g = b * p.kv_heads + h / group;
-                               double const q_norm = std::sqrt([&] {
-                                   double n = 0;
-                                   for (std::size_t x = 0; x < d; ++x) n += double(q[e - c + x]) * q[e - c + x];
-                                   return n;
-                               }());
-                               return v_max[g] * (1.0 + scale * q_norm * k_max[g]);
-                           }});
+                           .describe =
+                               [&](std::size_t e) {
+                                   auto const [b, i, h, c] = where(e);
+                                   return "batch " + std::to_string(b) + ", row " + std::to_string(i) + ", head " +
+                                          std::to_string(h) + ", column " + std::to_string(c);
+                               },
+                           .scale =
+                               [&](std::size_t e) {
+                                   auto const [b, i, h, c] = where(e);
+                                   std::size_t const g = b * p.kv_heads + h / group;
+                                   double const q_norm = std::sqrt([&] {
+                                       double n = 0;
+                                       for (std::size_t x = 0; x < d; ++x) n += double(q[e - c + x]) * q[e - c + x];
+                                       return n;
+                                   }());
+                                   return v_max[g] * (1.0 + scale * q_norm * k_max[g]);
+                               }});
 }
 
 std::vector<Problem> problems() {
     return {
         {.batch = 2, .q_len = 5, .kv_len = 37, .heads = 4, .kv_heads = 2, .head_dim = 64},
         {.batch = 1, .q_len = 33, .kv_len = 33, .heads = 2, .kv_heads = 2, .head_dim = 80, .causal = true},
-        {.batch = 1, .q_len = 9, .kv_len = 70, .heads = 3, .kv_heads = 1, .head_dim = 96, .causal = true, .offset = 40,
+        {.batch = 1,
+         .q_len = 9,
+         .kv_len = 70,
+         .heads = 3,
+         .kv_heads = 1,
+         .head_dim = 96,
+         .causal = true,
+         .offset = 40,
          .mask = MaskKind::rows_by_keys},
         {.batch = 1, .q_len = 1, .kv_len = 1000, .heads = 4, .kv_heads = 1, .head_dim = 64, .causal = true},
-        {.batch = 2, .q_len = 1, .kv_len = 1100, .heads = 8, .kv_heads = 2, .head_dim = 128, .causal = true,
+        {.batch = 2,
+         .q_len = 1,
+         .kv_len = 1100,
+         .heads = 8,
+         .kv_heads = 2,
+         .head_dim = 128,
+         .causal = true,
          .aligned = true},
-        {.batch = 2, .q_len = 3, .kv_len = 300, .heads = 2, .kv_heads = 2, .head_dim = 128, .mask = MaskKind::per_batch_key},
-        {.batch = 1, .q_len = 16, .kv_len = 40, .heads = 4, .kv_heads = 2, .head_dim = 128, .causal = true,
+        {.batch = 2,
+         .q_len = 3,
+         .kv_len = 300,
+         .heads = 2,
+         .kv_heads = 2,
+         .head_dim = 128,
          .mask = MaskKind::per_batch_key},
-        {.batch = 1, .q_len = 17, .kv_len = 17, .heads = 2, .kv_heads = 1, .head_dim = 256, .causal = true,
+        {.batch = 1,
+         .q_len = 16,
+         .kv_len = 40,
+         .heads = 4,
+         .kv_heads = 2,
+         .head_dim = 128,
+         .causal = true,
          .mask = MaskKind::per_batch_key},
-        {.batch = 1, .q_len = 12, .kv_len = 20, .heads = 2, .kv_heads = 2, .head_dim = 40, .mask = MaskKind::rows_by_keys,
-         .rank3 = true, .hide_rows = true},
+        {.batch = 1,
+         .q_len = 17,
+         .kv_len = 17,
+         .heads = 2,
+         .kv_heads = 1,
+         .head_dim = 256,
+         .causal = true,
+         .mask = MaskKind::per_batch_key},
+        {.batch = 1,
+         .q_len = 12,
+         .kv_len = 20,
+         .heads = 2,
+         .kv_heads = 2,
+         .head_dim = 40,
+         .mask = MaskKind::rows_by_keys,
+         .rank3 = true,
+         .hide_rows = true},
         {.batch = 1, .q_len = 6, .kv_len = 10, .heads = 2, .kv_heads = 2, .head_dim = 64, .nans = true},
-        {.batch = 1, .q_len = 1, .kv_len = 700, .heads = 4, .kv_heads = 2, .head_dim = 64, .nans = true,
+        {.batch = 1,
+         .q_len = 1,
+         .kv_len = 700,
+         .heads = 4,
+         .kv_heads = 2,
+         .head_dim = 64,
+         .nans = true,
          .aligned = true},
-        {.batch = 1, .q_len = 2, .kv_len = 600, .heads = 2, .kv_heads = 1, .head_dim = 64, .mask = MaskKind::rows_by_keys,
+        {.batch = 1,
+         .q_len = 2,
+         .kv_len = 600,
+         .heads = 2,
+         .kv_heads = 1,
+         .head_dim = 64,
+         .mask = MaskKind::rows_by_keys,
          .hide_rows = true},
         {.batch = 1, .q_len = 7, .kv_len = 4, .heads = 2, .kv_heads = 1, .head_dim = 64, .causal = true},
         // Decode over a short cache: splits of one tile where longer ones leave multiprocessors idle.
         {.batch = 1, .q_len = 1, .kv_len = 100, .heads = 4, .kv_heads = 1, .head_dim = 128, .causal = true},
         // Decode at an offset short of the cache's end (keys past it unseen), a group of 3, head_dim 40
         // (five 16-byte runs of f16); and a group of 16 query heads a key/value head.
-        {.batch = 2, .q_len = 1, .kv_len = 90, .heads = 6, .kv_heads = 2, .head_dim = 40, .causal = true, .offset = 50,
+        {.batch = 2,
+         .q_len = 1,
+         .kv_len = 90,
+         .heads = 6,
+         .kv_heads = 2,
+         .head_dim = 40,
+         .causal = true,
+         .offset = 50,
          .aligned = true},
         {.batch = 1, .q_len = 1, .kv_len = 130, .heads = 16, .kv_heads = 1, .head_dim = 64, .causal = true},
         // Decode with the largest group a decode workgroup takes (8) at head_dim 256, and with one
         // query head a key/value head over a cache of 45 keys (a split of 13) at head_dim 36 (not whole
         // 16-byte runs of f16).
         {.batch = 1, .q_len = 1, .kv_len = 77, .heads = 8, .kv_heads = 1, .head_dim = 256, .aligned = true},
-        {.batch = 1, .q_len = 1, .kv_len = 45, .heads = 3, .kv_heads = 3, .head_dim = 36, .causal = true,
+        {.batch = 1,
+         .q_len = 1,
+         .kv_len = 45,
+         .heads = 3,
+         .kv_heads = 3,
+         .head_dim = 36,
+         .causal = true,
          .aligned = true},
-        {.batch = 1, .q_len = 70, .kv_len = 130, .heads = 8, .kv_heads = 2, .head_dim = 64, .causal = true,
+        {.batch = 1,
+         .q_len = 70,
+         .kv_len = 130,
+         .heads = 8,
+         .kv_heads = 2,
+         .head_dim = 64,
+         .causal = true,
          .mask = MaskKind::per_head_row},
         // Prefill long enough for the GPUs' blocks of 128 query rows (Hopper's wgmma kernel): two row
         // blocks, more key blocks than the rings' two slots, a partial last key block; NaN/Inf at d 64.
         // (Past the simulator's budget: CudaAttentionSimulated runs that kernel on smaller shapes.)
-        {.batch = 1, .q_len = 136, .kv_len = 520, .heads = 2, .kv_heads = 1, .head_dim = 128, .causal = true, .offset = 384},
+        {.batch = 1,
+         .q_len = 136,
+         .kv_len = 520,
+         .heads = 2,
+         .kv_heads = 1,
+         .head_dim = 128,
+         .causal = true,
+         .offset = 384},
         {.batch = 1, .q_len = 80, .kv_len = 1030, .heads = 2, .kv_heads = 1, .head_dim = 64, .nans = true},
         {.batch = 2, .q_len = 0, .kv_len = 9, .heads = 2, .kv_heads = 1, .head_dim = 64},
         {.batch = 1, .q_len = 3, .kv_len = 0, .heads = 2, .kv_heads = 1, .head_dim = 64, .causal = true},
@@ -244,27 +338,81 @@ std::vector<Problem> problems() {
         // Decode over a cache of 5 keys, of one key seen (query_offset 0) and of none (zeros); and a
         // cache long enough for splits of 128 keys (the last of 4) over 32 query heads of 8 key/value heads.
         {.batch = 1, .q_len = 1, .kv_len = 5, .heads = 4, .kv_heads = 2, .head_dim = 64, .aligned = true},
-        {.batch = 1, .q_len = 1, .kv_len = 40, .heads = 2, .kv_heads = 1, .head_dim = 64, .causal = true, .offset = 0,
+        {.batch = 1,
+         .q_len = 1,
+         .kv_len = 40,
+         .heads = 2,
+         .kv_heads = 1,
+         .head_dim = 64,
+         .causal = true,
+         .offset = 0,
          .aligned = true},
         {.batch = 2, .q_len = 1, .kv_len = 0, .heads = 2, .kv_heads = 1, .head_dim = 64, .aligned = true},
-        {.batch = 2, .q_len = 1, .kv_len = 4100, .heads = 32, .kv_heads = 8, .head_dim = 128, .causal = true,
+        {.batch = 2,
+         .q_len = 1,
+         .kv_len = 4100,
+         .heads = 32,
+         .kv_heads = 8,
+         .head_dim = 128,
+         .causal = true,
          .aligned = true},
         // The position from a device tensor: decode over a whole cache of which it sees 700 keys (and,
         // unaligned, 31), two query rows, prefill on the tensor-core shapes, under a mask, and stored
         // values past either end of the keys (taken as kv_len and 0).
-        {.batch = 2, .q_len = 1, .kv_len = 1100, .heads = 8, .kv_heads = 2, .head_dim = 128, .causal = true,
-         .aligned = true, .stored = 699},
+        {.batch = 2,
+         .q_len = 1,
+         .kv_len = 1100,
+         .heads = 8,
+         .kv_heads = 2,
+         .head_dim = 128,
+         .causal = true,
+         .aligned = true,
+         .stored = 699},
         {.batch = 1, .q_len = 1, .kv_len = 90, .heads = 6, .kv_heads = 2, .head_dim = 40, .causal = true, .stored = 30},
-        {.batch = 1, .q_len = 2, .kv_len = 300, .heads = 4, .kv_heads = 1, .head_dim = 64, .causal = true,
-         .aligned = true, .stored = 150},
-        {.batch = 1, .q_len = 136, .kv_len = 520, .heads = 2, .kv_heads = 1, .head_dim = 128, .causal = true,
+        {.batch = 1,
+         .q_len = 2,
+         .kv_len = 300,
+         .heads = 4,
+         .kv_heads = 1,
+         .head_dim = 64,
+         .causal = true,
+         .aligned = true,
+         .stored = 150},
+        {.batch = 1,
+         .q_len = 136,
+         .kv_len = 520,
+         .heads = 2,
+         .kv_heads = 1,
+         .head_dim = 128,
+         .causal = true,
          .stored = 200},
-        {.batch = 1, .q_len = 9, .kv_len = 70, .heads = 3, .kv_heads = 1, .head_dim = 96, .causal = true,
-         .mask = MaskKind::rows_by_keys, .stored = 33},
-        {.batch = 1, .q_len = 3, .kv_len = 50, .heads = 4, .kv_heads = 2, .head_dim = 64, .causal = true,
-         .aligned = true, .stored = 1 << 30},
-        {.batch = 1, .q_len = 1, .kv_len = 50, .heads = 4, .kv_heads = 2, .head_dim = 64, .causal = true,
-         .aligned = true, .stored = -5},
+        {.batch = 1,
+         .q_len = 9,
+         .kv_len = 70,
+         .heads = 3,
+         .kv_heads = 1,
+         .head_dim = 96,
+         .causal = true,
+         .mask = MaskKind::rows_by_keys,
+         .stored = 33},
+        {.batch = 1,
+         .q_len = 3,
+         .kv_len = 50,
+         .heads = 4,
+         .kv_heads = 2,
+         .head_dim = 64,
+         .causal = true,
+         .aligned = true,
+         .stored = 1 << 30},
+        {.batch = 1,
+         .q_len = 1,
+         .kv_len = 50,
+         .heads = 4,
+         .kv_heads = 2,
+         .head_dim = 64,
+         .causal = true,
+         .aligned = true,
+         .stored = -5},
     };
 }
 

@@ -32,9 +32,12 @@ double bf16_value(std::uint16_t b) {
 
 template <class T>
 double value_of(T v) {
-    if constexpr (std::is_same_v<T, half>) return half_value(v.bits);
-    else if constexpr (std::is_same_v<T, bfloat16>) return bf16_value(v.bits);
-    else return static_cast<double>(v);
+    if constexpr (std::is_same_v<T, half>)
+        return half_value(v.bits);
+    else if constexpr (std::is_same_v<T, bfloat16>)
+        return bf16_value(v.bits);
+    else
+        return static_cast<double>(v);
 }
 
 // The reference: the source's exact value converted to To.
@@ -61,19 +64,21 @@ std::vector<T> sources(CaseContext& ctx, std::size_t n, std::mt19937& rng) {
         std::uniform_int_distribution<int> bits(0, 0xffff);
         for (auto& v : out) v = T::from_bits(static_cast<std::uint16_t>(bits(rng)));
     } else if constexpr (std::is_same_v<T, std::int32_t>) {
-        std::uniform_int_distribution<std::int32_t> any(std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max());
+        std::uniform_int_distribution<std::int32_t> any(std::numeric_limits<std::int32_t>::min(),
+                                                        std::numeric_limits<std::int32_t>::max());
         std::uniform_int_distribution<std::int32_t> small(-70000, 70000);
-        constexpr std::int32_t edges[] = {0, 1, -1, 65504, 65519, 65520, -65520, 16777217, -16777219, 2147483647,
-                                          -2147483647 - 1, 2139095039, 33554435,
-                                          412090355};  // rounds to nearest f32 on a bf16 midpoint
-        for (std::size_t i = 0; i < n; ++i) out[i] = i % 7 == 0 ? edges[i / 7 % std::size(edges)] : i % 2 ? any(rng) : small(rng);
+        constexpr std::int32_t edges[] = {0,        1,        -1,        65504,      65519,           65520,
+                                          -65520,   16777217, -16777219, 2147483647, -2147483647 - 1, 2139095039,
+                                          33554435, 412090355};  // rounds to nearest f32 on a bf16 midpoint
+        for (std::size_t i = 0; i < n; ++i)
+            out[i] = i % 7 == 0 ? edges[i / 7 % std::size(edges)] : i % 2 ? any(rng) : small(rng);
     } else {
         std::vector<float> const base = ctx.values(n, {-70000.0f, 70000.0f});
         std::uniform_int_distribution<int> exponent(-150, 130);
         std::uniform_real_distribution<float> unit(-2.0f, 2.0f);
         for (std::size_t i = 0; i < n; ++i) out[i] = i % 3 == 0 ? std::ldexp(unit(rng), exponent(rng)) : base[i];
-        constexpr float edges[] = {65519.998f, 65520.0f, 5.9604645e-8f, 2.9802322e-8f, 2.9802326e-8f, 2147483520.0f,
-                                   2147483648.0f, -2147483904.0f, 3.3895314e38f, 3.3961776e38f};
+        constexpr float edges[] = {65519.998f,    65520.0f,      5.9604645e-8f,  2.9802322e-8f, 2.9802326e-8f,
+                                   2147483520.0f, 2147483648.0f, -2147483904.0f, 3.3895314e38f, 3.3961776e38f};
         for (std::size_t i = 0; i < n && i < std::size(edges); ++i) out[i * 5 % n] = edges[i];
     }
     return out;
@@ -94,11 +99,12 @@ void check_cast(CaseContext& ctx) {
         int reported = 0;
         for (std::size_t i = 0; i < got.size() && reported < 5; ++i) {
             double const want = reference<To>(value_of(in[i])), g = value_of(got[i]);
-            bool const same = (std::isnan(want) && std::isnan(g)) || (want == g && std::signbit(want) == std::signbit(g));
+            bool const same =
+                (std::isnan(want) && std::isnan(g)) || (want == g && std::signbit(want) == std::signbit(g));
             if (!same) {
                 ++reported;
-                ADD_FAILURE() << "cast of " << value_of(in[i]) << " [" << i << "] on " << ctx.target().id << ": got " << g
-                              << ", want " << want;
+                ADD_FAILURE() << "cast of " << value_of(in[i]) << " [" << i << "] on " << ctx.target().id << ": got "
+                              << g << ", want " << want;
             }
         }
         ctx.expect_guards(out);

@@ -27,15 +27,17 @@ std::string describe(Problem const& p) {
         text.append(std::to_string(a[0])).append(",").append(std::to_string(a[1])).append(")");
         return text;
     };
-    return "x [" + std::to_string(p.n) + "," + std::to_string(p.c) + "," + std::to_string(p.h) + "," + std::to_string(p.w) +
-           "] w [" + std::to_string(p.o) + ",·," + std::to_string(p.kh) + "," + std::to_string(p.kw) + "] stride " +
-           pair(p.params.stride) + " padding " + pair(p.params.padding) + " dilation " + pair(p.params.dilation) +
-           " groups " + std::to_string(p.params.groups) + (p.bias ? " bias" : "");
+    return "x [" + std::to_string(p.n) + "," + std::to_string(p.c) + "," + std::to_string(p.h) + "," +
+           std::to_string(p.w) + "] w [" + std::to_string(p.o) + ",·," + std::to_string(p.kh) + "," +
+           std::to_string(p.kw) + "] stride " + pair(p.params.stride) + " padding " + pair(p.params.padding) +
+           " dilation " + pair(p.params.dilation) + " groups " + std::to_string(p.params.groups) +
+           (p.bias ? " bias" : "");
 }
 
 std::size_t extent(std::size_t in, std::size_t k, int pad, int stride, int dilation) {
     return (in + 2 * static_cast<std::size_t>(pad) - static_cast<std::size_t>(dilation) * (k - 1) - 1) /
-               static_cast<std::size_t>(stride) + 1;
+               static_cast<std::size_t>(stride) +
+           1;
 }
 
 // The float64 cross-correlation and Σ|x·w| (+ |bias|) of every output.
@@ -54,9 +56,11 @@ Reference reference(Problem const& p, std::vector<double> const& x, std::vector<
                     for (std::size_t c = 0; c < cg; ++c)
                         for (std::size_t i = 0; i < p.kh; ++i)
                             for (std::size_t j = 0; j < p.kw; ++j) {
-                                auto const iy = static_cast<std::ptrdiff_t>(y) * p.params.stride[0] - p.params.padding[0] +
+                                auto const iy = static_cast<std::ptrdiff_t>(y) * p.params.stride[0] -
+                                                p.params.padding[0] +
                                                 static_cast<std::ptrdiff_t>(i) * p.params.dilation[0];
-                                auto const ix = static_cast<std::ptrdiff_t>(xo) * p.params.stride[1] - p.params.padding[1] +
+                                auto const ix = static_cast<std::ptrdiff_t>(xo) * p.params.stride[1] -
+                                                p.params.padding[1] +
                                                 static_cast<std::ptrdiff_t>(j) * p.params.dilation[1];
                                 if (iy < 0 || ix < 0 || iy >= static_cast<std::ptrdiff_t>(p.h) ||
                                     ix >= static_cast<std::ptrdiff_t>(p.w))
@@ -240,9 +244,11 @@ Reference convolve_reference(std::vector<double> image, std::size_t h, std::size
                 for (std::size_t b = 0; b < kw; ++b) {
                     auto const iy = static_cast<std::ptrdiff_t>(y + y0) - static_cast<std::ptrdiff_t>(a);
                     auto const ix = static_cast<std::ptrdiff_t>(x + x0) - static_cast<std::ptrdiff_t>(b);
-                    if (iy < 0 || ix < 0 || iy >= static_cast<std::ptrdiff_t>(h) || ix >= static_cast<std::ptrdiff_t>(w))
+                    if (iy < 0 || ix < 0 || iy >= static_cast<std::ptrdiff_t>(h) ||
+                        ix >= static_cast<std::ptrdiff_t>(w))
                         continue;
-                    double const t = image[static_cast<std::size_t>(iy) * w + static_cast<std::size_t>(ix)] * kernel[a * kw + b];
+                    double const t =
+                        image[static_cast<std::size_t>(iy) * w + static_cast<std::size_t>(ix)] * kernel[a * kw + b];
                     r.value[y * ow + x] += t;
                     r.magnitude[y * ow + x] += std::abs(t);
                 }
@@ -258,8 +264,9 @@ void check_convolve2d(CaseContext& ctx) {
     for (Sizes const s : {Sizes{7, 9, 3, 3}, Sizes{6, 8, 4, 2}, Sizes{5, 5, 1, 1}, Sizes{9, 7, 2, 5}, Sizes{3, 4, 5, 6},
                           Sizes{12, 11, 6, 4}})
         for (ConvolveMode mode : {ConvolveMode::full, ConvolveMode::same, ConvolveMode::valid}) {
-            SCOPED_TRACE("image [" + std::to_string(s.h) + "," + std::to_string(s.w) + "] kernel [" + std::to_string(s.kh) +
-                         "," + std::to_string(s.kw) + "] mode " + std::to_string(static_cast<int>(mode)));
+            SCOPED_TRACE("image [" + std::to_string(s.h) + "," + std::to_string(s.w) + "] kernel [" +
+                         std::to_string(s.kh) + "," + std::to_string(s.kw) + "] mode " +
+                         std::to_string(static_cast<int>(mode)));
             std::vector<T> const image = as<T>(ctx.values(s.h * s.w, {-1, 1}, Specials::none));
             std::vector<T> const kernel = as<T>(ctx.values(s.kh * s.kw, {-1, 1}, Specials::none));
             std::size_t oh = 0, ow = 0;

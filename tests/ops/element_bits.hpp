@@ -21,21 +21,25 @@ std::vector<T> random_elements(std::size_t n, std::mt19937& rng) {
     std::vector<T> v(n);
     for (auto& x : v) {
         std::uint32_t const b = bits(rng);
-        if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) x = T::from_bits(static_cast<std::uint16_t>(b));
-        else std::memcpy(&x, &b, sizeof(T));
+        if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
+            x = T::from_bits(static_cast<std::uint16_t>(b));
+        else
+            std::memcpy(&x, &b, sizeof(T));
     }
     return v;
 }
 
 template <class T>
 bool same_bits(T a, T b) {
-    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return a.bits == b.bits;
-    else return std::memcmp(&a, &b, sizeof(T)) == 0;
+    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
+        return a.bits == b.bits;
+    else
+        return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
 template <class T>
-void expect_elements(CaseContext& ctx, std::vector<T> const& got, std::size_t count, std::function<T(std::size_t)> const& want,
-                     std::string const& what) {
+void expect_elements(CaseContext& ctx, std::vector<T> const& got, std::size_t count,
+                     std::function<T(std::size_t)> const& want, std::string const& what) {
     ASSERT_EQ(got.size(), count) << what;
     for (std::size_t e = 0; e < count; ++e)
         ASSERT_TRUE(same_bits(got[e], want(e))) << what << ": element " << e << " differs on " << ctx.target().id;

@@ -25,7 +25,7 @@ constexpr Layout layouts[] = {{0, 1}, {1, 2}, {1, 3}};
 
 struct UnaryOp {
     Op op;
-    float a, b;                  // the op's parameters
+    float a, b;  // the op's parameters
     double (*reference)(double x, float a, float b);
     Range range;                 // of the random inputs
     std::optional<Range> sweep;  // the documented range of a transcendental, swept densely
@@ -36,13 +36,23 @@ std::vector<UnaryOp> unary_ops() {
     return {
         {Op::relu, 0, 0, [](double x, float, float) { return x < 0 ? 0.0 : x; }, {-4, 4}, {}},
         {Op::leaky_relu, 0.1f, 0, [](double x, float a, float) { return x < 0 ? x * double(a) : x; }, {-4, 4}, {}},
-        {Op::elu, 0.7f, 0, [](double x, float a, float) { return x > 0 ? x : double(a) * std::expm1(x); }, {-8, 4}, Range{-max, max}},
+        {Op::elu,
+         0.7f,
+         0,
+         [](double x, float a, float) { return x > 0 ? x : double(a) * std::expm1(x); },
+         {-8, 4},
+         Range{-max, max}},
         {Op::sigmoid, 0, 0, [](double x, float, float) { return sigmoid_ref(x); }, {-20, 20}, Range{-max, max}},
         {Op::tanh, 0, 0, [](double x, float, float) { return std::tanh(x); }, {-10, 10}, Range{-max, max}},
         {Op::silu, 0, 0, [](double x, float, float) { return silu_ref(x); }, {-20, 20}, Range{-80, max}},
         {Op::gelu, 0, 0, [](double x, float, float) { return gelu_ref(x); }, {-16, 16}, Range{-10, max}},
         {Op::gelu_tanh, 0, 0, [](double x, float, float) { return gelu_tanh_ref(x); }, {-9, 9}, Range{-10, max}},
-        {Op::clip, -1.5f, 2.5f, [](double x, float lo, float hi) { return std::min(std::max(x, double(lo)), double(hi)); }, {-4, 4}, {}},
+        {Op::clip,
+         -1.5f,
+         2.5f,
+         [](double x, float lo, float hi) { return std::min(std::max(x, double(lo)), double(hi)); },
+         {-4, 4},
+         {}},
         {Op::exp, 0, 0, [](double x, float, float) { return std::exp(x); }, {-80, 80}, Range{-max, max}},
         {Op::log, 0, 0, [](double x, float, float) { return std::log(x); }, {1e-3f, 1e3f}, Range{0, max}},
         {Op::sqrt, 0, 0, [](double x, float, float) { return std::sqrt(x); }, {0, 100}, {}},
@@ -58,9 +68,10 @@ void check_unary(CaseContext& ctx, UnaryOp const& u) {
         std::vector<float> const in(stored.begin(), stored.end());
         Guarded<T> out = ctx.output<T>(shape, layout.out);
         unary_into(u.op, ctx.input(stored, shape, layout.in), u.a, u.b, out.tensor());
-        ctx.expect_close(out, {.want = [&](std::size_t i) { return u.reference(in[i], u.a, u.b); },
-                               .describe = [&](std::size_t i) { return std::string(to_string(u.op)) + "(" + show(in[i]) + ")"; },
-                               .want_flushed = [&](std::size_t i) { return u.reference(flush(in[i]), u.a, u.b); }});
+        ctx.expect_close(
+            out, {.want = [&](std::size_t i) { return u.reference(in[i], u.a, u.b); },
+                  .describe = [&](std::size_t i) { return std::string(to_string(u.op)) + "(" + show(in[i]) + ")"; },
+                  .want_flushed = [&](std::size_t i) { return u.reference(flush(in[i]), u.a, u.b); }});
     };
     std::vector<Shape> const shapes = ctx.shapes(elementwise_shapes());
     for (std::size_t s = 0; s < shapes.size(); ++s) {
@@ -69,8 +80,9 @@ void check_unary(CaseContext& ctx, UnaryOp const& u) {
     }
     if (u.sweep) {
         SCOPED_TRACE("sweep");
-        std::vector<float> const in = std::is_same_v<T, float> ? ctx.sweep(u.sweep->lo, u.sweep->hi, std::size_t{1} << 22)
-                                                               : ctx.sweep_all_of(dtype_of<T>, u.sweep->lo, u.sweep->hi);
+        std::vector<float> const in = std::is_same_v<T, float>
+                                          ? ctx.sweep(u.sweep->lo, u.sweep->hi, std::size_t{1} << 22)
+                                          : ctx.sweep_all_of(dtype_of<T>, u.sweep->lo, u.sweep->hi);
         run(in, Shape{in.size()}, layouts[0]);
     }
     // The returning form, and in place.
@@ -128,22 +140,29 @@ void check_binary(CaseContext& ctx, BinaryOp const& b, bool scalar) {
         std::vector<float> const av(at.begin(), at.end()), bv(bt.begin(), bt.end());
         Guarded<T> out = ctx.output<T>(shape, layout.out);
         Tensor<T> const a = ctx.input(at, shape, layout.in);
-        if (scalar) binary_into(b.op, a, s, out.tensor());
-        else binary_into(b.op, a, ctx.input(bt, shape, layout.in), out.tensor());
+        if (scalar)
+            binary_into(b.op, a, s, out.tensor());
+        else
+            binary_into(b.op, a, ctx.input(bt, shape, layout.in), out.tensor());
         auto rhs = [&](std::size_t e) { return scalar ? s : bv[e]; };
         ctx.expect_close(
-            out, {.want = [&](std::size_t e) { return b.reference(av[e], rhs(e)); },
-                  .describe = [&](std::size_t e) { return show(av[e]) + " " + std::string(to_string(b.op)) + " " + show(rhs(e)); },
-                  .want_flushed = [&](std::size_t e) { return b.reference(flush(av[e]), flush(rhs(e))); }});
+            out,
+            {.want = [&](std::size_t e) { return b.reference(av[e], rhs(e)); },
+             .describe =
+                 [&](std::size_t e) { return show(av[e]) + " " + std::string(to_string(b.op)) + " " + show(rhs(e)); },
+             .want_flushed = [&](std::size_t e) { return b.reference(flush(av[e]), flush(rhs(e))); }});
     }
     // In place: a op= b.
     std::vector<T> const av = rounded_to<T>(ctx.values(999, b.range)), bv = rounded_to<T>(ctx.values(999, b.range));
     Tensor<T> a = ctx.input(av, Shape{999}), rhs = ctx.input(bv, Shape{999});
     std::vector<T> const want = (scalar ? binary(b.op, a, s) : binary(b.op, a, rhs)).to_vector();
-    if (scalar) binary_into(b.op, a, s, a);
-    else binary_into(b.op, a, rhs, a);
+    if (scalar)
+        binary_into(b.op, a, s, a);
+    else
+        binary_into(b.op, a, rhs, a);
     std::vector<T> const got = a.to_vector();
-    for (std::size_t e = 0; e < got.size(); ++e) EXPECT_TRUE(same_or_both_nan(got[e], want[e])) << "in place differs at " << e;
+    for (std::size_t e = 0; e < got.size(); ++e)
+        EXPECT_TRUE(same_or_both_nan(got[e], want[e])) << "in place differs at " << e;
 }
 
 // The index into `from` (a shape broadcasting to `to`) of element e of `to`.
@@ -170,13 +189,24 @@ void check_broadcast(CaseContext& ctx, BinaryOp const& b) {
         Shape a, b;
     };
     std::vector<Pair> const pairs = {
-        {Shape{3, 5}, Shape{5}},         {Shape{257, 1031}, Shape{1031}},   {Shape{64, 4097}, Shape{64, 1}},
-        {Shape{2, 1, 7}, Shape{1, 9, 7}}, {Shape{33}, Shape{6, 33}},          {Shape{1}, Shape{5, 7}},
-        {Shape{5, 7}, Shape{}},          {Shape{3, 1, 5, 1}, Shape{1, 4, 1, 6}}, {Shape{0, 3}, Shape{3}},
-        {Shape{2, 3, 2, 3, 2, 3, 2, 5}, Shape{1, 3, 1, 3, 1, 3, 1, 5}},   {Shape{4, 1}, Shape{1, 1}},
+        {Shape{3, 5}, Shape{5}},
+        {Shape{257, 1031}, Shape{1031}},
+        {Shape{64, 4097}, Shape{64, 1}},
+        {Shape{2, 1, 7}, Shape{1, 9, 7}},
+        {Shape{33}, Shape{6, 33}},
+        {Shape{1}, Shape{5, 7}},
+        {Shape{5, 7}, Shape{}},
+        {Shape{3, 1, 5, 1}, Shape{1, 4, 1, 6}},
+        {Shape{0, 3}, Shape{3}},
+        {Shape{2, 3, 2, 3, 2, 3, 2, 5}, Shape{1, 3, 1, 3, 1, 3, 1, 5}},
+        {Shape{4, 1}, Shape{1, 1}},
         // Rows that are a multiple of 4 long (the GPUs' vec4 paths), at aligned and unaligned offsets.
-        {Shape{33, 64}, Shape{64}}, {Shape{48, 1}, Shape{48, 256}}, {Shape{7, 1, 12}, Shape{1, 5, 12}},
-        {Shape{16, 8}, Shape{8}}, {Shape{16, 1}, Shape{16, 8}}, {Shape{3, 4}, Shape{3, 1}},
+        {Shape{33, 64}, Shape{64}},
+        {Shape{48, 1}, Shape{48, 256}},
+        {Shape{7, 1, 12}, Shape{1, 5, 12}},
+        {Shape{16, 8}, Shape{8}},
+        {Shape{16, 1}, Shape{16, 8}},
+        {Shape{3, 4}, Shape{3, 1}},
     };
     for (std::size_t i = 0; i < pairs.size(); ++i) {
         Pair const& p = pairs[i];
@@ -184,7 +214,8 @@ void check_broadcast(CaseContext& ctx, BinaryOp const& b) {
         if (!ctx.fits(shape.numel())) continue;
         SCOPED_TRACE(p.a.to_string() + " " + std::string(to_string(b.op)) + " " + p.b.to_string());
         Layout const layout = layouts[i % std::size(layouts)];
-        std::vector<T> const at = rounded_to<T>(ctx.values(p.a.numel(), b.range, b.a_specials)), bt = rounded_to<T>(ctx.values(p.b.numel(), b.range));
+        std::vector<T> const at = rounded_to<T>(ctx.values(p.a.numel(), b.range, b.a_specials)),
+                             bt = rounded_to<T>(ctx.values(p.b.numel(), b.range));
         std::vector<float> const av(at.begin(), at.end()), bv(bt.begin(), bt.end());
         Tensor<T> const a = ctx.input(at, p.a, layout.in), rhs = ctx.input(bt, p.b, layout.in + 1);
         Guarded<T> out = ctx.output<T>(shape, layout.out);
@@ -193,15 +224,20 @@ void check_broadcast(CaseContext& ctx, BinaryOp const& b) {
         auto rhs_at = [&](std::size_t e) { return bv[broadcast_index(p.b, shape, e)]; };
         ctx.expect_close(
             out, {.want = [&](std::size_t e) { return b.reference(lhs_at(e), rhs_at(e)); },
-                  .describe = [&](std::size_t e) { return show(lhs_at(e)) + " " + std::string(to_string(b.op)) + " " + show(rhs_at(e)); },
+                  .describe =
+                      [&](std::size_t e) {
+                          return show(lhs_at(e)) + " " + std::string(to_string(b.op)) + " " + show(rhs_at(e));
+                      },
                   .want_flushed = [&](std::size_t e) { return b.reference(flush(lhs_at(e)), flush(rhs_at(e))); }});
         std::vector<T> const got = out.values(), returned = binary(b.op, a, rhs).to_vector();
-        for (std::size_t e = 0; e < got.size(); ++e) ASSERT_TRUE(same_or_both_nan(got[e], returned[e])) << "returned form differs at " << e;
+        for (std::size_t e = 0; e < got.size(); ++e)
+            ASSERT_TRUE(same_or_both_nan(got[e], returned[e])) << "returned form differs at " << e;
         if (p.a == shape) {  // in place: a op= b
             Tensor<T> x = ctx.input(at, p.a, layout.in);
             binary_into(b.op, x, rhs, x);
             std::vector<T> const in_place = x.to_vector();
-            for (std::size_t e = 0; e < got.size(); ++e) ASSERT_TRUE(same_or_both_nan(got[e], in_place[e])) << "in place differs at " << e;
+            for (std::size_t e = 0; e < got.size(); ++e)
+                ASSERT_TRUE(same_or_both_nan(got[e], in_place[e])) << "in place differs at " << e;
         }
     }
 }
@@ -210,12 +246,15 @@ template <class T>
 void add_cases(std::vector<OpCase>& c) {
     std::string const suffix = dtype_suffix<T>();
     for (UnaryOp const& u : unary_ops())
-        c.push_back({std::string(to_string(u.op)) + suffix, u.op, dtype_of<T>, [u](CaseContext& ctx) { check_unary<T>(ctx, u); }});
+        c.push_back({std::string(to_string(u.op)) + suffix, u.op, dtype_of<T>,
+                     [u](CaseContext& ctx) { check_unary<T>(ctx, u); }});
     for (BinaryOp const& b : binary_ops()) {
         std::string const name(to_string(b.op));
         c.push_back({name + suffix, b.op, dtype_of<T>, [b](CaseContext& ctx) { check_binary<T>(ctx, b, false); }});
-        c.push_back({name + "_scalar" + suffix, b.op, dtype_of<T>, [b](CaseContext& ctx) { check_binary<T>(ctx, b, true); }});
-        c.push_back({name + "_broadcast" + suffix, b.op, dtype_of<T>, [b](CaseContext& ctx) { check_broadcast<T>(ctx, b); }});
+        c.push_back(
+            {name + "_scalar" + suffix, b.op, dtype_of<T>, [b](CaseContext& ctx) { check_binary<T>(ctx, b, true); }});
+        c.push_back(
+            {name + "_broadcast" + suffix, b.op, dtype_of<T>, [b](CaseContext& ctx) { check_broadcast<T>(ctx, b); }});
     }
 }
 

@@ -25,9 +25,12 @@ constexpr Format bf16_format{7, -126, 0x1p128 - 0x1p119, 0x1.fep127};
 
 template <class T>
 constexpr Format format_of() {
-    if constexpr (std::is_same_v<T, half>) return f16_format;
-    else if constexpr (std::is_same_v<T, bfloat16>) return bf16_format;
-    else return f32_format;
+    if constexpr (std::is_same_v<T, half>)
+        return f16_format;
+    else if constexpr (std::is_same_v<T, bfloat16>)
+        return bf16_format;
+    else
+        return f32_format;
 }
 
 // v rounded to nearest even in `f` (exact arithmetic in double for every value these tests make).
@@ -47,7 +50,9 @@ inline double ulp_error_in(Format f, double got, double want) {
     if (std::isnan(want)) return std::isnan(got) ? 0.0 : inf;
     if (std::isnan(got)) return inf;
     double const rounded = round_to(want, f);
-    if (std::isinf(rounded)) return got == rounded ? 0.0 : (std::abs(got) == f.max && std::signbit(got) == std::signbit(rounded) ? 1.0 : inf);
+    if (std::isinf(rounded))
+        return got == rounded ? 0.0
+                              : (std::abs(got) == f.max && std::signbit(got) == std::signbit(rounded) ? 1.0 : inf);
     if (std::isinf(got)) return inf;
     int const e = rounded == 0 ? f.min_exponent : std::max(std::ilogb(rounded), f.min_exponent);
     return std::abs(got - want) / std::ldexp(1.0, e - f.mantissa);

@@ -35,8 +35,8 @@ struct EmbeddingShape {
 template <class T>
 void check_embedding(CaseContext& ctx) {
     std::mt19937 rng(ctx.seed());
-    std::vector<EmbeddingShape> const shapes = {{5, 3, Shape{7}},       {1, 1, Shape{1}},   {37, 130, Shape{3, 5}},
-                                                {11, 8, Shape{0}},      {9, 4, Shape{}},    {64, 2048, Shape{2, 1, 3}},
+    std::vector<EmbeddingShape> const shapes = {{5, 3, Shape{7}},      {1, 1, Shape{1}}, {37, 130, Shape{3, 5}},
+                                                {11, 8, Shape{0}},     {9, 4, Shape{}},  {64, 2048, Shape{2, 1, 3}},
                                                 {1000, 9, Shape{1031}}};
     for (std::size_t k = 0; k < shapes.size(); ++k) {
         EmbeddingShape const& s = shapes[k];
@@ -48,17 +48,18 @@ void check_embedding(CaseContext& ctx) {
         Guarded<T> out = ctx.output<T>(Shape(dims), k % 3);
         embedding_into(ctx.input(table, Shape{s.rows, s.dim}, k % 2), ctx.input(ids, s.ids, (k + 1) % 2), out.tensor());
         auto const dim = static_cast<std::size_t>(s.dim);
-        expect_elements<T>(ctx, out.values(), ids.size() * dim,
-                           [&](std::size_t e) { return table[static_cast<std::size_t>(ids[e / dim]) * dim + e % dim]; },
-                           "embedding");
+        expect_elements<T>(
+            ctx, out.values(), ids.size() * dim,
+            [&](std::size_t e) { return table[static_cast<std::size_t>(ids[e / dim]) * dim + e % dim]; }, "embedding");
         ctx.expect_guards(out);
     }
     // The returning form.
     std::vector<T> const table = random_elements<T>(6 * 5, rng);
     std::vector<std::int32_t> const ids{5, 0, 5, 2};
     std::vector<T> const got = embedding(ctx.input(table, Shape{6, 5}), ctx.input(ids, Shape{2, 2})).to_vector();
-    expect_elements<T>(ctx, got, 20, [&](std::size_t e) { return table[static_cast<std::size_t>(ids[e / 5]) * 5 + e % 5]; },
-                       "embedding, returned");
+    expect_elements<T>(
+        ctx, got, 20, [&](std::size_t e) { return table[static_cast<std::size_t>(ids[e / 5]) * 5 + e % 5]; },
+        "embedding, returned");
 }
 
 template <class B>
@@ -91,7 +92,8 @@ void check_embedding_kquant(CaseContext& ctx) {
             auto const first = decoded.begin() + static_cast<std::ptrdiff_t>(id) * dim;
             want.insert(want.end(), first, first + dim);
         }
-        expect_elements<float>(ctx, out.values(), want.size(), [&](std::size_t e) { return want[e]; }, "embedding");
+        expect_elements<float>(
+            ctx, out.values(), want.size(), [&](std::size_t e) { return want[e]; }, "embedding");
         ctx.expect_guards(out);
     }
 }
@@ -104,8 +106,9 @@ void check_index_select(CaseContext& ctx) {
         int axis;
         Shape ids;
     };
-    std::vector<Case> const cases = {{Shape{4, 5, 6}, 1, Shape{7}},  {Shape{3, 9}, -1, Shape{4}},  {Shape{10}, 0, Shape{3}},
-                                     {Shape{2, 3}, 0, Shape{}},      {Shape{5, 0}, 0, Shape{2}},   {Shape{6, 7}, 1, Shape{0}},
+    std::vector<Case> const cases = {{Shape{4, 5, 6}, 1, Shape{7}},    {Shape{3, 9}, -1, Shape{4}},
+                                     {Shape{10}, 0, Shape{3}},         {Shape{2, 3}, 0, Shape{}},
+                                     {Shape{5, 0}, 0, Shape{2}},       {Shape{6, 7}, 1, Shape{0}},
                                      {Shape{3, 4, 2, 5}, 2, Shape{9}}, {Shape{130, 3}, 0, Shape{257}}};
     for (std::size_t k = 0; k < cases.size(); ++k) {
         Case const& c = cases[k];
@@ -121,15 +124,20 @@ void check_index_select(CaseContext& ctx) {
         index_select_into(ctx.input(x, c.shape, k % 2), c.axis, ctx.input(ids, c.ids), out.tensor());
         std::size_t inner = 1;
         for (std::size_t i = a + 1; i < c.shape.rank(); ++i) inner *= static_cast<std::size_t>(c.shape[i]);
-        expect_elements<T>(ctx, out.values(), out.tensor().numel(), [&](std::size_t e) {
-            std::size_t const o = e / (ids.size() * inner), i = e / inner % ids.size(), r = e % inner;
-            return x[(o * extent + static_cast<std::size_t>(ids[i])) * inner + r];
-        }, "index_select");
+        expect_elements<T>(
+            ctx, out.values(), out.tensor().numel(),
+            [&](std::size_t e) {
+                std::size_t const o = e / (ids.size() * inner), i = e / inner % ids.size(), r = e % inner;
+                return x[(o * extent + static_cast<std::size_t>(ids[i])) * inner + r];
+            },
+            "index_select");
         ctx.expect_guards(out);
     }
     std::vector<T> const x = random_elements<T>(4 * 3, rng);
-    std::vector<T> const got = index_select(ctx.input(x, Shape{4, 3}), 0, ctx.input(std::vector<std::int32_t>{3, 1}, Shape{2})).to_vector();
-    expect_elements<T>(ctx, got, 6, [&](std::size_t e) { return x[(e < 3 ? 9 : 3) + e % 3]; }, "index_select, returned");
+    std::vector<T> const got =
+        index_select(ctx.input(x, Shape{4, 3}), 0, ctx.input(std::vector<std::int32_t>{3, 1}, Shape{2})).to_vector();
+    expect_elements<T>(
+        ctx, got, 6, [&](std::size_t e) { return x[(e < 3 ? 9 : 3) + e % 3]; }, "index_select, returned");
 }
 
 // `count` distinct ids in [0, rows), in random order, the last row first when there is room.
@@ -151,8 +159,8 @@ void check_index_copy(CaseContext& ctx) {
         int axis;
         std::size_t ids;
     };
-    std::vector<Case> const cases = {{Shape{4, 5, 6}, 1, 3},  {Shape{9, 3}, -1, 2},    {Shape{10}, 0, 10},
-                                     {Shape{6, 7}, 1, 0},     {Shape{3, 4, 2, 5}, 2, 1}, {Shape{513, 8, 128}, 0, 1},
+    std::vector<Case> const cases = {{Shape{4, 5, 6}, 1, 3}, {Shape{9, 3}, -1, 2},      {Shape{10}, 0, 10},
+                                     {Shape{6, 7}, 1, 0},    {Shape{3, 4, 2, 5}, 2, 1}, {Shape{513, 8, 128}, 0, 1},
                                      {Shape{130, 3}, 0, 77}};
     for (std::size_t k = 0; k < cases.size(); ++k) {
         Case const& c = cases[k];
@@ -166,17 +174,21 @@ void check_index_copy(CaseContext& ctx) {
         std::vector<T> const src = random_elements<T>(src_shape.numel(), rng);
         Guarded<T> dst = ctx.output<T>(c.dst, k % 3);
         std::vector<T> const before = dst.values();
-        index_copy_into(ctx.input(src, src_shape, k % 2), c.axis, ctx.input(ids, Shape{static_cast<std::int64_t>(ids.size())}),
-                        dst.tensor());
+        index_copy_into(ctx.input(src, src_shape, k % 2), c.axis,
+                        ctx.input(ids, Shape{static_cast<std::int64_t>(ids.size())}), dst.tensor());
         std::size_t inner = 1;
         for (std::size_t i = a + 1; i < c.dst.rank(); ++i) inner *= static_cast<std::size_t>(c.dst[i]);
         std::vector<std::ptrdiff_t> source(extent, -1);  // dst's entry along the axis -> src's, or none
-        for (std::size_t i = 0; i < ids.size(); ++i) source[static_cast<std::size_t>(ids[i])] = static_cast<std::ptrdiff_t>(i);
-        expect_elements<T>(ctx, dst.values(), before.size(), [&](std::size_t e) {
-            std::size_t const o = e / (extent * inner), j = e / inner % extent, r = e % inner;
-            std::ptrdiff_t const i = source[j];
-            return i < 0 ? before[e] : src[(o * ids.size() + static_cast<std::size_t>(i)) * inner + r];
-        }, "index_copy");
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            source[static_cast<std::size_t>(ids[i])] = static_cast<std::ptrdiff_t>(i);
+        expect_elements<T>(
+            ctx, dst.values(), before.size(),
+            [&](std::size_t e) {
+                std::size_t const o = e / (extent * inner), j = e / inner % extent, r = e % inner;
+                std::ptrdiff_t const i = source[j];
+                return i < 0 ? before[e] : src[(o * ids.size() + static_cast<std::size_t>(i)) * inner + r];
+            },
+            "index_copy");
         ctx.expect_guards(dst);
     }
     // A repeated id: one of its entries lands whole.
@@ -189,8 +201,9 @@ void check_index_copy(CaseContext& ctx) {
     if (ctx.device().kind() == DeviceKind::cpu) {
         EXPECT_FALSE(first) << "the CPU writes entries in order";
     }
-    expect_elements<T>(ctx, std::vector<T>(got.begin() + 18, got.begin() + 27), 9, [&](std::size_t e) { return src[from + e]; },
-                       "index_copy of a repeated id");
+    expect_elements<T>(
+        ctx, std::vector<T>(got.begin() + 18, got.begin() + 27), 9, [&](std::size_t e) { return src[from + e]; },
+        "index_copy of a repeated id");
     ctx.expect_guards(dst);
 }
 
@@ -215,12 +228,15 @@ void check_index_copy_out_of_range(CaseContext& ctx) {
                 message.find("4 rows") != std::string::npos)
         << message;
     bool const gpu = ctx.device().kind() != DeviceKind::cpu;
-    expect_elements<T>(ctx, dst.values(), before.size(), [&](std::size_t e) {
-        std::size_t const row = e / 16;
-        if (gpu && row == 0) return src[e];
-        if (gpu && row == 2) return src[32 + e % 16];
-        return before[e];
-    }, "after the error");
+    expect_elements<T>(
+        ctx, dst.values(), before.size(),
+        [&](std::size_t e) {
+            std::size_t const row = e / 16;
+            if (gpu && row == 0) return src[e];
+            if (gpu && row == 2) return src[32 + e % 16];
+            return before[e];
+        },
+        "after the error");
     ctx.expect_guards(dst);
 }
 
@@ -243,7 +259,8 @@ void check_ids_out_of_range(CaseContext& ctx) {
     }
     if (raised_at_call) {
         // Before anything was written.
-        expect_elements<T>(ctx, out.values(), before.size(), [&](std::size_t e) { return before[e]; }, "untouched output");
+        expect_elements<T>(
+            ctx, out.values(), before.size(), [&](std::size_t e) { return before[e]; }, "untouched output");
     } else {
         EXPECT_NE(ctx.device().kind(), DeviceKind::cpu) << "the CPU raises at the call";
         try {
@@ -254,18 +271,21 @@ void check_ids_out_of_range(CaseContext& ctx) {
         }
         // Zeros for the ids out of range, the rows for the others; the device runs on.
         auto const d = static_cast<std::size_t>(dim);
-        expect_elements<T>(ctx, out.values(), ids.size() * d, [&](std::size_t e) {
-            std::int32_t const id = ids[e / d];
-            return id < 0 || id >= rows ? T{} : table[static_cast<std::size_t>(id) * d + e % d];
-        }, "after the error");
+        expect_elements<T>(
+            ctx, out.values(), ids.size() * d,
+            [&](std::size_t e) {
+                std::int32_t const id = ids[e / d];
+                return id < 0 || id >= rows ? T{} : table[static_cast<std::size_t>(id) * d + e % d];
+            },
+            "after the error");
         ctx.device().synchronize();
         // synchronize() raises it as well, and clears it.
         index_select_into(ctx.input(table, Shape{rows, dim}), 0, ctx.input(ids, Shape{6}), out.tensor());
         EXPECT_THROW(ctx.device().synchronize(), IndexError) << "on " << ctx.target().id;
         ctx.device().synchronize();
     }
-    bool const names_one = message.find("id 6 (ids[2])") != std::string::npos ||
-                           message.find("id -1 (ids[4])") != std::string::npos;
+    bool const names_one =
+        message.find("id 6 (ids[2])") != std::string::npos || message.find("id -1 (ids[4])") != std::string::npos;
     EXPECT_TRUE(message.starts_with("embedding: ") && names_one && message.find("6 rows") != std::string::npos)
         << message;
     ctx.expect_guards(out);

@@ -59,13 +59,14 @@ std::vector<Target> const& targets() {
                                  vulkan::use_subgroups(d, false);
                                  return d;
                              },
-                             [d] { vulkan::use_subgroups(d, true); }, device_budget, [](Op op, DType dtype) {
+                             [d] { vulkan::use_subgroups(d, true); }, device_budget,
+                             [](Op op, DType dtype) {
                                  OpFamily const f = family(op);
-                                 return f == OpFamily::reduction || f == OpFamily::softmax || f == OpFamily::normalization ||
-                                        op == Op::attention ||
-                                        (op == Op::linear && (dtype == DType::q4_k || dtype == DType::q6_k ||
-                                                              dtype == DType::q8_0 || dtype == DType::q4_0 ||
-                                                              dtype == DType::q5_k));
+                                 return f == OpFamily::reduction || f == OpFamily::softmax ||
+                                        f == OpFamily::normalization || op == Op::attention ||
+                                        (op == Op::linear &&
+                                         (dtype == DType::q4_k || dtype == DType::q6_k || dtype == DType::q8_0 ||
+                                          dtype == DType::q4_0 || dtype == DType::q5_k));
                              }});
 #endif
         }
@@ -103,9 +104,12 @@ std::optional<std::size_t> Guarded<T>::changed_guard() const {
 
 template <class T>
 T Guarded<T>::poison() noexcept {
-    if constexpr (std::is_same_v<T, float>) return test::poison;
-    else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return T::from_bits(0x5a5a);  // a finite value
-    else return static_cast<T>(0x5a5a5a5a);
+    if constexpr (std::is_same_v<T, float>)
+        return test::poison;
+    else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
+        return T::from_bits(0x5a5a);  // a finite value
+    else
+        return static_cast<T>(0x5a5a5a5a);
 }
 
 template class Guarded<float>;
@@ -145,11 +149,27 @@ std::vector<float> CaseContext::values(std::size_t n, Range range, Specials spec
     float const den = std::numeric_limits<float>::denorm_min();
     float const fmin = std::numeric_limits<float>::min(), fmax = std::numeric_limits<float>::max();
     // The ieee ones first (a NaN with a payload among them: its bits matter to q8_k quantization).
-    static float const special[] = {0.0f,   -0.0f,  inf,     -inf,    std::numeric_limits<float>::quiet_NaN(),
+    static float const special[] = {0.0f,
+                                    -0.0f,
+                                    inf,
+                                    -inf,
+                                    std::numeric_limits<float>::quiet_NaN(),
                                     std::bit_cast<float>(0xffc12345u),
-                                    den,    -den,   3 * den, fmin,    -fmin,
-                                    fmax,   -fmax,  1e-30f,  -1e-30f, 88.72f,
-                                    -87.0f, -104.0f, 1e4f,   -1e4f,   20.0f};
+                                    den,
+                                    -den,
+                                    3 * den,
+                                    fmin,
+                                    -fmin,
+                                    fmax,
+                                    -fmax,
+                                    1e-30f,
+                                    -1e-30f,
+                                    88.72f,
+                                    -87.0f,
+                                    -104.0f,
+                                    1e4f,
+                                    -1e4f,
+                                    20.0f};
     std::size_t const count = specials == Specials::all ? std::size(special) : 11;
     std::mt19937 rng(seed_++);
     std::uniform_real_distribution<float> dist(range.lo, range.hi);
@@ -162,10 +182,12 @@ std::vector<float> CaseContext::values(std::size_t n, Range range, Specials spec
 
 std::vector<float> CaseContext::sweep(float lo, float hi, std::size_t wanted) const {
     wanted = std::min(wanted, target_.max_elements);
-    std::uint32_t const stride = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(0x7f800000u / (wanted / 2 + 1)) | 1);
+    std::uint32_t const stride =
+        std::max<std::uint32_t>(1, static_cast<std::uint32_t>(0x7f800000u / (wanted / 2 + 1)) | 1);
     std::vector<float> in;
     for (std::uint64_t bits = 0; bits < 0x7f800000u; bits += stride)
-        for (float v : {std::bit_cast<float>(static_cast<std::uint32_t>(bits)), -std::bit_cast<float>(static_cast<std::uint32_t>(bits))})
+        for (float v : {std::bit_cast<float>(static_cast<std::uint32_t>(bits)),
+                        -std::bit_cast<float>(static_cast<std::uint32_t>(bits))})
             if (v >= lo && v <= hi) in.push_back(v);
     return in;
 }
@@ -190,7 +212,8 @@ std::vector<float> CaseContext::sweep_all_of(DType type, float lo, float hi) con
     std::vector<float> in;
     for (std::uint32_t bits = 0; bits <= 0xffffu; ++bits) {
         auto const b = static_cast<std::uint16_t>(bits);
-        float const v = type == DType::f16 ? static_cast<float>(half::from_bits(b)) : static_cast<float>(bfloat16::from_bits(b));
+        float const v =
+            type == DType::f16 ? static_cast<float>(half::from_bits(b)) : static_cast<float>(bfloat16::from_bits(b));
         if (v >= lo && v <= hi) in.push_back(v);
     }
     if (in.size() > target_.max_elements) {  // every k-th, to fit the target's budget
@@ -212,8 +235,8 @@ public:
     }
     void report(std::string_view what, Target const& target, std::uint32_t seed) const {
         if (count_ == 0) return;
-        ADD_FAILURE() << what << " on " << target.id << " (seed " << seed << "): " << count_ << " elements outside the tolerance"
-                      << text_;
+        ADD_FAILURE() << what << " on " << target.id << " (seed " << seed << "): " << count_
+                      << " elements outside the tolerance" << text_;
     }
 
 private:
@@ -306,7 +329,8 @@ void CaseContext::expect_equal(Guarded<T> const& out, std::vector<T> const& want
 template <class T>
 void CaseContext::expect_guards(Guarded<T> const& out) {
     if (auto const at = out.changed_guard())
-        ADD_FAILURE() << "an element outside the output view was written (storage element " << *at << ") on " << target_.id;
+        ADD_FAILURE() << "an element outside the output view was written (storage element " << *at << ") on "
+                      << target_.id;
 }
 
 template void CaseContext::expect_equal(Guarded<float> const&, std::vector<float> const&,
@@ -331,9 +355,19 @@ CaseRegistration::CaseRegistration(std::vector<OpCase> cases) {
 }
 
 std::vector<Shape> elementwise_shapes() {
-    return {Shape{0},     Shape{1},        Shape{7},           Shape{64},        Shape{1000},
-            Shape{4097},  Shape{3, 5},     Shape{17, 33},      Shape{4, 9, 130}, Shape{2, 3, 1031},
-            Shape{0, 5},  Shape{200003},   Shape{65535 * 256 + 77}};
+    return {Shape{0},
+            Shape{1},
+            Shape{7},
+            Shape{64},
+            Shape{1000},
+            Shape{4097},
+            Shape{3, 5},
+            Shape{17, 33},
+            Shape{4, 9, 130},
+            Shape{2, 3, 1031},
+            Shape{0, 5},
+            Shape{200003},
+            Shape{65535 * 256 + 77}};
 }
 
 std::string show(float v) {

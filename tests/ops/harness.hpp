@@ -112,11 +112,11 @@ public:
 
     // What element i of an output should be, for expect_close.
     struct Expected {
-        std::function<double(std::size_t)> want;              // the float64 reference
-        std::function<std::string(std::size_t)> describe;     // the inputs, for the message
-        std::function<double(std::size_t)> scale = {};        // of the tolerance (Tolerance); default |want|
-        std::function<double(std::size_t)> magnitude = {};    // of a product (Tolerance::rounding)
-        std::function<double(std::size_t)> want_flushed = {}; // the reference with subnormal inputs read as 0
+        std::function<double(std::size_t)> want;               // the float64 reference
+        std::function<std::string(std::size_t)> describe;      // the inputs, for the message
+        std::function<double(std::size_t)> scale = {};         // of the tolerance (Tolerance); default |want|
+        std::function<double(std::size_t)> magnitude = {};     // of a product (Tolerance::rounding)
+        std::function<double(std::size_t)> want_flushed = {};  // the reference with subnormal inputs read as 0
         // Of the magnitude, on top of the op's rounding: what operands the caller allowed to be
         // rounded on their way into a product add (TF32: 2^-9, 2^-10 for each operand).
         double operand_rounding = 0;

@@ -23,9 +23,9 @@ struct Dims {
 };
 
 std::vector<Dims> product_dims() {
-    return {{1, 1, 1},      {1, 7, 64},      {7, 1, 13},     {5, 3, 0},      {13, 17, 19},    {6, 16, 5},
-            {14, 32, 3},    {64, 64, 64},    {65, 63, 67},   {95, 97, 96},   {1, 1000, 257},  {255, 257, 256},
-            {257, 255, 129}, {31, 97, 1031}, {149, 40, 511}, {3, 4097, 37},  {1000, 1, 512},  {1030, 1100, 20}};
+    return {{1, 1, 1},       {1, 7, 64},     {7, 1, 13},     {5, 3, 0},     {13, 17, 19},   {6, 16, 5},
+            {14, 32, 3},     {64, 64, 64},   {65, 63, 67},   {95, 97, 96},  {1, 1000, 257}, {255, 257, 256},
+            {257, 255, 129}, {31, 97, 1031}, {149, 40, 511}, {3, 4097, 37}, {1000, 1, 512}, {1030, 1100, 20}};
 }
 
 // Products with at least one 128x256 tile per SM (the simulator's 2, an H200's 132), so that a
@@ -55,12 +55,15 @@ std::size_t aligned_output(std::size_t offset) { return offset == 0 ? 1 : 0; }
 void expect_product(CaseContext& ctx, Guarded<float> const& out, ProductReference const& want, std::size_t k,
                     double operand_rounding = 0) {
     double const root_k = std::sqrt(static_cast<double>(std::max<std::size_t>(k, 1)));
-    std::size_t const n = out.tensor().rank() ? static_cast<std::size_t>(out.tensor().shape()[out.tensor().rank() - 1]) : 1;
-    ctx.expect_close(out, {.want = [&](std::size_t i) { return want.value[i]; },
-                           .describe = [&](std::size_t i) { return "out(" + std::to_string(i / n) + ", " + std::to_string(i % n) + ")"; },
-                           .scale = [&](std::size_t i) { return root_k * want.magnitude[i]; },
-                           .magnitude = [&](std::size_t i) { return want.magnitude[i]; },
-                           .operand_rounding = operand_rounding});
+    std::size_t const n =
+        out.tensor().rank() ? static_cast<std::size_t>(out.tensor().shape()[out.tensor().rank() - 1]) : 1;
+    ctx.expect_close(
+        out,
+        {.want = [&](std::size_t i) { return want.value[i]; },
+         .describe = [&](std::size_t i) { return "out(" + std::to_string(i / n) + ", " + std::to_string(i % n) + ")"; },
+         .scale = [&](std::size_t i) { return root_k * want.magnitude[i]; },
+         .magnitude = [&](std::size_t i) { return want.magnitude[i]; },
+         .operand_rounding = operand_rounding});
 }
 
 // Whether the target runs a product of this size in its budget (the simulator's is small).
@@ -77,7 +80,8 @@ void check_matmul(CaseContext& ctx) {
         std::size_t const offset = index++ % 2;  // every other product on views 1 element in
         ctx.attempt([&] {
             Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, aligned_output(offset));
-            matmul_into(ctx.input(av, Shape{d.m, d.k}, offset), ctx.input(bv, Shape{d.k, d.n}, 2 * offset), out.tensor());
+            matmul_into(ctx.input(av, Shape{d.m, d.k}, offset), ctx.input(bv, Shape{d.k, d.n}, 2 * offset),
+                        out.tensor());
             expect_product(ctx, out, product_ref(exact(av), exact(bv), d.m, d.n, d.k, false), d.k);
         });
     }
@@ -127,7 +131,8 @@ void check_tf32_matmul(CaseContext& ctx) {
                 Shape const b_shape = transpose_b ? Shape{d.n, d.k} : Shape{d.k, d.n};
                 matmul_into(ctx.input(av, Shape{d.m, d.k}, 0), ctx.input(bv, b_shape, 0), out.tensor(),
                             {.transpose_b = transpose_b, .allow_tf32 = true});
-                expect_product(ctx, out, product_ref(exact(av), exact(bv), d.m, d.n, d.k, transpose_b), d.k, tf32_rounding);
+                expect_product(ctx, out, product_ref(exact(av), exact(bv), d.m, d.n, d.k, transpose_b), d.k,
+                               tf32_rounding);
             });
         }
     }
@@ -148,7 +153,8 @@ void check_tf32_matmul(CaseContext& ctx) {
 ProductReference batched_product_ref(std::vector<double> const& a, Shape const& a_shape, std::vector<double> const& b,
                                      Shape const& b_shape, Shape const& out_shape, bool b_transposed) {
     std::size_t const rank = out_shape.rank(), m = static_cast<std::size_t>(out_shape[rank - 2]),
-                      n = static_cast<std::size_t>(out_shape[rank - 1]), k = static_cast<std::size_t>(a_shape[a_shape.rank() - 1]);
+                      n = static_cast<std::size_t>(out_shape[rank - 1]),
+                      k = static_cast<std::size_t>(a_shape[a_shape.rank() - 1]);
     auto const matrix_index = [&](Shape const& s, std::vector<std::size_t> const& at) {
         std::size_t index = 0;
         std::size_t const lead = (rank - 2) - (s.rank() - 2);
@@ -163,8 +169,10 @@ ProductReference batched_product_ref(std::vector<double> const& a, Shape const& 
         for (std::size_t d = rank - 2, rest = p; d-- > 0; rest /= static_cast<std::size_t>(out_shape[d]))
             at[d] = rest % static_cast<std::size_t>(out_shape[d]);
         std::size_t const ia = matrix_index(a_shape, at), ib = matrix_index(b_shape, at);
-        std::vector<double> const am(a.begin() + static_cast<std::ptrdiff_t>(ia * m * k), a.begin() + static_cast<std::ptrdiff_t>((ia + 1) * m * k));
-        std::vector<double> const bm(b.begin() + static_cast<std::ptrdiff_t>(ib * k * n), b.begin() + static_cast<std::ptrdiff_t>((ib + 1) * k * n));
+        std::vector<double> const am(a.begin() + static_cast<std::ptrdiff_t>(ia * m * k),
+                                     a.begin() + static_cast<std::ptrdiff_t>((ia + 1) * m * k));
+        std::vector<double> const bm(b.begin() + static_cast<std::ptrdiff_t>(ib * k * n),
+                                     b.begin() + static_cast<std::ptrdiff_t>((ib + 1) * k * n));
         ProductReference const one = product_ref(am, bm, m, n, k, b_transposed);
         r.value.insert(r.value.end(), one.value.begin(), one.value.end());
         r.magnitude.insert(r.magnitude.end(), one.magnitude.begin(), one.magnitude.end());
@@ -181,16 +189,21 @@ void check_batched_matmul(CaseContext& ctx) {
         Shape a, b;
         bool transpose_b;
     };
-    std::vector<Problem> const problems = {
-        {Shape{3, 5, 7, 9}, Shape{3, 5, 9, 4}, false},  {Shape{4, 17, 33}, Shape{33, 6}, false},
-        {Shape{2, 1, 6, 8}, Shape{1, 3, 8, 5}, false},  {Shape{2, 3, 7, 16}, Shape{2, 3, 10, 16}, true},
-        {Shape{0, 3, 4}, Shape{4, 5}, false},           {Shape{2, 3, 0}, Shape{2, 0, 4}, false},
-        {Shape{3, 32, 64}, Shape{3, 64, 32}, false},    {Shape{5, 1, 64}, Shape{5, 40, 64}, true},
-        {Shape{6, 130, 64}, Shape{1, 64, 136}, false},  {Shape{2, 2, 160, 128}, Shape{2, 2, 144, 128}, true},
-        // Enough 128x256 tiles for an H200's warpgroup-MMA kernel: a b shared by the batch
-        // (transposed), then both operands per product.
-        {Shape{6, 1040, 40}, Shape{1544, 40}, true},    {Shape{3, 33, 40}, Shape{3, 40, 24}, false},
-        {Shape{6, 520, 72}, Shape{6, 72, 1032}, false}};
+    std::vector<Problem> const problems = {{Shape{3, 5, 7, 9}, Shape{3, 5, 9, 4}, false},
+                                           {Shape{4, 17, 33}, Shape{33, 6}, false},
+                                           {Shape{2, 1, 6, 8}, Shape{1, 3, 8, 5}, false},
+                                           {Shape{2, 3, 7, 16}, Shape{2, 3, 10, 16}, true},
+                                           {Shape{0, 3, 4}, Shape{4, 5}, false},
+                                           {Shape{2, 3, 0}, Shape{2, 0, 4}, false},
+                                           {Shape{3, 32, 64}, Shape{3, 64, 32}, false},
+                                           {Shape{5, 1, 64}, Shape{5, 40, 64}, true},
+                                           {Shape{6, 130, 64}, Shape{1, 64, 136}, false},
+                                           {Shape{2, 2, 160, 128}, Shape{2, 2, 144, 128}, true},
+                                           // Enough 128x256 tiles for an H200's warpgroup-MMA kernel: a b shared by the
+                                           // batch (transposed), then both operands per product.
+                                           {Shape{6, 1040, 40}, Shape{1544, 40}, true},
+                                           {Shape{3, 33, 40}, Shape{3, 40, 24}, false},
+                                           {Shape{6, 520, 72}, Shape{6, 72, 1032}, false}};
     for (std::size_t i = 0; i < problems.size(); ++i) {
         Problem const& p = problems[i];
         if (p.a.numel() * static_cast<std::size_t>(p.transpose_b ? p.b[p.b.rank() - 2] : p.b[p.b.rank() - 1]) >
@@ -219,14 +232,16 @@ template <class T, HalfPrecision O>
 void check_rounded_products(CaseContext& ctx) {
     double const rounding = std::is_same_v<O, half> ? 0x1p-11 : 0x1p-8;
     double const linear_operands = tolerance(Op::linear, dtype_of<T>, ctx.target().kind).rounding;
-    auto const expect = [&](Guarded<O> const& out, ProductReference const& want, std::size_t k, std::string const& what) {
+    auto const expect = [&](Guarded<O> const& out, ProductReference const& want, std::size_t k,
+                            std::string const& what) {
         std::vector<O> const got = out.values();
         ASSERT_EQ(got.size(), want.value.size());
         double const root_k = std::sqrt(static_cast<double>(std::max<std::size_t>(k, 1)));
         double const operands = what.starts_with("linear") ? linear_operands : 0.0;
         for (std::size_t i = 0; i < got.size(); ++i) {
             double const g = static_cast<float>(got[i]), w = want.value[i];
-            double const bound = 1e-4 * root_k * want.magnitude[i] + operands * want.magnitude[i] + rounding * std::abs(w) + 1e-30;
+            double const bound =
+                1e-4 * root_k * want.magnitude[i] + operands * want.magnitude[i] + rounding * std::abs(w) + 1e-30;
             ASSERT_LE(std::abs(g - w), bound) << what << " element " << i << " on " << ctx.target().id;
         }
         ctx.expect_guards(out);
@@ -271,7 +286,8 @@ void check_linear(CaseContext& ctx) {
         std::size_t const offset = index++ % 2;
         ctx.attempt([&] {
             Guarded<float> out = ctx.output<float>(Shape{d.m, d.n}, aligned_output(offset));
-            linear_into(ctx.input(xv, Shape{d.m, d.k}, 2 * offset), ctx.input(wv, Shape{d.n, d.k}, offset), out.tensor());
+            linear_into(ctx.input(xv, Shape{d.m, d.k}, 2 * offset), ctx.input(wv, Shape{d.n, d.k}, offset),
+                        out.tensor());
             expect_product(ctx, out, product_ref(exact(xv), exact(wv), d.m, d.n, d.k, true), d.k);
         });
     }
@@ -303,7 +319,8 @@ void check_linear_bias(CaseContext& ctx) {
     struct Dims3 {
         std::size_t m, n, k;
     };
-    for (Dims3 d : {Dims3{1, 7, 40}, Dims3{5, 33, 130}, Dims3{64, 96, 256}, Dims3{0, 5, 8}, Dims3{130, 136, 64}, Dims3{3, 8, 0}}) {
+    for (Dims3 d : {Dims3{1, 7, 40}, Dims3{5, 33, 130}, Dims3{64, 96, 256}, Dims3{0, 5, 8}, Dims3{130, 136, 64},
+                    Dims3{3, 8, 0}}) {
         if (!fits(ctx, {d.m, d.n, d.k})) continue;
         SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k));
         std::vector<float> const xv = ctx.values(d.m * d.k, {-1, 1}, Specials::none);
@@ -338,15 +355,20 @@ void check_kquant_linear(CaseContext& ctx) {
     struct Shape3 {
         std::size_t m, n, k, first_row;  // first_row: the weights are rows [first_row, first_row + n) of a tensor
     };
-    std::vector<Shape3> shapes{{1, 7, 256, 0},    {1, 70, 2048, 0}, {1, 37, 2304, 0}, {1, 33, 256, 3},
-                               {2, 70, 2048, 0},  {2, 37, 2304, 5}, {3, 50, 1024, 0}, {4, 16, 512, 0},
-                               {5, 33, 512, 0},   {8, 9, 2048, 0},  {9, 40, 768, 0},  {16, 33, 768, 0},
-                               {17, 20, 512, 0},  {64, 300, 768, 0}, {3, 8200, 256, 0}, {1, 3, 32768, 0},
+    std::vector<Shape3> shapes{{1, 7, 256, 0},    {1, 70, 2048, 0},  {1, 37, 2304, 0},    {1, 33, 256, 3},
+                               {2, 70, 2048, 0},  {2, 37, 2304, 5},  {3, 50, 1024, 0},    {4, 16, 512, 0},
+                               {5, 33, 512, 0},   {8, 9, 2048, 0},   {9, 40, 768, 0},     {16, 33, 768, 0},
+                               {17, 20, 512, 0},  {64, 300, 768, 0}, {3, 8200, 256, 0},   {1, 3, 32768, 0},
                                {2, 1000, 256, 1}, {72, 136, 256, 0}, {520, 1040, 512, 0}, {0, 5, 256, 0}};
     // Blocks of 32: rows that end inside a 256-value activation block, on both paths.
     if constexpr (block_values_of<W> != quant_block_values)
-        for (Shape3 s : std::initializer_list<Shape3>{{1, 9, 32, 0}, {1, 21, 96, 2}, {3, 17, 2080, 0}, {2, 13, 288, 0},
-                                                      {16, 30, 160, 0}, {20, 30, 160, 0}, {33, 70, 2336, 1}})
+        for (Shape3 s : std::initializer_list<Shape3>{{1, 9, 32, 0},
+                                                      {1, 21, 96, 2},
+                                                      {3, 17, 2080, 0},
+                                                      {2, 13, 288, 0},
+                                                      {16, 30, 160, 0},
+                                                      {20, 30, 160, 0},
+                                                      {33, 70, 2336, 1}})
             shapes.push_back(s);
     // The activations' mode applies to the CPU's and CUDA's integer dot products; Vulkan's GEMV
     // reads x as f32 (docs/ops.md).
@@ -366,7 +388,8 @@ void check_kquant_linear(CaseContext& ctx) {
                          std::to_string(s.k) + (s.first_row ? ", rows from " + std::to_string(s.first_row) : ""));
             std::size_t const rows = s.first_row + s.n;
             // Quantized on the CPU (where the GPU backends quantize the weight types anyway), then moved.
-            Tensor<W> const host = quantize<W>(Tensor<float>::from(ctx.values(rows * s.k, {-1, 1}, Specials::none), {rows, s.k}));
+            Tensor<W> const host =
+                quantize<W>(Tensor<float>::from(ctx.values(rows * s.k, {-1, 1}, Specials::none), {rows, s.k}));
             auto const first = static_cast<std::int64_t>(s.first_row), end = static_cast<std::int64_t>(rows);
             Tensor<W> const w = host.to(ctx.device()).slice(first, end);
             std::vector<float> const wv = dequantize(host.slice(first, end)).to_vector();
@@ -379,8 +402,8 @@ void check_kquant_linear(CaseContext& ctx) {
                 ran = true;
             });
             if (!ran) continue;
-            ProductReference const want =
-                product_ref(std::vector<double>(xv.begin(), xv.end()), std::vector<double>(wv.begin(), wv.end()), s.m, s.n, s.k, true);
+            ProductReference const want = product_ref(std::vector<double>(xv.begin(), xv.end()),
+                                                      std::vector<double>(wv.begin(), wv.end()), s.m, s.n, s.k, true);
             // The norm of ref at its typical size at least: a single output may cancel to almost 0.
             double typical = 0;
             for (double m : want.magnitude) typical += m * m / static_cast<double>(s.k);
@@ -396,10 +419,13 @@ void check_kquant_linear(CaseContext& ctx) {
             if (index % 2 != 0 || mode != modes.front()) continue;
             std::vector<float> const bv = ctx.values(s.n, {-4, 4}, Specials::none);
             Guarded<float> biased = ctx.output<float>(Shape{s.m, s.n}, 1);
-            ctx.attempt([&] { linear_into(ctx.input(xv, Shape{s.m, s.k}, 0), w, ctx.input(bv, Shape{s.n}, 1), biased.tensor()); });
+            ctx.attempt([&] {
+                linear_into(ctx.input(xv, Shape{s.m, s.k}, 0), w, ctx.input(bv, Shape{s.n}, 1), biased.tensor());
+            });
             std::vector<float> const with_bias = biased.values();
             for (std::size_t i = 0; i < got.size(); ++i)
-                ASSERT_EQ(with_bias[i], got[i] + bv[i % s.n]) << "with bias, element " << i << " on " << ctx.target().id;
+                ASSERT_EQ(with_bias[i], got[i] + bv[i % s.n])
+                    << "with bias, element " << i << " on " << ctx.target().id;
             ctx.expect_guards(biased);
         }
     }
@@ -409,31 +435,34 @@ void check_kquant_linear(CaseContext& ctx) {
     float const nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
     for (std::size_t const m : {std::size_t{1}, std::size_t{3}, std::size_t{20}})
         for (auto const& [first, last] : {std::pair{nan, inf}, std::pair{inf, nan}}) {
-        std::size_t const n = 33, k = 512;
-        if (!fits(ctx, {m, n, k})) continue;
-        SCOPED_TRACE("non-finite x, " + std::to_string(m) + " rows, " + std::to_string(first) + " in row 0");
-        Tensor<W> const w = quantize<W>(Tensor<float>::from(ctx.values(n * k, {-1, 1}, Specials::none), {n, k})).to(ctx.device());
-        std::vector<float> const clean = activation_like(m, k, ctx.seed() + 11);
-        std::vector<float> poisoned = clean;
-        poisoned[5] = first;                                  // row 0
-        if (m > 1) poisoned[(m - 1) * k + 300] = last;        // the last row
-        Guarded<float> out = ctx.output<float>(Shape{m, n}, 1), want = ctx.output<float>(Shape{m, n}, 2);
-        bool ran = false;
-        ctx.attempt([&] {
-            linear_into(ctx.input(poisoned, Shape{m, k}, 0), w, out.tensor());
-            linear_into(ctx.input(clean, Shape{m, k}, 0), w, want.tensor());
-            ran = true;
-        });
-        if (!ran) continue;
-        std::vector<float> const got = out.values(), expected = want.values();
-        for (std::size_t i = 0; i < m; ++i)
-            for (std::size_t j = 0; j < n; ++j) {
-                float const v = got[i * n + j], e = expected[i * n + j];
-                if (i == 0 || i == m - 1) EXPECT_FALSE(std::isfinite(v)) << "row " << i << " column " << j << ": " << v;
-                else EXPECT_NEAR(v, e, 1e-5 * (1 + std::abs(e))) << "row " << i << " column " << j;
-            }
-        ctx.expect_guards(out);
-    }
+            std::size_t const n = 33, k = 512;
+            if (!fits(ctx, {m, n, k})) continue;
+            SCOPED_TRACE("non-finite x, " + std::to_string(m) + " rows, " + std::to_string(first) + " in row 0");
+            Tensor<W> const w =
+                quantize<W>(Tensor<float>::from(ctx.values(n * k, {-1, 1}, Specials::none), {n, k})).to(ctx.device());
+            std::vector<float> const clean = activation_like(m, k, ctx.seed() + 11);
+            std::vector<float> poisoned = clean;
+            poisoned[5] = first;                            // row 0
+            if (m > 1) poisoned[(m - 1) * k + 300] = last;  // the last row
+            Guarded<float> out = ctx.output<float>(Shape{m, n}, 1), want = ctx.output<float>(Shape{m, n}, 2);
+            bool ran = false;
+            ctx.attempt([&] {
+                linear_into(ctx.input(poisoned, Shape{m, k}, 0), w, out.tensor());
+                linear_into(ctx.input(clean, Shape{m, k}, 0), w, want.tensor());
+                ran = true;
+            });
+            if (!ran) continue;
+            std::vector<float> const got = out.values(), expected = want.values();
+            for (std::size_t i = 0; i < m; ++i)
+                for (std::size_t j = 0; j < n; ++j) {
+                    float const v = got[i * n + j], e = expected[i * n + j];
+                    if (i == 0 || i == m - 1)
+                        EXPECT_FALSE(std::isfinite(v)) << "row " << i << " column " << j << ": " << v;
+                    else
+                        EXPECT_NEAR(v, e, 1e-5 * (1 + std::abs(e))) << "row " << i << " column " << j;
+                }
+            ctx.expect_guards(out);
+        }
 }
 
 // swiglu_linear and rms_norm_linear: the input formed in float64 from the stored operands (silu(gate)
@@ -483,7 +512,8 @@ void check_formed_linear(CaseContext& ctx) {
         std::vector<double> wv;
         Tensor<W> const w = [&] {
             if constexpr (quantized) {
-                Tensor<W> const host = quantize<W>(Tensor<float>::from(ctx.values(p.n * p.k, {-1, 1}, Specials::none), {p.n, p.k}));
+                Tensor<W> const host =
+                    quantize<W>(Tensor<float>::from(ctx.values(p.n * p.k, {-1, 1}, Specials::none), {p.n, p.k}));
                 std::vector<float> const dequantized = dequantize(host).to_vector();
                 wv.assign(dequantized.begin(), dequantized.end());
                 return host.to(ctx.device());
@@ -500,7 +530,8 @@ void check_formed_linear(CaseContext& ctx) {
             double const scale = 1.0 / std::sqrt(squares / static_cast<double>(p.k) + eps);
             for (std::size_t c = 0; c < p.k; ++c) {
                 double const x = xv[i * p.k + c];
-                formed[i * p.k + c] = p.rms_norm ? x * scale * second[c] : x / (1.0 + std::exp(-x)) * second[i * p.k + c];
+                formed[i * p.k + c] =
+                    p.rms_norm ? x * scale * second[c] : x / (1.0 + std::exp(-x)) * second[i * p.k + c];
             }
         }
         ProductReference want = product_ref(formed, wv, p.m, p.n, p.k, true);
@@ -516,10 +547,14 @@ void check_formed_linear(CaseContext& ctx) {
         bool ran = false;
         ctx.attempt([&] {
             Tensor<float> const bias = ctx.input(bv, Shape{p.n}, 0);
-            if (p.rms_norm && p.bias) rms_norm_linear_into(x, operand, eps, w, bias, out.tensor());
-            else if (p.rms_norm) rms_norm_linear_into(x, operand, eps, w, out.tensor());
-            else if (p.bias) swiglu_linear_into(x, operand, w, bias, out.tensor());
-            else swiglu_linear_into(x, operand, w, out.tensor());
+            if (p.rms_norm && p.bias)
+                rms_norm_linear_into(x, operand, eps, w, bias, out.tensor());
+            else if (p.rms_norm)
+                rms_norm_linear_into(x, operand, eps, w, out.tensor());
+            else if (p.bias)
+                swiglu_linear_into(x, operand, w, bias, out.tensor());
+            else
+                swiglu_linear_into(x, operand, w, out.tensor());
             ran = true;
         });
         if (!ran) continue;
@@ -532,7 +567,8 @@ void check_formed_linear(CaseContext& ctx) {
                 den += want.value[i] * want.value[i];
                 typical += want.magnitude[i] * want.magnitude[i] / static_cast<double>(p.k);
             }
-            EXPECT_LE(std::sqrt(num / std::max({den, typical, 1e-300})), ctx.tolerance().rel) << "on " << ctx.target().id;
+            EXPECT_LE(std::sqrt(num / std::max({den, typical, 1e-300})), ctx.tolerance().rel)
+                << "on " << ctx.target().id;
         } else {
             expect_product(ctx, out, want, p.k, 0x1p-22);
         }
@@ -542,8 +578,10 @@ void check_formed_linear(CaseContext& ctx) {
         std::size_t const k = quantized ? 256 : 64;
         Tensor<W> const w = [&] {
             std::vector<float> const values = ctx.values(3 * k, {-1, 1}, Specials::none);
-            if constexpr (quantized) return quantize<W>(Tensor<float>::from(values, {3, k})).to(ctx.device());
-            else return ctx.input(as<W>(values), Shape{3, k}, 0);
+            if constexpr (quantized)
+                return quantize<W>(Tensor<float>::from(values, {3, k})).to(ctx.device());
+            else
+                return ctx.input(as<W>(values), Shape{3, k}, 0);
         }();
         Tensor<float> const x = ctx.input(ctx.values(2 * k, {-1, 1}, Specials::none), Shape{2, k}, 0);
         Tensor<float> const up = ctx.input(ctx.values(2 * k, {-1, 1}, Specials::none), Shape{2, k}, 0);

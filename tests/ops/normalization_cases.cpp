@@ -27,15 +27,20 @@ void check(CaseContext& ctx, Op op, bool affine) {
         Guarded<T> out = ctx.output<T>(shape, offset + 1);
         Tensor<T> const x = ctx.input(xt, shape, offset);
         Tensor<T> const g = ctx.input(gt, Shape{cols}, offset + 2), b = ctx.input(bt, Shape{cols}, 3 * offset);
-        if (layer) affine ? layer_norm_into(x, g, b, eps, out.tensor()) : layer_norm_into(x, eps, out.tensor());
-        else affine ? rms_norm_into(x, g, eps, out.tensor()) : rms_norm_into(x, eps, out.tensor());
+        if (layer)
+            affine ? layer_norm_into(x, g, b, eps, out.tensor()) : layer_norm_into(x, eps, out.tensor());
+        else
+            affine ? rms_norm_into(x, g, eps, out.tensor()) : rms_norm_into(x, eps, out.tensor());
         std::vector<double> const n = normalised_ref(v, cols, layer, eps);
         auto gamma = [&](std::size_t i) { return affine ? double(gv[i % cols]) : 1.0; };
         auto beta = [&](std::size_t i) { return affine && layer ? double(bv[i % cols]) : 0.0; };
-        ctx.expect_close(
-            out, {.want = [&](std::size_t i) { return n[i] * gamma(i) + beta(i); },
-                  .describe = [&](std::size_t i) { return "row " + std::to_string(i / cols) + ", column " + std::to_string(i % cols); },
-                  .scale = [&](std::size_t i) { return std::abs(n[i] * gamma(i)) + std::abs(beta(i)); }});
+        ctx.expect_close(out, {.want = [&](std::size_t i) { return n[i] * gamma(i) + beta(i); },
+                               .describe =
+                                   [&](std::size_t i) {
+                                       return "row " + std::to_string(i / cols) + ", column " +
+                                              std::to_string(i % cols);
+                                   },
+                               .scale = [&](std::size_t i) { return std::abs(n[i] * gamma(i)) + std::abs(beta(i)); }});
     };
     std::vector<Shape> const shapes = ctx.shapes(row_shapes());
     for (std::size_t s = 0; s < shapes.size(); ++s) {
@@ -60,8 +65,10 @@ void check(CaseContext& ctx, Op op, bool affine) {
     std::vector<T> const v = rounded_to<T>(ctx.values(9 * 300, {-6, 9}, Specials::none));
     Tensor<T> x = ctx.input(v, Shape{9, 300});
     std::vector<T> const want = (layer ? layer_norm(x, eps) : rms_norm(x, eps)).to_vector();
-    if (layer) layer_norm_into(x, eps, x);
-    else rms_norm_into(x, eps, x);
+    if (layer)
+        layer_norm_into(x, eps, x);
+    else
+        rms_norm_into(x, eps, x);
     EXPECT_EQ(x.to_vector(), want) << "in place differs from the returning form";
 }
 

@@ -32,7 +32,9 @@ std::vector<Param> params() {
     return p;
 }
 
-void PrintTo(Param const& p, std::ostream* os) { *os << op_cases()[p.op_case].name << " on " << targets()[p.target].id; }
+void PrintTo(Param const& p, std::ostream* os) {
+    *os << op_cases()[p.op_case].name << " on " << targets()[p.target].id;
+}
 
 std::string param_name(::testing::TestParamInfo<Param> const& info) {
     return op_cases()[info.param.op_case].name + "_on_" + targets()[info.param.target].id;
@@ -73,9 +75,11 @@ TEST_P(OpCaseTest, MatchesFloat64) {
             GTEST_SKIP() << "the PTX simulator does not model a kernel of this case: " << e.what();
         }
         bool const none_ran = ctx.not_simulated() > 0 && !::testing::Test::HasFailure() && ctx.problems_run() == 0;
-        if (none_ran) GTEST_SKIP() << "the PTX simulator does not model this case's kernels: " << ctx.not_simulated_reason();
+        if (none_ran)
+            GTEST_SKIP() << "the PTX simulator does not model this case's kernels: " << ctx.not_simulated_reason();
         if (ctx.not_simulated() > 0)
-            std::cout << ctx.not_simulated() << " problems of this case not run: their kernels use instructions the PTX "
+            std::cout << ctx.not_simulated()
+                      << " problems of this case not run: their kernels use instructions the PTX "
                       << "simulator does not model (" << ctx.not_simulated_reason() << ")\n";
         if (ctx.flushed_results() > 0)
             std::cout << device.name() << " flushes float32 subnormals: " << ctx.flushed_results()
@@ -83,7 +87,8 @@ TEST_P(OpCaseTest, MatchesFloat64) {
     }
     if (device.kind() == DeviceKind::vulkan) {
         device.synchronize();
-        EXPECT_EQ(validation_message_count(), validation_messages) << "the validation layer reported messages (logged above)";
+        EXPECT_EQ(validation_message_count(), validation_messages)
+            << "the validation layer reported messages (logged above)";
     }
     // Native everywhere, except where the backends document that they run a case on the CPU.
     Stats const s = stats();
@@ -144,7 +149,8 @@ Probe probe(Op op, DType dtype) {
         case OpFamily::binary: return {op::Binary{op}, {x, x}, {x}};
         case OpFamily::reduction:
             if (op == Op::dot) return {op::Dot{}, {x, x}, {view(DType::f32, {})}};
-            return {op::Reduce{op, {1, std::size_t(rows * cols), 1}}, {x},
+            return {op::Reduce{op, {1, std::size_t(rows * cols), 1}},
+                    {x},
                     {view(is_arg_reduction(op) ? DType::i64 : DType::f32, {})}};
         case OpFamily::softmax: return {op::Softmax{op}, {x}, {x}};
         case OpFamily::normalization: {
@@ -155,7 +161,8 @@ Probe probe(Op op, DType dtype) {
             std::size_t const m = 32, n = 512, k = 1024;
             bool const lin = op == Op::linear;
             TensorView const a = view(lin ? DType::f32 : dtype, {std::int64_t(m), std::int64_t(k)});
-            TensorView const b = lin ? view(dtype, {std::int64_t(n), std::int64_t(k)}) : view(dtype, {std::int64_t(k), std::int64_t(n)});
+            TensorView const b =
+                lin ? view(dtype, {std::int64_t(n), std::int64_t(k)}) : view(dtype, {std::int64_t(k), std::int64_t(n)});
             return {op::Matmul{op, {m, n, k, lin}}, {a, b}, {view(DType::f32, {std::int64_t(m), std::int64_t(n)})}};
         }
         case OpFamily::quantization:
@@ -164,7 +171,8 @@ Probe probe(Op op, DType dtype) {
         case OpFamily::conversion: return {op::Cast{}, {view(dtype, {rows, cols})}, {x}};
         case OpFamily::layout: return {op::Copy{}, {view(dtype, {rows, cols})}, {view(dtype, {rows, cols})}};
         case OpFamily::gather:
-            return {op::Gather{op, 1, std::size_t(rows), std::size_t(cols)}, {view(dtype, {rows, cols}), view(DType::i32, {16})},
+            return {op::Gather{op, 1, std::size_t(rows), std::size_t(cols)},
+                    {view(dtype, {rows, cols}), view(DType::i32, {16})},
                     {view(dtype, {16, cols})}};
         case OpFamily::rotary: {
             TensorView const t = view(dtype, {16, 8, 128});
@@ -176,13 +184,25 @@ Probe probe(Op op, DType dtype) {
             return {a, {q, kv, kv}, {q}};
         }
         case OpFamily::convolution: {
-            op::Conv2dShape c{.n = 2, .c = 16, .h = 20, .w = 20, .o = 32, .kh = 3, .kw = 3, .oh = 20, .ow = 20,
-                              .pad_h = 1, .pad_w = 1};
-            return {op::Conv2d{op, c}, {view(dtype, {2, 16, 20, 20}), view(dtype, {32, 16, 3, 3})},
+            op::Conv2dShape c{.n = 2,
+                              .c = 16,
+                              .h = 20,
+                              .w = 20,
+                              .o = 32,
+                              .kh = 3,
+                              .kw = 3,
+                              .oh = 20,
+                              .ow = 20,
+                              .pad_h = 1,
+                              .pad_w = 1};
+            return {op::Conv2d{op, c},
+                    {view(dtype, {2, 16, 20, 20}), view(dtype, {32, 16, 3, 3})},
                     {view(dtype, {2, 32, 20, 20})}};
         }
         case OpFamily::pooling:
-            return {op::Pool2d{op, 32, 20, 20, 10, 10, 2, 2, 2, 2}, {view(dtype, {32, 20, 20})}, {view(dtype, {32, 10, 10})}};
+            return {op::Pool2d{op, 32, 20, 20, 10, 10, 2, 2, 2, 2},
+                    {view(dtype, {32, 20, 20})},
+                    {view(dtype, {32, 10, 10})}};
     }
     return {};
 }
@@ -212,7 +232,8 @@ TEST(OpSupport, Matrix) {
             table << '\n';
         }
     std::cout << "Devices:\n";
-    for (auto* b : backends) std::cout << "  " << detail::make_device(b->kind(), b->index()).id() << ": " << b->name() << '\n';
+    for (auto* b : backends)
+        std::cout << "  " << detail::make_device(b->kind(), b->index()).id() << ": " << b->name() << '\n';
     std::cout << '\n' << table.str();
 #if RAYO_TEST_SIMULATED_CUDA
     unregister_simulated_cuda();

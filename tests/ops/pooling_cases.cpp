@@ -51,12 +51,13 @@ Window reference(Op op, PoolCase const& c, bool count_include_pad, std::vector<f
 }
 
 template <class T>
-void run_case(CaseContext& ctx, Op op, PoolCase const& c, bool count_include_pad, Specials specials, std::size_t offset) {
+void run_case(CaseContext& ctx, Op op, PoolCase const& c, bool count_include_pad, Specials specials,
+              std::size_t offset) {
     std::array<int, 2> const stride = c.stride.value_or(c.kernel);
-    SCOPED_TRACE("x " + c.shape.to_string() + ", kernel (" + std::to_string(c.kernel[0]) + ", " + std::to_string(c.kernel[1]) +
-                 "), stride (" + std::to_string(stride[0]) + ", " + std::to_string(stride[1]) + "), padding (" +
-                 std::to_string(c.padding[0]) + ", " + std::to_string(c.padding[1]) + ")" +
-                 (count_include_pad ? "" : ", padding not counted"));
+    SCOPED_TRACE("x " + c.shape.to_string() + ", kernel (" + std::to_string(c.kernel[0]) + ", " +
+                 std::to_string(c.kernel[1]) + "), stride (" + std::to_string(stride[0]) + ", " +
+                 std::to_string(stride[1]) + "), padding (" + std::to_string(c.padding[0]) + ", " +
+                 std::to_string(c.padding[1]) + ")" + (count_include_pad ? "" : ", padding not counted"));
     std::vector<T> const xt = rounded_to<T>(ctx.values(c.shape.numel(), {-4, 4}, specials));
     std::vector<float> const x(xt.begin(), xt.end());
     std::size_t const r = c.shape.rank();
@@ -65,17 +66,20 @@ void run_case(CaseContext& ctx, Op op, PoolCase const& c, bool count_include_pad
     dims[r - 1] = (dims[r - 1] + 2 * c.padding[1] - c.kernel[1]) / stride[1] + 1;
     auto const oh = static_cast<std::size_t>(dims[r - 2]), ow = static_cast<std::size_t>(dims[r - 1]);
     Guarded<T> out = ctx.output<T>(Shape(dims), offset % 3 + 1);
-    Pool2dParams const params{.kernel = c.kernel, .stride = c.stride, .padding = c.padding,
-                              .count_include_pad = count_include_pad};
+    Pool2dParams const params{
+        .kernel = c.kernel, .stride = c.stride, .padding = c.padding, .count_include_pad = count_include_pad};
     Tensor<T> const in = ctx.input(xt, c.shape, offset % 2);
-    if (op == Op::max_pool2d) max_pool2d_into(in, params, out.tensor());
-    else avg_pool2d_into(in, params, out.tensor());
+    if (op == Op::max_pool2d)
+        max_pool2d_into(in, params, out.tensor());
+    else
+        avg_pool2d_into(in, params, out.tensor());
     auto at = [&](std::size_t e) { return reference(op, c, count_include_pad, x, e / (oh * ow), e / ow % oh, e % ow); };
     ctx.expect_close(out, {.want = [&](std::size_t e) { return at(e).value; },
-                           .describe = [&](std::size_t e) {
-                               return "plane " + std::to_string(e / (oh * ow)) + ", output (" + std::to_string(e / ow % oh) +
-                                      ", " + std::to_string(e % ow) + ")";
-                           },
+                           .describe =
+                               [&](std::size_t e) {
+                                   return "plane " + std::to_string(e / (oh * ow)) + ", output (" +
+                                          std::to_string(e / ow % oh) + ", " + std::to_string(e % ow) + ")";
+                               },
                            .scale = [&](std::size_t e) { return at(e).scale; },
                            .magnitude = [&](std::size_t e) { return std::abs(at(e).value); }});
 }
@@ -112,8 +116,10 @@ void check_pool(CaseContext& ctx, Op op, bool count_include_pad) {
     std::vector<T> const got = (op == Op::max_pool2d ? max_pool2d(x) : avg_pool2d(x)).to_vector();
     ASSERT_EQ(got.size(), 2u * 2 * 2);
     Guarded<T> out = ctx.output<T>(Shape{2, 2, 2});
-    if (op == Op::max_pool2d) max_pool2d_into(x, {}, out.tensor());
-    else avg_pool2d_into(x, {}, out.tensor());
+    if (op == Op::max_pool2d)
+        max_pool2d_into(x, {}, out.tensor());
+    else
+        avg_pool2d_into(x, {}, out.tensor());
     EXPECT_EQ(got, out.values()) << "the returning form differs on " << ctx.target().id;
 }
 

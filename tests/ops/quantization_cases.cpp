@@ -18,7 +18,7 @@ namespace {
 // Shapes in whole blocks of B: for the 32-value blocks also rows of odd block counts.
 template <QuantBlock B>
 std::vector<Shape> value_shapes() {
-    std::vector<Shape> shapes{Shape{1, 256}, Shape{3, 512},      Shape{7, 2304},  Shape{64, 1024},
+    std::vector<Shape> shapes{Shape{1, 256}, Shape{3, 512},    Shape{7, 2304},  Shape{64, 1024},
                               Shape{0, 256}, Shape{2, 3, 256}, Shape{1000, 256}};
     if constexpr (block_values_of<B> != quant_block_values)
         for (Shape s : {Shape{1, 32}, Shape{5, 96}, Shape{3, 2080}, Shape{0, 32}, Shape{33, 224}}) shapes.push_back(s);
@@ -62,8 +62,8 @@ void check_quantize(CaseContext& ctx) {
         std::size_t wrong = 0, first = 0;
         for (std::size_t b = 0; b < want.size(); ++b)
             if (std::memcmp(&got[blocks + b], &want[b], sizeof(B)) != 0 && wrong++ == 0) first = b;
-        EXPECT_EQ(wrong, 0u) << "blocks differ from the reference on " << ctx.target().id << ", the first is block " << first
-                             << " (seed " << ctx.seed() << ")";
+        EXPECT_EQ(wrong, 0u) << "blocks differ from the reference on " << ctx.target().id << ", the first is block "
+                             << first << " (seed " << ctx.seed() << ")";
         B const p = poison_block<B>();
         for (std::size_t b = 0; b < blocks; ++b) {
             EXPECT_EQ(std::memcmp(&got[b], &p, sizeof(B)), 0) << "a block before the output view was written";
@@ -85,7 +85,8 @@ void check_dequantize(CaseContext& ctx) {
             // that flushes subnormals reads a subnormal f32 scale (q8_k's) as 0: not here.
             std::mt19937 rng(ctx.seed());
             for (B& b : q) {
-                for (std::size_t i = 0; i < sizeof(B); ++i) reinterpret_cast<unsigned char*>(&b)[i] = static_cast<unsigned char>(rng());
+                for (std::size_t i = 0; i < sizeof(B); ++i)
+                    reinterpret_cast<unsigned char*>(&b)[i] = static_cast<unsigned char>(rng());
                 if constexpr (std::same_as<B, q8_k>)
                     if (ctx.flushes_subnormals()) b.d = flush(b.d);
             }

@@ -21,9 +21,8 @@ constexpr float nan = std::numeric_limits<float>::quiet_NaN();
 // partial results a second pass combines.
 std::vector<std::size_t> whole_sizes() { return {1, 7, 255, 2049, 4097, 40001, 1000003, std::size_t{1} << 22}; }
 std::vector<Shape> axis_shapes() {
-    return {Shape{1, 1},      Shape{3, 7},       Shape{64, 1000},  Shape{2, 33333},   Shape{1, 100000},
-            Shape{100000, 8}, Shape{5, 3, 7},    Shape{2, 3000, 5}, Shape{5, 300, 64}, Shape{1000, 3},
-            Shape{300000, 3}, Shape{4, 9, 130}};
+    return {Shape{1, 1},    Shape{3, 7},       Shape{64, 1000},   Shape{2, 33333}, Shape{1, 100000}, Shape{100000, 8},
+            Shape{5, 3, 7}, Shape{2, 3000, 5}, Shape{5, 300, 64}, Shape{1000, 3},  Shape{300000, 3}, Shape{4, 9, 130}};
 }
 
 // Few distinct values (many ties), a row of -inf, a row of ±inf, and NaNs in the third row and
@@ -44,32 +43,42 @@ std::vector<float> awkward_values(Shape const& shape, std::uint32_t seed) {
 // Runs `op` over `axis` of x (`values` rounded to T; everything when axis < 0) into a guarded output
 // and checks it.
 template <class T>
-void check_reduction(CaseContext& ctx, Op op, std::vector<float> const& values, Shape const& shape, int axis, bool keepdim) {
+void check_reduction(CaseContext& ctx, Op op, std::vector<float> const& values, Shape const& shape, int axis,
+                     bool keepdim) {
     SCOPED_TRACE("shape " + shape.to_string() + ", axis " + std::to_string(axis) + (keepdim ? ", keepdim" : ""));
     std::vector<T> const stored = rounded_to<T>(values);
     std::vector<float> const v(stored.begin(), stored.end());
     Tensor<T> const x = ctx.input(stored, shape);
     ReductionReference const r = reduction_ref(v, shape, axis);
-    double const n = static_cast<double>(axis < 0 ? v.size() : static_cast<std::size_t>(shape[static_cast<std::size_t>(axis)]));
+    double const n =
+        static_cast<double>(axis < 0 ? v.size() : static_cast<std::size_t>(shape[static_cast<std::size_t>(axis)]));
     Shape const out_shape = axis < 0 ? Shape{} : sum(x, axis, keepdim).shape();
     auto where = [&](std::size_t i) { return "output " + std::to_string(i); };
     if (is_arg_reduction(op)) {
         Guarded<std::int64_t> out = ctx.output<std::int64_t>(out_shape);
-        if (axis < 0) (op == Op::argmax ? argmax_into(x, out.tensor()) : argmin_into(x, out.tensor()));
-        else (op == Op::argmax ? argmax_into(x, axis, keepdim, out.tensor()) : argmin_into(x, axis, keepdim, out.tensor()));
+        if (axis < 0)
+            (op == Op::argmax ? argmax_into(x, out.tensor()) : argmin_into(x, out.tensor()));
+        else
+            (op == Op::argmax ? argmax_into(x, axis, keepdim, out.tensor())
+                              : argmin_into(x, axis, keepdim, out.tensor()));
         ctx.expect_equal(out, op == Op::argmax ? r.argmax : r.argmin, where);
         return;
     }
     Guarded<float> out = ctx.output<float>(out_shape);
     using Form = void (*)(Tensor<T> const&, Tensor<float> const&);
     using AxisForm = void (*)(Tensor<T> const&, int, bool, Tensor<float> const&);
-    Form const whole = op == Op::sum ? Form{&sum_into} : op == Op::mean ? Form{&mean_into} : op == Op::max ? Form{&max_into} : Form{&min_into};
+    Form const whole = op == Op::sum    ? Form{&sum_into}
+                       : op == Op::mean ? Form{&mean_into}
+                       : op == Op::max  ? Form{&max_into}
+                                        : Form{&min_into};
     AxisForm const along = op == Op::sum    ? AxisForm{&sum_into}
                            : op == Op::mean ? AxisForm{&mean_into}
                            : op == Op::max  ? AxisForm{&max_into}
                                             : AxisForm{&min_into};
-    if (axis < 0) whole(x, out.tensor());
-    else along(x, axis, keepdim, out.tensor());
+    if (axis < 0)
+        whole(x, out.tensor());
+    else
+        along(x, axis, keepdim, out.tensor());
     if (op == Op::max || op == Op::min) {
         ctx.expect_equal(out, op == Op::max ? r.max : r.min, where);
         return;
@@ -110,13 +119,15 @@ void check(CaseContext& ctx, Op op) {
         std::size_t const n = std::min<std::size_t>(std::size_t{1} << 22, ctx.target().max_elements);
         Tensor<T> const x = ctx.input(rounded_to<T>(ctx.values(n, {-4, 4}, Specials::none)), Shape{n});
         float const first = sum(x).item();
-        for (int run = 0; run < 2; ++run) EXPECT_EQ(std::bit_cast<std::uint32_t>(sum(x).item()), std::bit_cast<std::uint32_t>(first));
+        for (int run = 0; run < 2; ++run)
+            EXPECT_EQ(std::bit_cast<std::uint32_t>(sum(x).item()), std::bit_cast<std::uint32_t>(first));
     }
 }
 
 template <class T>
 void check_dot(CaseContext& ctx) {
-    for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{4097}, std::size_t{1000003}, std::size_t{1} << 22}) {
+    for (std::size_t n :
+         {std::size_t{1}, std::size_t{7}, std::size_t{4097}, std::size_t{1000003}, std::size_t{1} << 22}) {
         if (!ctx.fits(n)) continue;
         // Both operands 16-byte aligned, then at different alignments.
         for (std::size_t b_offset : {std::size_t{1}, std::size_t{2}}) {
@@ -142,7 +153,8 @@ template <class T>
 void add_cases(std::vector<OpCase>& c) {
     std::string const suffix = dtype_suffix<T>();
     for (Op op : {Op::sum, Op::mean, Op::max, Op::min, Op::argmax, Op::argmin})
-        c.push_back({std::string(to_string(op)) + suffix, op, dtype_of<T>, [op](CaseContext& ctx) { check<T>(ctx, op); }});
+        c.push_back(
+            {std::string(to_string(op)) + suffix, op, dtype_of<T>, [op](CaseContext& ctx) { check<T>(ctx, op); }});
     c.push_back({"dot" + suffix, Op::dot, dtype_of<T>, check_dot<T>});
 }
 

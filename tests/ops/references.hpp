@@ -26,7 +26,9 @@ inline double gelu_tanh_ref(double x) {
 }
 
 // The float a device that flushes subnormals reads for x.
-inline float flush(float x) { return x != 0 && std::abs(x) < std::numeric_limits<float>::min() ? std::copysign(0.0f, x) : x; }
+inline float flush(float x) {
+    return x != 0 && std::abs(x) < std::numeric_limits<float>::min() ? std::copysign(0.0f, x) : x;
+}
 
 // softmax or log_softmax of each row of `cols` values.
 inline std::vector<double> softmax_ref(std::vector<float> const& in, std::size_t cols, bool log) {

@@ -15,8 +15,8 @@ namespace rayo::test::ops {
 namespace {
 
 struct RopeCase {
-    Shape shape;           // [..., seq, heads, head_dim]
-    int n_dims = 0;        // 0: the whole head
+    Shape shape;     // [..., seq, heads, head_dim]
+    int n_dims = 0;  // 0: the whole head
     bool per_token = false;
     std::int32_t max_position = 10000;
     float freq_base = 10000.0f, freq_scale = 1.0f;
@@ -43,8 +43,9 @@ struct Rotated {
     double value, magnitude, angle;
 };
 
-Rotated reference(Geometry const& g, RopeStyle style, std::vector<float> const& x, std::vector<std::int32_t> const& positions,
-                  std::vector<float> const& factors, float base, float scale, std::size_t e) {
+Rotated reference(Geometry const& g, RopeStyle style, std::vector<float> const& x,
+                  std::vector<std::int32_t> const& positions, std::vector<float> const& factors, float base,
+                  float scale, std::size_t e) {
     std::size_t const d = e % g.head_dim, t = e / (g.heads * g.head_dim);
     if (d >= g.n_dims) return {x[e], std::abs(double(x[e])), 0.0};
     std::size_t const half = g.n_dims / 2;
@@ -63,7 +64,8 @@ Rotated reference(Geometry const& g, RopeStyle style, std::vector<float> const& 
 }
 
 template <class T>
-void run_case(CaseContext& ctx, RopeCase const& c, RopeStyle style, bool with_factors, Specials specials, std::size_t offset) {
+void run_case(CaseContext& ctx, RopeCase const& c, RopeStyle style, bool with_factors, Specials specials,
+              std::size_t offset) {
     Geometry const g = geometry(c);
     SCOPED_TRACE("x " + c.shape.to_string() + ", n_dims " + std::to_string(g.n_dims) +
                  (style == RopeStyle::halves ? ", halves" : ", adjacent") + (with_factors ? ", factors" : "") +
@@ -78,7 +80,8 @@ void run_case(CaseContext& ctx, RopeCase const& c, RopeStyle style, bool with_fa
     if (count > 1) positions[0] = 0;
     if (count > 2) positions[1] = c.max_position;
     std::vector<float> factors;
-    RopeParams params{.style = style, .n_dims = c.n_dims, .freq_base = c.freq_base, .freq_scale = c.freq_scale, .freq_factors = {}};
+    RopeParams params{
+        .style = style, .n_dims = c.n_dims, .freq_base = c.freq_base, .freq_scale = c.freq_scale, .freq_factors = {}};
     if (with_factors) {
         factors = ctx.values(g.n_dims / 2, {1, 8}, Specials::none);
         params.freq_factors = ctx.input(factors, Shape{static_cast<std::int64_t>(factors.size())}, offset % 2);
@@ -90,12 +93,14 @@ void run_case(CaseContext& ctx, RopeCase const& c, RopeStyle style, bool with_fa
     rope_into(ctx.input(xt, c.shape, offset % 2), ctx.input(positions, pshape, (offset + 1) % 2), params, out.tensor());
     auto at = [&](std::size_t e) { return reference(g, style, x, positions, factors, c.freq_base, c.freq_scale, e); };
     ctx.expect_close(out, {.want = [&](std::size_t e) { return at(e).value; },
-                           .describe = [&](std::size_t e) {
-                               std::size_t const t = e / (g.heads * g.head_dim);
-                               return "token " + std::to_string(t) + " (position " + std::to_string(positions[t % count]) +
-                                      "), head " + std::to_string(e / g.head_dim % g.heads) + ", dim " +
-                                      std::to_string(e % g.head_dim) + ", x = " + show(x[e]);
-                           },
+                           .describe =
+                               [&](std::size_t e) {
+                                   std::size_t const t = e / (g.heads * g.head_dim);
+                                   return "token " + std::to_string(t) + " (position " +
+                                          std::to_string(positions[t % count]) + "), head " +
+                                          std::to_string(e / g.head_dim % g.heads) + ", dim " +
+                                          std::to_string(e % g.head_dim) + ", x = " + show(x[e]);
+                               },
                            .scale = [&](std::size_t e) { return at(e).magnitude * at(e).angle; },
                            .magnitude = [&](std::size_t e) { return at(e).magnitude; }});
 }
@@ -132,13 +137,14 @@ void check_rope(CaseContext& ctx, RopeStyle style, bool with_factors) {
     std::vector<T> const v = rounded_to<T>(ctx.values(4 * 3 * 24, {-4, 4}, Specials::none));
     Tensor<T> x = ctx.input(v, Shape{4, 3, 24});
     Tensor<std::int32_t> const positions = ctx.input(std::vector<std::int32_t>{7, -3, 4000, 0}, Shape{4});
-    RopeParams const params{.style = style, .n_dims = 16, .freq_base = 10000.0f, .freq_scale = 1.0f, .freq_factors = {}};
+    RopeParams const params{
+        .style = style, .n_dims = 16, .freq_base = 10000.0f, .freq_scale = 1.0f, .freq_factors = {}};
     std::vector<T> const want = rope(x, positions, params).to_vector();
     rope_into(x, positions, params, x);
     std::vector<T> const got = x.to_vector();
     for (std::size_t i = 0; i < got.size(); ++i)
-        EXPECT_TRUE(same_or_both_nan(got[i], want[i])) << "in place differs from the returning form at " << i << " on "
-                                                       << ctx.target().id;
+        EXPECT_TRUE(same_or_both_nan(got[i], want[i]))
+            << "in place differs from the returning form at " << i << " on " << ctx.target().id;
 }
 
 template <class T>
@@ -147,7 +153,8 @@ void add_cases(std::vector<OpCase>& c) {
         for (bool factors : {false, true})
             c.push_back({std::string("rope") + (style == RopeStyle::halves ? "_halves" : "_adjacent") +
                              (factors ? "_factors" : "") + dtype_suffix<T>(),
-                         Op::rope, dtype_of<T>, [style, factors](CaseContext& ctx) { check_rope<T>(ctx, style, factors); }});
+                         Op::rope, dtype_of<T>,
+                         [style, factors](CaseContext& ctx) { check_rope<T>(ctx, style, factors); }});
 }
 
 CaseRegistration const registration(floating_cases([]<class T>(std::vector<OpCase>& c) { add_cases<T>(c); }));

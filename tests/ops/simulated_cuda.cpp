@@ -27,7 +27,8 @@ constexpr cuda::MultiprocessorSharedMemory hopper_multiprocessor{.bytes = 233472
 class SimulatedCudaBackend final : public detail::Backend {
 public:
     ~SimulatedCudaBackend() override {
-        for (auto const& [address, bytes] : allocations_) ::operator delete(reinterpret_cast<void*>(address), alignment);
+        for (auto const& [address, bytes] : allocations_)
+            ::operator delete(reinterpret_cast<void*>(address), alignment);
     }
     [[nodiscard]] DeviceKind kind() const noexcept override { return DeviceKind::cuda; }
     [[nodiscard]] int index() const noexcept override { return simulated_index; }
@@ -35,7 +36,8 @@ public:
     [[nodiscard]] bool is_software() const noexcept override { return true; }
 
     [[nodiscard]] std::uintptr_t allocate(std::size_t bytes) override {
-        auto const address = reinterpret_cast<std::uintptr_t>(::operator new(std::max<std::size_t>(bytes, 1), alignment));
+        auto const address =
+            reinterpret_cast<std::uintptr_t>(::operator new(std::max<std::size_t>(bytes, 1), alignment));
         allocations_[address] = bytes;
         memory_.reserved.add(bytes);
         memory_.in_use.add(bytes);
@@ -63,14 +65,16 @@ public:
     void fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes, void const* pattern,
               std::size_t pattern_bytes) override {
         auto* out = reinterpret_cast<unsigned char*>(dst + offset);
-        for (std::size_t i = 0; i + pattern_bytes <= bytes; i += pattern_bytes) std::memcpy(out + i, pattern, pattern_bytes);
+        for (std::size_t i = 0; i + pattern_bytes <= bytes; i += pattern_bytes)
+            std::memcpy(out + i, pattern, pattern_bytes);
     }
     void synchronize() override { raise_recorded_fault(); }
     // Tensors only: each run()'s SimulatedRunner holds the temporaries of its op.
     [[nodiscard]] MemoryUsage memory_usage() const override { return memory_.usage(); }
     void reset_peak_memory() override { memory_.reset_peaks(); }
 
-    [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& views) const override {
+    [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op,
+                                           detail::OpViews const& views) const override {
         ptxsim::SimulatedRunner runner(multiprocessors, ptx::Target::sm_90);
         configure(runner);
         return std::visit([&](auto const& d) { return cuda::ops::supports(runner, d, views); }, op);

@@ -2,10 +2,10 @@
 // multiprocessors, or the compute capability RAYO_FAKE_CUDA_CC names, e.g. 80), host memory for
 // device memory, copies done at once, kernels recorded and never run, tensor maps checked and
 // counted, stream capture recording the kernel launches into a graph that each cuGraphLaunch
-// records again (copies, fills and waits while capturing fail as the driver's unsupported calls). Its memory pool keeps the counts a real one reports (CU_MEMPOOL_ATTR_*: bytes in use, reserved in 2 MiB steps and kept
-// until trimmed, and their high watermarks). It lets CI drive rayo's CUDA
-// runtime (discovery, memory, the module cache, the launch path) and ask what reached the driver
-// through the rayo_fake_cuda_* functions at the end. Only what rayo resolves is here.
+// records again (copies, fills and waits while capturing fail as the driver's unsupported calls). Its memory pool keeps
+// the counts a real one reports (CU_MEMPOOL_ATTR_*: bytes in use, reserved in 2 MiB steps and kept until trimmed, and
+// their high watermarks). It lets CI drive rayo's CUDA runtime (discovery, memory, the module cache, the launch path)
+// and ask what reached the driver through the rayo_fake_cuda_* functions at the end. Only what rayo resolves is here.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -151,18 +151,18 @@ Result cuDeviceGetName(char* name, int length, int) {
 Result cuDeviceGetAttribute(int* value, int attribute, int) {
     int const cc = compute_capability();
     switch (attribute) {
-        case 1: *value = 1024; break;                // max threads per block
-        case 5: *value = 2147483647; break;          // max grid x
-        case 8: *value = 48 * 1024; break;           // shared memory per block
-        case 10: *value = 32; break;                 // warp size
-        case 16: *value = 132; break;                // multiprocessors
-        case 18: *value = 0; break;                  // integrated
-        case 75: *value = cc / 10; break;            // compute capability
+        case 1: *value = 1024; break;        // max threads per block
+        case 5: *value = 2147483647; break;  // max grid x
+        case 8: *value = 48 * 1024; break;   // shared memory per block
+        case 10: *value = 32; break;         // warp size
+        case 16: *value = 132; break;        // multiprocessors
+        case 18: *value = 0; break;          // integrated
+        case 75: *value = cc / 10; break;    // compute capability
         case 76: *value = cc % 10; break;
-        case 81: *value = 228 * 1024; break;         // shared memory per multiprocessor
-        case 97: *value = 227 * 1024; break;         // per block, opted in
-        case 111: *value = 1024; break;              // reserved per block
-        case 115: *value = 1; break;                 // memory pools
+        case 81: *value = 228 * 1024; break;  // shared memory per multiprocessor
+        case 97: *value = 227 * 1024; break;  // per block, opted in
+        case 111: *value = 1024; break;       // reserved per block
+        case 115: *value = 1; break;          // memory pools
         default: *value = 0;
     }
     return success;
@@ -372,8 +372,8 @@ Result cuGraphDestroy(void* graph) {
 // Checks what the real encoder checks of the fields rayo sets and writes the global address into
 // the map's first word (the fake runs no kernel that would read it).
 Result cuTensorMapEncodeTiled(std::uint64_t* map, int type, unsigned rank, void* address, std::uint64_t const* dims,
-                              std::uint64_t const* strides, std::uint32_t const* box, std::uint32_t const* element_strides,
-                              int interleave, int swizzle, int, int) {
+                              std::uint64_t const* strides, std::uint32_t const* box,
+                              std::uint32_t const* element_strides, int interleave, int swizzle, int, int) {
     constexpr int element_bytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2};
     if (type < 0 || type > 9 || rank == 0 || rank > 5 || interleave != 0 || swizzle < 0 || swizzle > 3 ||
         reinterpret_cast<std::uintptr_t>(map) % 64 != 0 || reinterpret_cast<std::uintptr_t>(address) % 16 != 0)

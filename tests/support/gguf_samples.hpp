@@ -41,8 +41,10 @@ std::vector<T> values(std::size_t n, std::uint32_t seed) {
     std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
     std::vector<T> out;
     for (std::size_t i = 0; i < n; ++i) {
-        if constexpr (std::is_integral_v<T>) out.push_back(static_cast<T>(static_cast<std::int64_t>(rng()) - (1ll << 31)));
-        else out.push_back(T(dist(rng)));
+        if constexpr (std::is_integral_v<T>)
+            out.push_back(static_cast<T>(static_cast<std::int64_t>(rng()) - (1ll << 31)));
+        else
+            out.push_back(T(dist(rng)));
     }
     return out;
 }

@@ -27,7 +27,7 @@ struct Spec {
     std::size_t layers = 2, width = 16, ffn = 32, heads = 4, kv_heads = 2, vocab = 32, context = 16;
     DType weights = DType::f16;  // token embeddings, attention and feed-forward matrices
     DType ffn_down = DType::f16;
-    bool tied = false;       // no output.weight: the logits use the token embeddings
+    bool tied = false;        // no output.weight: the logits use the token embeddings
     bool rope_freqs = false;  // Llama 3's rope_freqs.weight
     Vocabulary vocabulary = Vocabulary::sentencepiece;
     std::uint32_t seed = 1;
@@ -42,7 +42,8 @@ struct Contents {
         std::erase_if(tensors, [&](gguf::TensorToWrite const& t) { return t.name() == name; });
     }
     void replace_tensor(gguf::TensorToWrite t) {
-        auto const it = std::find_if(tensors.begin(), tensors.end(), [&](auto const& u) { return u.name() == t.name(); });
+        auto const it =
+            std::find_if(tensors.begin(), tensors.end(), [&](auto const& u) { return u.name() == t.name(); });
         if (it != tensors.end()) *it = std::move(t);
     }
     [[nodiscard]] std::vector<std::byte> bytes() const { return gguf::write_to_memory(metadata, tensors); }
@@ -57,9 +58,10 @@ inline FTensor random_f32(Shape const& shape, float scale, float offset, std::ui
 }
 
 // A weight matrix [rows, cols] of small random values stored as `type`.
-inline gguf::TensorToWrite matrix(std::string name, std::size_t rows, std::size_t cols, DType type, std::uint32_t seed) {
-    FTensor const w = random_f32(Shape{rows, cols}, 0.5f / static_cast<float>(std::max<std::size_t>(cols, 1)) * 8.0f,
-                                 0.0f, seed);
+inline gguf::TensorToWrite matrix(std::string name, std::size_t rows, std::size_t cols, DType type,
+                                  std::uint32_t seed) {
+    FTensor const w =
+        random_f32(Shape{rows, cols}, 0.5f / static_cast<float>(std::max<std::size_t>(cols, 1)) * 8.0f, 0.0f, seed);
     switch (type) {
         case DType::f16: return {std::move(name), cast<half>(w)};
         case DType::bf16: return {std::move(name), cast<bfloat16>(w)};
@@ -76,10 +78,27 @@ inline gguf::TensorToWrite norm(std::string name, std::size_t n, std::uint32_t s
 // The text of token i: SentencePiece pieces (▁ for a space, <0xNN> bytes) or byte-level BPE ones
 // (Ġ for a space, Ċ for a newline, UTF-8 bytes each spelled as one character).
 inline std::string token_text(Vocabulary v, std::size_t i) {
-    constexpr std::array<char const*, 10> sentencepiece{"<unk>", "<s>", "</s>", "<0x0A>", "<0xC3>", "<0xA9>",
-                                                        "\xe2\x96\x81" "the", "\xe2\x96\x81" "caf", "\xe2\x96\x81", "."};
-    constexpr std::array<char const*, 8> byte_level{"<|begin_of_text|>", "\xc4\xa0" "the", "\xc4\x8a", "caf\xc3\x83\xc2\xa9",
-                                                    "\xc3\xa2\xc4\xa2\xc4\xb6", "\xc4\xa0", "!", "\xc4\x89"};
+    constexpr std::array<char const*, 10> sentencepiece{"<unk>",
+                                                        "<s>",
+                                                        "</s>",
+                                                        "<0x0A>",
+                                                        "<0xC3>",
+                                                        "<0xA9>",
+                                                        "\xe2\x96\x81"
+                                                        "the",
+                                                        "\xe2\x96\x81"
+                                                        "caf",
+                                                        "\xe2\x96\x81",
+                                                        "."};
+    constexpr std::array<char const*, 8> byte_level{"<|begin_of_text|>",
+                                                    "\xc4\xa0"
+                                                    "the",
+                                                    "\xc4\x8a",
+                                                    "caf\xc3\x83\xc2\xa9",
+                                                    "\xc3\xa2\xc4\xa2\xc4\xb6",
+                                                    "\xc4\xa0",
+                                                    "!",
+                                                    "\xc4\x89"};
     if (v == Vocabulary::sentencepiece && i < sentencepiece.size()) return sentencepiece[i];
     if (v == Vocabulary::byte_level && i < byte_level.size()) return byte_level[i];
     return (v == Vocabulary::byte_level ? "\xc4\xa0w" : "\xe2\x96\x81w") + std::to_string(i);
@@ -153,16 +172,22 @@ struct Sample {
 inline std::vector<Sample> valid() {
     std::vector<Sample> out;
     auto add = [&](std::string name, Spec const& s) { out.push_back({std::move(name), contents(s).bytes(), {}}); };
-    add("f32_one_layer_mqa.gguf", {.layers = 1, .kv_heads = 1, .weights = DType::f32, .ffn_down = DType::f32, .seed = 1});
+    add("f32_one_layer_mqa.gguf",
+        {.layers = 1, .kv_heads = 1, .weights = DType::f32, .ffn_down = DType::f32, .seed = 1});
     add("f16_two_layers.gguf", {.seed = 2});
-    add("bf16_tied_no_vocabulary.gguf", {.weights = DType::bf16, .ffn_down = DType::bf16, .tied = true,
-                                         .vocabulary = Vocabulary::none, .seed = 3});
-    add("q4_k_ffn_down_byte_level.gguf", {.layers = 1, .ffn = 256, .ffn_down = DType::q4_k,
-                                          .vocabulary = Vocabulary::byte_level, .seed = 4});
-    add("q6_k_ffn_down_tied_rope_freqs.gguf", {.layers = 1, .ffn = 256, .ffn_down = DType::q6_k, .tied = true,
-                                               .rope_freqs = true, .vocabulary = Vocabulary::none, .seed = 5});
-    add("f16_tied_byte_level_rope_freqs.gguf", {.tied = true, .rope_freqs = true, .vocabulary = Vocabulary::byte_level,
-                                                .seed = 6});
+    add("bf16_tied_no_vocabulary.gguf",
+        {.weights = DType::bf16, .ffn_down = DType::bf16, .tied = true, .vocabulary = Vocabulary::none, .seed = 3});
+    add("q4_k_ffn_down_byte_level.gguf",
+        {.layers = 1, .ffn = 256, .ffn_down = DType::q4_k, .vocabulary = Vocabulary::byte_level, .seed = 4});
+    add("q6_k_ffn_down_tied_rope_freqs.gguf", {.layers = 1,
+                                               .ffn = 256,
+                                               .ffn_down = DType::q6_k,
+                                               .tied = true,
+                                               .rope_freqs = true,
+                                               .vocabulary = Vocabulary::none,
+                                               .seed = 5});
+    add("f16_tied_byte_level_rope_freqs.gguf",
+        {.tied = true, .rope_freqs = true, .vocabulary = Vocabulary::byte_level, .seed = 6});
     return out;
 }
 
@@ -179,7 +204,8 @@ inline std::vector<Sample> invalid() {
         return c;
     };
     using gguf::Value;
-    add("bad_architecture.gguf", with_key("general.architecture", Value(std::string("gpt2"))), {"architecture", "gpt2"});
+    add("bad_architecture.gguf", with_key("general.architecture", Value(std::string("gpt2"))),
+        {"architecture", "gpt2"});
     Contents missing_key = contents(base);
     missing_key.metadata.erase("llama.block_count");
     add("bad_missing_key.gguf", missing_key, {"llama.block_count"});

@@ -25,11 +25,10 @@
 //   kernel that reuses the source before that wait stores the new bytes.
 // * wgmma.mma_async, wgmma.commit_group and wgmma.wait_group run once all 128 threads of the
 //   warpgroup (linear thread index / 128) are at the same one. An MMA is recorded at issue (its
-//   descriptors, scale-d and, with a from registers, a's values then) and computed when a wgmma.wait_group retires its group: it reads
-//   shared memory then, and its accumulator registers hold a NaN (0x7fc00bad) from issue until
-//   every MMA in flight on them is retired. Each result element is (scale-d ? d : 0) plus the 16
-//   (8 for tf32) exact products summed in double, rounded to f32 once; a tf32 operand is its f32
-//   value with the low 13 mantissa bits cleared.
+//   descriptors, scale-d and, with a from registers, a's values then) and computed when a wgmma.wait_group retires its
+//   group: it reads shared memory then, and its accumulator registers hold a NaN (0x7fc00bad) from issue until every
+//   MMA in flight on them is retired. Each result element is (scale-d ? d : 0) plus the 16 (8 for tf32) exact products
+//   summed in double, rounded to f32 once; a tf32 operand is its f32 value with the low 13 mantissa bits cleared.
 // * Thread-block clusters (more than one block), multicast, barrier.cluster, mapa and remote
 //   mbarrier arrivals are not simulated (SimulationError "... not simulated").
 // Only the subset of PTX the generators use is known; anything else fails with the instruction.
@@ -108,7 +107,7 @@ inline std::string tensor_map_problem(ptx::TensorMapSpec const& s) {
     std::uint64_t const span = s.swizzle == ptx::TensorMapSwizzle::swizzle_32b    ? 32
                                : s.swizzle == ptx::TensorMapSwizzle::swizzle_64b  ? 64
                                : s.swizzle == ptx::TensorMapSwizzle::swizzle_128b ? 128
-                                                                                   : 0;
+                                                                                  : 0;
     if (span != 0 && inner > span)
         return "the box's inner dimension is " + std::to_string(inner) + " bytes, more than the swizzle's " +
                std::to_string(span);
@@ -165,9 +164,7 @@ public:
     }
 
     // Host memory the kernel may read and write.
-    void allow(void const* p, std::size_t bytes) {
-        ranges_.push_back({reinterpret_cast<std::uintptr_t>(p), bytes});
-    }
+    void allow(void const* p, std::size_t bytes) { ranges_.push_back({reinterpret_cast<std::uintptr_t>(p), bytes}); }
 
     void forget_buffers() { ranges_.clear(); }
 
@@ -213,8 +210,10 @@ public:
         std::vector<std::uint64_t> values;
         for (std::size_t i = 0; i < arguments.size(); ++i) {
             std::uint64_t v = 0;
-            if (parameters_[i].bytes == sizeof(ptx::TensorMap)) v = reinterpret_cast<std::uintptr_t>(arguments[i]);
-            else std::memcpy(&v, arguments[i], parameters_[i].bytes);
+            if (parameters_[i].bytes == sizeof(ptx::TensorMap))
+                v = reinterpret_cast<std::uintptr_t>(arguments[i]);
+            else
+                std::memcpy(&v, arguments[i], parameters_[i].bytes);
             values.push_back(v);
         }
         run(grid, block, values, dynamic_shared_bytes);
@@ -225,22 +224,79 @@ public:
 
 private:
     enum class Op : std::uint8_t {
-        ld, st, mov, cvta, add, sub, mul, mad, fma, div, rem, min, max, neg, abs, and_, or_, xor_, not_, shl, shr,
-        setp, selp, cvt, bra, ret, sqrt, rcp, ex2, bar, shfl, label, comment, dp4a, dp2a, prmt, bfe,
-        cp_async, cp_commit, cp_wait, prefetch, bulk_prefetch, griddepcontrol, warp_bar,
-        mbarrier_init, mbarrier_arrive, mbarrier_try_wait, bulk_copy, fence, ldmatrix, mma,
-        prefetch_tensormap, tensor_load, tensor_store, bulk_commit, bulk_wait, setmaxnreg,
-        wgmma_fence, wgmma, wgmma_commit, wgmma_wait, cluster, named_bar
+        ld,
+        st,
+        mov,
+        cvta,
+        add,
+        sub,
+        mul,
+        mad,
+        fma,
+        div,
+        rem,
+        min,
+        max,
+        neg,
+        abs,
+        and_,
+        or_,
+        xor_,
+        not_,
+        shl,
+        shr,
+        setp,
+        selp,
+        cvt,
+        bra,
+        ret,
+        sqrt,
+        rcp,
+        ex2,
+        bar,
+        shfl,
+        label,
+        comment,
+        dp4a,
+        dp2a,
+        prmt,
+        bfe,
+        cp_async,
+        cp_commit,
+        cp_wait,
+        prefetch,
+        bulk_prefetch,
+        griddepcontrol,
+        warp_bar,
+        mbarrier_init,
+        mbarrier_arrive,
+        mbarrier_try_wait,
+        bulk_copy,
+        fence,
+        ldmatrix,
+        mma,
+        prefetch_tensormap,
+        tensor_load,
+        tensor_store,
+        bulk_commit,
+        bulk_wait,
+        setmaxnreg,
+        wgmma_fence,
+        wgmma,
+        wgmma_commit,
+        wgmma_wait,
+        cluster,
+        named_bar
     };
     struct Decoded {
         Op op = Op::comment;
-        ptx::Type type = ptx::Type::b32;   // the instruction's type (cvt: the destination's)
-        ptx::Type source = ptx::Type::b32;  // cvt's source type
-        std::string cmp;                     // setp
-        bool combine_and = false;            // setp.<cmp>.and
-        bool nan = false;                    // min/max.NaN
-        bool wide = false, high = false;     // mul.wide, mul.hi
-        bool shared = false, param = false;  // ld/st space
+        ptx::Type type = ptx::Type::b32;          // the instruction's type (cvt: the destination's)
+        ptx::Type source = ptx::Type::b32;        // cvt's source type
+        std::string cmp;                          // setp
+        bool combine_and = false;                 // setp.<cmp>.and
+        bool nan = false;                         // min/max.NaN
+        bool wide = false, high = false;          // mul.wide, mul.hi
+        bool shared = false, param = false;       // ld/st space
         bool a_signed = false, b_signed = false;  // dp4a, dp2a operands
         bool dp2a_high = false;                   // dp2a.hi: b's bytes 2 and 3
         bool expect_tx = false;                   // mbarrier.arrive.expect_tx: bytes announced
@@ -250,10 +306,10 @@ private:
         bool a_registers = false;                 // wgmma with a from registers
         bool arrive = false;                      // bar.arrive (a named barrier without the wait)
         unsigned barrier = 0;                     // a named barrier's id (its thread count in n)
-        std::string shuffle;                 // shfl mode
-        int vector = 1;                      // ld/st .v2/.v4
+        std::string shuffle;                      // shfl mode
+        int vector = 1;                           // ld/st .v2/.v4
         ptx::Rounding rounding = ptx::Rounding::none;
-        std::size_t target = 0;              // bra: instruction index
+        std::size_t target = 0;  // bra: instruction index
         ptx::Instruction const* in = nullptr;
     };
     struct PendingCopy {
@@ -269,15 +325,24 @@ private:
     };
     struct Thread {
         std::vector<std::uint64_t> regs;
-        std::vector<PendingCopy> open_group;            // cp.async since the last commit
-        std::deque<std::vector<PendingCopy>> committed;  // committed groups, oldest first
-        std::vector<TensorBox> open_stores;                    // TMA stores since the last bulk commit
+        std::vector<PendingCopy> open_group;                  // cp.async since the last commit
+        std::deque<std::vector<PendingCopy>> committed;       // committed groups, oldest first
+        std::vector<TensorBox> open_stores;                   // TMA stores since the last bulk commit
         std::deque<std::vector<TensorBox>> committed_stores;  // committed bulk groups, oldest first
         std::size_t pc = 0;
         unsigned tid[3]{};
         // waiting: at an mbarrier.try_wait whose phase has not completed, retried every round.
         // warpgroup: at a wgmma instruction, until the warpgroup's 128 threads are there.
-        enum class State { running, barrier, warp_barrier, shuffle, waiting, warpgroup, named_barrier, done } state = State::running;
+        enum class State {
+            running,
+            barrier,
+            warp_barrier,
+            shuffle,
+            waiting,
+            warpgroup,
+            named_barrier,
+            done
+        } state = State::running;
         unsigned named = 0;  // at a named barrier: its id
     };
     // A warpgroup's MMAs in flight: recorded at issue, computed when a wgmma.wait_group retires
@@ -367,14 +432,15 @@ private:
             for (std::string t; std::getline(ss, t, '.');) tokens.push_back(t);
             std::string const& head = tokens[0];
             static std::map<std::string, Op> const ops{
-                {"ld", Op::ld},   {"st", Op::st},     {"mov", Op::mov},   {"cvta", Op::cvta}, {"add", Op::add},
-                {"sub", Op::sub}, {"mul", Op::mul},   {"mad", Op::mad},   {"fma", Op::fma},   {"div", Op::div},
-                {"rem", Op::rem}, {"min", Op::min},   {"max", Op::max},   {"neg", Op::neg},   {"abs", Op::abs},
-                {"and", Op::and_}, {"or", Op::or_},   {"xor", Op::xor_},  {"not", Op::not_},  {"shl", Op::shl},
-                {"shr", Op::shr}, {"setp", Op::setp}, {"selp", Op::selp}, {"cvt", Op::cvt},   {"bra", Op::bra},
-                {"ret", Op::ret}, {"sqrt", Op::sqrt}, {"rcp", Op::rcp},   {"bar", Op::bar},   {"shfl", Op::shfl},
-                {"ex2", Op::ex2}, {"dp4a", Op::dp4a}, {"dp2a", Op::dp2a}, {"prmt", Op::prmt}, {"bfe", Op::bfe},
-                {"prefetch", Op::prefetch}};
+                {"ld", Op::ld},     {"st", Op::st},     {"mov", Op::mov},   {"cvta", Op::cvta},
+                {"add", Op::add},   {"sub", Op::sub},   {"mul", Op::mul},   {"mad", Op::mad},
+                {"fma", Op::fma},   {"div", Op::div},   {"rem", Op::rem},   {"min", Op::min},
+                {"max", Op::max},   {"neg", Op::neg},   {"abs", Op::abs},   {"and", Op::and_},
+                {"or", Op::or_},    {"xor", Op::xor_},  {"not", Op::not_},  {"shl", Op::shl},
+                {"shr", Op::shr},   {"setp", Op::setp}, {"selp", Op::selp}, {"cvt", Op::cvt},
+                {"bra", Op::bra},   {"ret", Op::ret},   {"sqrt", Op::sqrt}, {"rcp", Op::rcp},
+                {"bar", Op::bar},   {"shfl", Op::shfl}, {"ex2", Op::ex2},   {"dp4a", Op::dp4a},
+                {"dp2a", Op::dp2a}, {"prmt", Op::prmt}, {"bfe", Op::bfe},   {"prefetch", Op::prefetch}};
             if (head == "griddepcontrol") {  // one grid at a time: nothing to wait for or let start
                 d.op = Op::griddepcontrol;
                 code_.push_back(d);
@@ -419,9 +485,11 @@ private:
                 continue;
             }
             if (head == "mbarrier") {  // mbarrier.init / .arrive[.expect_tx] / .try_wait.parity
-                d.op = tokens[1] == "init" ? Op::mbarrier_init : tokens[1] == "arrive" ? Op::mbarrier_arrive
-                     : tokens[1] == "try_wait" && tokens[2] == "parity" ? Op::mbarrier_try_wait
-                     : (fail(i, "mbarrier form not simulated"), Op::fence);
+                d.op = tokens[1] == "init"     ? Op::mbarrier_init
+                       : tokens[1] == "arrive" ? Op::mbarrier_arrive
+                       : tokens[1] == "try_wait" && tokens[2] == "parity"
+                           ? Op::mbarrier_try_wait
+                           : (fail(i, "mbarrier form not simulated"), Op::fence);
                 d.expect_tx = tokens[1] == "arrive" && tokens[2] == "expect_tx";
                 code_.push_back(d);
                 continue;
@@ -450,30 +518,40 @@ private:
                 // bar.sync / bar.arrive id, threads: a named barrier.
                 auto const immediate = [&](std::size_t o) {
                     auto const* v = o < in.operands.size() ? std::get_if<ptx::ImmUse>(&in.operands[o]) : nullptr;
-                    if (v == nullptr || !v->value.is_integer()) fail(i, "named barriers with register operands not simulated");
+                    if (v == nullptr || !v->value.is_integer())
+                        fail(i, "named barriers with register operands not simulated");
                     return static_cast<unsigned>(v->value.integer());
                 };
                 d.op = Op::named_bar;
                 d.barrier = immediate(0);
                 d.n = immediate(1);
                 d.arrive = tokens[1] == "arrive";
-                if (d.barrier > 15 || d.n == 0 || d.n % 32 != 0) fail(i, "a named barrier's id or thread count is out of range");
+                if (d.barrier > 15 || d.n == 0 || d.n % 32 != 0)
+                    fail(i, "a named barrier's id or thread count is out of range");
                 code_.push_back(d);
                 continue;
             }
             if (head == "cp" && tokens.size() >= 3 && tokens[1] == "async" && tokens[2] == "bulk") {
-                if (tokens.size() >= 4 && tokens[3] == "shared::cluster") d.op = Op::bulk_copy;
-                else if (tokens.size() >= 5 && tokens[3] == "prefetch" && tokens[4] == "L2") d.op = Op::bulk_prefetch;
-                else if (tokens.size() == 4 && tokens[3] == "commit_group") d.op = Op::bulk_commit;
-                else if (tokens.size() >= 4 && tokens[3] == "wait_group" && (tokens.size() == 4 || (tokens.size() == 5 && tokens[4] == "read")))
+                if (tokens.size() >= 4 && tokens[3] == "shared::cluster")
+                    d.op = Op::bulk_copy;
+                else if (tokens.size() >= 5 && tokens[3] == "prefetch" && tokens[4] == "L2")
+                    d.op = Op::bulk_prefetch;
+                else if (tokens.size() == 4 && tokens[3] == "commit_group")
+                    d.op = Op::bulk_commit;
+                else if (tokens.size() >= 4 && tokens[3] == "wait_group" &&
+                         (tokens.size() == 4 || (tokens.size() == 5 && tokens[4] == "read")))
                     d.op = Op::bulk_wait;
-                else if (tokens.size() >= 4 && tokens[3] == "tensor") decode_tensor_copy(i, in, tokens, d);
-                else fail(i, "bulk copy form not simulated");
+                else if (tokens.size() >= 4 && tokens[3] == "tensor")
+                    decode_tensor_copy(i, in, tokens, d);
+                else
+                    fail(i, "bulk copy form not simulated");
                 code_.push_back(d);
                 continue;
             }
             if (head == "cp" && tokens.size() >= 3 && tokens[1] == "async") {
-                d.op = tokens[2] == "commit_group" ? Op::cp_commit : tokens[2] == "wait_group" ? Op::cp_wait : Op::cp_async;
+                d.op = tokens[2] == "commit_group" ? Op::cp_commit
+                       : tokens[2] == "wait_group" ? Op::cp_wait
+                                                   : Op::cp_async;
                 code_.push_back(d);
                 continue;
             }
@@ -505,27 +583,40 @@ private:
                         {"rn", ptx::Rounding::rn},   {"rz", ptx::Rounding::rz},   {"rm", ptx::Rounding::rm},
                         {"rp", ptx::Rounding::rp},   {"rni", ptx::Rounding::rni}, {"rzi", ptx::Rounding::rzi},
                         {"rmi", ptx::Rounding::rmi}, {"rpi", ptx::Rounding::rpi}};
-                    if (auto it = r.find(tokens[t]); it != r.end()) d.rounding = it->second;
-                    else if (tokens[t] != "ftz") fail(i, "cvt modifier ." + tokens[t] + " not simulated");
+                    if (auto it = r.find(tokens[t]); it != r.end())
+                        d.rounding = it->second;
+                    else if (tokens[t] != "ftz")
+                        fail(i, "cvt modifier ." + tokens[t] + " not simulated");
                 }
             } else {
                 d.type = parse_type(tokens.back());
                 for (std::size_t t = 1; t + 1 < tokens.size(); ++t) {
                     std::string const& m = tokens[t];
-                    if (m == "NaN") d.nan = true;
-                    else if (m == "wide") d.wide = true;
-                    else if (m == "hi") d.high = true;
-                    else if (m == "shared") d.shared = true;
-                    else if (m == "param") d.param = true;
-                    else if (m == "v2") d.vector = 2;
-                    else if (m == "v4") d.vector = 4;
-                    else if (d.op == Op::setp && t == 1) d.cmp = m;
-                    else if (d.op == Op::setp && m == "and") d.combine_and = true;
-                    else if (d.op == Op::shfl && (m == "bfly" || m == "down" || m == "up" || m == "idx")) d.shuffle = m;
+                    if (m == "NaN")
+                        d.nan = true;
+                    else if (m == "wide")
+                        d.wide = true;
+                    else if (m == "hi")
+                        d.high = true;
+                    else if (m == "shared")
+                        d.shared = true;
+                    else if (m == "param")
+                        d.param = true;
+                    else if (m == "v2")
+                        d.vector = 2;
+                    else if (m == "v4")
+                        d.vector = 4;
+                    else if (d.op == Op::setp && t == 1)
+                        d.cmp = m;
+                    else if (d.op == Op::setp && m == "and")
+                        d.combine_and = true;
+                    else if (d.op == Op::shfl && (m == "bfly" || m == "down" || m == "up" || m == "idx"))
+                        d.shuffle = m;
                     else if (m == "rn" || m == "lo" || m == "approx" || m == "ftz" || m == "global" || m == "to" ||
                              m == "sync" || m == "nc" || m == "cs" || m == "cg" || m == "ca")
                         continue;
-                    else fail(i, "modifier ." + m + " not simulated");
+                    else
+                        fail(i, "modifier ." + m + " not simulated");
                 }
                 if (d.op == Op::setp && d.cmp.empty()) fail(i, "setp without a comparison");
                 if (d.op == Op::shfl && d.shuffle.empty()) fail(i, "shfl mode not simulated");
@@ -538,9 +629,10 @@ private:
     // cp.async.bulk.tensor.<r>d.shared::cluster.global.tile.mbarrier::complete_tx::bytes[.multicast::cluster]
     // [smem], [map, {c...}], [mbar][, mask] and cp.async.bulk.tensor.<r>d.global.shared::cta.tile.bulk_group
     // [map, {c...}], [smem].
-    void decode_tensor_copy(std::size_t i, ptx::Instruction const& in, std::vector<std::string> const& tokens, Decoded& d) {
-        if (tokens.size() < 9 || tokens[4].size() != 2 || tokens[4][1] != 'd' || tokens[4][0] < '1' || tokens[4][0] > '5' ||
-            tokens[7] != "tile")
+    void decode_tensor_copy(std::size_t i, ptx::Instruction const& in, std::vector<std::string> const& tokens,
+                            Decoded& d) {
+        if (tokens.size() < 9 || tokens[4].size() != 2 || tokens[4][1] != 'd' || tokens[4][0] < '1' ||
+            tokens[4][0] > '5' || tokens[7] != "tile")
             fail(i, "tensor copy form not simulated");
         d.n = static_cast<unsigned>(tokens[4][0] - '0');
         ptx::TensorAddressUse const* tensor = nullptr;
@@ -548,11 +640,13 @@ private:
             (tokens.size() == 9 || (tokens.size() == 10 && tokens[9] == "multicast::cluster"))) {
             d.op = Op::tensor_load;
             d.multicast = tokens.size() == 10;
-            if (in.operands.size() != (d.multicast ? 4u : 3u) || !std::holds_alternative<ptx::AddressUse>(in.operands[0]) ||
+            if (in.operands.size() != (d.multicast ? 4u : 3u) ||
+                !std::holds_alternative<ptx::AddressUse>(in.operands[0]) ||
                 !std::holds_alternative<ptx::AddressUse>(in.operands[2]))
                 fail(i, "tensor load operands not simulated");
             tensor = std::get_if<ptx::TensorAddressUse>(&in.operands[1]);
-        } else if (tokens.size() == 9 && tokens[5] == "global" && tokens[6] == "shared::cta" && tokens[8] == "bulk_group") {
+        } else if (tokens.size() == 9 && tokens[5] == "global" && tokens[6] == "shared::cta" &&
+                   tokens[8] == "bulk_group") {
             d.op = Op::tensor_store;
             if (in.operands.size() != 2 || !std::holds_alternative<ptx::AddressUse>(in.operands[1]))
                 fail(i, "tensor store operands not simulated");
@@ -586,16 +680,17 @@ private:
             d.op = Op::wgmma_wait;
             return;
         }
-        if (tokens.size() != 8 || tokens[1] != "mma_async" || !sync_aligned(2))
-            fail(i, "wgmma form not simulated");
-        if (tokens[5] != "f32" || tokens[6] != tokens[7] || (tokens[6] != "f16" && tokens[6] != "bf16" && tokens[6] != "tf32"))
+        if (tokens.size() != 8 || tokens[1] != "mma_async" || !sync_aligned(2)) fail(i, "wgmma form not simulated");
+        if (tokens[5] != "f32" || tokens[6] != tokens[7] ||
+            (tokens[6] != "f16" && tokens[6] != "bf16" && tokens[6] != "tf32"))
             fail(i, "wgmma types ." + tokens[5] + "." + tokens[6] + "." + tokens[7] + " not simulated");
         bool const tf32 = tokens[6] == "tf32";
         std::string const k = tf32 ? "k8" : "k16";
         unsigned n = 0;
         if (std::sscanf(tokens[4].c_str(), "m64n%u", &n) != 1 || tokens[4] != "m64n" + std::to_string(n) + k)
             fail(i, "wgmma shape ." + tokens[4] + " not simulated (m64nN" + k + " for ." + tokens[6] + ")");
-        if (n < 8 || n > 256 || n % 8 != 0) fail(i, "wgmma n of " + std::to_string(n) + " (a multiple of 8 from 8 to 256)");
+        if (n < 8 || n > 256 || n % 8 != 0)
+            fail(i, "wgmma n of " + std::to_string(n) + " (a multiple of 8 from 8 to 256)");
         auto const& ops = in.operands;
         auto const* fragment = std::get_if<ptx::VectorUse>(&ops[1]);
         d.a_registers = fragment != nullptr;
@@ -612,10 +707,12 @@ private:
             fail(i, "wgmma descriptors and scale-d must be registers");
         for (std::size_t o = 4; o < ops.size(); ++o) {
             auto const* imm = std::get_if<ptx::ImmUse>(&ops[o]);
-            if (imm == nullptr || !imm->value.is_integer()) fail(i, "wgmma operand " + std::to_string(o) + " is not an integer immediate");
+            if (imm == nullptr || !imm->value.is_integer())
+                fail(i, "wgmma operand " + std::to_string(o) + " is not an integer immediate");
             std::int64_t const v = imm->value.integer();
             if (o < 6 ? (v != 1 && v != -1) : (v != 0 && v != 1))
-                fail(i, "wgmma operand " + std::to_string(o) + " of " + std::to_string(v) + (o < 6 ? " (1 or -1)" : " (0 or 1)"));
+                fail(i, "wgmma operand " + std::to_string(o) + " of " + std::to_string(v) +
+                            (o < 6 ? " (1 or -1)" : " (0 or 1)"));
         }
         d.op = Op::wgmma;
         d.n = n;
@@ -624,15 +721,18 @@ private:
 
     // ---- values
 
-    [[noreturn]] double fail_value(std::size_t index, std::string const& what) const { fail(index, what + " not simulated"); }
+    [[noreturn]] double fail_value(std::size_t index, std::string const& what) const {
+        fail(index, what + " not simulated");
+    }
 
     // IEEE binary16 to binary32 (exact).
     static float half_to_float(std::uint16_t h) {
         std::uint32_t const sign = static_cast<std::uint32_t>(h & 0x8000) << 16;
         std::uint32_t const exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
         if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
-        float const magnitude = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -24)
-                                              : std::ldexp(static_cast<float>(mantissa | 0x400), static_cast<int>(exponent) - 25);
+        float const magnitude = exponent == 0
+                                    ? std::ldexp(static_cast<float>(mantissa), -24)
+                                    : std::ldexp(static_cast<float>(mantissa | 0x400), static_cast<int>(exponent) - 25);
         return std::bit_cast<float>(sign | std::bit_cast<std::uint32_t>(magnitude));
     }
 
@@ -654,15 +754,28 @@ private:
     }
 
     std::uint64_t special(std::string const& name, Thread const& t) const {
-        static std::map<std::string, int> const names{
-            {"%tid.x", 0}, {"%tid.y", 1}, {"%tid.z", 2}, {"%ntid.x", 3}, {"%ntid.y", 4}, {"%ntid.z", 5},
-            {"%ctaid.x", 6}, {"%ctaid.y", 7}, {"%ctaid.z", 8}, {"%nctaid.x", 9}, {"%nctaid.y", 10},
-            {"%nctaid.z", 11}, {"%laneid", 12}, {"%warpid", 13}, {"%cluster_ctarank", 14}, {"%cluster_nctarank", 15}};
+        static std::map<std::string, int> const names{{"%tid.x", 0},
+                                                      {"%tid.y", 1},
+                                                      {"%tid.z", 2},
+                                                      {"%ntid.x", 3},
+                                                      {"%ntid.y", 4},
+                                                      {"%ntid.z", 5},
+                                                      {"%ctaid.x", 6},
+                                                      {"%ctaid.y", 7},
+                                                      {"%ctaid.z", 8},
+                                                      {"%nctaid.x", 9},
+                                                      {"%nctaid.y", 10},
+                                                      {"%nctaid.z", 11},
+                                                      {"%laneid", 12},
+                                                      {"%warpid", 13},
+                                                      {"%cluster_ctarank", 14},
+                                                      {"%cluster_nctarank", 15}};
         auto const it = names.find(name);
         if (it == names.end()) {
             if (auto s = symbols_.find(name); s != symbols_.end()) return s->second;
             // A tensor map parameter's address (mov.u64 r, name): the launch's copy of its bytes.
-            if (auto m = tensor_maps_.find(name); m != tensor_maps_.end()) return reinterpret_cast<std::uintptr_t>(m->second.get());
+            if (auto m = tensor_maps_.find(name); m != tensor_maps_.end())
+                return reinterpret_cast<std::uintptr_t>(m->second.get());
             throw SimulationError("unknown operand text " + name);
         }
         unsigned const linear = t.tid[0] + block_.x * (t.tid[1] + block_.y * t.tid[2]);
@@ -700,8 +813,10 @@ private:
     }
     std::uint64_t address_of(Thread const& t, ptx::Address const& a) const {
         std::uint64_t base;
-        if (auto const* r = std::get_if<ptx::Reg>(&a.base)) base = t.regs[r->id()];
-        else base = symbols_.at(std::get<ptx::Symbol>(a.base).name);
+        if (auto const* r = std::get_if<ptx::Reg>(&a.base))
+            base = t.regs[r->id()];
+        else
+            base = symbols_.at(std::get<ptx::Symbol>(a.base).name);
         return base + static_cast<std::uint64_t>(a.offset);
     }
 
@@ -787,12 +902,11 @@ private:
             std::size_t at_mbarrier = 0;
             for (auto const& t : threads) at_mbarrier += t.state == Thread::State::waiting;
             if (!ran && !released)
-                throw SimulationError(kernel_.name() + ": deadlock (" + std::to_string(at_mbarrier) + " threads at mbarrier waits, " +
-                                      std::to_string(at_barrier) +
-                                      " threads at bar.sync, " + std::to_string(at_shuffle) + " at shfl.sync, " +
-                                      std::to_string(at_warpgroup) + " at warpgroup-collective wgmma, " +
-                                      std::to_string(at_named) + " at named barriers, " +
-                                      std::to_string(done) + " done)");
+                throw SimulationError(
+                    kernel_.name() + ": deadlock (" + std::to_string(at_mbarrier) + " threads at mbarrier waits, " +
+                    std::to_string(at_barrier) + " threads at bar.sync, " + std::to_string(at_shuffle) +
+                    " at shfl.sync, " + std::to_string(at_warpgroup) + " at warpgroup-collective wgmma, " +
+                    std::to_string(at_named) + " at named barriers, " + std::to_string(done) + " done)");
         }
     }
 
@@ -809,7 +923,8 @@ private:
         if (++b.arrived < b.threads) return;
         b.arrived = 0;
         for (Thread& other : *block_threads_)
-            if (other.state == Thread::State::named_barrier && other.named == d.barrier) other.state = Thread::State::running;
+            if (other.state == Thread::State::named_barrier && other.named == d.barrier)
+                other.state = Thread::State::running;
     }
 
     // bar.warp.sync: released once every lane of the warp that has not exited is there.
@@ -821,7 +936,8 @@ private:
         }
         if (!any || !all) return false;
         for (unsigned i = first; i < last; ++i)
-            if (threads[i].state == Thread::State::warp_barrier) threads[i].state = Thread::State::running, ++threads[i].pc;
+            if (threads[i].state == Thread::State::warp_barrier)
+                threads[i].state = Thread::State::running, ++threads[i].pc;
         return true;
     }
 
@@ -884,7 +1000,8 @@ private:
             if (a_registers) {
                 auto const& fragment = std::get<ptx::VectorUse>(ops[1]).elements;
                 std::array<std::uint32_t, 4> values{};
-                for (std::size_t r = 0; r < 4; ++r) values[r] = static_cast<std::uint32_t>(threads[i].regs[fragment[r].reg.id()]);
+                for (std::size_t r = 0; r < 4; ++r)
+                    values[r] = static_cast<std::uint32_t>(threads[i].regs[fragment[r].reg.id()]);
                 mma.a_fragments.push_back(values);
             }
         }
@@ -905,7 +1022,8 @@ private:
     // wgmma.wait_group N: the oldest committed groups computed until at most N are pending; the
     // accumulators no MMA still in flight writes get their values back.
     void retire_mmas(std::vector<Thread>& threads, unsigned first, std::size_t index) {
-        auto const pending = static_cast<std::size_t>(std::get<ptx::ImmUse>(code_[index].in->operands[0]).value.integer());
+        auto const pending =
+            static_cast<std::size_t>(std::get<ptx::ImmUse>(code_[index].in->operands[0]).value.integer());
         Warpgroup& wg = warpgroups_[first / 128];
         while (wg.committed.size() > pending) {
             for (PendingMma const& mma : wg.committed.front()) compute_mma(wg, mma);
@@ -913,7 +1031,8 @@ private:
         }
         std::vector<std::uint32_t> busy;
         auto const note = [&](PendingMma const& mma) {
-            for (auto const& e : std::get<ptx::VectorUse>(code_[mma.index].in->operands[0]).elements) busy.push_back(e.reg.id());
+            for (auto const& e : std::get<ptx::VectorUse>(code_[mma.index].in->operands[0]).elements)
+                busy.push_back(e.reg.id());
         };
         for (auto const& group : wg.committed)
             for (PendingMma const& mma : group) note(mma);
@@ -940,11 +1059,13 @@ private:
                 static_cast<unsigned>((bits >> 49) & 7), static_cast<unsigned>(bits >> 62)};
     }
     void check_descriptor(std::size_t index, std::uint64_t bits, std::string const& which) const {
-        constexpr std::uint64_t fields = 0x3fffull | (0x3fffull << 16) | (0x3fffull << 32) | (7ull << 49) | (3ull << 62);
+        constexpr std::uint64_t fields =
+            0x3fffull | (0x3fffull << 16) | (0x3fffull << 32) | (7ull << 49) | (3ull << 62);
         Descriptor const d = descriptor(bits);
         if ((bits & ~fields) != 0) fail(index, which + "'s descriptor sets reserved bits");
         if (d.swizzle == 2 || d.swizzle == 3)
-            fail(index, which + "'s descriptor: the " + std::string(d.swizzle == 2 ? "64" : "32") + "-byte swizzle not simulated");
+            fail(index, which + "'s descriptor: the " + std::string(d.swizzle == 2 ? "64" : "32") +
+                            "-byte swizzle not simulated");
         if (d.base_offset != 0) fail(index, which + "'s descriptor: a nonzero matrix base offset not simulated");
         if (d.swizzle == 1 && ((d.start >> 7) & 7) != 0)
             fail(index, which + "'s descriptor: a 128-byte swizzled matrix starting at row " +
@@ -985,12 +1106,14 @@ private:
         bool const tf32 = d.source == ptx::Type::f32;
         unsigned const K = tf32 ? 8 : 16, bytes = tf32 ? 4 : 2;
         auto const element = [&](std::uint16_t h) {
-            return d.source == ptx::Type::bf16 ? double{std::bit_cast<float>(std::uint32_t{h} << 16)} : double{half_to_float(h)};
+            return d.source == ptx::Type::bf16 ? double{std::bit_cast<float>(std::uint32_t{h} << 16)}
+                                               : double{half_to_float(h)};
         };
         auto const value = [&](std::uint64_t address) {
             if (address + bytes > shared_memory_.size())
                 fail(index, "wgmma operand element at shared address " + std::to_string(address) +
-                                ", outside the block's " + std::to_string(shared_memory_.size()) + " bytes of shared memory");
+                                ", outside the block's " + std::to_string(shared_memory_.size()) +
+                                " bytes of shared memory");
             if (tf32) {
                 std::uint32_t w = 0;
                 std::memcpy(&w, shared_memory_.data() + address, 4);
@@ -1009,14 +1132,17 @@ private:
             for (unsigned t = 0; t < 128; ++t)
                 for (unsigned r = 0; r < 4; ++r)
                     for (unsigned e = 0; e < 2; ++e) {
-                        unsigned const row = 16 * (t / 32) + (t % 32) / 4 + 8 * (r % 2), k = 8 * (r / 2) + 2 * (t % 4) + e;
-                        a[row * 16 + k] = a_scale * element(static_cast<std::uint16_t>(mma.a_fragments[t][r] >> (16 * e)));
+                        unsigned const row = 16 * (t / 32) + (t % 32) / 4 + 8 * (r % 2),
+                                       k = 8 * (r / 2) + 2 * (t % 4) + e;
+                        a[row * 16 + k] =
+                            a_scale * element(static_cast<std::uint16_t>(mma.a_fragments[t][r] >> (16 * e)));
                     }
         } else {
             Descriptor const a_desc = descriptor(mma.a_descriptor);
             bool const a_mn = !tf32 && imm(6) == 1;
             for (unsigned m = 0; m < 64; ++m)
-                for (unsigned k = 0; k < K; ++k) a[m * K + k] = a_scale * value(operand_address(a_desc, a_mn, m, k, bytes));
+                for (unsigned k = 0; k < K; ++k)
+                    a[m * K + k] = a_scale * value(operand_address(a_desc, a_mn, m, k, bytes));
         }
         for (unsigned k = 0; k < K; ++k)
             for (unsigned c = 0; c < n; ++c) b[k * n + c] = b_scale * value(operand_address(b_desc, b_mn, c, k, bytes));
@@ -1055,17 +1181,21 @@ private:
     }
     // The box a tensor copy names, its shared side checked: 128-byte aligned (1024 with the
     // 128-byte swizzle, whose rows must then be 128 bytes), inside the block's shared memory.
-    TensorBox tensor_box(std::size_t index, Thread const& t, ptx::TensorAddressUse const& use, std::uint64_t shared_address) {
+    TensorBox tensor_box(std::size_t index, Thread const& t, ptx::TensorAddressUse const& use,
+                         std::uint64_t shared_address) {
         TensorBox box{index, tensor_map_at(index, t.regs[use.map.reg.id()]), {}, shared_address};
         ptx::TensorMapSpec const& s = box.spec;
         if (use.coordinates.size() != s.rank)
-            fail(index, "a " + std::to_string(use.coordinates.size()) + "-d copy with a map of rank " + std::to_string(s.rank));
+            fail(index, "a " + std::to_string(use.coordinates.size()) + "-d copy with a map of rank " +
+                            std::to_string(s.rank));
         for (std::size_t i = 0; i < use.coordinates.size(); ++i)
             box.coordinates[i] = signed_value(ptx::Type::s32, t.regs[use.coordinates[i].reg.id()]);
         std::size_t const row = std::size_t{s.box[0]} * static_cast<std::size_t>(ptx::bytes_of(s.element));
         if (s.swizzle == ptx::TensorMapSwizzle::swizzle_128b) {
-            if (row != 128) fail(index, "a 128-byte swizzled box with rows of " + std::to_string(row) + " bytes not simulated");
-            if (shared_address % 1024 != 0) fail(index, "shared address of a 128-byte swizzled box not 1024-byte aligned");
+            if (row != 128)
+                fail(index, "a 128-byte swizzled box with rows of " + std::to_string(row) + " bytes not simulated");
+            if (shared_address % 1024 != 0)
+                fail(index, "shared address of a 128-byte swizzled box not 1024-byte aligned");
         } else if (s.swizzle != ptx::TensorMapSwizzle::none) {
             fail(index, "tensor copies with the 32- or 64-byte swizzle not simulated");
         } else if (shared_address % 128 != 0) {
@@ -1090,8 +1220,10 @@ private:
             for (unsigned i = 1; i < s.rank; ++i) {
                 std::int64_t const c = b.coordinates[i] + static_cast<std::int64_t>(rest % s.box[i]);
                 rest /= s.box[i];
-                if (c < 0 || static_cast<std::uint64_t>(c) >= s.dims[i]) row_inside = false;
-                else base += static_cast<std::uint64_t>(c) * s.strides[i];
+                if (c < 0 || static_cast<std::uint64_t>(c) >= s.dims[i])
+                    row_inside = false;
+                else
+                    base += static_cast<std::uint64_t>(c) * s.strides[i];
             }
             for (std::uint64_t j = 0; j < s.box[0]; ++j) {
                 std::int64_t const c = b.coordinates[0] + static_cast<std::int64_t>(j);
@@ -1107,8 +1239,10 @@ private:
         auto const size = static_cast<std::size_t>(ptx::bytes_of(b.spec.element));
         auto* to = static_cast<std::uint8_t*>(shared(b.index, b.shared_address, box_bytes(b.spec), 1));
         for_each_box_element(b, [&](std::uint64_t o, std::uint64_t from, bool inside) {
-            if (inside) std::memcpy(to + o, global(b.index, from, size), size);
-            else std::memset(to + o, 0, size);
+            if (inside)
+                std::memcpy(to + o, global(b.index, from, size), size);
+            else
+                std::memset(to + o, 0, size);
         });
     }
     // A TMA store is done: the box's elements inside the tensor written.
@@ -1136,15 +1270,19 @@ private:
         bool any = false;
         for (unsigned i = first; i < last; ++i) {
             if (threads[i].state != Thread::State::shuffle) return false;
-            if (any && threads[i].pc != pc) throw SimulationError(kernel_.name() + ": lanes of a warp at different shfl.sync");
+            if (any && threads[i].pc != pc)
+                throw SimulationError(kernel_.name() + ": lanes of a warp at different shfl.sync");
             pc = threads[i].pc, any = true;
         }
         if (!any) return false;
         Op const op = code_[pc].op;
         if (op == Op::ldmatrix || op == Op::mma) {
-            if (last - first != 32) throw SimulationError(kernel_.name() + ": a warp-collective matrix instruction in a partial warp");
-            if (op == Op::ldmatrix) load_matrices(threads, first);
-            else multiply_matrices(threads, first);
+            if (last - first != 32)
+                throw SimulationError(kernel_.name() + ": a warp-collective matrix instruction in a partial warp");
+            if (op == Op::ldmatrix)
+                load_matrices(threads, first);
+            else
+                multiply_matrices(threads, first);
             for (unsigned i = first; i < last; ++i) threads[i].state = Thread::State::running, ++threads[i].pc;
             return true;
         }
@@ -1227,10 +1365,14 @@ private:
             unsigned const lane = i - first;
             auto const b = static_cast<unsigned>(read(t, ops[2], ptx::Type::u32));
             long source = lane;
-            if (d.shuffle == "bfly") source = lane ^ b;
-            else if (d.shuffle == "down") source = lane + b;
-            else if (d.shuffle == "up") source = static_cast<long>(lane) - static_cast<long>(b);
-            else source = b & 31;
+            if (d.shuffle == "bfly")
+                source = lane ^ b;
+            else if (d.shuffle == "down")
+                source = lane + b;
+            else if (d.shuffle == "up")
+                source = static_cast<long>(lane) - static_cast<long>(b);
+            else
+                source = b & 31;
             if (source < 0 || source > 31 || static_cast<unsigned>(source) + first >= last) source = lane;
             write(t, std::get<ptx::RegUse>(ops[0]), values[static_cast<std::size_t>(source)]);
             t.state = Thread::State::running;
@@ -1280,8 +1422,11 @@ private:
             case Op::bra: t.pc = d.target; return;
             case Op::ret: finish(t); return;
             case Op::bar: t.state = Thread::State::barrier; return;
-            case Op::shfl: case Op::ldmatrix: case Op::mma: t.state = Thread::State::shuffle; return;
-            case Op::ld: case Op::st: memory(t, index, d, in); break;
+            case Op::shfl:
+            case Op::ldmatrix:
+            case Op::mma: t.state = Thread::State::shuffle; return;
+            case Op::ld:
+            case Op::st: memory(t, index, d, in); break;
             case Op::prefetch: break;
             case Op::griddepcontrol: break;
             case Op::fence: break;
@@ -1292,7 +1437,8 @@ private:
                 if (at % 8 != 0) fail(index, "misaligned mbarrier");
                 (void)shared(index, at, 8);
                 auto const arrivals = static_cast<unsigned>(src(1, Type::u32));
-                mbarriers_[at] = Mbarrier{.expected = arrivals, .pending = arrivals, .tx = 0, .completed = 0, .copies = {}};
+                mbarriers_[at] =
+                    Mbarrier{.expected = arrivals, .pending = arrivals, .tx = 0, .completed = 0, .copies = {}};
                 break;
             }
             case Op::mbarrier_arrive: {
@@ -1308,8 +1454,11 @@ private:
                 Mbarrier& mb = mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[1]).address));
                 if (mb.pending == 0) {  // every arrival in: the announced copies land now
                     for (BulkCopy const& c : mb.copies) {
-                        if (c.tensor) land_tensor_box(*c.tensor);
-                        else std::memcpy(shared(index, c.shared_address, c.bytes, 16), reinterpret_cast<void const*>(c.global_address), c.bytes);
+                        if (c.tensor)
+                            land_tensor_box(*c.tensor);
+                        else
+                            std::memcpy(shared(index, c.shared_address, c.bytes, 16),
+                                        reinterpret_cast<void const*>(c.global_address), c.bytes);
                         mb.tx -= static_cast<std::int64_t>(c.bytes);
                     }
                     mb.copies.clear();
@@ -1328,17 +1477,23 @@ private:
                 std::uint64_t const to = address_of(t, std::get<ptx::AddressUse>(ops[0]).address);
                 std::uint64_t const from = address_of(t, std::get<ptx::AddressUse>(ops[1]).address);
                 auto const bytes = static_cast<std::size_t>(src(2, Type::u32));
-                if (to % 16 != 0 || from % 16 != 0 || bytes % 16 != 0 || bytes == 0) fail(index, "misaligned or empty bulk copy");
+                if (to % 16 != 0 || from % 16 != 0 || bytes % 16 != 0 || bytes == 0)
+                    fail(index, "misaligned or empty bulk copy");
                 // The bytes may land at any time from now on: poisoned now (a thread still reading
                 // what the slot held before sees it), landed at the first wait that may see them.
                 std::memset(shared(index, to, bytes, 16), 0xCD, bytes);
-                if (!in_buffers(from, bytes)) fail(index, "bulk copy from outside the allowed buffers at " + std::to_string(from));
-                mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[3]).address)).copies.push_back({to, from, bytes, std::nullopt});
+                if (!in_buffers(from, bytes))
+                    fail(index, "bulk copy from outside the allowed buffers at " + std::to_string(from));
+                mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[3]).address))
+                    .copies.push_back({to, from, bytes, std::nullopt});
                 break;
             }
-            case Op::prefetch_tensormap: (void)tensor_map_at(index, address_of(t, std::get<ptx::AddressUse>(ops[0]).address)); break;
+            case Op::prefetch_tensormap:
+                (void)tensor_map_at(index, address_of(t, std::get<ptx::AddressUse>(ops[0]).address));
+                break;
             case Op::tensor_load: {
-                if (d.multicast) fail(index, "multicast to the blocks of a cluster (.multicast::cluster) not simulated");
+                if (d.multicast)
+                    fail(index, "multicast to the blocks of a cluster (.multicast::cluster) not simulated");
                 std::uint64_t const to = address_of(t, std::get<ptx::AddressUse>(ops[0]).address);
                 TensorBox box = tensor_box(index, t, std::get<ptx::TensorAddressUse>(ops[1]), to);
                 auto const size = static_cast<std::size_t>(ptx::bytes_of(box.spec.element));
@@ -1349,7 +1504,8 @@ private:
                 // Poisoned now, landed at the first wait that may see it (as a bulk copy).
                 std::size_t const bytes = box_bytes(box.spec);
                 std::memset(shared(index, to, bytes, 1), 0xCD, bytes);
-                mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[2]).address)).copies.push_back({to, 0, bytes, std::move(box)});
+                mbarrier(index, address_of(t, std::get<ptx::AddressUse>(ops[2]).address))
+                    .copies.push_back({to, 0, bytes, std::move(box)});
                 break;
             }
             case Op::tensor_store: {
@@ -1369,13 +1525,18 @@ private:
                 }
                 break;
             }
-            case Op::setmaxnreg: case Op::wgmma_fence: break;  // the register budget; MMAs are ordered here anyway
-            case Op::wgmma: case Op::wgmma_commit: case Op::wgmma_wait: t.state = Thread::State::warpgroup; return;
-            case Op::cluster: fail(index, "thread-block cluster instructions (barrier.cluster, mapa, remote mbarrier) not simulated");
+            case Op::setmaxnreg:
+            case Op::wgmma_fence: break;  // the register budget; MMAs are ordered here anyway
+            case Op::wgmma:
+            case Op::wgmma_commit:
+            case Op::wgmma_wait: t.state = Thread::State::warpgroup; return;
+            case Op::cluster:
+                fail(index, "thread-block cluster instructions (barrier.cluster, mapa, remote mbarrier) not simulated");
             case Op::bulk_prefetch: {  // no effect, but the bytes must lie in one buffer (and be 16-byte aligned)
                 std::uint64_t const address = address_of(t, std::get<ptx::AddressUse>(ops[0]).address);
                 auto const bytes = static_cast<std::size_t>(read(t, ops[1], Type::u32));
-                if (address % 16 != 0 || bytes % 16 != 0 || bytes == 0) fail(index, "misaligned or empty bulk prefetch");
+                if (address % 16 != 0 || bytes % 16 != 0 || bytes == 0)
+                    fail(index, "misaligned or empty bulk prefetch");
                 if (!in_buffers(address, bytes))
                     fail(index, "bulk prefetch of " + std::to_string(bytes) + " bytes outside the allowed buffers at " +
                                     std::to_string(address));
@@ -1385,7 +1546,8 @@ private:
                 auto const& to = std::get<ptx::AddressUse>(ops[0]).address;
                 auto const& from = std::get<ptx::AddressUse>(ops[1]).address;
                 auto const bytes = static_cast<std::size_t>(read(t, ops[2], Type::u32));
-                std::size_t const source = ops.size() > 3 ? static_cast<std::size_t>(read(t, ops[3], Type::u32)) : bytes;
+                std::size_t const source =
+                    ops.size() > 3 ? static_cast<std::size_t>(read(t, ops[3], Type::u32)) : bytes;
                 if (source > bytes) fail(index, "cp.async source size beyond the copy");
                 std::uint64_t const shared_address = address_of(t, to), global_address = address_of(t, from);
                 (void)shared(index, shared_address, bytes);  // checked now: the copy lands later
@@ -1413,7 +1575,8 @@ private:
                 }
                 break;
             }
-            case Op::dp4a: case Op::dp2a: {
+            case Op::dp4a:
+            case Op::dp2a: {
                 std::uint64_t const a = src(1, Type::u32), b = src(2, Type::u32);
                 std::int64_t sum = signed_value(Type::s32, src(3, Type::s32));
                 auto part = [](std::uint64_t word, int bits, int i, bool is_signed) -> std::int64_t {
@@ -1425,7 +1588,8 @@ private:
                 if (d.op == Op::dp4a)
                     for (int i = 0; i < 4; ++i) sum += part(a, 8, i, d.a_signed) * part(b, 8, i, d.b_signed);
                 else
-                    for (int i = 0; i < 2; ++i) sum += part(a, 16, i, d.a_signed) * part(b, 8, i + (d.dp2a_high ? 2 : 0), d.b_signed);
+                    for (int i = 0; i < 2; ++i)
+                        sum += part(a, 16, i, d.a_signed) * part(b, 8, i + (d.dp2a_high ? 2 : 0), d.b_signed);
                 write(t, dst(), mask(Type::s32, static_cast<std::uint64_t>(sum)));
                 break;
             }
@@ -1474,16 +1638,25 @@ private:
                 break;
             }
             case Op::cvta: write(t, dst(), src(1, type)); break;
-            case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min: case Op::max: {
+            case Op::add:
+            case Op::sub:
+            case Op::mul:
+            case Op::div:
+            case Op::rem:
+            case Op::min:
+            case Op::max: {
                 std::uint64_t const a = src(1, type), b = src(2, type);
-                if (is_f32) write(t, dst(), bits(float_op(d, f32(a), f32(b))));
-                else if (is_f64) write(t, dst(), bits(float_op(d, f64(a), f64(b))));
+                if (is_f32)
+                    write(t, dst(), bits(float_op(d, f32(a), f32(b))));
+                else if (is_f64)
+                    write(t, dst(), bits(float_op(d, f64(a), f64(b))));
                 else if (d.op == Op::mul && d.wide) {
                     Type const wide = ptx::bits_of(type) == 32 ? (is_signed ? Type::s64 : Type::u64) : type;
                     std::uint64_t const r =
                         is_signed ? static_cast<std::uint64_t>(signed_value(type, a) * signed_value(type, b)) : a * b;
                     t.regs[dst().reg.id()] = mask(wide, r);
-                } else write(t, dst(), integer_op(index, d, type, a, b));
+                } else
+                    write(t, dst(), integer_op(index, d, type, a, b));
                 break;
             }
             case Op::mad: {
@@ -1493,22 +1666,30 @@ private:
             }
             case Op::fma: {
                 std::uint64_t const a = src(1, type), b = src(2, type), c = src(3, type);
-                if (is_f32) write(t, dst(), bits(std::fma(f32(a), f32(b), f32(c))));
-                else write(t, dst(), bits(std::fma(f64(a), f64(b), f64(c))));
+                if (is_f32)
+                    write(t, dst(), bits(std::fma(f32(a), f32(b), f32(c))));
+                else
+                    write(t, dst(), bits(std::fma(f64(a), f64(b), f64(c))));
                 break;
             }
             case Op::neg: {
                 std::uint64_t const a = src(1, type);
-                if (is_f32) write(t, dst(), bits(-f32(a)));
-                else if (is_f64) write(t, dst(), bits(-f64(a)));
-                else write(t, dst(), mask(type, static_cast<std::uint64_t>(-signed_value(type, a))));
+                if (is_f32)
+                    write(t, dst(), bits(-f32(a)));
+                else if (is_f64)
+                    write(t, dst(), bits(-f64(a)));
+                else
+                    write(t, dst(), mask(type, static_cast<std::uint64_t>(-signed_value(type, a))));
                 break;
             }
             case Op::abs: {
                 std::uint64_t const a = src(1, type);
-                if (is_f32) write(t, dst(), bits(std::fabs(f32(a))));
-                else if (is_f64) write(t, dst(), bits(std::fabs(f64(a))));
-                else write(t, dst(), mask(type, static_cast<std::uint64_t>(std::llabs(signed_value(type, a)))));
+                if (is_f32)
+                    write(t, dst(), bits(std::fabs(f32(a))));
+                else if (is_f64)
+                    write(t, dst(), bits(std::fabs(f64(a))));
+                else
+                    write(t, dst(), mask(type, static_cast<std::uint64_t>(std::llabs(signed_value(type, a)))));
                 break;
             }
             case Op::and_: write(t, dst(), src(1, type) & src(2, type)); break;
@@ -1541,14 +1722,18 @@ private:
             case Op::cvt: write(t, dst(), convert(index, d, src(1, d.source))); break;
             case Op::sqrt: {
                 std::uint64_t const a = src(1, type);
-                if (is_f32) write(t, dst(), bits(std::sqrt(f32(a))));
-                else write(t, dst(), bits(std::sqrt(f64(a))));
+                if (is_f32)
+                    write(t, dst(), bits(std::sqrt(f32(a))));
+                else
+                    write(t, dst(), bits(std::sqrt(f64(a))));
                 break;
             }
             case Op::rcp: {
                 std::uint64_t const a = src(1, type);
-                if (is_f32) write(t, dst(), bits(1.0f / f32(a)));
-                else write(t, dst(), bits(1.0 / f64(a)));
+                if (is_f32)
+                    write(t, dst(), bits(1.0f / f32(a)));
+                else
+                    write(t, dst(), bits(1.0 / f64(a)));
                 break;
             }
             case Op::ex2: {
@@ -1570,7 +1755,8 @@ private:
             case Op::sub: return a - b;
             case Op::mul: return a * b;
             case Op::div: return a / b;
-            case Op::min: case Op::max: {
+            case Op::min:
+            case Op::max: {
                 bool const is_max = d.op == Op::max;
                 if (std::isnan(a) || std::isnan(b)) {
                     if (d.nan) return std::numeric_limits<F>::quiet_NaN();
@@ -1646,8 +1832,10 @@ private:
             if (to == Type::f32 && from == Type::f64) return bits(static_cast<float>(f64(v)));  // round to nearest
             if (to == Type::f32 && from == Type::f16) return bits(half_to_float(static_cast<std::uint16_t>(v)));
             // To the 16-bit types, round to nearest even as rayo::half / rayo::bfloat16 do.
-            if (to == Type::f16 && from == Type::f32 && d.rounding == ptx::Rounding::rn) return rayo::detail::float_to_half_bits(f32(v));
-            if (to == Type::bf16 && from == Type::f32 && d.rounding == ptx::Rounding::rn) return rayo::detail::float_to_bfloat16_bits(f32(v));
+            if (to == Type::f16 && from == Type::f32 && d.rounding == ptx::Rounding::rn)
+                return rayo::detail::float_to_half_bits(f32(v));
+            if (to == Type::bf16 && from == Type::f32 && d.rounding == ptx::Rounding::rn)
+                return rayo::detail::float_to_bfloat16_bits(f32(v));
             if (to == from) return v;
             fail(index, "float conversion not simulated");
         }
@@ -1687,9 +1875,11 @@ private:
             }
             int const b = ptx::bits_of(to);
             bool const s = ptx::kind_of(to) == ptx::TypeKind::signed_int;
-            double const lo = s ? -std::ldexp(1.0, b - 1) : 0.0, hi = s ? std::ldexp(1.0, b - 1) - 1 : std::ldexp(1.0, b) - 1;
+            double const lo = s ? -std::ldexp(1.0, b - 1) : 0.0,
+                         hi = s ? std::ldexp(1.0, b - 1) - 1 : std::ldexp(1.0, b) - 1;
             x = std::clamp(x, lo, hi);
-            return mask(to, s ? static_cast<std::uint64_t>(static_cast<std::int64_t>(x)) : static_cast<std::uint64_t>(x));
+            return mask(to,
+                        s ? static_cast<std::uint64_t>(static_cast<std::int64_t>(x)) : static_cast<std::uint64_t>(x));
         }
         // Integer to integer: sign- or zero-extend from the source, truncate to the destination.
         bool const s = ptx::kind_of(from) == ptx::TypeKind::signed_int;
@@ -1756,13 +1946,12 @@ private:
     };
     std::array<NamedBarrier, 16> named_barriers_{};
     std::vector<Thread>* block_threads_ = nullptr;  // the block running
-    bool progress_ = false;                        // some thread went on this round
+    bool progress_ = false;                         // some thread went on this round
     std::vector<Range> ranges_;
     Dim3 grid_, block_;
     unsigned block_index_[3]{};
     std::uint64_t executed_ = 0;
 };
-
 
 // A cuda::KernelRunner whose launches run in the simulator, synchronously, on host memory: views'
 // buffers are host pointers (buffer + offset is the address). It checks that a cache key always
@@ -1782,7 +1971,9 @@ public:
     [[nodiscard]] unsigned max_shared_bytes() const noexcept override { return max_shared_bytes_; }
     // The dynamic shared memory the simulated device offers a block (e.g. an H100's 227 KiB).
     void set_max_shared_bytes(unsigned bytes) noexcept { max_shared_bytes_ = bytes; }
-    [[nodiscard]] cuda::MultiprocessorSharedMemory multiprocessor_shared() const noexcept override { return multiprocessor_shared_; }
+    [[nodiscard]] cuda::MultiprocessorSharedMemory multiprocessor_shared() const noexcept override {
+        return multiprocessor_shared_;
+    }
     // What the simulated device's multiprocessors have of shared memory (unknown by default).
     void set_multiprocessor_shared(cuda::MultiprocessorSharedMemory sm) noexcept { multiprocessor_shared_ = sm; }
     [[nodiscard]] std::uint64_t address(detail::TensorView const& view) override { return view.buffer + view.offset; }
@@ -1803,12 +1994,14 @@ public:
             entry->text = entry->kernel.emit(ptx::emission_target(entry->kernel, target_));
             entry->simulator = std::make_unique<Simulator>(entry->kernel);
             it = kernels_.emplace(key, std::move(entry)).first;
-        } else if (ptx::Kernel const again = make(); again.emit(ptx::emission_target(again, target_)) != it->second->text) {
+        } else if (ptx::Kernel const again = make();
+                   again.emit(ptx::emission_target(again, target_)) != it->second->text) {
             throw SimulationError("cache key '" + key + "' names two different kernels");
         }
         if (dims.shared_bytes > max_shared_bytes_)
-            throw SimulationError(key + ": " + std::to_string(dims.shared_bytes) + " bytes of shared memory, more than the " +
-                                  std::to_string(max_shared_bytes_) + " a block may have");
+            throw SimulationError(key + ": " + std::to_string(dims.shared_bytes) +
+                                  " bytes of shared memory, more than the " + std::to_string(max_shared_bytes_) +
+                                  " a block may have");
         launches_.push_back({key, dims});
         Simulator& sim = *it->second->simulator;
         sim.forget_buffers();

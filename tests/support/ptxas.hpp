@@ -18,9 +18,9 @@ namespace rayo::test {
 
 inline std::string ptxas_path() { return RAYO_PTXAS; }
 
-#define RAYO_SKIP_WITHOUT_PTXAS()                                                                          \
-    do {                                                                                                   \
-        if (::rayo::test::ptxas_path().empty())                                                            \
+#define RAYO_SKIP_WITHOUT_PTXAS()                                                                       \
+    do {                                                                                                \
+        if (::rayo::test::ptxas_path().empty())                                                         \
             GTEST_SKIP() << "ptxas not found at configure time (install the CUDA toolkit; RAYO_PTXAS)"; \
     } while (false)
 
@@ -44,8 +44,8 @@ inline std::string ptxas_failure(std::string const& name, std::string const& tex
     if (status == 0) return {};
     std::stringstream log_text;
     log_text << std::ifstream(log).rdbuf();
-    std::string report = "ptxas -arch=" + ptxas_arch(target) + " failed (status " + std::to_string(status) +
-                         ") on " + source.string() + ":\n" + log_text.str();
+    std::string report = "ptxas -arch=" + ptxas_arch(target) + " failed (status " + std::to_string(status) + ") on " +
+                         source.string() + ":\n" + log_text.str();
     std::vector<std::string> lines;
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);) lines.push_back(line);

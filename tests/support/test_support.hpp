@@ -57,10 +57,15 @@ inline double ulp_error(float got, double want) {
     if (std::isnan(want)) return std::isnan(got) ? 0.0 : std::numeric_limits<double>::infinity();
     if (std::isnan(got)) return std::numeric_limits<double>::infinity();
     float const rounded = static_cast<float>(want);
-    if (std::isinf(rounded)) return got == rounded ? 0.0 : (std::abs(got) == std::numeric_limits<float>::max() ? 1.0 : std::numeric_limits<double>::infinity());
+    if (std::isinf(rounded))
+        return got == rounded
+                   ? 0.0
+                   : (std::abs(got) == std::numeric_limits<float>::max() ? 1.0
+                                                                         : std::numeric_limits<double>::infinity());
     if (std::isinf(got)) return std::numeric_limits<double>::infinity();
     int exponent = 0;
-    std::frexp(std::max(std::abs(static_cast<double>(rounded)), static_cast<double>(std::numeric_limits<float>::min())), &exponent);
+    std::frexp(std::max(std::abs(static_cast<double>(rounded)), static_cast<double>(std::numeric_limits<float>::min())),
+               &exponent);
     double const ulp = std::ldexp(1.0, exponent - 24);
     return std::abs(static_cast<double>(got) - want) / ulp;
 }
@@ -107,8 +112,8 @@ struct ArchParamName {
 
 // The shapes every op runs on: the sizes the tests name plus 2-D and 3-D cases.
 inline std::vector<Shape> op_shapes() {
-    return {Shape{1}, Shape{7}, Shape{64}, Shape{1000}, Shape{4097}, Shape{3, 5}, Shape{17, 33}, Shape{4, 9, 130},
-            Shape{2, 3, 1031}};
+    return {Shape{1},    Shape{7},      Shape{64},        Shape{1000},      Shape{4097},
+            Shape{3, 5}, Shape{17, 33}, Shape{4, 9, 130}, Shape{2, 3, 1031}};
 }
 
 inline std::string shape_name(Shape const& s) {

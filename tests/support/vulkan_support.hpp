@@ -24,14 +24,16 @@ protected:
         if (!d) GTEST_SKIP() << "no Vulkan device on this machine (install mesa-vulkan-drivers for lavapipe)";
         device = *d;
         if (char const* v = std::getenv("RAYO_VULKAN_VALIDATION"); v && std::string_view(v) == "1") {
-            ASSERT_TRUE(vulkan::validation_enabled()) << "RAYO_VULKAN_VALIDATION=1 but the validation layer is not active";
+            ASSERT_TRUE(vulkan::validation_enabled())
+                << "RAYO_VULKAN_VALIDATION=1 but the validation layer is not active";
         }
         messages_before = vulkan::validation_message_count();
     }
     void TearDown() override {
         if (IsSkipped()) return;
         device.synchronize();
-        EXPECT_EQ(vulkan::validation_message_count(), messages_before) << "the validation layer reported messages (logged above)";
+        EXPECT_EQ(vulkan::validation_message_count(), messages_before)
+            << "the validation layer reported messages (logged above)";
     }
     // Runs `body` once per available path of the reduction and row shaders (subgroup arithmetic,
     // shared memory), then restores the default.

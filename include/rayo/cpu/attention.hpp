@@ -99,7 +99,9 @@ void attention_tile_kernel(AttentionTile const& t) {
     for (std::size_t r = 0; r < t.rows; ++r) {
         float* s = t.scores + r * t.ld;
         std::int64_t const seen = t.visible + static_cast<std::int64_t>(r) * t.visible_step;
-        std::size_t const n = seen <= 0 ? 0 : seen >= static_cast<std::int64_t>(t.cols) ? t.cols : static_cast<std::size_t>(seen);
+        std::size_t const n = seen <= 0                                   ? 0
+                              : seen >= static_cast<std::int64_t>(t.cols) ? t.cols
+                                                                          : static_cast<std::size_t>(seen);
         float const block_max = prepare_row<A>(s, n, t.cols, t.scale, t.mask ? t.mask + r * t.mask_row : nullptr);
         float const old_max = t.row_max[r];
         float const new_max = block_max > old_max ? block_max : (block_max != block_max ? block_max : old_max);

@@ -31,7 +31,8 @@ namespace rayo::cpu::block32 {
     __m512 const sign = _mm512_set1_ps(-0.0f);
     for (std::size_t b = 0; b < values / block_values; ++b, x += block_values, codes += block_values) {
         __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
-        bool const non_finite = (_mm512_fpclass_ps_mask(v0, 0x99) | _mm512_fpclass_ps_mask(v1, 0x99)) != 0;  // NaN, ±Inf
+        bool const non_finite =
+            (_mm512_fpclass_ps_mask(v0, 0x99) | _mm512_fpclass_ps_mask(v1, 0x99)) != 0;  // NaN, ±Inf
         float most = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1)));
         float unscale = 1.0f;
         if (!non_finite && most > 0.0f && !(32767.0f / most < std::numeric_limits<float>::infinity())) {
@@ -59,7 +60,8 @@ namespace rayo::cpu::block32 {
 
 // A block's 32 values as int16 (q8_0: the codes; q4_0: the nibbles − 8), in value order.
 [[gnu::target("avx512vnni")]] inline __m512i widen_block(DType type, unsigned char const* block) noexcept {
-    if (type == DType::q8_0) return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<__m256i const*>(block + 2)));
+    if (type == DType::q8_0)
+        return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<__m256i const*>(block + 2)));
     __m128i const bytes = _mm_loadu_si128(reinterpret_cast<__m128i const*>(block + 2));
     __m128i const low4 = _mm_set1_epi8(0x0F);
     __m128i const lo = _mm_and_si128(bytes, low4), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low4);
@@ -77,7 +79,8 @@ namespace rayo::cpu::block32 {
 // packed + (q·depth_blocks + b)·panel_block_bytes holds pair p of column l at int32 p·32 + l, then
 // the 32 columns' scales. Columns past `cols` are zeros. Each row's block is one scatter.
 [[gnu::target("avx512vnni")]] inline void pack_weights(Block32GemmArgs const& g, std::size_t j0, std::size_t cols,
-                                                       std::size_t b0, std::size_t count, unsigned char* packed) noexcept {
+                                                       std::size_t b0, std::size_t count,
+                                                       unsigned char* packed) noexcept {
     std::size_t const block_bytes = size_of(g.w_type);
     __m512i const pair_rows = _mm512_mullo_epi32(
         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(panel_cols));
@@ -108,8 +111,8 @@ namespace rayo::cpu::block32 {
 // (added to it with `accumulate`); columns past cols_used are left alone.
 [[gnu::target("avx512vnni")]] inline void micro(std::int16_t const* x, std::size_t x_row, float const* x_scales,
                                                 std::size_t s_row, std::size_t count, unsigned char const* panel,
-                                                float* c, std::size_t ldc, std::size_t rows_used,
-                                                std::size_t cols_used, bool accumulate) noexcept {
+                                                float* c, std::size_t ldc, std::size_t rows_used, std::size_t cols_used,
+                                                bool accumulate) noexcept {
     constexpr std::size_t rows = micro_rows;
     std::int16_t const* xr[rows];
     float const* sr[rows];
@@ -148,7 +151,9 @@ namespace rayo::cpu::block32 {
         }
     }
     __mmask16 const mask0 = cols_used >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols_used) - 1);
-    __mmask16 const mask1 = cols_used >= 32 ? __mmask16(0xFFFF) : cols_used <= 16 ? __mmask16(0) : __mmask16((1u << (cols_used - 16)) - 1);
+    __mmask16 const mask1 = cols_used >= 32   ? __mmask16(0xFFFF)
+                            : cols_used <= 16 ? __mmask16(0)
+                                              : __mmask16((1u << (cols_used - 16)) - 1);
     for (std::size_t r = 0; r < rows_used; ++r) {
         float* row = c + r * ldc;
         __m512 v0 = acc[r][0], v1 = acc[r][1];

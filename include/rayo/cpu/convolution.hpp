@@ -20,21 +20,26 @@
 
 namespace rayo::cpu::conv {
 
-template <class A> using batch = xsimd::batch<float, A>;
-template <class A> inline constexpr std::size_t lanes = batch<A>::size;
+template <class A>
+using batch = xsimd::batch<float, A>;
+template <class A>
+inline constexpr std::size_t lanes = batch<A>::size;
 
 namespace detail {
 
-template <class A> [[gnu::always_inline]] inline std::size_t smaller(std::size_t x, std::size_t y) noexcept {
+template <class A>
+[[gnu::always_inline]] inline std::size_t smaller(std::size_t x, std::size_t y) noexcept {
     return x < y ? x : y;
 }
 
-template <class A> [[gnu::always_inline]] inline void zero(float* dst, std::size_t count) noexcept {
+template <class A>
+[[gnu::always_inline]] inline void zero(float* dst, std::size_t count) noexcept {
     for (std::size_t i = 0; i < count; ++i) dst[i] = 0.0f;
 }
 
 // The even elements of 2·lanes consecutive floats at src.
-template <class A> [[gnu::always_inline]] inline batch<A> load_even(float const* src) noexcept {
+template <class A>
+[[gnu::always_inline]] inline batch<A> load_even(float const* src) noexcept {
     if constexpr (gemm::is_avx512<A>) {
         __m512i const even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
         return _mm512_permutex2var_ps(_mm512_loadu_ps(src), even, _mm512_loadu_ps(src + 16));
@@ -48,13 +53,15 @@ template <class A> [[gnu::always_inline]] inline batch<A> load_even(float const*
 }
 
 // The lowest `count` (< 32) bits set.
-template <class A> [[gnu::always_inline]] inline std::uint32_t low_bits(std::size_t count) noexcept {
+template <class A>
+[[gnu::always_inline]] inline std::uint32_t low_bits(std::size_t count) noexcept {
     return (std::uint32_t{1} << count) - 1u;
 }
 
 // dst[t] = src[t·stride] for t < count. AVX-512 finishes a run with masked loads and stores,
 // which touch no element outside it; the other ISAs finish element by element.
-template <class A> inline void strided_copy(float const* src, std::size_t stride, std::size_t count, float* dst) noexcept {
+template <class A>
+inline void strided_copy(float const* src, std::size_t stride, std::size_t count, float* dst) noexcept {
     constexpr std::size_t w = lanes<A>;
     std::size_t t = 0;
     if (stride == 1) {
@@ -88,8 +95,8 @@ template <class A> inline void strided_copy(float const* src, std::size_t stride
 
 // dst[t] = row[x0 + t·stride] where 0 <= x0 + t·stride < width, else 0, for t < count.
 template <class A>
-inline void gather_row(float const* row, std::ptrdiff_t width, std::ptrdiff_t x0, std::size_t stride,
-                       std::size_t count, float* dst) noexcept {
+inline void gather_row(float const* row, std::ptrdiff_t width, std::ptrdiff_t x0, std::size_t stride, std::size_t count,
+                       float* dst) noexcept {
     auto const s = static_cast<std::ptrdiff_t>(stride);
     auto const n = static_cast<std::ptrdiff_t>(count);
     // ⌈a / s⌉ for a >= 0, without a division at the common strides.
@@ -127,13 +134,16 @@ void pack_runs(ConvGeometry const& g, float const* x, std::size_t d0, std::size_
     std::size_t c = d0 / taps, i = d0 % taps / g.kw, j = d0 % g.kw;
     for (std::size_t step = 0; step < kc; ++step) {
         float const* channel = x + c * plane;
-        auto const dy = static_cast<std::ptrdiff_t>(i * g.dilation_h), dx = static_cast<std::ptrdiff_t>(j * g.dilation_w);
+        auto const dy = static_cast<std::ptrdiff_t>(i * g.dilation_h),
+                   dx = static_cast<std::ptrdiff_t>(j * g.dilation_w);
         float* out = packed + step * nr;
         for (std::size_t r = 0; r < run_count; ++r) {
             Im2colRun const& run = runs[r];
             std::ptrdiff_t const y = run.row + dy;
-            if (y < 0 || y >= height) zero<A>(out + run.offset, run.length);
-            else gather_row<A>(channel + y * width, width, run.col + dx, g.stride_w, run.length, out + run.offset);
+            if (y < 0 || y >= height)
+                zero<A>(out + run.offset, run.length);
+            else
+                gather_row<A>(channel + y * width, width, run.col + dx, g.stride_w, run.length, out + run.offset);
         }
         if (++j == g.kw) {
             j = 0;
@@ -172,7 +182,8 @@ void pack_im2col(ConvGeometry const& g, float const* x, std::size_t d0, std::siz
             lane += length;
         }
         if (used < nr)
-            for (std::size_t step = 0; step < kc; ++step) detail::zero<A>(packed + panel * kc + step * nr + used, nr - used);
+            for (std::size_t step = 0; step < kc; ++step)
+                detail::zero<A>(packed + panel * kc + step * nr + used, nr - used);
     }
     if (run_count) detail::pack_runs<A>(g, x, d0, kc, runs, run_count, packed + first_panel * kc);
 }
@@ -239,8 +250,9 @@ void depthwise(DepthwiseArgs const& a) {
         if (y < 0 || y >= height) continue;  // never read: taps on rows outside the image are dropped
         float* dst = a.scratch + r * row_floats;
         for (std::size_t q = 0; q < sw; ++q)
-            detail::gather_row<A>(a.x + y * width, width, static_cast<std::ptrdiff_t>(q) - static_cast<std::ptrdiff_t>(g.pad_w),
-                                  sw, a.phase_len, dst + q * a.phase_len);
+            detail::gather_row<A>(a.x + y * width, width,
+                                  static_cast<std::ptrdiff_t>(q) - static_cast<std::ptrdiff_t>(g.pad_w), sw,
+                                  a.phase_len, dst + q * a.phase_len);
     }
     std::size_t const taps = g.kh * g.kw;
     float const* source[depthwise_max_taps];

@@ -29,11 +29,11 @@ struct DepthwiseArgs {
     float const* weights = nullptr;  // [outputs, kh, kw], cross-correlation order
     float const* bias = nullptr;     // [outputs], or null
     std::size_t outputs = 1;
-    float* out = nullptr;            // [outputs, out_plane]: row y of channel m at out + m·out_plane + (y − y0)·ow
+    float* out = nullptr;  // [outputs, out_plane]: row y of channel m at out + m·out_plane + (y − y0)·ow
     std::size_t out_plane = 0;
     std::size_t y0 = 0, y1 = 0;
     std::size_t phase_len = 0;
-    float* scratch = nullptr;        // 64-byte aligned
+    float* scratch = nullptr;  // 64-byte aligned
 };
 
 // Taps of the largest window the depthwise kernel takes (larger ones go through the GEMM).

@@ -29,7 +29,8 @@ void narrow_kernel(DType type, float const* in, void* out, std::size_t n) {
     }
     if constexpr (gemm::is_avx2<A> || gemm::is_avx512<A>) {  // F16C: round to nearest even, NaN kept quiet
         for (; i + 8 <= n; i += 8)
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(bits + i), _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(bits + i),
+                             _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
     }
     for (; i < n; ++i) bits[i] = rayo::detail::float_to_half_bits_as<A>(in[i]);
 }

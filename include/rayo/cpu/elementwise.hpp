@@ -54,16 +54,20 @@ void with_binary_op(Op op, Body&& body) {
     static_assert(op_count(OpFamily::binary) == 7, "a case for every binary op");
     // maximum/minimum: a NaN operand gives NaN; equal values give x & y (maximum: +0 over -0) or
     // x | y (minimum: -0 under +0), which are x for any other pair of equal values.
-    auto nan_first = [](B x, B y, B r) { return xsimd::select(xsimd::isnan(x), x, xsimd::select(xsimd::isnan(y), y, r)); };
+    auto nan_first = [](B x, B y, B r) {
+        return xsimd::select(xsimd::isnan(x), x, xsimd::select(xsimd::isnan(y), y, r));
+    };
     switch (op) {
         case Op::add: return body([](B x, B y) { return x + y; });
         case Op::sub: return body([](B x, B y) { return x - y; });
         case Op::mul: return body([](B x, B y) { return x * y; });
         case Op::div: return body([](B x, B y) { return x / y; });
         case Op::maximum:
-            return body([&](B x, B y) { return nan_first(x, y, xsimd::select(x > y, x, xsimd::select(x < y, y, x & y))); });
+            return body(
+                [&](B x, B y) { return nan_first(x, y, xsimd::select(x > y, x, xsimd::select(x < y, y, x & y))); });
         case Op::minimum:
-            return body([&](B x, B y) { return nan_first(x, y, xsimd::select(x < y, x, xsimd::select(x > y, y, x | y))); });
+            return body(
+                [&](B x, B y) { return nan_first(x, y, xsimd::select(x < y, x, xsimd::select(x > y, y, x | y))); });
         case Op::swiglu: return body([](B x, B y) { return math::silu(x) * y; });
         default: return;
     }
@@ -80,7 +84,10 @@ template <class A>
 void binary_scalar_kernel(Op op, float const* a, float s, float* out, std::size_t n, bool stream) {
     using B = fbatch<A>;
     B const v(s);
-    with_binary_op<B>(op, [&](auto f) { map_unary<A>(a, out, n, [&](B x) { return f(x, v); }, 1.0f, stream); });
+    with_binary_op<B>(op, [&](auto f) {
+        map_unary<A>(
+            a, out, n, [&](B x) { return f(x, v); }, 1.0f, stream);
+    });
 }
 
 // out[i] = a[i·a_step] op b[i·b_step] for steps of 0 or 1: a step of 0 repeats one element (a row
@@ -93,9 +100,12 @@ void binary_broadcast_kernel(Op op, float const* a, std::size_t a_step, float co
     if (a_step) return binary_scalar_kernel<A>(op, a, *b, out, n, stream);
     B const v(*a);
     with_binary_op<B>(op, [&](auto f) {
-        if (b_step) return map_unary<A>(b, out, n, [&](B y) { return f(v, y); }, 1.0f, stream);
+        if (b_step)
+            return map_unary<A>(
+                b, out, n, [&](B y) { return f(v, y); }, 1.0f, stream);
         B const r = f(v, B(*b));  // one value throughout
-        map_store<A>(out, n, stream, [&](std::size_t) { return r; }, [&](std::size_t, std::size_t) { return r; });
+        map_store<A>(
+            out, n, stream, [&](std::size_t) { return r; }, [&](std::size_t, std::size_t) { return r; });
     });
 }
 

@@ -26,37 +26,46 @@
 
 namespace rayo::cpu::gemm {
 
-template <class A> inline constexpr bool is_avx512 = std::is_base_of_v<xsimd::avx512f, A>;
-template <class A> inline constexpr bool is_avx2 = std::is_base_of_v<xsimd::avx2, A> && !is_avx512<A>;
-template <class A> inline constexpr bool has_fma =
+template <class A>
+inline constexpr bool is_avx512 = std::is_base_of_v<xsimd::avx512f, A>;
+template <class A>
+inline constexpr bool is_avx2 = std::is_base_of_v<xsimd::avx2, A> && !is_avx512<A>;
+template <class A>
+inline constexpr bool has_fma =
     is_avx512<A> || std::is_base_of_v<xsimd::fma3<xsimd::avx2>, A> || std::is_base_of_v<xsimd::fma3<xsimd::sse4_2>, A>;
 
-template <class A> using f32_batch = xsimd::batch<float, A>;
-template <class A> inline constexpr std::size_t lanes = f32_batch<A>::size;
+template <class A>
+using f32_batch = xsimd::batch<float, A>;
+template <class A>
+inline constexpr std::size_t lanes = f32_batch<A>::size;
 
 // Micro-tile shape: nr is two vectors wide; mr fills the register file with 2·mr accumulators
 // plus two B vectors and a broadcast A value (AVX-512 folds the broadcast into the FMA):
 //   SSE4.2  6x8  (16 xmm: 12 accumulators, 2 B, 1 A, 1 product since there is no FMA)
 //   AVX2    6x16 (16 ymm: 12 accumulators, 2 B, 1 A)
 //   AVX-512 14x32 (32 zmm: 28 accumulators, 2 B)
-template <class A> inline constexpr std::size_t nr = 2 * lanes<A>;
-template <class A> inline constexpr std::size_t mr = is_avx512<A> ? 14 : 6;
+template <class A>
+inline constexpr std::size_t nr = 2 * lanes<A>;
+template <class A>
+inline constexpr std::size_t mr = is_avx512<A> ? 14 : 6;
 
-template <class A> struct MicroKernel {
+template <class A>
+struct MicroKernel {
     static constexpr std::size_t mr = gemm::mr<A>;
     static constexpr std::size_t nr = gemm::nr<A>;
 };
 
 namespace detail {
 
-template <class A> [[gnu::always_inline]] inline std::size_t smaller(std::size_t x, std::size_t y) noexcept {
+template <class A>
+[[gnu::always_inline]] inline std::size_t smaller(std::size_t x, std::size_t y) noexcept {
     return x < y ? x : y;
 }
 
 using rayo::cpu::unrolled;
 
-template <class A> [[gnu::always_inline]] inline f32_batch<A> multiply_add(f32_batch<A> x, f32_batch<A> y,
-                                                                            f32_batch<A> z) noexcept {
+template <class A>
+[[gnu::always_inline]] inline f32_batch<A> multiply_add(f32_batch<A> x, f32_batch<A> y, f32_batch<A> z) noexcept {
     if constexpr (is_avx512<A>) {
         return _mm512_fmadd_ps(x, y, z);  // xsimd 8 has no avx512 fma (would be mul + add)
     } else if constexpr (has_fma<A>) {
@@ -66,16 +75,18 @@ template <class A> [[gnu::always_inline]] inline f32_batch<A> multiply_add(f32_b
     }
 }
 
-
 // Element `index` of an operand of type `type`, as f32.
-template <class A> [[gnu::always_inline]] inline float element(void const* base, GemmType type,
-                                                               std::size_t index) noexcept {
+template <class A>
+[[gnu::always_inline]] inline float element(void const* base, GemmType type, std::size_t index) noexcept {
     switch (type) {
         case GemmType::f32: return static_cast<float const*>(base)[index];
         case GemmType::f16: return half_bits_to_f32<A>(static_cast<std::uint16_t const*>(base)[index]);
         case GemmType::bf16: return bf16_bits_to_f32<A>(static_cast<std::uint16_t const*>(base)[index]);
-        case GemmType::q4_k: case GemmType::q6_k: case GemmType::q8_0: case GemmType::q4_0: case GemmType::q5_k:
-            break;  // packed by pack_b_quantized
+        case GemmType::q4_k:
+        case GemmType::q6_k:
+        case GemmType::q8_0:
+        case GemmType::q4_0:
+        case GemmType::q5_k: break;  // packed by pack_b_quantized
     }
     return 0.0f;
 }
@@ -88,7 +99,8 @@ template <class A> [[gnu::always_inline]] inline float element(void const* base,
 #endif
 
 // One vector of f32 from `lanes` consecutive f16 / bf16 values (F16C where the ISA has it).
-template <class A> [[gnu::always_inline]] inline f32_batch<A> load_f16(std::uint16_t const* src) noexcept {
+template <class A>
+[[gnu::always_inline]] inline f32_batch<A> load_f16(std::uint16_t const* src) noexcept {
     if constexpr (is_avx512<A>) {
         return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<__m256i const*>(src)));
     } else if constexpr (is_avx2<A>) {
@@ -100,7 +112,8 @@ template <class A> [[gnu::always_inline]] inline f32_batch<A> load_f16(std::uint
     }
 }
 
-template <class A> [[gnu::always_inline]] inline f32_batch<A> load_bf16(std::uint16_t const* src) noexcept {
+template <class A>
+[[gnu::always_inline]] inline f32_batch<A> load_bf16(std::uint16_t const* src) noexcept {
     if constexpr (is_avx512<A>) {
         __m512i const wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<__m256i const*>(src)));
         return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
@@ -118,9 +131,9 @@ template <class A> [[gnu::always_inline]] inline f32_batch<A> load_bf16(std::uin
 #endif
 
 // dst[0, count) = src elements [start, start + count) as f32; dst need not be aligned.
-template <class A> [[gnu::always_inline]] inline void convert_run(void const* base, GemmType type,
-                                                                  std::size_t start, std::size_t count,
-                                                                  float* dst) noexcept {
+template <class A>
+[[gnu::always_inline]] inline void convert_run(void const* base, GemmType type, std::size_t start, std::size_t count,
+                                               float* dst) noexcept {
     constexpr std::size_t w = lanes<A>;
     std::size_t i = 0;
     switch (type) {
@@ -142,13 +155,17 @@ template <class A> [[gnu::always_inline]] inline void convert_run(void const* ba
             for (; i < count; ++i) dst[i] = bf16_bits_to_f32<A>(src[i]);
             return;
         }
-        case GemmType::q4_k: case GemmType::q6_k: case GemmType::q8_0: case GemmType::q4_0: case GemmType::q5_k:
-            return;  // packed by pack_b_quantized
+        case GemmType::q4_k:
+        case GemmType::q6_k:
+        case GemmType::q8_0:
+        case GemmType::q4_0:
+        case GemmType::q5_k: return;  // packed by pack_b_quantized
     }
 }
 
 // 8 x 8 transpose in registers: rows[i][j] -> rows[j][i].
-template <class A> [[gnu::always_inline]] inline void transpose_8x8(__m256 (&rows)[8]) noexcept {
+template <class A>
+[[gnu::always_inline]] inline void transpose_8x8(__m256 (&rows)[8]) noexcept {
     __m256 const t0 = _mm256_unpacklo_ps(rows[0], rows[1]), t1 = _mm256_unpackhi_ps(rows[0], rows[1]);
     __m256 const t2 = _mm256_unpacklo_ps(rows[2], rows[3]), t3 = _mm256_unpackhi_ps(rows[2], rows[3]);
     __m256 const t4 = _mm256_unpacklo_ps(rows[4], rows[5]), t5 = _mm256_unpackhi_ps(rows[4], rows[5]);
@@ -172,8 +189,7 @@ template <class A> [[gnu::always_inline]] inline void transpose_8x8(__m256 (&row
 // rows. Returns the depth handled (a multiple of 8); the caller packs the rest.
 template <class A, std::size_t width>
 inline std::size_t pack_transposed_avx2(void const* base, GemmType type, std::size_t line_stride, std::size_t line0,
-                                        std::size_t lines, std::size_t depth0, std::size_t depth,
-                                        float* out) noexcept {
+                                        std::size_t lines, std::size_t depth0, std::size_t depth, float* out) noexcept {
     std::size_t const handled = depth / 8 * 8;
     for (std::size_t group = 0; group < width; group += 8) {
         std::size_t const group_lines = group < lines ? smaller<A>(8, lines - group) : 0;
@@ -188,7 +204,10 @@ inline std::size_t pack_transposed_avx2(void const* base, GemmType type, std::si
                     case GemmType::f32: v[l] = _mm256_loadu_ps(static_cast<float const*>(base) + index); break;
                     case GemmType::f16: v[l] = load_f16<A>(static_cast<std::uint16_t const*>(base) + index); break;
                     case GemmType::bf16: v[l] = load_bf16<A>(static_cast<std::uint16_t const*>(base) + index); break;
-                    case GemmType::q4_k: case GemmType::q6_k: case GemmType::q8_0: case GemmType::q4_0:
+                    case GemmType::q4_k:
+                    case GemmType::q6_k:
+                    case GemmType::q8_0:
+                    case GemmType::q4_0:
                     case GemmType::q5_k: break;  // packed by pack_b_quantized
                 }
             }
@@ -229,8 +248,8 @@ inline void pack_panel(void const* base, GemmType type, std::size_t line_stride,
     }
     if (depth_stride == 1) {
         std::size_t done = 0;
-        if constexpr (is_avx2<A>) done = pack_transposed_avx2<A, width>(base, type, line_stride, line0, lines, depth0,
-                                                                          depth, out);
+        if constexpr (is_avx2<A>)
+            done = pack_transposed_avx2<A, width>(base, type, line_stride, line0, lines, depth0, depth, out);
         // Each line is contiguous along depth: convert a chunk of every line into a small tile,
         // then write it out transposed. Chunks keep the tile in L1 and the source reads sequential.
         constexpr std::size_t chunk = 32;
@@ -259,8 +278,8 @@ inline void pack_panel(void const* base, GemmType type, std::size_t line_stride,
 // Writes the finished accumulators to C: the full tile straight from registers, an edge tile via
 // a stack buffer so no lane outside [mr_used, nr_used) is touched.
 template <class A, std::size_t rows, std::size_t vectors, class Accumulators>
-[[gnu::always_inline]] inline void store_tile(Accumulators const& acc, float* c, std::size_t ldc,
-                                              std::size_t mr_used, std::size_t nr_used, bool accumulate) noexcept {
+[[gnu::always_inline]] inline void store_tile(Accumulators const& acc, float* c, std::size_t ldc, std::size_t mr_used,
+                                              std::size_t nr_used, bool accumulate) noexcept {
     constexpr std::size_t w = lanes<A>;
     if (mr_used == rows && nr_used == vectors * w) {
         unrolled<A, rows>([&](auto r) {
@@ -274,9 +293,8 @@ template <class A, std::size_t rows, std::size_t vectors, class Accumulators>
         return;
     }
     alignas(64) float tile[rows * vectors * w];
-    unrolled<A, rows>([&](auto r) {
-        unrolled<A, vectors>([&](auto v) { acc[r][v].store_aligned(tile + (r * vectors + v) * w); });
-    });
+    unrolled<A, rows>(
+        [&](auto r) { unrolled<A, vectors>([&](auto v) { acc[r][v].store_aligned(tile + (r * vectors + v) * w); }); });
     for (std::size_t r = 0; r < mr_used; ++r) {
         float const* src = tile + r * vectors * w;
         float* dst = c + r * ldc;
@@ -308,7 +326,9 @@ constexpr DType quantized_dtype(GemmType t) noexcept {
         case GemmType::q8_0: return DType::q8_0;
         case GemmType::q4_0: return DType::q4_0;
         case GemmType::q5_k: return DType::q5_k;
-        case GemmType::f32: case GemmType::f16: case GemmType::bf16: break;
+        case GemmType::f32:
+        case GemmType::f16:
+        case GemmType::bf16: break;
     }
     return DType::f32;
 }
@@ -358,8 +378,8 @@ void pack_b(GemmArgs const& args, std::size_t p0, std::size_t kc, std::size_t j0
 // C[mr_used, nr_used] = (accumulate ? C : 0) + a_panel · b_panel over kc. a_panel: kc steps of mr
 // floats; b_panel: kc steps of nr floats, 64-byte aligned (as the driver's packed buffers are).
 template <class A>
-void micro(std::size_t kc, float const* a_panel, float const* b_panel, float* c, std::size_t ldc,
-           std::size_t mr_used, std::size_t nr_used, bool accumulate) {
+void micro(std::size_t kc, float const* a_panel, float const* b_panel, float* c, std::size_t ldc, std::size_t mr_used,
+           std::size_t nr_used, bool accumulate) {
     using batch = f32_batch<A>;
     constexpr std::size_t rows = mr<A>;
     constexpr std::size_t vectors = nr<A> / lanes<A>;
@@ -372,9 +392,7 @@ void micro(std::size_t kc, float const* a_panel, float const* b_panel, float* c,
     }
 
     batch acc[rows][vectors];
-    detail::unrolled<A, rows>([&](auto r) {
-        detail::unrolled<A, vectors>([&](auto v) { acc[r][v] = batch(0.0f); });
-    });
+    detail::unrolled<A, rows>([&](auto r) { detail::unrolled<A, vectors>([&](auto v) { acc[r][v] = batch(0.0f); }); });
     for (std::size_t p = 0; p < kc; ++p) {
         batch b[vectors];
         detail::unrolled<A, vectors>([&](auto v) { b[v] = batch::load_aligned(b_panel + v * w); });
@@ -407,9 +425,7 @@ void micro_direct_a(GemmArgs const& args, std::size_t i0, std::size_t p0, std::s
     std::size_t const last_row = mr_used - 1;
 
     batch acc[rows][vectors];
-    detail::unrolled<A, rows>([&](auto r) {
-        detail::unrolled<A, vectors>([&](auto v) { acc[r][v] = batch(0.0f); });
-    });
+    detail::unrolled<A, rows>([&](auto r) { detail::unrolled<A, vectors>([&](auto v) { acc[r][v] = batch(0.0f); }); });
     for (std::size_t p = 0; p < kc; ++p) {
         batch b[vectors];
         detail::unrolled<A, vectors>([&](auto v) { b[v] = batch::load_aligned(b_panel + v * w); });

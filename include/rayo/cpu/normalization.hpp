@@ -131,7 +131,8 @@ void layer_norm_rows_kernel(float const* in, float const* gamma, float const* be
 }
 
 template <class A>
-void rms_norm_rows_kernel(float const* in, float const* gamma, float eps, float* out, std::size_t rows, std::size_t cols) {
+void rms_norm_rows_kernel(float const* in, float const* gamma, float eps, float* out, std::size_t rows,
+                          std::size_t cols) {
     for (std::size_t r = 0; r < rows; ++r) {
         float const* x = in + r * cols;
         double ms = dot_kernel<A>(x, x, cols) / static_cast<double>(cols);

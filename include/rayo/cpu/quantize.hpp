@@ -27,8 +27,10 @@
 
 namespace rayo::cpu::kquant {
 
-template <class A> inline constexpr bool is_avx512 = std::is_base_of_v<xsimd::avx512f, A>;
-template <class A> inline constexpr bool is_avx2 = std::is_base_of_v<xsimd::avx2, A> && !is_avx512<A>;
+template <class A>
+inline constexpr bool is_avx512 = std::is_base_of_v<xsimd::avx512f, A>;
+template <class A>
+inline constexpr bool is_avx2 = std::is_base_of_v<xsimd::avx2, A> && !is_avx512<A>;
 
 // GCC 12's AVX-512 intrinsics self-initialise an undefined vector (`__Y = __Y`), which
 // -W(maybe-)uninitialized reports at every inlined use (GCC bug 105593).
@@ -38,7 +40,10 @@ template <class A> inline constexpr bool is_avx2 = std::is_base_of_v<xsimd::avx2
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-template <class A> [[gnu::always_inline]] inline float half_to_f32(half h) noexcept { return half_bits_to_f32<A>(h.bits); }
+template <class A>
+[[gnu::always_inline]] inline float half_to_f32(half h) noexcept {
+    return half_bits_to_f32<A>(h.bits);
+}
 
 // out[k] = s·q[k] (− m when WithMin) for the 16 signed bytes q: the reference's one product (and
 // one difference) per value.
@@ -78,7 +83,8 @@ template <class A, bool WithMin>
     }
 }
 
-template <class A> [[gnu::always_inline]] inline __m128i load16(void const* p) noexcept {
+template <class A>
+[[gnu::always_inline]] inline __m128i load16(void const* p) noexcept {
     return _mm_loadu_si128(static_cast<__m128i const*>(p));
 }
 
@@ -99,7 +105,8 @@ template <class A> [[gnu::always_inline]] inline __m128i load16(void const* p) n
 
 // q4_k and q5_k: value = (d·sc[j])·q − dmin·m[j], sub-block j = 32 values; q is the low or high
 // nibble of qs, with q5_k's fifth bit (bit j of qh) as 16.
-template <class A, class Block> void dequantize_scale_min_blocks(Block const* blocks, float* y, std::size_t count) noexcept {
+template <class A, class Block>
+void dequantize_scale_min_blocks(Block const* blocks, float* y, std::size_t count) noexcept {
     constexpr bool fifth_bit = std::is_same_v<Block, q5_k>;
     __m128i const low4 = _mm_set1_epi8(0x0F);
     __m128i const bit4 = _mm_set1_epi8(0x10);
@@ -137,7 +144,8 @@ template <class A, class Block> void dequantize_scale_min_blocks(Block const* bl
 }
 
 // value = d·q, 32 values a block.
-template <class A> void dequantize_q8_0_blocks(q8_0 const* blocks, float* y, std::size_t count) noexcept {
+template <class A>
+void dequantize_q8_0_blocks(q8_0 const* blocks, float* y, std::size_t count) noexcept {
     for (std::size_t b = 0; b < count; ++b, y += small_block_values) {
         q8_0 const& blk = blocks[b];
         float const d = half_to_f32<A>(blk.d);
@@ -147,7 +155,8 @@ template <class A> void dequantize_q8_0_blocks(q8_0 const* blocks, float* y, std
 }
 
 // value = d·(q − 8), 32 values a block: the low nibbles are values 0..15, the high ones 16..31.
-template <class A> void dequantize_q4_0_blocks(q4_0 const* blocks, float* y, std::size_t count) noexcept {
+template <class A>
+void dequantize_q4_0_blocks(q4_0 const* blocks, float* y, std::size_t count) noexcept {
     __m128i const low4 = _mm_set1_epi8(0x0F);
     __m128i const eight = _mm_set1_epi8(8);
     for (std::size_t b = 0; b < count; ++b, y += small_block_values) {
@@ -162,7 +171,8 @@ template <class A> void dequantize_q4_0_blocks(q4_0 const* blocks, float* y, std
 }
 
 // value = (d·scales[s])·(q − 32), sub-block s = 16 values.
-template <class A> void dequantize_q6_k_blocks(q6_k const* blocks, float* y, std::size_t count) noexcept {
+template <class A>
+void dequantize_q6_k_blocks(q6_k const* blocks, float* y, std::size_t count) noexcept {
     __m128i const low4 = _mm_set1_epi8(0x0F);
     __m128i const bits45 = _mm_set1_epi8(0x30);
     __m128i const offset = _mm_set1_epi8(32);
@@ -183,19 +193,23 @@ template <class A> void dequantize_q6_k_blocks(q6_k const* blocks, float* y, std
                 __m128i const q1 = _mm_or_si128(_mm_and_si128(a, low4), _mm_and_si128(_mm_slli_epi16(hb, 4), bits45));
                 __m128i const q2 = _mm_or_si128(_mm_and_si128(c, low4), _mm_and_si128(_mm_slli_epi16(hb, 2), bits45));
                 __m128i const q3 = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(a, 4), low4), _mm_and_si128(hb, bits45));
-                __m128i const q4 =
-                    _mm_or_si128(_mm_and_si128(_mm_srli_epi16(c, 4), low4), _mm_and_si128(_mm_srli_epi16(hb, 2), bits45));
+                __m128i const q4 = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(c, 4), low4),
+                                                _mm_and_si128(_mm_srli_epi16(hb, 2), bits45));
                 store_scaled16<A, false>(out + l, _mm_sub_epi8(q1, offset), d * static_cast<float>(sc[is]), 0.0f);
-                store_scaled16<A, false>(out + l + 32, _mm_sub_epi8(q2, offset), d * static_cast<float>(sc[is + 2]), 0.0f);
-                store_scaled16<A, false>(out + l + 64, _mm_sub_epi8(q3, offset), d * static_cast<float>(sc[is + 4]), 0.0f);
-                store_scaled16<A, false>(out + l + 96, _mm_sub_epi8(q4, offset), d * static_cast<float>(sc[is + 6]), 0.0f);
+                store_scaled16<A, false>(out + l + 32, _mm_sub_epi8(q2, offset), d * static_cast<float>(sc[is + 2]),
+                                         0.0f);
+                store_scaled16<A, false>(out + l + 64, _mm_sub_epi8(q3, offset), d * static_cast<float>(sc[is + 4]),
+                                         0.0f);
+                store_scaled16<A, false>(out + l + 96, _mm_sub_epi8(q4, offset), d * static_cast<float>(sc[is + 6]),
+                                         0.0f);
             }
         }
     }
 }
 
 // value = d·q.
-template <class A> void dequantize_q8_k_blocks(q8_k const* blocks, float* y, std::size_t count) noexcept {
+template <class A>
+void dequantize_q8_k_blocks(q8_k const* blocks, float* y, std::size_t count) noexcept {
     for (std::size_t b = 0; b < count; ++b, y += quant_block_values) {
         q8_k const& blk = blocks[b];
         for (std::size_t i = 0; i < quant_block_values; i += 16)
@@ -204,7 +218,8 @@ template <class A> void dequantize_q8_k_blocks(q8_k const* blocks, float* y, std
 }
 
 // `count` blocks of `type` (a block type) -> count·block_elements(type) floats.
-template <class A> void dequantize_kernel(DType type, void const* blocks, float* out, std::size_t count) noexcept {
+template <class A>
+void dequantize_kernel(DType type, void const* blocks, float* out, std::size_t count) noexcept {
     switch (type) {
         case DType::q4_k: dequantize_scale_min_blocks<A>(static_cast<q4_k const*>(blocks), out, count); break;
         case DType::q5_k: dequantize_scale_min_blocks<A>(static_cast<q5_k const*>(blocks), out, count); break;
@@ -220,7 +235,8 @@ template <class A> void dequantize_kernel(DType type, void const* blocks, float*
 
 // Largest |x| over the 256 values of a block; NaNs are skipped like the reference's `ax > amax`
 // (maxps returns its second operand when either is NaN, and the running max goes second).
-template <class A> [[gnu::always_inline]] inline float block_amax(float const* x) noexcept {
+template <class A>
+[[gnu::always_inline]] inline float block_amax(float const* x) noexcept {
     using B = xsimd::batch<float, A>;
     constexpr std::size_t w = B::size;
     B m0(0.0f), m1(0.0f), m2(0.0f), m3(0.0f);
@@ -234,7 +250,8 @@ template <class A> [[gnu::always_inline]] inline float block_amax(float const* x
 }
 
 // The first value whose magnitude is `amax` (the reference keeps the first strictly larger one).
-template <class A> [[gnu::always_inline]] inline float first_with_magnitude(float const* x, float amax) noexcept {
+template <class A>
+[[gnu::always_inline]] inline float first_with_magnitude(float const* x, float amax) noexcept {
     if constexpr (is_avx512<A>) {
         __m512 const target = _mm512_set1_ps(amax);
         for (std::size_t i = 0; i < 256; i += 16) {
@@ -244,7 +261,8 @@ template <class A> [[gnu::always_inline]] inline float first_with_magnitude(floa
     } else if constexpr (is_avx2<A>) {
         __m256 const sign = _mm256_set1_ps(-0.0f), target = _mm256_set1_ps(amax);
         for (std::size_t i = 0; i < 256; i += 8) {
-            int const hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), target, _CMP_EQ_OQ));
+            int const hit =
+                _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), target, _CMP_EQ_OQ));
             if (hit) return x[i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(hit)))];
         }
     } else {
@@ -261,10 +279,12 @@ template <class A> [[gnu::always_inline]] inline float first_with_magnitude(floa
 // every input: v = iscale·x; nearest_int(v) reads the low mantissa bits of v + 1.5·2^23 (round
 // half to even for |v| <= 2^22, and the same bits as the reference for inf/NaN, which a tiny or
 // infinite block maximum gives); min(127, ·); the int8 store keeps the low byte.
-template <class A> [[gnu::always_inline]] inline int quantize16(float const* x, float iscale, std::int8_t* q) noexcept {
+template <class A>
+[[gnu::always_inline]] inline int quantize16(float const* x, float iscale, std::int8_t* q) noexcept {
     constexpr float magic = 12582912.0f;
     if constexpr (is_avx512<A>) {
-        __m512 const t = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(iscale), _mm512_loadu_ps(x)), _mm512_set1_ps(magic));
+        __m512 const t =
+            _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(iscale), _mm512_loadu_ps(x)), _mm512_set1_ps(magic));
         __m512i v = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(t), _mm512_set1_epi32(0x007fffff)),
                                      _mm512_set1_epi32(0x00400000));
         v = _mm512_min_epi32(v, _mm512_set1_epi32(127));
@@ -301,7 +321,8 @@ template <class A> [[gnu::always_inline]] inline int quantize16(float const* x, 
             return _mm_srai_epi32(_mm_slli_epi32(v, 24), 24);
         };
         __m128i const a0 = lane(0), a1 = lane(1), a2 = lane(2), a3 = lane(3);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm_packs_epi16(_mm_packs_epi32(a0, a1), _mm_packs_epi32(a2, a3)));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q),
+                         _mm_packs_epi16(_mm_packs_epi32(a0, a1), _mm_packs_epi32(a2, a3)));
         __m128i t = _mm_add_epi32(_mm_add_epi32(a0, a1), _mm_add_epi32(a2, a3));
         t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
         t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
@@ -310,14 +331,16 @@ template <class A> [[gnu::always_inline]] inline int quantize16(float const* x, 
 }
 
 // The codes q = min(127, rint(iscale·x)) of one block of 256 floats and their sums per 16.
-template <class A> void quantize_q8_k_codes(float const* x, float iscale, q8_k& blk) noexcept {
+template <class A>
+void quantize_q8_k_codes(float const* x, float iscale, q8_k& blk) noexcept {
     for (std::size_t g = 0; g < 16; ++g)
         blk.bsums[g] = static_cast<std::int16_t>(quantize16<A>(x + 16 * g, iscale, blk.qs.data() + 16 * g));
 }
 
 // `count` blocks of 256 floats -> q8_k, byte for byte the reference: max = the first value of
 // largest magnitude, iscale = −127/max, q = min(127, rint(iscale·x)), d = 1/iscale, bsums.
-template <class A> void quantize_q8_k_kernel(float const* x, q8_k* out, std::size_t count) noexcept {
+template <class A>
+void quantize_q8_k_kernel(float const* x, q8_k* out, std::size_t count) noexcept {
     for (std::size_t b = 0; b < count; ++b, x += quant_block_values) {
         q8_k& blk = out[b];
         float const amax = block_amax<A>(x);
@@ -334,7 +357,8 @@ template <class A> void quantize_q8_k_kernel(float const* x, q8_k* out, std::siz
 
 // One block of 256 floats as a q8_k block of scale `d`: codes min(127, rint(x / d)), which the
 // caller keeps at −128 or above; d = 0 gives a zero block.
-template <class A> void quantize_q8_k_at_scale(float const* x, float d, q8_k* out) noexcept {
+template <class A>
+void quantize_q8_k_at_scale(float const* x, float d, q8_k* out) noexcept {
     *out = q8_k{};
     if (d == 0.0f) return;
     quantize_q8_k_codes<A>(x, 1 / d, *out);

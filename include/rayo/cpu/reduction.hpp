@@ -25,7 +25,9 @@ double dot_kernel(float const* a, float const* b, std::size_t n) {
     using B = fbatch<A>;
     return blocked_sum<A>(
         n, [&](std::size_t i) { return B::load_unaligned(a + i) * B::load_unaligned(b + i); },
-        [&](std::size_t i, std::size_t c) { return load_partial<A>(a + i, c, 0.0f) * load_partial<A>(b + i, c, 0.0f); });
+        [&](std::size_t i, std::size_t c) {
+            return load_partial<A>(a + i, c, 0.0f) * load_partial<A>(b + i, c, 0.0f);
+        });
 }
 
 // The extreme value of in[0..n) (NaN if any element is NaN); n > 0.

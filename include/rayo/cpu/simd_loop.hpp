@@ -23,7 +23,8 @@ using fbatch = xsimd::batch<float, A>;
 
 // A compile-time index; templated on A (not std::integral_constant) so that even an unoptimised
 // build's out-of-line conversion operator is a distinct symbol per ISA.
-template <class A, std::size_t I> struct Index {
+template <class A, std::size_t I>
+struct Index {
     [[gnu::always_inline]] constexpr operator std::size_t() const noexcept { return I; }  // NOLINT: implicit
 };
 
@@ -33,7 +34,8 @@ template <class A, class F, std::size_t... I>
 [[gnu::always_inline]] inline void unrolled_over(F& f, std::index_sequence<I...>) {
     (f(Index<A, I>{}), ...);
 }
-template <class A, std::size_t N, class F> [[gnu::always_inline]] inline void unrolled(F&& f) {
+template <class A, std::size_t N, class F>
+[[gnu::always_inline]] inline void unrolled(F&& f) {
     unrolled_over<A>(f, std::make_index_sequence<N>{});
 }
 
@@ -50,9 +52,12 @@ inline fbatch<A> load_partial(float const* p, std::size_t count, float pad) {
 // caches are then written without first being read, a third less memory traffic.
 template <class A>
 inline void store_stream(float* p, fbatch<A> v) {
-    if constexpr (std::is_base_of_v<xsimd::avx512f, A>) _mm512_stream_ps(p, v);
-    else if constexpr (std::is_base_of_v<xsimd::avx, A>) _mm256_stream_ps(p, v);
-    else _mm_stream_ps(p, v);
+    if constexpr (std::is_base_of_v<xsimd::avx512f, A>)
+        _mm512_stream_ps(p, v);
+    else if constexpr (std::is_base_of_v<xsimd::avx, A>)
+        _mm256_stream_ps(p, v);
+    else
+        _mm_stream_ps(p, v);
 }
 
 // out[i..i+w) = full(i) for every whole vector, and the rest through partial(i, count), which
@@ -108,7 +113,9 @@ inline void map_binary(float const* a, float const* b, float* out, std::size_t n
     using B = fbatch<A>;
     map_store<A>(
         out, n, stream, [&](std::size_t i) { return f(B::load_unaligned(a + i), B::load_unaligned(b + i)); },
-        [&](std::size_t i, std::size_t c) { return f(load_partial<A>(a + i, c, 0.0f), load_partial<A>(b + i, c, 1.0f)); });
+        [&](std::size_t i, std::size_t c) {
+            return f(load_partial<A>(a + i, c, 0.0f), load_partial<A>(b + i, c, 1.0f));
+        });
 }
 
 // Largest / smallest lane (xsimd 8.1 has no horizontal max); no NaN lanes expected.

@@ -19,7 +19,8 @@ namespace transpose_detail {
 [[gnu::always_inline]] inline void transpose_8x8(std::uint32_t const* in, std::size_t in_stride, std::uint32_t* out,
                                                  std::size_t out_stride) {
     __m256 r[8], t[8], u[8];
-    for (int i = 0; i < 8; ++i) r[i] = _mm256_castsi256_ps(_mm256_loadu_si256(reinterpret_cast<__m256i const*>(in + i * in_stride)));
+    for (int i = 0; i < 8; ++i)
+        r[i] = _mm256_castsi256_ps(_mm256_loadu_si256(reinterpret_cast<__m256i const*>(in + i * in_stride)));
     for (int i = 0; i < 8; i += 2) {
         t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
@@ -31,8 +32,10 @@ namespace transpose_detail {
         u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
     }
     for (int i = 0; i < 4; ++i) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i * out_stride), _mm256_castps_si256(_mm256_permute2f128_ps(u[i], u[i + 4], 0x20)));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (i + 4) * out_stride), _mm256_castps_si256(_mm256_permute2f128_ps(u[i], u[i + 4], 0x31)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i * out_stride),
+                            _mm256_castps_si256(_mm256_permute2f128_ps(u[i], u[i + 4], 0x20)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (i + 4) * out_stride),
+                            _mm256_castps_si256(_mm256_permute2f128_ps(u[i], u[i + 4], 0x31)));
     }
 }
 
@@ -61,11 +64,14 @@ void transpose32_kernel(std::uint32_t const* in, std::size_t in_stride, std::uin
         for (std::size_t r = 0; r < full_rows; r += step) {
             std::uint32_t const* from = in + c * in_stride + r;
             std::uint32_t* to = out + r * out_stride + c;
-            if constexpr (step == 8) transpose_detail::transpose_8x8(from, in_stride, to, out_stride);
-            else transpose_detail::transpose_4x4(from, in_stride, to, out_stride);
+            if constexpr (step == 8)
+                transpose_detail::transpose_8x8(from, in_stride, to, out_stride);
+            else
+                transpose_detail::transpose_4x4(from, in_stride, to, out_stride);
         }
     for (std::size_t r = 0; r < rows; ++r)  // the edges: columns past full_cols, rows past full_rows
-        for (std::size_t c = r < full_rows ? full_cols : 0; c < cols; ++c) out[r * out_stride + c] = in[c * in_stride + r];
+        for (std::size_t c = r < full_rows ? full_cols : 0; c < cols; ++c)
+            out[r * out_stride + c] = in[c * in_stride + r];
 }
 
 }  // namespace rayo::cpu

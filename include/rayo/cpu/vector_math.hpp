@@ -38,17 +38,25 @@
 namespace rayo::cpu::math {
 namespace detail {
 
-template <class A> using fbatch = xsimd::batch<float, A>;
-template <class A> using ibatch = xsimd::batch<std::int32_t, A>;
-template <class A> using dbatch = xsimd::batch<double, A>;
-template <class A> using lbatch = xsimd::batch<std::int64_t, A>;
+template <class A>
+using fbatch = xsimd::batch<float, A>;
+template <class A>
+using ibatch = xsimd::batch<std::int32_t, A>;
+template <class A>
+using dbatch = xsimd::batch<double, A>;
+template <class A>
+using lbatch = xsimd::batch<std::int64_t, A>;
 
-template <class A> inline constexpr bool is_avx512 = std::is_base_of_v<xsimd::avx512f, A>;
-template <class A> inline constexpr bool is_avx = std::is_base_of_v<xsimd::avx, A>;  // avx, avx2, fma3<avx*>
-template <class A> inline constexpr bool is_sse2 = std::is_base_of_v<xsimd::sse2, A>;
+template <class A>
+inline constexpr bool is_avx512 = std::is_base_of_v<xsimd::avx512f, A>;
+template <class A>
+inline constexpr bool is_avx = std::is_base_of_v<xsimd::avx, A>;  // avx, avx2, fma3<avx*>
+template <class A>
+inline constexpr bool is_sse2 = std::is_base_of_v<xsimd::sse2, A>;
 // Whether fmadd below is fused (one rounding). xsimd::fma is a*b+c, two roundings, on archs without
 // a fused kernel; xsimd 8.1 has none for AVX-512, so fmadd calls the intrinsic there.
-template <class A> inline constexpr bool has_fma =
+template <class A>
+inline constexpr bool has_fma =
     is_avx512<A> || std::is_base_of_v<xsimd::fma3<xsimd::sse4_2>, A> || std::is_base_of_v<xsimd::fma3<xsimd::avx>, A> ||
     std::is_base_of_v<xsimd::fma3<xsimd::avx2>, A> || std::is_base_of_v<xsimd::fma4, A>;
 
@@ -56,8 +64,10 @@ template <class A, class T>
 [[gnu::always_inline]] inline xsimd::batch<T, A> fmadd(xsimd::batch<T, A> const& a, xsimd::batch<T, A> const& b,
                                                        xsimd::batch<T, A> const& c) noexcept {
     if constexpr (is_avx512<A>) {
-        if constexpr (std::is_same_v<T, float>) return _mm512_fmadd_ps(a, b, c);
-        else return _mm512_fmadd_pd(a, b, c);
+        if constexpr (std::is_same_v<T, float>)
+            return _mm512_fmadd_ps(a, b, c);
+        else
+            return _mm512_fmadd_pd(a, b, c);
     } else if constexpr (has_fma<A>) {
         return xsimd::fma(a, b, c);
     } else {
@@ -68,15 +78,20 @@ template <class A, class T>
 // a*b - c; fused on the FMA archs (nothing relies on it being fused).
 template <class A>
 [[gnu::always_inline]] inline fbatch<A> fmsub(fbatch<A> const& a, fbatch<A> const& b, fbatch<A> const& c) noexcept {
-    if constexpr (is_avx512<A>) return _mm512_fmsub_ps(a, b, c);
-    else if constexpr (has_fma<A>) return xsimd::fms(a, b, c);
-    else return a * b - c;
+    if constexpr (is_avx512<A>)
+        return _mm512_fmsub_ps(a, b, c);
+    else if constexpr (has_fma<A>)
+        return xsimd::fms(a, b, c);
+    else
+        return a * b - c;
 }
 
-template <class A> [[gnu::always_inline]] inline ibatch<A> as_int(fbatch<A> const& x) noexcept {
+template <class A>
+[[gnu::always_inline]] inline ibatch<A> as_int(fbatch<A> const& x) noexcept {
     return xsimd::bitwise_cast<ibatch<A>>(x);
 }
-template <class A> [[gnu::always_inline]] inline fbatch<A> as_float(ibatch<A> const& x) noexcept {
+template <class A>
+[[gnu::always_inline]] inline fbatch<A> as_float(ibatch<A> const& x) noexcept {
     return xsimd::bitwise_cast<fbatch<A>>(x);
 }
 // Clamps that keep NaN (minps/maxps return one operand for NaN, depending on operand order).
@@ -96,21 +111,24 @@ template <class A, class T>
 // -std=c++20) when every use of a*b is an add, and code including this header need not pass
 // -ffp-contract=off as the kernel TUs do; with xsimd's AVX-512 negation (0 - x) a contraction
 // reaches two_sum's input and breaks gelu_tanh's argument. The empty asm costs no instruction.
-template <class A> [[gnu::always_inline]] inline fbatch<A> rounded(fbatch<A> const& v) noexcept {
+template <class A>
+[[gnu::always_inline]] inline fbatch<A> rounded(fbatch<A> const& v) noexcept {
     typename fbatch<A>::register_type reg = v;
     asm("" : "+v"(reg));
     return reg;
 }
 
 // Veltkamp split: a = hi + lo, each with at most 12 significant bits, so products of halves are exact.
-template <class A> [[gnu::always_inline]] inline void split(fbatch<A> const& a, fbatch<A>& hi, fbatch<A>& lo) noexcept {
+template <class A>
+[[gnu::always_inline]] inline void split(fbatch<A> const& a, fbatch<A>& hi, fbatch<A>& lo) noexcept {
     fbatch<A> const c = rounded<A>(a * fbatch<A>(4097.0f));
     hi = c - (c - a);
     lo = a - hi;
 }
 // p + e = a·b exactly (barring underflow): FMA residual, else Dekker's product.
 template <class A>
-[[gnu::always_inline]] inline void two_prod(fbatch<A> const& a, fbatch<A> const& b, fbatch<A>& p, fbatch<A>& e) noexcept {
+[[gnu::always_inline]] inline void two_prod(fbatch<A> const& a, fbatch<A> const& b, fbatch<A>& p,
+                                            fbatch<A>& e) noexcept {
     p = rounded<A>(a * b);
     if constexpr (has_fma<A>) {
         e = fmadd<A>(a, b, -p);
@@ -123,7 +141,8 @@ template <class A>
 }
 // s + e = a + b exactly, any magnitudes (Knuth).
 template <class A>
-[[gnu::always_inline]] inline void two_sum(fbatch<A> const& a, fbatch<A> const& b, fbatch<A>& s, fbatch<A>& e) noexcept {
+[[gnu::always_inline]] inline void two_sum(fbatch<A> const& a, fbatch<A> const& b, fbatch<A>& s,
+                                           fbatch<A>& e) noexcept {
     s = a + b;
     fbatch<A> const bb = s - a;
     e = (a - (s - bb)) + (b - bb);
@@ -144,7 +163,8 @@ inline constexpr float ln2_lo = -0x1.bd0106p-13f;
 inline constexpr float round_magic = 0x1.8p+23f;
 
 // Returns r with x = n·ln2 + r, |r| <= ~ln2/2; t's low bits hold n (t = n + round_magic).
-template <class A> [[gnu::always_inline]] inline fbatch<A> exp_reduce(fbatch<A> const& x, fbatch<A>& t) noexcept {
+template <class A>
+[[gnu::always_inline]] inline fbatch<A> exp_reduce(fbatch<A> const& x, fbatch<A>& t) noexcept {
     using B = fbatch<A>;
     t = fmadd<A>(x, B(log2e), B(round_magic));
     B const n = t - B(round_magic);
@@ -153,14 +173,16 @@ template <class A> [[gnu::always_inline]] inline fbatch<A> exp_reduce(fbatch<A> 
 }
 // Same for the double-float argument x_hi + x_lo.
 template <class A>
-[[gnu::always_inline]] inline fbatch<A> exp_reduce(fbatch<A> const& x_hi, fbatch<A> const& x_lo, fbatch<A>& t) noexcept {
+[[gnu::always_inline]] inline fbatch<A> exp_reduce(fbatch<A> const& x_hi, fbatch<A> const& x_lo,
+                                                   fbatch<A>& t) noexcept {
     return exp_reduce<A>(x_hi, t) + x_lo;
 }
 
 // e^r - 1 for |r| <= ~0.35 (Cephes expf: e^r = 1 + r + r²·P(r)); accurate relative to e^r - 1 itself.
 // P in Estrin form: these kernels are latency-bound (long chains, limited out-of-order window),
 // and Estrin shortens the chain from 5 to 3 dependent FMAs at no extra cost (r² is needed anyway).
-template <class A> [[gnu::always_inline]] inline fbatch<A> expm1_poly(fbatch<A> const& r) noexcept {
+template <class A>
+[[gnu::always_inline]] inline fbatch<A> expm1_poly(fbatch<A> const& r) noexcept {
     using B = fbatch<A>;
     B const r2 = r * r;
     B const p01 = fmadd<A>(B(1.6666665459e-1f), r, B(5.0000001201e-1f));
@@ -171,13 +193,15 @@ template <class A> [[gnu::always_inline]] inline fbatch<A> expm1_poly(fbatch<A> 
 }
 
 // p·2^n by adding n to the exponent field; valid when the result is normal.
-template <class A> [[gnu::always_inline]] inline fbatch<A> scale_fast(fbatch<A> const& p, fbatch<A> const& t) noexcept {
+template <class A>
+[[gnu::always_inline]] inline fbatch<A> scale_fast(fbatch<A> const& p, fbatch<A> const& t) noexcept {
     // (t's bits) << 23 leaves exactly n << 23: the magic's bits shift out.
     return as_float<A>(as_int<A>(p) + (as_int<A>(t) << 23));
 }
 // p·2^n as two exact power-of-two factors, so a subnormal or overflowing result is rounded once.
 // n in [-252, 254] (p·2^(n/2) must stay normal).
-template <class A> [[gnu::always_inline]] inline fbatch<A> scale_slow(fbatch<A> const& p, fbatch<A> const& t) noexcept {
+template <class A>
+[[gnu::always_inline]] inline fbatch<A> scale_slow(fbatch<A> const& p, fbatch<A> const& t) noexcept {
     using I = ibatch<A>;
     I const n = as_int<A>(t) - as_int<A>(fbatch<A>(round_magic));
     I const n1 = n >> 1;
@@ -188,7 +212,8 @@ template <class A> [[gnu::always_inline]] inline fbatch<A> scale_slow(fbatch<A> 
 }
 
 // exp for batches with a lane outside [-87, 87] or NaN.
-template <class A> [[gnu::noinline]] fbatch<A> exp_slow(fbatch<A> x) noexcept {
+template <class A>
+[[gnu::noinline]] fbatch<A> exp_slow(fbatch<A> x) noexcept {
     using B = fbatch<A>;
     // exp(-104) < 2^-150 rounds to 0 and exp(89) overflows; the clamps keep n in scale_slow's range.
     B const xc = clamp_above<A>(clamp_below<A>(x, -104.0f), 89.0f);
@@ -245,10 +270,12 @@ template <class A>
     }
 }
 // Rounds each double to float (once, subnormals included).
-template <class A> [[gnu::always_inline]] inline fbatch<A> narrow(dbatch<A> const& lo, dbatch<A> const& hi) noexcept {
+template <class A>
+[[gnu::always_inline]] inline fbatch<A> narrow(dbatch<A> const& lo, dbatch<A> const& hi) noexcept {
     if constexpr (is_avx512<A>) {
         __m256 const l = _mm512_cvtpd_ps(lo), h = _mm512_cvtpd_ps(hi);
-        return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(l)), _mm256_castps_pd(h), 1));
+        return _mm512_castpd_ps(
+            _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(l)), _mm256_castps_pd(h), 1));
     } else if constexpr (is_avx<A>) {
         return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
     } else if constexpr (is_sse2<A>) {
@@ -265,7 +292,8 @@ template <class A> [[gnu::always_inline]] inline fbatch<A> narrow(dbatch<A> cons
 }
 
 // e^y for y in [-708, 0] in double, relative error ~1e-13 (far below a float ulp).
-template <class A> [[gnu::always_inline]] inline dbatch<A> exp_d(dbatch<A> const& y) noexcept {
+template <class A>
+[[gnu::always_inline]] inline dbatch<A> exp_d(dbatch<A> const& y) noexcept {
     using D = dbatch<A>;
     using L = lbatch<A>;
     D const t = fmadd<A>(y, D(0x1.71547652b82fep+0), D(0x1.8p+52));
@@ -290,7 +318,8 @@ template <class A> [[gnu::always_inline]] inline dbatch<A> exp_d(dbatch<A> const
 
 // x·Φ(x) in double. Φ(-t) = e^{-t²/2}·h(t), h smooth: h(t)·(t+4) is a degree-13 polynomial in
 // z = (t-4)/(t+4) on t in [0, 15] (Chebyshev fit, relative error 1.2e-11).
-template <class A> [[gnu::always_inline]] inline dbatch<A> gelu_erf_d(dbatch<A> const& x) noexcept {
+template <class A>
+[[gnu::always_inline]] inline dbatch<A> gelu_erf_d(dbatch<A> const& x) noexcept {
     using D = dbatch<A>;
     // Below -15, x·Φ(x) < 2^-150 (rounds to 0); above 15, Φ = 1 in double. NaN stays NaN.
     D const xm = clamp_below<A>(x, -15.0);
@@ -319,8 +348,8 @@ template <class A> [[gnu::always_inline]] inline dbatch<A> gelu_erf_d(dbatch<A> 
 // ---- gelu_tanh argument ----
 
 // z = 2·sqrt(2/π)·(x + 0.044715·x³) = x·(c1 + c3·x²) as zh + zl, relative error ~2^-44.
-inline constexpr float gelu_c1_hi = 0x1.988454p+0f, gelu_c1_lo = -0x1.857936p-25f;   // 2·sqrt(2/π)
-inline constexpr float gelu_c3_hi = 0x1.2444f2p-4f, gelu_c3_lo = 0x1.49b16ap-29f;    // c1·0.044715
+inline constexpr float gelu_c1_hi = 0x1.988454p+0f, gelu_c1_lo = -0x1.857936p-25f;  // 2·sqrt(2/π)
+inline constexpr float gelu_c3_hi = 0x1.2444f2p-4f, gelu_c3_lo = 0x1.49b16ap-29f;   // c1·0.044715
 template <class A>
 [[gnu::always_inline]] inline void gelu_tanh_arg(fbatch<A> const& x, fbatch<A>& zh, fbatch<A>& zl) noexcept {
     using B = fbatch<A>;
@@ -342,7 +371,8 @@ template <class A>
 
 // silu for x < -87 (or NaN). Below -115, x·e^x < 2^-150; the clamp keeps n >= -166, which
 // scale_slow needs, and sends -inf to -0.
-template <class A> [[gnu::noinline]] fbatch<A> silu_tail(fbatch<A> x) noexcept {
+template <class A>
+[[gnu::noinline]] fbatch<A> silu_tail(fbatch<A> x) noexcept {
     using B = fbatch<A>;
     B const xc = clamp_below<A>(x, -115.0f);
     B t;
@@ -352,7 +382,8 @@ template <class A> [[gnu::noinline]] fbatch<A> silu_tail(fbatch<A> x) noexcept {
 
 // gelu_tanh for z < -87, i.e. x < -9.98 (or NaN). Below -12 the result is 0 in float; the clamp
 // keeps z >= -142.4 (n >= -206) and sends -inf to -0.
-template <class A> [[gnu::noinline]] fbatch<A> gelu_tanh_tail(fbatch<A> x) noexcept {
+template <class A>
+[[gnu::noinline]] fbatch<A> gelu_tanh_tail(fbatch<A> x) noexcept {
     using B = fbatch<A>;
     B const xc = clamp_below<A>(x, -12.0f);
     B zh, zl;
@@ -365,19 +396,22 @@ template <class A> [[gnu::noinline]] fbatch<A> gelu_tanh_tail(fbatch<A> x) noexc
 }  // namespace detail
 
 // e^x. Max error 1.02 ulp over all floats (subnormal results included).
-template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> exp(xsimd::batch<float, A> x) noexcept {
+template <class A>
+[[gnu::always_inline]] inline xsimd::batch<float, A> exp(xsimd::batch<float, A> x) noexcept {
     using B = xsimd::batch<float, A>;
     B t;
     B const r = detail::exp_reduce<A>(x, t);
     B const e = detail::scale_fast<A>(detail::expm1_poly<A>(r) + B(1.0f), t);
     // The check comes after the math so the common case is one straight block (no call clobbering
     // the constants' registers); the branch is off the dependency chain.
-    if (xsimd::all(xsimd::abs(x) <= B(87.0f))) [[likely]] return e;
+    if (xsimd::all(xsimd::abs(x) <= B(87.0f))) [[likely]]
+        return e;
     return detail::exp_slow<A>(x);  // same result on the lanes within range
 }
 
 // Natural log. Max error 0.85 ulp over all positive floats (subnormals included).
-template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> log(xsimd::batch<float, A> x) noexcept {
+template <class A>
+[[gnu::always_inline]] inline xsimd::batch<float, A> log(xsimd::batch<float, A> x) noexcept {
     using B = xsimd::batch<float, A>;
     using I = xsimd::batch<std::int32_t, A>;
     // Subnormals: scale into the normal range so the exponent field means something.
@@ -412,7 +446,8 @@ template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> log(xsim
 // tanh. Max error 3.41 ulp over all floats (3.04 with FMA); ±1 from |x| = 9.125 on, tanh(-0) = -0.
 // Tiny x gives x within 1.33 ulp, not always exactly (P(0) is not a power of two, see below).
 // avx512bw gives the same bits as fma3<avx2> for every float.
-template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> tanh(xsimd::batch<float, A> x) noexcept {
+template <class A>
+[[gnu::always_inline]] inline xsimd::batch<float, A> tanh(xsimd::batch<float, A> x) noexcept {
     using B = xsimd::batch<float, A>;
     // tanh x = 2u/(1 + u²) with u = tanh(x/2) ≈ x·P(x²)/Q(x²), a rational minimax fit on [0, 9.6];
     // with n = x·P: tanh x = 2nQ/(n² + Q²), one division. The doubling makes the result stationary
@@ -439,7 +474,8 @@ template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> tanh(xsi
 
 // 1/(1+e^-x). Max error 3.27 ulp over all floats (3.17 with FMA), subnormal results (x < -87.3)
 // included, with no slow path. avx512bw gives the same bits as fma3<avx2> for every float.
-template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> sigmoid(xsimd::batch<float, A> x) noexcept {
+template <class A>
+[[gnu::always_inline]] inline xsimd::batch<float, A> sigmoid(xsimd::batch<float, A> x) noexcept {
     using B = xsimd::batch<float, A>;
     // x = m·ln2 + r, |r| <= ln2/2: sigmoid x = 2^m/(2^m + e^-r) = v/(v + 2^64·e^-r), v = 2^(64+m).
     // v is normal for every m in [-173, 58] (the clamp's range), and the one division rounds a
@@ -466,17 +502,20 @@ template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> sigmoid(
 }
 
 // x·sigmoid(x). Max error 2.40 ulp over all floats (subnormal results for x < -87 included).
-template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> silu(xsimd::batch<float, A> x) noexcept {
+template <class A>
+[[gnu::always_inline]] inline xsimd::batch<float, A> silu(xsimd::batch<float, A> x) noexcept {
     using B = xsimd::batch<float, A>;
     B const r = x / (B(1.0f) + detail::exp_neg<A>(x));
     auto const body = x >= B(-87.0f);
-    if (xsimd::all(body)) [[likely]] return r;
+    if (xsimd::all(body)) [[likely]]
+        return r;
     return xsimd::select(body, r, detail::silu_tail<A>(x));
 }
 
 // x > 0 ? x : alpha·(e^x - 1). Max error 0.98 ulp over all floats for alpha = 1, 1.94 for alpha =
 // 1.67 or 0.1 (the product's rounding).
-template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> elu(xsimd::batch<float, A> x, float alpha) noexcept {
+template <class A>
+[[gnu::always_inline]] inline xsimd::batch<float, A> elu(xsimd::batch<float, A> x, float alpha) noexcept {
     using B = xsimd::batch<float, A>;
     // expm1 on [-30, 0] (below -30, e^x - 1 = -1 in float): x = n·ln2 + r,
     // e^x - 1 = 2^n·(e^r - 1) + (2^n - 1); both terms exact for n = 0, so tiny x gives x.
@@ -494,7 +533,8 @@ template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> elu(xsim
 // The sigmoid form has no cancellation for x < 0; z is carried as a double-float because
 // e^z turns its absolute error into a relative one and |z| reaches ~140.
 // Max error 2.33 ulp over all floats (subnormal results for x < -9.9 included).
-template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> gelu_tanh(xsimd::batch<float, A> x) noexcept {
+template <class A>
+[[gnu::always_inline]] inline xsimd::batch<float, A> gelu_tanh(xsimd::batch<float, A> x) noexcept {
     using B = xsimd::batch<float, A>;
     // Above 12, gelu = x in float. A NaN lane gives a finite z here but reaches the result through x.
     B const xc = xsimd::min(x, B(12.0f));
@@ -503,13 +543,15 @@ template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> gelu_tan
     // z >= -87: gelu = x/(1 + e^-z) with e^-z finite.
     B const r = x / (B(1.0f) + detail::exp_neg<A>(zh, &zl));
     auto const body = zh >= B(-87.0f);
-    if (xsimd::all(body)) [[likely]] return r;
+    if (xsimd::all(body)) [[likely]]
+        return r;
     return xsimd::select(body, r, detail::gelu_tanh_tail<A>(x));
 }
 
 // 0.5·x·(1 + erf(x/sqrt(2))) = x·Φ(x), computed in double and rounded once.
 // Max error 0.5002 ulp over all floats, subnormal results included.
-template <class A> [[gnu::always_inline]] inline xsimd::batch<float, A> gelu_erf(xsimd::batch<float, A> x) noexcept {
+template <class A>
+[[gnu::always_inline]] inline xsimd::batch<float, A> gelu_erf(xsimd::batch<float, A> x) noexcept {
     detail::dbatch<A> lo, hi;
     detail::widen<A>(x, lo, hi);
     return detail::narrow<A>(detail::gelu_erf_d<A>(lo), detail::gelu_erf_d<A>(hi));

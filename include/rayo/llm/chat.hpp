@@ -31,7 +31,7 @@ public:
 };
 
 struct ChatMessage {
-    std::string role;     // "system", "user" or "assistant"
+    std::string role;  // "system", "user" or "assistant"
     std::string content;
 };
 
@@ -51,7 +51,8 @@ public:
     // The text of `messages`, each a turn, then the assistant's header when add_assistant_header
     // (what the model continues). rayo::Error naming a role other than system/user/assistant.
     [[nodiscard]] std::string apply(std::span<ChatMessage const> messages, bool add_assistant_header = true) const;
-    [[nodiscard]] std::string apply(std::initializer_list<ChatMessage> messages, bool add_assistant_header = true) const {
+    [[nodiscard]] std::string apply(std::initializer_list<ChatMessage> messages,
+                                    bool add_assistant_header = true) const {
         return apply(std::span(messages.begin(), messages.size()), add_assistant_header);
     }
     // What closes the assistant's turn once the model has stopped (its end-of-turn token, and the

@@ -26,12 +26,12 @@
 namespace rayo::llm {
 
 struct SamplingParams {
-    float temperature = 0.8f;          // 0: greedy
-    std::size_t top_k = 40;            // 0: all tokens
-    float top_p = 0.95f;               // 1: off; the fewest most probable tokens whose sum reaches it
-    float min_p = 0.05f;               // 0: off; tokens below min_p × the best token's probability go
-    float repetition_penalty = 1.0f;   // 1: off
-    std::size_t penalty_window = 64;   // the last tokens the penalty looks at
+    float temperature = 0.8f;         // 0: greedy
+    std::size_t top_k = 40;           // 0: all tokens
+    float top_p = 0.95f;              // 1: off; the fewest most probable tokens whose sum reaches it
+    float min_p = 0.05f;              // 0: off; tokens below min_p × the best token's probability go
+    float repetition_penalty = 1.0f;  // 1: off
+    std::size_t penalty_window = 64;  // the last tokens the penalty looks at
     std::uint64_t seed = 0;
 };
 

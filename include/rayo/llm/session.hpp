@@ -51,8 +51,8 @@ struct Generation {
     std::vector<std::int32_t> tokens;  // as sampled, the end-of-generation token included
     std::string text;                  // their text, up to a stop string; empty without a tokenizer
     StopReason reason = StopReason::max_tokens;
-    std::size_t steps = 0;             // decode steps run (forward passes of one token)
-    double decode_seconds = 0;         // from the first sampled token to the last
+    std::size_t steps = 0;      // decode steps run (forward passes of one token)
+    double decode_seconds = 0;  // from the first sampled token to the last
 };
 
 class RAYO_API Session {

@@ -51,7 +51,7 @@ using OperandUse = std::variant<RegUse, ImmUse, AddressUse, VectorUse, LabelUse,
 
 // What an instruction needs of the target (PTX ISA, "Target ISA notes").
 struct RAYO_API Requirement {
-    int compute_capability = 0;       // e.g. 80 for cp.async
+    int compute_capability = 0;          // e.g. 80 for cp.async
     bool architecture_specific = false;  // sm_90a-only (wgmma)
 };
 

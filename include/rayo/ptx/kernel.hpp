@@ -49,8 +49,22 @@ enum class Cmp : std::uint8_t { eq, ne, lt, le, gt, ge };
 // (integer conversions, or float → wider float).
 enum class Rounding : std::uint8_t { none, rn, rz, rm, rp, rni, rzi, rmi, rpi };
 enum class Special : std::uint8_t {
-    tid_x, tid_y, tid_z, ntid_x, ntid_y, ntid_z, ctaid_x, ctaid_y, ctaid_z, nctaid_x, nctaid_y, nctaid_z, laneid, warpid,
-    cluster_ctarank, cluster_nctarank  // the block's rank in its thread-block cluster, and the cluster's size (sm_90)
+    tid_x,
+    tid_y,
+    tid_z,
+    ntid_x,
+    ntid_y,
+    ntid_z,
+    ctaid_x,
+    ctaid_y,
+    ctaid_z,
+    nctaid_x,
+    nctaid_y,
+    nctaid_z,
+    laneid,
+    warpid,
+    cluster_ctarank,
+    cluster_nctarank  // the block's rank in its thread-block cluster, and the cluster's size (sm_90)
 };
 // setmaxnreg: a warpgroup gives registers back to the multiprocessor's pool or takes more from it.
 enum class RegisterChange : std::uint8_t { decrease, increase };
@@ -144,13 +158,13 @@ public:
     void max(Reg dst, Reg a, Operand b);
     Reg neg(Reg a);
     Reg abs(Reg a);
-    Reg sqrt(Reg a);             // sqrt.rn
-    Reg rsqrt_approx(Reg a);     // rsqrt.approx.f32
-    Reg rcp(Reg a);              // rcp.rn
-    Reg rcp_approx(Reg a);       // rcp.approx.f32
-    Reg ex2_approx(Reg a);       // 2^a, ex2.approx.f32 (2 ulp)
-    Reg lg2_approx(Reg a);       // log2(a), lg2.approx.f32
-    Reg tanh_approx(Reg a);      // tanh.approx.f32 (sm_75+)
+    Reg sqrt(Reg a);          // sqrt.rn
+    Reg rsqrt_approx(Reg a);  // rsqrt.approx.f32
+    Reg rcp(Reg a);           // rcp.rn
+    Reg rcp_approx(Reg a);    // rcp.approx.f32
+    Reg ex2_approx(Reg a);    // 2^a, ex2.approx.f32 (2 ulp)
+    Reg lg2_approx(Reg a);    // log2(a), lg2.approx.f32
+    Reg tanh_approx(Reg a);   // tanh.approx.f32 (sm_75+)
     // Bit operations (any integer or bit type).
     Reg and_(Reg a, Operand b);
     Reg or_(Reg a, Operand b);
@@ -360,8 +374,7 @@ private:
     void check_wgmma(Type input, unsigned n, std::size_t accumulators) const;
     void check_named_barrier(int barrier, unsigned threads) const;
     void check_own(Reg r, std::string_view what) const;
-    void arith(std::string_view op, Reg dst, std::vector<Operand> const& sources, bool float_rounding,
-               bool integer_lo);
+    void arith(std::string_view op, Reg dst, std::vector<Operand> const& sources, bool float_rounding, bool integer_lo);
     void unary_float(std::string_view opcode, Reg dst, Reg a, Requirement req = {});
     Reg same_type_result(Reg a) { return reg(a.type()); }
     [[nodiscard]] std::string describe(Instruction const& in) const;

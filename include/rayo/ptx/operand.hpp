@@ -36,8 +36,8 @@ class RAYO_API Imm {
 public:
     template <std::integral I>
     constexpr Imm(I v) noexcept : value_(static_cast<std::int64_t>(v)) {}  // NOLINT: implicit by design
-    constexpr Imm(float v) noexcept : value_(v) {}                          // NOLINT
-    constexpr Imm(double v) noexcept : value_(v) {}                         // NOLINT
+    constexpr Imm(float v) noexcept : value_(v) {}                         // NOLINT
+    constexpr Imm(double v) noexcept : value_(v) {}                        // NOLINT
 
     [[nodiscard]] constexpr bool is_integer() const noexcept { return std::holds_alternative<std::int64_t>(value_); }
     [[nodiscard]] constexpr bool is_float() const noexcept { return !is_integer(); }
@@ -78,7 +78,7 @@ struct RAYO_API Symbol {
 // [base + offset]: base is a 32- or 64-bit integer register (shared and generic/global addresses)
 // or a symbol.
 struct RAYO_API Address {
-    Address(Reg r, std::int64_t byte_offset = 0) : base(r), offset(byte_offset) {}  // NOLINT
+    Address(Reg r, std::int64_t byte_offset = 0) : base(r), offset(byte_offset) {}                // NOLINT
     Address(Symbol s, std::int64_t byte_offset = 0) : base(std::move(s)), offset(byte_offset) {}  // NOLINT
     std::variant<Reg, Symbol> base;
     std::int64_t offset = 0;
@@ -89,8 +89,7 @@ class RAYO_API Operand {
 public:
     Operand(Reg r) : value_(r) {}  // NOLINT: implicit by design
     template <class T>
-        requires std::constructible_from<Imm, T>
-    Operand(T v) : value_(Imm(v)) {}  // NOLINT
+    requires std::constructible_from<Imm, T> Operand(T v) : value_(Imm(v)) {}  // NOLINT
     [[nodiscard]] bool is_reg() const noexcept { return std::holds_alternative<Reg>(value_); }
     [[nodiscard]] Reg reg() const { return std::get<Reg>(value_); }
     [[nodiscard]] Imm imm() const { return std::get<Imm>(value_); }

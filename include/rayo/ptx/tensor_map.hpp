@@ -22,12 +22,13 @@ enum class TensorMapSwizzle : std::uint8_t { none, swizzle_32b, swizzle_64b, swi
 // A tiled tensor map over a strided tensor in global memory. Dimensions run innermost first;
 // elements outside the tensor read as zero (and are not written by stores).
 struct RAYO_API TensorMapSpec {
-    std::uint64_t address = 0;  // the element at coordinates 0 (16-byte aligned)
-    Type element = Type::f16;   // f16, bf16, f32 (or any type of 1, 2, 4 or 8 bytes)
-    unsigned rank = 2;          // 1 to 5
-    std::array<std::uint64_t, 5> dims{};     // elements per dimension
-    std::array<std::uint64_t, 5> strides{};  // bytes between consecutive indices of dimension i ≥ 1 (multiples of 16); [0] unused
-    std::array<std::uint32_t, 5> box{};      // elements one copy moves per dimension (1 to 256)
+    std::uint64_t address = 0;            // the element at coordinates 0 (16-byte aligned)
+    Type element = Type::f16;             // f16, bf16, f32 (or any type of 1, 2, 4 or 8 bytes)
+    unsigned rank = 2;                    // 1 to 5
+    std::array<std::uint64_t, 5> dims{};  // elements per dimension
+    std::array<std::uint64_t, 5>
+        strides{};  // bytes between consecutive indices of dimension i ≥ 1 (multiples of 16); [0] unused
+    std::array<std::uint32_t, 5> box{};  // elements one copy moves per dimension (1 to 256)
     TensorMapSwizzle swizzle = TensorMapSwizzle::none;
 };
 

@@ -8,10 +8,24 @@ namespace rayo::ptx {
 
 enum class Type : std::uint8_t {
     pred,
-    b8, b16, b32, b64,
-    u8, u16, u32, u64,
-    s8, s16, s32, s64,
-    f16, f16x2, bf16, bf16x2, f32, f64,
+    b8,
+    b16,
+    b32,
+    b64,
+    u8,
+    u16,
+    u32,
+    u64,
+    s8,
+    s16,
+    s32,
+    s64,
+    f16,
+    f16x2,
+    bf16,
+    bf16x2,
+    f32,
+    f64,
 };
 
 enum class TypeKind : std::uint8_t { predicate, bits, unsigned_int, signed_int, floating };
@@ -19,9 +33,18 @@ enum class TypeKind : std::uint8_t { predicate, bits, unsigned_int, signed_int, 
 constexpr TypeKind kind_of(Type t) noexcept {
     switch (t) {
         case Type::pred: return TypeKind::predicate;
-        case Type::b8: case Type::b16: case Type::b32: case Type::b64: return TypeKind::bits;
-        case Type::u8: case Type::u16: case Type::u32: case Type::u64: return TypeKind::unsigned_int;
-        case Type::s8: case Type::s16: case Type::s32: case Type::s64: return TypeKind::signed_int;
+        case Type::b8:
+        case Type::b16:
+        case Type::b32:
+        case Type::b64: return TypeKind::bits;
+        case Type::u8:
+        case Type::u16:
+        case Type::u32:
+        case Type::u64: return TypeKind::unsigned_int;
+        case Type::s8:
+        case Type::s16:
+        case Type::s32:
+        case Type::s64: return TypeKind::signed_int;
         default: return TypeKind::floating;
     }
 }
@@ -29,10 +52,24 @@ constexpr TypeKind kind_of(Type t) noexcept {
 constexpr int bits_of(Type t) noexcept {
     switch (t) {
         case Type::pred: return 1;
-        case Type::b8: case Type::u8: case Type::s8: return 8;
-        case Type::b16: case Type::u16: case Type::s16: case Type::f16: case Type::bf16: return 16;
-        case Type::b32: case Type::u32: case Type::s32: case Type::f32: case Type::f16x2: case Type::bf16x2: return 32;
-        case Type::b64: case Type::u64: case Type::s64: case Type::f64: return 64;
+        case Type::b8:
+        case Type::u8:
+        case Type::s8: return 8;
+        case Type::b16:
+        case Type::u16:
+        case Type::s16:
+        case Type::f16:
+        case Type::bf16: return 16;
+        case Type::b32:
+        case Type::u32:
+        case Type::s32:
+        case Type::f32:
+        case Type::f16x2:
+        case Type::bf16x2: return 32;
+        case Type::b64:
+        case Type::u64:
+        case Type::s64:
+        case Type::f64: return 64;
     }
     return 0;
 }
@@ -45,9 +82,8 @@ constexpr bool is_integer(Type t) noexcept {
 constexpr bool is_float(Type t) noexcept { return kind_of(t) == TypeKind::floating; }
 
 constexpr std::string_view name_of(Type t) noexcept {
-    constexpr std::string_view names[] = {"pred", "b8",  "b16",   "b32",  "b64",    "u8",  "u16",
-                                          "u32",  "u64", "s8",    "s16",  "s32",    "s64", "f16",
-                                          "f16x2", "bf16", "bf16x2", "f32", "f64"};
+    constexpr std::string_view names[] = {"pred", "b8",  "b16", "b32", "b64",   "u8",   "u16",    "u32", "u64", "s8",
+                                          "s16",  "s32", "s64", "f16", "f16x2", "bf16", "bf16x2", "f32", "f64"};
     return names[static_cast<int>(t)];
 }
 

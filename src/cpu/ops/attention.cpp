@@ -31,13 +31,13 @@ class Workspace {
 public:
     Workspace(std::size_t block_q, std::size_t mr, std::size_t nr, std::size_t d) {
         std::size_t const rows = round_up(block_q, mr), dim = round_up(d, nr);
-        sizes_[0] = rows * d;                // q, packed
-        sizes_[1] = key_block * d;           // k, packed
-        sizes_[2] = block_q * key_block;     // scores, then weights
-        sizes_[3] = rows * key_block;        // weights, packed
-        sizes_[4] = dim * key_block;         // v, packed
-        sizes_[5] = block_q * d;             // the running output rows
-        sizes_[6] = 2 * block_q + d;         // row maxima, sums and one output row
+        sizes_[0] = rows * d;             // q, packed
+        sizes_[1] = key_block * d;        // k, packed
+        sizes_[2] = block_q * key_block;  // scores, then weights
+        sizes_[3] = rows * key_block;     // weights, packed
+        sizes_[4] = dim * key_block;      // v, packed
+        sizes_[5] = block_q * d;          // the running output rows
+        sizes_[6] = 2 * block_q + d;      // row maxima, sums and one output row
         std::size_t total = 0;
         for (std::size_t& s : sizes_) total += s = round_up(s, 16);
         memory_.reset(static_cast<float*>(std::aligned_alloc(64, total * sizeof(float))));
@@ -95,7 +95,8 @@ struct Buffers {
 
 Buffers buffers(Workspace const& w, std::size_t block_q) {
     float* const state = w.part(6);
-    return {w.part(0), w.part(1), w.part(2), w.part(3), w.part(4), w.part(5), state, state + block_q, state + 2 * block_q};
+    return {w.part(0), w.part(1), w.part(2),       w.part(3),          w.part(4),
+            w.part(5), state,     state + block_q, state + 2 * block_q};
 }
 
 // scores[rows × cols] = the packed q rows · kᵀ for keys [j0, j0 + cols), k's rows `kv_row` apart.
@@ -110,10 +111,19 @@ void score_block(KernelTable const& k, Buffers const& buf, std::size_t rows, std
 }
 
 // acc[rows × d] += the weights in scores · the `cols` value rows from `values`.
-void accumulate_block(KernelTable const& k, Buffers const& buf, std::size_t rows, std::size_t d, std::byte const* values,
-                      GemmType type, std::size_t kv_row, std::size_t cols) {
-    GemmArgs const pv{.m = rows, .n = d, .k = cols, .a = buf.scores, .a_type = GemmType::f32, .a_row = key_block,
-                      .a_col = 1, .b = values, .b_type = type, .b_row = kv_row, .b_col = 1};
+void accumulate_block(KernelTable const& k, Buffers const& buf, std::size_t rows, std::size_t d,
+                      std::byte const* values, GemmType type, std::size_t kv_row, std::size_t cols) {
+    GemmArgs const pv{.m = rows,
+                      .n = d,
+                      .k = cols,
+                      .a = buf.scores,
+                      .a_type = GemmType::f32,
+                      .a_row = key_block,
+                      .a_col = 1,
+                      .b = values,
+                      .b_type = type,
+                      .b_row = kv_row,
+                      .b_col = 1};
     k.gemm_pack_a(pv, 0, rows, 0, cols, buf.p_packed);
     k.gemm_pack_b(pv, 0, cols, 0, d, buf.v_packed);
     for (std::size_t r = 0; r < rows; r += k.gemm_mr)
@@ -149,7 +159,8 @@ void run_block(Problem const& p, Workspace const& w, Rows const& set) {
     std::size_t const first = (b * a.q_len + i0) * q_row + h * d;  // the task's first q and out element
     std::byte const* k_base = p.kk + (b * a.kv_len * kv_row + hk * d) * p.elem;
     std::byte const* v_base = p.v + (b * a.kv_len * kv_row + hk * d) * p.elem;
-    GemmArgs const qa{.m = rows, .n = 0, .k = d, .a = p.q + first * p.elem, .a_type = p.gtype, .a_row = row_step, .a_col = 1};
+    GemmArgs const qa{
+        .m = rows, .n = 0, .k = d, .a = p.q + first * p.elem, .a_type = p.gtype, .a_row = row_step, .a_col = 1};
     k.gemm_pack_a(qa, 0, rows, 0, d, buf.q_packed);
 
     // Under causal, no key past the one the task's last row sees.
@@ -157,15 +168,24 @@ void run_block(Problem const& p, Workspace const& w, Rows const& set) {
     std::int64_t const last_pos = first_pos + (set.stacked ? 0 : static_cast<std::int64_t>(rows) - 1);
     std::size_t kv_end = a.kv_len;
     if (a.causal)
-        kv_end = static_cast<std::size_t>(std::clamp<std::int64_t>(last_pos + 1, 0, static_cast<std::int64_t>(a.kv_len)));
+        kv_end =
+            static_cast<std::size_t>(std::clamp<std::int64_t>(last_pos + 1, 0, static_cast<std::int64_t>(a.kv_len)));
     for (std::size_t j0 = 0; j0 < kv_end; j0 += key_block) {
         std::size_t const cols = std::min(key_block, kv_end - j0);
         if (j0 + key_block < kv_end)
             prefetch_rows(k_base, v_base, j0 + key_block, std::min(key_block, kv_end - j0 - key_block), kv_row * p.elem,
                           d * p.elem);
         score_block(k, buf, rows, d, k_base + j0 * kv_row * p.elem, p.gtype, kv_row, cols);
-        AttentionTile tile{.scores = buf.scores, .ld = key_block, .rows = rows, .cols = cols, .scale = a.scale,
-                           .row_max = buf.row_max, .row_sum = buf.row_sum, .out = buf.acc, .ld_out = d, .out_cols = d};
+        AttentionTile tile{.scores = buf.scores,
+                           .ld = key_block,
+                           .rows = rows,
+                           .cols = cols,
+                           .scale = a.scale,
+                           .row_max = buf.row_max,
+                           .row_sum = buf.row_sum,
+                           .out = buf.acc,
+                           .ld_out = d,
+                           .out_cols = d};
         if (p.mask) {
             tile.mask = p.mask + b * a.mask_batch + h * a.mask_head + i0 * a.mask_row + j0;
             tile.mask_row = set.stacked ? a.mask_head : a.mask_row;
@@ -191,14 +211,23 @@ Support supports(KernelRunner const&, op::Attention const& a, OpViews const& v) 
 void run(KernelRunner& r, op::Attention const& stated, OpViews const& v) {
     op::Attention a = stated;
     if (a.stored_position)
-        a.query_offset = std::clamp<std::int64_t>(*data<std::int32_t const>(v.in[4]), 0, static_cast<std::int64_t>(a.kv_len));
+        a.query_offset =
+            std::clamp<std::int64_t>(*data<std::int32_t const>(v.in[4]), 0, static_cast<std::int64_t>(a.kv_len));
     KernelTable const& k = r.kernels();
     DType const type = v.in[0].dtype;
     std::size_t const block_q = round_up(48, k.gemm_mr);
-    Problem const p{.a = a, .k = k, .type = type, .gtype = gemm_type(type), .q = data<std::byte const>(v.in[0]),
-                    .kk = data<std::byte const>(v.in[1]), .v = data<std::byte const>(v.in[2]),
-                    .mask = a.has_mask ? data<float const>(v.in[3]) : nullptr, .out = data<std::byte>(v.out[0]),
-                    .block_q = block_q, .q_blocks = (a.q_len + block_q - 1) / block_q, .elem = bytes_for(type, 1)};
+    Problem const p{.a = a,
+                    .k = k,
+                    .type = type,
+                    .gtype = gemm_type(type),
+                    .q = data<std::byte const>(v.in[0]),
+                    .kk = data<std::byte const>(v.in[1]),
+                    .v = data<std::byte const>(v.in[2]),
+                    .mask = a.has_mask ? data<float const>(v.in[3]) : nullptr,
+                    .out = data<std::byte>(v.out[0]),
+                    .block_q = block_q,
+                    .q_blocks = (a.q_len + block_q - 1) / block_q,
+                    .elem = bytes_for(type, 1)};
     // One query row (decode): a task is a block of the heads that share a key/value head, so their
     // keys and values are packed once and fill the micro-kernel's rows. Otherwise a task is a block
     // of query rows of one head, the heads in turn (its keys and values stay in the caches while the
@@ -220,7 +249,8 @@ void run(KernelRunner& r, op::Attention const& stated, OpViews const& v) {
     std::atomic<std::size_t> next{0};
     ThreadPool& pool = r.pool();
     std::size_t const flops_per_task = block_q * a.kv_len * a.head_dim;
-    std::size_t const parts = std::min({pool.size(), tasks, std::max<std::size_t>(1, tasks * flops_per_task / (1 << 18))});
+    std::size_t const parts =
+        std::min({pool.size(), tasks, std::max<std::size_t>(1, tasks * flops_per_task / (1 << 18))});
     pool.run_parts(parts, [&](std::size_t, std::size_t) {
         Workspace const w(block_q, k.gemm_mr, k.gemm_nr, a.head_dim);
         for (std::size_t t = next++; t < tasks; t = next++) run_block(p, w, task_rows(t));

@@ -42,8 +42,10 @@ To convert(From v) {
     if constexpr (std::is_same_v<To, From>) {
         return v;
     } else if constexpr (std::is_same_v<From, std::int32_t>) {
-        if constexpr (std::is_same_v<To, float>) return static_cast<float>(v);  // round to nearest even
-        else return To(round_to_odd(v));
+        if constexpr (std::is_same_v<To, float>)
+            return static_cast<float>(v);  // round to nearest even
+        else
+            return To(round_to_odd(v));
     } else if constexpr (std::is_same_v<To, std::int32_t>) {
         return to_i32(static_cast<float>(v));
     } else {
@@ -62,8 +64,10 @@ void convert_all(KernelRunner& r, TensorView const& in, TensorView const& out) {
     r.pool().parallel_for(out.numel(), cast_grain, [&](std::size_t b, std::size_t e) {
         // Between f32 and f16 / bf16: the instruction set's block conversions (F16C where there is
         // one), which round as convert() does.
-        if constexpr (std::is_same_v<From, float> && is_16bit_float<To>) k.narrow(dtype_of<To>, x + b, y + b, e - b);
-        else if constexpr (is_16bit_float<From> && std::is_same_v<To, float>) k.widen(dtype_of<From>, x + b, y + b, e - b);
+        if constexpr (std::is_same_v<From, float> && is_16bit_float<To>)
+            k.narrow(dtype_of<To>, x + b, y + b, e - b);
+        else if constexpr (is_16bit_float<From> && std::is_same_v<To, float>)
+            k.widen(dtype_of<From>, x + b, y + b, e - b);
         else
             for (std::size_t i = b; i < e; ++i) y[i] = convert<To, From>(x[i]);
     });
@@ -80,11 +84,11 @@ void convert_from(KernelRunner& r, TensorView const& in, TensorView const& out) 
     }
 }
 
-
 }  // namespace
 
 Support supports(KernelRunner const&, op::Cast const&, OpViews const& v) {
-    if (!detail::castable(v.in[0].dtype) || !detail::castable(v.out[0].dtype)) return Support::no("cpu: cast takes f32, f16, bf16 and i32");
+    if (!detail::castable(v.in[0].dtype) || !detail::castable(v.out[0].dtype))
+        return Support::no("cpu: cast takes f32, f16, bf16 and i32");
     if (!v.in[0].is_contiguous() || !v.out[0].is_contiguous()) return Support::no("cpu: cast takes contiguous tensors");
     return Support::yes();
 }

@@ -35,23 +35,32 @@ thread_local ScratchBuffer input_scratch, bias_scratch, weight_scratch, packed_s
 struct Plan {
     op::Conv2dShape s;
     ConvGeometry geometry;
-    std::size_t cg = 0, og = 0;       // channels in and out of a group
-    std::size_t depth = 0;            // K = cg·kh·kw
-    std::size_t pixels = 0;           // oh·ow
-    bool depthwise = false;           // the direct kernel, else the implicit GEMM
-    bool plain_gemm = false;          // 1×1, stride 1, no padding: X̂ is the image
+    std::size_t cg = 0, og = 0;  // channels in and out of a group
+    std::size_t depth = 0;       // K = cg·kh·kw
+    std::size_t pixels = 0;      // oh·ow
+    bool depthwise = false;      // the direct kernel, else the implicit GEMM
+    bool plain_gemm = false;     // 1×1, stride 1, no padding: X̂ is the image
     std::size_t mr = 0, nr = 0;
-    std::size_t kc = 0;               // depth of a packed block
-    std::size_t mc = 0;               // output channels of a row block (a multiple of mr)
-    std::size_t og_padded = 0;        // og rounded up to mr: the rows of a packed A block
-    std::size_t chunk = 0;            // pixels (GEMM) or output rows (depthwise) of one task
-    std::size_t chunks = 0;           // tasks per image and group
-    std::size_t phase_len = 0;        // depthwise: see DepthwiseArgs
+    std::size_t kc = 0;         // depth of a packed block
+    std::size_t mc = 0;         // output channels of a row block (a multiple of mr)
+    std::size_t og_padded = 0;  // og rounded up to mr: the rows of a packed A block
+    std::size_t chunk = 0;      // pixels (GEMM) or output rows (depthwise) of one task
+    std::size_t chunks = 0;     // tasks per image and group
+    std::size_t phase_len = 0;  // depthwise: see DepthwiseArgs
 };
 
 ConvGeometry geometry_of(op::Conv2dShape const& s) {
-    return {.h = s.h, .w = s.w, .oh = s.oh, .ow = s.ow, .kh = s.kh, .kw = s.kw, .stride_h = s.stride_h,
-            .stride_w = s.stride_w, .pad_h = s.pad_h, .pad_w = s.pad_w, .dilation_h = s.dilation_h,
+    return {.h = s.h,
+            .w = s.w,
+            .oh = s.oh,
+            .ow = s.ow,
+            .kh = s.kh,
+            .kw = s.kw,
+            .stride_h = s.stride_h,
+            .stride_w = s.stride_w,
+            .pad_h = s.pad_h,
+            .pad_w = s.pad_w,
+            .dilation_h = s.dilation_h,
             .dilation_w = s.dilation_w};
 }
 
@@ -101,7 +110,8 @@ void plan_depthwise(Plan& p, std::size_t threads) {
     p.phase_len = round_up(s.ow + reach + 16, 16);
     // Rows of a task: enough tasks for every thread four times over, and scratch within L2.
     std::size_t const planes = s.n * s.groups;
-    std::size_t rows = ceil_div(s.oh, std::max<std::size_t>(1, ceil_div(4 * threads, std::max<std::size_t>(planes, 1))));
+    std::size_t rows =
+        ceil_div(s.oh, std::max<std::size_t>(1, ceil_div(4 * threads, std::max<std::size_t>(planes, 1))));
     std::size_t const row_floats = s.stride_w * p.phase_len;
     std::size_t const fit = (std::size_t{1} << 15) / row_floats / s.stride_h;
     rows = std::clamp<std::size_t>(std::min(rows, fit), 1, std::max<std::size_t>(s.oh, 1));
@@ -117,8 +127,10 @@ Plan make_plan(op::Conv2dShape const& s, KernelTable const& k, std::size_t threa
     p.pixels = s.oh * s.ow;
     p.depthwise = p.cg == 1 && p.og < k.gemm_mr && s.kh * s.kw <= depthwise_max_taps && p.pixels > 0;
     p.plain_gemm = s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0;
-    if (p.depthwise) plan_depthwise(p, threads);
-    else plan_gemm(p, k, threads);
+    if (p.depthwise)
+        plan_depthwise(p, threads);
+    else
+        plan_gemm(p, k, threads);
     return p;
 }
 
@@ -129,8 +141,10 @@ float const* weight_matrix(Plan const& p, KernelTable const& k, TensorView const
     if (w.dtype == DType::f32 && !p.s.flip) return data<float const>(w);
     float* const m = weight_scratch.get(count);
     if (count == 0) return m;
-    if (w.dtype == DType::f32) std::memcpy(m, data<float const>(w), count * sizeof(float));
-    else k.widen(w.dtype, data<std::byte const>(w), m, count);
+    if (w.dtype == DType::f32)
+        std::memcpy(m, data<float const>(w), count * sizeof(float));
+    else
+        k.widen(w.dtype, data<std::byte const>(w), m, count);
     if (p.s.flip)
         for (std::size_t row = 0; row < count; row += taps) std::reverse(m + row, m + row + taps);
     return m;
@@ -171,10 +185,10 @@ void pack_block(Plan const& p, KernelTable const& k, float const* x, std::size_t
 
 // What one run shares with its tasks.
 struct Operands {
-    float const* x = nullptr;        // [n, c, h, w] as f32
-    float const* a_packed = nullptr; // pack_weights (GEMM)
-    float const* weights = nullptr;  // weight_matrix (depthwise)
-    float const* bias = nullptr;     // [o] as f32, or null
+    float const* x = nullptr;         // [n, c, h, w] as f32
+    float const* a_packed = nullptr;  // pack_weights (GEMM)
+    float const* weights = nullptr;   // weight_matrix (depthwise)
+    float const* bias = nullptr;      // [o] as f32, or null
     std::byte* out = nullptr;
     DType out_type = DType::f32;
 };
@@ -189,7 +203,8 @@ void run_tile(Plan const& p, KernelTable const& k, Operands const& ops, std::siz
     std::size_t const ldc = direct ? p.pixels : count;
     bool const prefill = ops.bias != nullptr || p.depth == 0;
     if (prefill)
-        for (std::size_t o = 0; o < p.og; ++o) std::fill_n(c + o * ldc, count, ops.bias ? ops.bias[g * p.og + o] : 0.0f);
+        for (std::size_t o = 0; o < p.og; ++o)
+            std::fill_n(c + o * ldc, count, ops.bias ? ops.bias[g * p.og + o] : 0.0f);
     float* const panels = panel_scratch.get(p.kc * round_up(count, p.nr));
     float const* x = ops.x + (n * s.c + g * p.cg) * s.h * s.w;
     for (std::size_t d = 0; d < p.depth; d += p.kc) {
@@ -227,7 +242,8 @@ void run_depthwise(Plan const& p, KernelTable const& k, Operands const& ops, std
     a.weights = ops.weights + g * p.og * p.depth;
     a.bias = ops.bias ? ops.bias + g * p.og : nullptr;
     a.outputs = p.og;
-    a.out = direct ? reinterpret_cast<float*>(ops.out) + first * p.pixels + y0 * s.ow : tile_scratch.get(p.og * rows * s.ow);
+    a.out = direct ? reinterpret_cast<float*>(ops.out) + first * p.pixels + y0 * s.ow
+                   : tile_scratch.get(p.og * rows * s.ow);
     a.out_plane = direct ? p.pixels : rows * s.ow;
     a.y0 = y0;
     a.y1 = y1;

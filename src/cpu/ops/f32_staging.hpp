@@ -42,7 +42,8 @@ void staged_blocks(KernelTable const& k, DType type, std::array<std::byte const*
 }
 
 // A whole 16-bit tensor of `count` values as f32 (gamma and beta of the norms, rows of softmax).
-inline void widen_all(KernelTable const& k, DType type, std::byte const* in, std::size_t count, std::vector<float>& out) {
+inline void widen_all(KernelTable const& k, DType type, std::byte const* in, std::size_t count,
+                      std::vector<float>& out) {
     out.resize(count);
     if (count) k.widen(type, in, out.data(), count);
 }

@@ -23,8 +23,9 @@ void run(KernelRunner& r, op::Gather const& g, OpViews const& v) {
     auto const* ids = data<std::int32_t const>(ids_view);
     for (std::size_t i = 0; i < n; ++i)
         if (ids[i] < 0 || static_cast<std::uint64_t>(ids[i]) >= g.rows)
-            throw IndexError(std::string(to_string(g.op)) + ": id " + std::to_string(ids[i]) + " (ids[" + std::to_string(i) +
-                             "]) is out of range for a table of " + std::to_string(g.rows) + " rows");
+            throw IndexError(std::string(to_string(g.op)) + ": id " + std::to_string(ids[i]) + " (ids[" +
+                             std::to_string(i) + "]) is out of range for a table of " + std::to_string(g.rows) +
+                             " rows");
     std::size_t const row_bytes = bytes_for(table.dtype, g.row);
     auto const* from = data<std::byte const>(table);
     auto* to = data<std::byte>(out);

@@ -12,7 +12,6 @@ namespace rayo::cpu::ops {
 
 namespace {
 
-
 // `count` elements of `bytes` each, `from_step` and `to_step` elements apart.
 template <std::size_t Bytes>
 void copy_row(std::byte const* from, std::size_t from_step, std::byte* to, std::size_t to_step, std::size_t count) {
@@ -43,7 +42,8 @@ void transpose_blocks(ThreadPool& pool, detail::Transposition const& t, E const*
             E const* in = from + matrix * t.in_batch;
             E* out = to + matrix * t.out_batch;
             if (block_transpose) {
-                block_transpose(in + c0 * t.in_stride + r0, t.in_stride, out + r0 * t.out_stride + c0, t.out_stride, r1 - r0, c1 - c0);
+                block_transpose(in + c0 * t.in_stride + r0, t.in_stride, out + r0 * t.out_stride + c0, t.out_stride,
+                                r1 - r0, c1 - c0);
                 continue;
             }
             E tile[block][block + 1];
@@ -70,24 +70,31 @@ void run(KernelRunner& r, op::Copy const&, OpViews const& v) {
     TensorView const views[] = {v.in[0], v.out[0]};
     detail::StridedLayout const l = detail::collapse(v.out[0], views);
     if (auto const t = detail::as_transposition(l)) {
-        if (bytes == 2) transpose_blocks(r.pool(), *t, data<std::uint16_t const>(v.in[0]), data<std::uint16_t>(v.out[0]));
-        else transpose_blocks(r.pool(), *t, data<std::uint32_t const>(v.in[0]), data<std::uint32_t>(v.out[0]), r.kernels().transpose32);
+        if (bytes == 2)
+            transpose_blocks(r.pool(), *t, data<std::uint16_t const>(v.in[0]), data<std::uint16_t>(v.out[0]));
+        else
+            transpose_blocks(r.pool(), *t, data<std::uint32_t const>(v.in[0]), data<std::uint32_t>(v.out[0]),
+                             r.kernels().transpose32);
         return;
     }
     std::size_t const inner = l.inner(), last = l.rank - 1;
     std::size_t const from_step = l.strides[0][last], to_step = l.strides[1][last];
     auto const* from = data<std::byte const>(v.in[0]);
     auto* to = data<std::byte>(v.out[0]);
-    r.pool().parallel_for(n / inner, std::max<std::size_t>(1, elementwise_grain / inner), [&](std::size_t r0, std::size_t r1) {
-        for (std::size_t row = r0; row < r1; ++row) {
-            std::size_t const i = row * inner;
-            std::byte const* src = from + l.offset(0, i) * bytes;
-            std::byte* dst = to + l.offset(1, i) * bytes;
-            if (from_step == 1 && to_step == 1) std::memcpy(dst, src, inner * bytes);
-            else if (bytes == 2) copy_row<2>(src, from_step, dst, to_step, inner);
-            else copy_row<4>(src, from_step, dst, to_step, inner);
-        }
-    });
+    r.pool().parallel_for(n / inner, std::max<std::size_t>(1, elementwise_grain / inner),
+                          [&](std::size_t r0, std::size_t r1) {
+                              for (std::size_t row = r0; row < r1; ++row) {
+                                  std::size_t const i = row * inner;
+                                  std::byte const* src = from + l.offset(0, i) * bytes;
+                                  std::byte* dst = to + l.offset(1, i) * bytes;
+                                  if (from_step == 1 && to_step == 1)
+                                      std::memcpy(dst, src, inner * bytes);
+                                  else if (bytes == 2)
+                                      copy_row<2>(src, from_step, dst, to_step, inner);
+                                  else
+                                      copy_row<4>(src, from_step, dst, to_step, inner);
+                              }
+                          });
 }
 
 }  // namespace rayo::cpu::ops

@@ -32,15 +32,17 @@ GemmType gemm_type(DType t) {
 
 Support supports(KernelRunner const& r, op::Matmul const& d, OpViews const& v) {
     if (d.input != op::LinearInput::x)
-        return detail::supports_with_formed_input(d, v, detail::formed_input_view(v.in[0], detail::unbound_buffer),
-                                                  [&](auto const& op, OpViews const& views) { return supports(r, op, views); });
+        return detail::supports_with_formed_input(
+            d, v, detail::formed_input_view(v.in[0], detail::unbound_buffer),
+            [&](auto const& op, OpViews const& views) { return supports(r, op, views); });
     DType const a = v.in[0].dtype, b = v.in[1].dtype;
     if (v.out[0].dtype != DType::f32 || !is_floating(a) || !(is_floating(b) || is_kquant(b)))
         return Support::no("cpu matmul: " + std::string(to_string(a)) + " x " + std::string(to_string(b)) + " -> " +
                            std::string(to_string(v.out[0].dtype)) + " has no kernel");
     if (is_kquant(b) && (a != DType::f32 || !d.shape.b_transposed || d.shape.k % block_elements(b) != 0))
-        return Support::no("cpu: block-quantized weights are taken by linear(x, w) with f32 x and rows of whole "
-                           "blocks");
+        return Support::no(
+            "cpu: block-quantized weights are taken by linear(x, w) with f32 x and rows of whole "
+            "blocks");
     if (!detail::all_contiguous(v)) return Support::no("cpu matmul takes contiguous operands");
     return Support::yes();
 }
@@ -91,12 +93,15 @@ void run(KernelRunner& r, op::Matmul const& d, OpViews const& v) {
     }
     auto const& shape = d.shape;
     TensorView const &a = v.in[0], &b = v.in[1];
-    if (is_kquant(b.dtype)) linear_kquant(r, shape, a, b, v.out[0]);
-    else gemm_batch(r, shape, a, b, v.out[0]);
+    if (is_kquant(b.dtype))
+        linear_kquant(r, shape, a, b, v.out[0]);
+    else
+        gemm_batch(r, shape, a, b, v.out[0]);
     if (v.in.size() > 2 && v.in[2].present) {  // the bias, added to every row of the product
         float const* bias = data<float const>(v.in[2]);
         float* out = data<float>(v.out[0]);
-        r.pool().parallel_for(shape.batch * shape.m, std::max<std::size_t>(1, elementwise_grain / std::max<std::size_t>(shape.n, 1)),
+        r.pool().parallel_for(shape.batch * shape.m,
+                              std::max<std::size_t>(1, elementwise_grain / std::max<std::size_t>(shape.n, 1)),
                               [&](std::size_t r0, std::size_t r1) {
                                   for (std::size_t row = r0; row < r1; ++row)
                                       for (std::size_t j = 0; j < shape.n; ++j) out[row * shape.n + j] += bias[j];

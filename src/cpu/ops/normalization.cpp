@@ -9,15 +9,19 @@
 
 namespace rayo::cpu::ops {
 
-Support supports(KernelRunner const&, op::Norm const& d, OpViews const& v) { return detail::contiguous_floating("cpu", d.op, v); }
+Support supports(KernelRunner const&, op::Norm const& d, OpViews const& v) {
+    return detail::contiguous_floating("cpu", d.op, v);
+}
 
 namespace {
 
 // `rows` rows of f32 from x to y, with f32 gamma and beta (or null).
 void norm_rows(KernelTable const& k, op::Norm const& d, float const* x, float const* gamma, float const* beta, float* y,
                std::size_t rows, std::size_t cols) {
-    if (d.op == Op::layer_norm) k.layer_norm_rows(x, gamma, beta, d.eps, y, rows, cols);
-    else k.rms_norm_rows(x, gamma, d.eps, y, rows, cols);
+    if (d.op == Op::layer_norm)
+        k.layer_norm_rows(x, gamma, beta, d.eps, y, rows, cols);
+    else
+        k.rms_norm_rows(x, gamma, d.eps, y, rows, cols);
 }
 
 }  // namespace
@@ -43,7 +47,9 @@ void run(KernelRunner& r, op::Norm const& d, OpViews const& v) {
     float const* bt = v.in[2].present ? data<float const>(v.in[2]) : nullptr;
     float const* x = data<float const>(v.in[0]);
     float* y = data<float>(v.out[0]);
-    pool.parallel_for(rows, grain, [&](std::size_t b, std::size_t e) { norm_rows(k, d, x + b * cols, g, bt, y + b * cols, e - b, cols); });
+    pool.parallel_for(rows, grain, [&](std::size_t b, std::size_t e) {
+        norm_rows(k, d, x + b * cols, g, bt, y + b * cols, e - b, cols);
+    });
 }
 
 }  // namespace rayo::cpu::ops

@@ -13,6 +13,7 @@ using OpRunner = KernelRunner;
 #include "dispatch/op_entry_points.inc"
 
 // linear(x, w) with q4_k / q6_k weights (quantization.cpp), for matmul.cpp.
-void linear_kquant(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out);
+void linear_kquant(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w,
+                   TensorView const& out);
 
 }  // namespace rayo::cpu::ops

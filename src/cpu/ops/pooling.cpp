@@ -12,7 +12,9 @@
 
 namespace rayo::cpu::ops {
 
-Support supports(KernelRunner const&, op::Pool2d const& d, OpViews const& v) { return detail::contiguous_floating("cpu", d.op, v); }
+Support supports(KernelRunner const&, op::Pool2d const& d, OpViews const& v) {
+    return detail::contiguous_floating("cpu", d.op, v);
+}
 
 namespace {
 
@@ -22,7 +24,8 @@ struct Span {
 };
 Span window(std::int64_t start, std::size_t size, std::size_t extent) {
     std::int64_t const lo = std::max<std::int64_t>(start, 0);
-    std::int64_t const hi = std::min<std::int64_t>(start + static_cast<std::int64_t>(size), static_cast<std::int64_t>(extent));
+    std::int64_t const hi =
+        std::min<std::int64_t>(start + static_cast<std::int64_t>(size), static_cast<std::int64_t>(extent));
     return {static_cast<std::size_t>(lo), static_cast<std::size_t>(std::max(hi, lo))};
 }
 
@@ -51,7 +54,8 @@ template <class Rows>
 void pool_row(op::Pool2d const& d, Rows const& rows, std::size_t oy, float* out) {
     Span const ys = window(static_cast<std::int64_t>(oy * d.stride_h) - static_cast<std::int64_t>(d.pad_h), d.kh, d.h);
     for (std::size_t ox = 0; ox < d.ow; ++ox) {
-        Span const xs = window(static_cast<std::int64_t>(ox * d.stride_w) - static_cast<std::int64_t>(d.pad_w), d.kw, d.w);
+        Span const xs =
+            window(static_cast<std::int64_t>(ox * d.stride_w) - static_cast<std::int64_t>(d.pad_w), d.kw, d.w);
         out[ox] = pool_window(d, rows, ys, xs);
     }
 }
@@ -74,13 +78,17 @@ void run(KernelRunner& r, op::Pool2d const& d, OpViews const& v) {
             std::byte* to = y + row * d.ow * element;
             if (type == DType::f32) {
                 auto const* f = reinterpret_cast<float const*>(in);
-                pool_row(d, [&](std::size_t i) { return f + i * d.w; }, oy, reinterpret_cast<float*>(to));
+                pool_row(
+                    d, [&](std::size_t i) { return f + i * d.w; }, oy, reinterpret_cast<float*>(to));
                 continue;
             }
             // The window rows widened, row i of the plane at staged[(i − first)·w].
-            Span const ys = window(static_cast<std::int64_t>(oy * d.stride_h) - static_cast<std::int64_t>(d.pad_h), d.kh, d.h);
-            if (ys.last > ys.first) k.widen(type, in + ys.first * d.w * element, staged.data(), (ys.last - ys.first) * d.w);
-            pool_row(d, [&](std::size_t i) { return staged.data() + (i - ys.first) * d.w; }, oy, result.data());
+            Span const ys =
+                window(static_cast<std::int64_t>(oy * d.stride_h) - static_cast<std::int64_t>(d.pad_h), d.kh, d.h);
+            if (ys.last > ys.first)
+                k.widen(type, in + ys.first * d.w * element, staged.data(), (ys.last - ys.first) * d.w);
+            pool_row(
+                d, [&](std::size_t i) { return staged.data() + (i - ys.first) * d.w; }, oy, result.data());
             k.narrow(type, result.data(), to, d.ow);
         }
     });

@@ -111,7 +111,8 @@ GemmType gemm_type(DType t) {
 
 }  // namespace
 
-void linear_kquant(KernelRunner& r, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const& out) {
+void linear_kquant(KernelRunner& r, op::MatmulShape shape, TensorView const& x, TensorView const& w,
+                   TensorView const& out) {
     auto const& k = r.kernels();
     ThreadPool& pool = r.pool();
     std::size_t const row_bytes = bytes_for(w.dtype, shape.k);

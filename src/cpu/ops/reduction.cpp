@@ -17,11 +17,13 @@ namespace {
 // Combines two partial results of one reduction; `a` covers earlier indices than `b`.
 ReduceResult combine(Op op, ReduceResult a, ReduceResult b) {
     switch (op) {
-        case Op::max: case Op::argmax:
+        case Op::max:
+        case Op::argmax:
             if (std::isnan(a.value)) return a;
             if (std::isnan(b.value)) return b;
             return b.value > a.value ? b : a;
-        case Op::min: case Op::argmin:
+        case Op::min:
+        case Op::argmin:
             if (std::isnan(a.value)) return a;
             if (std::isnan(b.value)) return b;
             return b.value < a.value ? b : a;
@@ -33,7 +35,9 @@ ReduceResult combine(Op op, ReduceResult a, ReduceResult b) {
 constexpr std::size_t column_chunk = 256;
 
 // The address of element `index` of `type` at `base`.
-std::byte const* element_at(std::byte const* base, DType type, std::size_t index) { return base + index * size_of(type); }
+std::byte const* element_at(std::byte const* base, DType type, std::size_t index) {
+    return base + index * size_of(type);
+}
 
 // k.reduce over the n values of `type` at `in`: f32 directly; f16 and bf16 a staged block at a time,
 // the blocks' results combined in order.
@@ -54,9 +58,10 @@ ReduceResult reduce_run(KernelTable const& k, Op op, DType type, std::byte const
 // k.reduce_columns over `rows` rows of `cols` values of `type` (`row_stride` apart) at `in`: f32
 // directly; f16 and bf16 a block of rows at a time, widened, the blocks' results combined in order.
 // cols <= column_chunk.
-void reduce_columns_run(KernelTable const& k, Op op, DType type, std::byte const* in, std::size_t rows, std::size_t cols,
-                        std::size_t row_stride, double* value, std::int64_t* index) {
-    if (type == DType::f32) return k.reduce_columns(op, reinterpret_cast<float const*>(in), rows, cols, row_stride, value, index);
+void reduce_columns_run(KernelTable const& k, Op op, DType type, std::byte const* in, std::size_t rows,
+                        std::size_t cols, std::size_t row_stride, double* value, std::int64_t* index) {
+    if (type == DType::f32)
+        return k.reduce_columns(op, reinterpret_cast<float const*>(in), rows, cols, row_stride, value, index);
     constexpr std::size_t capacity = 8 * staging_block;
     float block[capacity];
     double block_value[column_chunk];
@@ -64,8 +69,10 @@ void reduce_columns_run(KernelTable const& k, Op op, DType type, std::byte const
     std::size_t const step = std::max<std::size_t>(1, capacity / cols);
     for (std::size_t r0 = 0; r0 < rows; r0 += step) {
         std::size_t const count = std::min(step, rows - r0);
-        for (std::size_t r = 0; r < count; ++r) k.widen(type, element16(in, (r0 + r) * row_stride), block + r * cols, cols);
-        k.reduce_columns(op, block, count, cols, cols, r0 ? block_value : value, index ? (r0 ? block_index : index) : nullptr);
+        for (std::size_t r = 0; r < count; ++r)
+            k.widen(type, element16(in, (r0 + r) * row_stride), block + r * cols, cols);
+        k.reduce_columns(op, block, count, cols, cols, r0 ? block_value : value,
+                         index ? (r0 ? block_index : index) : nullptr);
         if (r0 == 0) continue;
         for (std::size_t j = 0; j < cols; ++j) {
             ReduceResult const part{block_value[j], index ? block_index[j] + static_cast<std::int64_t>(r0) : 0};
@@ -93,8 +100,10 @@ void run(KernelRunner& r, op::Reduce const& d, OpViews const& v) {
     bool const mean = d.op == Op::mean;
     TensorView const& out = v.out[0];
     auto store = [&](std::size_t i, ReduceResult res) {
-        if (arg) data<std::int64_t>(out)[i] = res.index;
-        else data<float>(out)[i] = static_cast<float>(mean ? res.value / static_cast<double>(shape.extent) : res.value);
+        if (arg)
+            data<std::int64_t>(out)[i] = res.index;
+        else
+            data<float>(out)[i] = static_cast<float>(mean ? res.value / static_cast<double>(shape.extent) : res.value);
     };
     if (shape.outer * shape.inner == 0) return;
     if (shape.outer == 1 && shape.inner == 1) {
@@ -114,22 +123,24 @@ void run(KernelRunner& r, op::Reduce const& d, OpViews const& v) {
     if (shape.inner == 1) {
         std::size_t const grain = std::max<std::size_t>(1, reduce_grain / std::max<std::size_t>(shape.extent, 1));
         pool.parallel_for(shape.outer, grain, [&](std::size_t b, std::size_t e) {
-            for (std::size_t o = b; o < e; ++o) store(o, reduce_run(k, op, type, element_at(x, type, o * shape.extent), shape.extent));
+            for (std::size_t o = b; o < e; ++o)
+                store(o, reduce_run(k, op, type, element_at(x, type, o * shape.extent), shape.extent));
         });
         return;
     }
     // Reduction over a middle axis: column reductions of [extent, inner] blocks, split over
     // (outer x column chunks) so that few outer slices still use every thread.
     std::size_t const chunks = (shape.inner + column_chunk - 1) / column_chunk;
-    std::size_t const grain = std::max<std::size_t>(1, reduce_grain / std::max<std::size_t>(shape.extent * column_chunk, 1));
+    std::size_t const grain =
+        std::max<std::size_t>(1, reduce_grain / std::max<std::size_t>(shape.extent * column_chunk, 1));
     pool.parallel_for(shape.outer * chunks, grain, [&](std::size_t b, std::size_t e) {
         double value[column_chunk];
         std::int64_t index[column_chunk];
         for (std::size_t t = b; t < e; ++t) {
             std::size_t const o = t / chunks, c0 = (t % chunks) * column_chunk;
             std::size_t const cols = std::min(column_chunk, shape.inner - c0);
-            reduce_columns_run(k, op, type, element_at(x, type, o * shape.extent * shape.inner + c0), shape.extent, cols,
-                               shape.inner, value, arg ? index : nullptr);
+            reduce_columns_run(k, op, type, element_at(x, type, o * shape.extent * shape.inner + c0), shape.extent,
+                               cols, shape.inner, value, arg ? index : nullptr);
             for (std::size_t j = 0; j < cols; ++j) store(o * shape.inner + c0 + j, {value[j], arg ? index[j] : 0});
         }
     });

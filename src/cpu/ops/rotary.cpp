@@ -14,7 +14,8 @@
 namespace rayo::cpu::ops {
 
 Support supports(KernelRunner const&, op::Rope const&, OpViews const& v) {
-    if (!v.in[0].is_contiguous() || !v.out[0].is_contiguous() || v.in[0].dtype != v.out[0].dtype || !detail::is_floating(v.in[0].dtype))
+    if (!v.in[0].is_contiguous() || !v.out[0].is_contiguous() || v.in[0].dtype != v.out[0].dtype ||
+        !detail::is_floating(v.in[0].dtype))
         return Support::no("cpu: rope takes contiguous x and out of one floating type");
     return Support::yes();
 }
@@ -80,7 +81,8 @@ void run(KernelRunner& r, op::Rope const& d, OpViews const& v) {
             std::byte const* from = x + t * row * element;
             std::byte* to = y + t * row * element;
             if (type == DType::f32) {
-                rotate_token(d, reinterpret_cast<float const*>(from), reinterpret_cast<float*>(to), cosines.data(), sines.data());
+                rotate_token(d, reinterpret_cast<float const*>(from), reinterpret_cast<float*>(to), cosines.data(),
+                             sines.data());
                 continue;
             }
             k.widen(type, from, staged.data(), row);

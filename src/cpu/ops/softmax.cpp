@@ -9,7 +9,9 @@
 
 namespace rayo::cpu::ops {
 
-Support supports(KernelRunner const&, op::Softmax const& d, OpViews const& v) { return detail::contiguous_floating("cpu", d.op, v); }
+Support supports(KernelRunner const&, op::Softmax const& d, OpViews const& v) {
+    return detail::contiguous_floating("cpu", d.op, v);
+}
 
 void run(KernelRunner& r, op::Softmax const& d, OpViews const& v) {
     auto const& k = r.kernels();

@@ -31,7 +31,7 @@ unsigned tc_warp_tiles(std::size_t head_dim) { return head_dim <= 128 ? 2 : 1; }
 constexpr unsigned split_tile = 32;  // keys a SIMT tile
 // A split of the keys spans at least this many keys (4 tiles), so its fixed costs stay small.
 constexpr std::size_t min_split_keys = 128;
-constexpr std::size_t decode_rows = 16;   // query rows a decode block (one m16 tile)
+constexpr std::size_t decode_rows = 16;     // query rows a decode block (one m16 tile)
 constexpr std::int64_t decode_split = 128;  // keys a decode block (4 warps of 32)
 
 // q, k, v and out start on 16-byte boundaries and their rows are multiples of 16 bytes.
@@ -69,14 +69,22 @@ FrameArguments frame_arguments(KernelRunner& runner, op::Attention const& a, OpV
     auto const offset = std::clamp<std::int64_t>(a.query_offset, -static_cast<std::int64_t>(a.q_len),
                                                  static_cast<std::int64_t>(a.kv_len));
     bool const mask = a.has_mask && v.in.size() > 3 && v.in[3].present;
-    return {.q = runner.address(v.in[0]), .k = runner.address(v.in[1]), .v = runner.address(v.in[2]),
-            .out = runner.address(v.out[0]), .mask = mask ? runner.address(v.in[3]) : 0,
-            .q_len = static_cast<std::uint32_t>(a.q_len), .kv_len = static_cast<std::uint32_t>(a.kv_len),
-            .heads = static_cast<std::uint32_t>(a.heads), .kv_heads = static_cast<std::uint32_t>(a.kv_heads),
+    return {.q = runner.address(v.in[0]),
+            .k = runner.address(v.in[1]),
+            .v = runner.address(v.in[2]),
+            .out = runner.address(v.out[0]),
+            .mask = mask ? runner.address(v.in[3]) : 0,
+            .q_len = static_cast<std::uint32_t>(a.q_len),
+            .kv_len = static_cast<std::uint32_t>(a.kv_len),
+            .heads = static_cast<std::uint32_t>(a.heads),
+            .kv_heads = static_cast<std::uint32_t>(a.kv_heads),
             .query_offset = static_cast<std::int32_t>(offset),
-            .query_position = a.stored_position ? runner.address(v.in[4]) : 0, .causal = a.causal ? 1u : 0u,
-            .scale_log2 = static_cast<float>(a.scale * 1.4426950408889634), .mask_batch = a.mask_batch,
-            .mask_head = a.mask_head, .mask_row = a.mask_row};
+            .query_position = a.stored_position ? runner.address(v.in[4]) : 0,
+            .causal = a.causal ? 1u : 0u,
+            .scale_log2 = static_cast<float>(a.scale * 1.4426950408889634),
+            .mask_batch = a.mask_batch,
+            .mask_head = a.mask_head,
+            .mask_row = a.mask_row};
 }
 
 // Hopper: the warp-specialised wgmma kernel where it takes the shape (head_dim 64 or 128, no mask)
@@ -90,11 +98,18 @@ bool takes_wgmma(KernelRunner const& runner, op::Attention const& a, FrameArgume
 }
 
 void run_wgmma(KernelRunner& runner, op::Attention const& a, OpViews const& v, FrameArguments const& f) {
-    kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::wgmma, .element = v.in[0].dtype,
-                                          .head_dim = static_cast<unsigned>(a.head_dim), .warps = 12};
-    auto const specs = kernels::attention_tensor_maps(
-        config, {.q = f.q, .k = f.k, .v = f.v, .batch = a.batch, .q_len = a.q_len, .kv_len = a.kv_len, .heads = a.heads,
-                 .kv_heads = a.kv_heads});
+    kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::wgmma,
+                                          .element = v.in[0].dtype,
+                                          .head_dim = static_cast<unsigned>(a.head_dim),
+                                          .warps = 12};
+    auto const specs = kernels::attention_tensor_maps(config, {.q = f.q,
+                                                               .k = f.k,
+                                                               .v = f.v,
+                                                               .batch = a.batch,
+                                                               .q_len = a.q_len,
+                                                               .kv_len = a.kv_len,
+                                                               .heads = a.heads,
+                                                               .kv_heads = a.kv_heads});
     ptx::TensorMap const q_map = runner.encode_tensor_map(specs[0]), k_map = runner.encode_tensor_map(specs[1]),
                          v_map = runner.encode_tensor_map(specs[2]);
     LaunchDims const dims{.grid = {static_cast<unsigned>((a.q_len + wgmma_rows - 1) / wgmma_rows * a.heads),
@@ -107,14 +122,19 @@ void run_wgmma(KernelRunner& runner, op::Attention const& a, OpViews const& v, F
     // L2; past that, groups of 4 heads at a time keep what the resident blocks read there (with 32
     // heads × 4096 keys at once, 64 MiB, a third of the reads missed L2: 565 against 528 µs, H200).
     std::uint64_t const kv_bytes = 4 * a.kv_len * a.kv_heads * a.head_dim;
-    auto const group_heads = static_cast<std::uint32_t>(kv_bytes <= wgmma_l2_working_set ? a.heads : std::min<std::size_t>(a.heads, 4));
-    runner.run(key.view(), [config] { return kernels::attention(config); }, dims, q_map, k_map, v_map, f.out, f.q_len,
-               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.query_position, f.causal, f.scale_log2, group_heads);
+    auto const group_heads =
+        static_cast<std::uint32_t>(kv_bytes <= wgmma_l2_working_set ? a.heads : std::min<std::size_t>(a.heads, 4));
+    runner.run(
+        key.view(), [config] { return kernels::attention(config); }, dims, q_map, k_map, v_map, f.out, f.q_len,
+        f.kv_len, f.heads, f.kv_heads, f.query_offset, f.query_position, f.causal, f.scale_log2, group_heads);
 }
 
 void run_tensor_cores(KernelRunner& runner, op::Attention const& a, OpViews const& v, FrameArguments const& f) {
-    kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::tensor_core, .element = v.in[0].dtype,
-                                          .head_dim = static_cast<unsigned>(a.head_dim), .mask = f.mask != 0, .warps = tc_warps,
+    kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::tensor_core,
+                                          .element = v.in[0].dtype,
+                                          .head_dim = static_cast<unsigned>(a.head_dim),
+                                          .mask = f.mask != 0,
+                                          .warps = tc_warps,
                                           .warp_tiles = tc_warp_tiles(a.head_dim)};
     std::size_t const rows = config.warps * 16 * config.warp_tiles;
     LaunchDims const dims{.grid = {static_cast<unsigned>(a.heads), static_cast<unsigned>((a.q_len + rows - 1) / rows),
@@ -123,8 +143,10 @@ void run_tensor_cores(KernelRunner& runner, op::Attention const& a, OpViews cons
                           .shared_bytes = kernels::attention_shared_bytes(config)};
     KernelKey key;
     key << "attention/" << kernels::attention_name(config) << "/" << ptx::to_string(runner.target());
-    runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
-               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.query_position, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row);
+    runner.run(
+        key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
+        f.kv_len, f.heads, f.kv_heads, f.query_offset, f.query_position, f.causal, f.scale_log2, f.mask_batch,
+        f.mask_head, f.mask_row);
 }
 
 // The partial (max, sum, O) states of every output row when the keys are split across blocks, in
@@ -142,10 +164,12 @@ public:
         if (!buffer_) return;
         KernelKey key;
         key << "attention_combine/" << to_string(type) << "/d" << d_ << "/" << ptx::to_string(runner.target());
-        LaunchDims const dims{.grid = {static_cast<unsigned>(rows_), 1, 1}, .block = {kernels::attention_combine_threads, 1, 1}};
+        LaunchDims const dims{.grid = {static_cast<unsigned>(rows_), 1, 1},
+                              .block = {kernels::attention_combine_threads, 1, 1}};
         unsigned const d = d_;
-        runner.run(key.view(), [type, d] { return kernels::attention_combine(type, d); }, dims, buffer_->address(), out,
-                   static_cast<std::uint32_t>(rows_), static_cast<std::uint32_t>(splits_));
+        runner.run(
+            key.view(), [type, d] { return kernels::attention_combine(type, d); }, dims, buffer_->address(), out,
+            static_cast<std::uint32_t>(rows_), static_cast<std::uint32_t>(splits_));
     }
 
 private:
@@ -158,7 +182,8 @@ private:
 // split of 128 keys of a (batch, key/value head), every key read once, the splits merged by
 // attention_combine.
 bool takes_decode(op::Attention const& a, OpViews const& v) {
-    return v.in[0].dtype != DType::f32 && aligned(a, v) && !a.has_mask && a.q_len * (a.heads / a.kv_heads) <= decode_rows &&
+    return v.in[0].dtype != DType::f32 && aligned(a, v) && !a.has_mask &&
+           a.q_len * (a.heads / a.kv_heads) <= decode_rows &&
            std::ranges::find(tensor_core_head_dims, a.head_dim) != tensor_core_head_dims.end();
 }
 
@@ -167,21 +192,28 @@ void run_decode(KernelRunner& runner, op::Attention const& a, OpViews const& v, 
     auto const d = static_cast<unsigned>(a.head_dim);
     // Keys any row sees: the causal limit of the last row may end them early (known here unless the
     // position is stored; then blocks past it find no key and write empty states).
-    std::int64_t const seen = a.causal && !a.stored_position ? std::clamp<std::int64_t>(std::int64_t{f.query_offset} + static_cast<std::int64_t>(a.q_len), 0,
-                                                                   static_cast<std::int64_t>(a.kv_len))
-                                       : static_cast<std::int64_t>(a.kv_len);
+    std::int64_t const seen =
+        a.causal && !a.stored_position
+            ? std::clamp<std::int64_t>(std::int64_t{f.query_offset} + static_cast<std::int64_t>(a.q_len), 0,
+                                       static_cast<std::int64_t>(a.kv_len))
+            : static_cast<std::int64_t>(a.kv_len);
     auto const splits = static_cast<unsigned>(std::max<std::int64_t>((seen + decode_split - 1) / decode_split, 1));
     SplitStates const states(runner, a, splits, d);
-    kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::decode, .element = type, .head_dim = d,
-                                          .warps = 4, .partial = states.partial()};
+    kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::decode,
+                                          .element = type,
+                                          .head_dim = d,
+                                          .warps = 4,
+                                          .partial = states.partial()};
     LaunchDims const dims{.grid = {splits, static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(a.batch)},
                           .block = {config.warps * 32, 1, 1},
                           .shared_bytes = kernels::attention_shared_bytes(config)};
     KernelKey key;
     key << "attention/" << kernels::attention_name(config) << "/" << ptx::to_string(runner.target());
-    runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
-               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.query_position, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row,
-               static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits), states.address());
+    runner.run(
+        key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
+        f.kv_len, f.heads, f.kv_heads, f.query_offset, f.query_position, f.causal, f.scale_log2, f.mask_batch,
+        f.mask_head, f.mask_row, static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits),
+        states.address());
     states.combine(runner, type, f.out);
 }
 
@@ -199,23 +231,32 @@ void run_simt(KernelRunner& runner, op::Attention const& a, OpViews const& v, Fr
     std::size_t const long_splits = (a.kv_len + min_split_keys - 1) / min_split_keys;
     std::size_t const most = std::max<std::size_t>(
         workers * long_splits >= multiprocessors ? long_splits : (a.kv_len + split_tile - 1) / split_tile, 1);
-    auto splits = static_cast<unsigned>(std::clamp<std::size_t>((wanted + workers - 1) / workers, 1, std::min<std::size_t>(most, 1024)));
+    auto splits = static_cast<unsigned>(
+        std::clamp<std::size_t>((wanted + workers - 1) / workers, 1, std::min<std::size_t>(most, 1024)));
     std::size_t const per_split = (a.kv_len + splits - 1) / splits;
-    auto const split_keys = static_cast<std::uint32_t>(std::max<std::size_t>((per_split + split_tile - 1) / split_tile * split_tile, split_tile));
+    auto const split_keys = static_cast<std::uint32_t>(
+        std::max<std::size_t>((per_split + split_tile - 1) / split_tile * split_tile, split_tile));
     splits = static_cast<unsigned>(std::max<std::size_t>((a.kv_len + split_keys - 1) / split_keys, 1));
     SplitStates const states(runner, a, splits, d);
-    kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::simt, .element = type, .head_dim = d,
-                                          .mask = f.mask != 0, .warps = kernels::attention_simt_warps(type, d, rows),
-                                          .rows = rows, .partial = states.partial(), .aligned = aligned(a, v)};
+    kernels::AttentionConfig const config{.algorithm = kernels::AttentionAlgorithm::simt,
+                                          .element = type,
+                                          .head_dim = d,
+                                          .mask = f.mask != 0,
+                                          .warps = kernels::attention_simt_warps(type, d, rows),
+                                          .rows = rows,
+                                          .partial = states.partial(),
+                                          .aligned = aligned(a, v)};
     std::size_t const items = workers * splits;
     LaunchDims const dims{.grid = {static_cast<unsigned>((items + config.warps - 1) / config.warps), 1, 1},
                           .block = {config.warps * 32, 1, 1},
                           .shared_bytes = kernels::attention_shared_bytes(config)};
     KernelKey key;
     key << "attention/" << kernels::attention_name(config) << "/" << ptx::to_string(runner.target());
-    runner.run(key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
-               f.kv_len, f.heads, f.kv_heads, f.query_offset, f.query_position, f.causal, f.scale_log2, f.mask_batch, f.mask_head, f.mask_row,
-               static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits), split_keys, states.address());
+    runner.run(
+        key.view(), [config] { return kernels::attention(config); }, dims, f.q, f.k, f.v, f.out, f.mask, f.q_len,
+        f.kv_len, f.heads, f.kv_heads, f.query_offset, f.query_position, f.causal, f.scale_log2, f.mask_batch,
+        f.mask_head, f.mask_row, static_cast<std::uint32_t>(a.batch), static_cast<std::uint32_t>(splits), split_keys,
+        states.address());
     states.combine(runner, type, f.out);
 }
 
@@ -225,8 +266,10 @@ Support supports(KernelRunner const&, op::Attention const& a, OpViews const&) {
     if (a.head_dim > max_head_dim)
         return Support::no("cuda attention: head_dim " + std::to_string(a.head_dim) + " (the kernels take up to 256)");
     constexpr std::size_t limit = std::numeric_limits<std::int32_t>::max() / 2;
-    if (a.q_len > limit || a.kv_len > limit || a.batch * a.q_len * a.heads * a.head_dim > std::numeric_limits<std::uint32_t>::max() ||
-        a.batch * a.kv_len * a.kv_heads > std::numeric_limits<std::uint32_t>::max() || a.batch > 65535 || a.heads > 65535)
+    if (a.q_len > limit || a.kv_len > limit ||
+        a.batch * a.q_len * a.heads * a.head_dim > std::numeric_limits<std::uint32_t>::max() ||
+        a.batch * a.kv_len * a.kv_heads > std::numeric_limits<std::uint32_t>::max() || a.batch > 65535 ||
+        a.heads > 65535)
         return Support::no("cuda attention: sizes past the kernels' 32-bit indices");
     return Support::yes();
 }
@@ -235,11 +278,14 @@ void run(KernelRunner& runner, op::Attention const& a, OpViews const& v) {
     if (v.out[0].numel() == 0) return;
     FrameArguments const f = frame_arguments(runner, a, v);
     if (takes_tensor_cores(a, v, runner.multiprocessor_count())) {
-        if (takes_wgmma(runner, a, f)) run_wgmma(runner, a, v, f);
-        else run_tensor_cores(runner, a, v, f);
-    }
-    else if (takes_decode(a, v)) run_decode(runner, a, v, f);
-    else run_simt(runner, a, v, f);
+        if (takes_wgmma(runner, a, f))
+            run_wgmma(runner, a, v, f);
+        else
+            run_tensor_cores(runner, a, v, f);
+    } else if (takes_decode(a, v))
+        run_decode(runner, a, v, f);
+    else
+        run_simt(runner, a, v, f);
 }
 
 }  // namespace rayo::cuda::ops

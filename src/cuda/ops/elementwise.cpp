@@ -21,12 +21,13 @@ std::uint64_t group_bytes(DType type) { return 4 * bytes_for(type, 1); }
 // together).
 bool same_alignment(DType type, std::initializer_list<std::uint64_t> addresses) {
     std::uint64_t const first = *addresses.begin() % group_bytes(type);
-    return std::all_of(addresses.begin(), addresses.end(), [&](std::uint64_t a) { return a % group_bytes(type) == first; });
+    return std::all_of(addresses.begin(), addresses.end(),
+                       [&](std::uint64_t a) { return a % group_bytes(type) == first; });
 }
 
 void append_key_suffix(KernelKey& key, DType type, bool vectorized, KernelRunner const& runner) {
-    key << "/" << to_string(type) << "/" << (vectorized ? "v4" : "scalar") << "/u" << elementwise_unroll << "/b" << elementwise_block_threads
-        << "/" << ptx::to_string(runner.target());
+    key << "/" << to_string(type) << "/" << (vectorized ? "v4" : "scalar") << "/u" << elementwise_unroll << "/b"
+        << elementwise_block_threads << "/" << ptx::to_string(runner.target());
 }
 
 // out = a op b with broadcast operands: rayo_binary_<op>_broadcast_r<rank> over the collapsed layout.
@@ -52,16 +53,20 @@ void run_broadcast(KernelRunner& runner, Op op, TensorView const& a, TensorView 
                                                            .b_repeats_along_rows = vectorized && b_repeats,
                                                            .block_threads = elementwise_block_threads};
     KernelKey key;
-    key << "binary_broadcast/" << to_string(op) << "/" << to_string(config.element) << "/r" << config.rank << (config.vectorized ? "/v4" : "/scalar")
-        << (config.a_repeats_along_rows ? "/ra" : "") << (config.b_repeats_along_rows ? "/rb" : "") << "/b"
-        << config.block_threads << "/" << ptx::to_string(runner.target());
-    launch_strided<4>(runner, key.view(), [config] { return ptx::kernels::binary_broadcast(config); },
-                      elementwise_launch(n, vectorized), {&out_address, &a_address, &b_address, &count}, l);
+    key << "binary_broadcast/" << to_string(op) << "/" << to_string(config.element) << "/r" << config.rank
+        << (config.vectorized ? "/v4" : "/scalar") << (config.a_repeats_along_rows ? "/ra" : "")
+        << (config.b_repeats_along_rows ? "/rb" : "") << "/b" << config.block_threads << "/"
+        << ptx::to_string(runner.target());
+    launch_strided<4>(
+        runner, key.view(), [config] { return ptx::kernels::binary_broadcast(config); },
+        elementwise_launch(n, vectorized), {&out_address, &a_address, &b_address, &count}, l);
 }
 
 }  // namespace
 
-Support supports(KernelRunner const&, op::Unary const& d, OpViews const& v) { return detail::contiguous_floating("cuda", d.op, v); }
+Support supports(KernelRunner const&, op::Unary const& d, OpViews const& v) {
+    return detail::contiguous_floating("cuda", d.op, v);
+}
 
 void run(KernelRunner& runner, op::Unary const& d, OpViews const& v) {
     std::size_t const n = v.out[0].numel();
@@ -86,7 +91,8 @@ void run(KernelRunner& runner, op::Unary const& d, OpViews const& v) {
 Support supports(KernelRunner const&, op::Binary const& d, OpViews const& v) {
     Support s = detail::elementwise_floating("cuda", d.op, v);
     bool const broadcast = s.native && !d.scalar_rhs && !(v.in[0].is_contiguous() && v.in[1].is_contiguous());
-    if (broadcast && v.out[0].numel() > 0xffffffffu) return Support::no("cuda: broadcast element-wise ops over 2^32 elements or more");
+    if (broadcast && v.out[0].numel() > 0xffffffffu)
+        return Support::no("cuda: broadcast element-wise ops over 2^32 elements or more");
     return s;
 }
 

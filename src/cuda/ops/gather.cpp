@@ -33,8 +33,9 @@ void run(KernelRunner& runner, op::Gather const& g, OpViews const& v) {
     KernelKey key;
     key << (scatter ? "scatter_rows/c" : "gather_rows/c") << config.chunk_bytes << "/t" << config.block_threads << "/"
         << ptx::to_string(runner.target());
-    runner.run(key.view(), [config] { return ptx::kernels::gather_rows(config); }, elementwise_launch(total, false),
-               out_address, table_address, ids_address, fault, total, chunks, n, rows, code);
+    runner.run(
+        key.view(), [config] { return ptx::kernels::gather_rows(config); }, elementwise_launch(total, false),
+        out_address, table_address, ids_address, fault, total, chunks, n, rows, code);
 }
 
 }  // namespace rayo::cuda::ops

@@ -12,15 +12,17 @@
 namespace rayo::cuda::ops {
 
 // A batch of matrix transpositions: rayo_transpose_tiled_b<bytes>, one 32 × 32 tile a block.
-void transpose_matrices(KernelRunner& runner, detail::Transposition const& t, std::size_t element_bytes, std::uint64_t out,
-                        std::uint64_t in) {
+void transpose_matrices(KernelRunner& runner, detail::Transposition const& t, std::size_t element_bytes,
+                        std::uint64_t out, std::uint64_t in) {
     ptx::kernels::TransposeKernelConfig const config{.element_bytes = static_cast<unsigned>(element_bytes)};
     KernelKey key;
     key << "transpose_tiled/b" << config.element_bytes << "/" << ptx::to_string(runner.target());
     auto const u32 = [](std::size_t v) { return static_cast<std::uint32_t>(v); };
-    LaunchDims const dims{.grid = {u32((t.cols + 31) / 32), u32((t.rows + 31) / 32), u32(t.batch)}, .block = {32, 8, 1}};
-    runner.run(key.view(), [config] { return ptx::kernels::transpose_tiled(config); }, dims, out, in, u32(t.rows),
-               u32(t.cols), u32(t.in_stride), u32(t.out_stride), u32(t.in_batch), u32(t.out_batch));
+    LaunchDims const dims{.grid = {u32((t.cols + 31) / 32), u32((t.rows + 31) / 32), u32(t.batch)},
+                          .block = {32, 8, 1}};
+    runner.run(
+        key.view(), [config] { return ptx::kernels::transpose_tiled(config); }, dims, out, in, u32(t.rows), u32(t.cols),
+        u32(t.in_stride), u32(t.out_stride), u32(t.in_batch), u32(t.out_batch));
 }
 
 Support supports(KernelRunner const&, op::Copy const&, OpViews const& v) {
@@ -50,8 +52,9 @@ void run(KernelRunner& runner, op::Copy const&, OpViews const& v) {
     KernelKey key;
     key << "copy_strided/r" << config.rank << "/b" << config.element_bytes << "/t" << config.block_threads << "/"
         << ptx::to_string(runner.target());
-    launch_strided<3>(runner, key.view(), [config] { return ptx::kernels::copy_strided(config); },
-                      elementwise_launch(n, false), {&out_address, &in_address, &count}, l);
+    launch_strided<3>(
+        runner, key.view(), [config] { return ptx::kernels::copy_strided(config); }, elementwise_launch(n, false),
+        {&out_address, &in_address, &count}, l);
 }
 
 }  // namespace rayo::cuda::ops

@@ -79,8 +79,9 @@ std::optional<ForcedWgmma> parse_wgmma_knob(std::string_view text) {
         auto const [next, error] = std::from_chars(at, end, values[i]);
         bool const last = i == 3;
         if (error != std::errc{} || (last ? next != end : next == end || *next != (i == 0 ? 'x' : ',')))
-            throw Error("RAYO_CUDA_WGMMA='" + std::string(text.substr(0, 64)) +
-                        "' is neither off nor MxN,S,G (tile rows x columns, slots, group of tile rows; e.g. 128x256,4,8)");
+            throw Error(
+                "RAYO_CUDA_WGMMA='" + std::string(text.substr(0, 64)) +
+                "' is neither off nor MxN,S,G (tile rows x columns, slots, group of tile rows; e.g. 128x256,4,8)");
         at = last ? next : next + 1;
     }
     ForcedWgmma forced;
@@ -104,7 +105,8 @@ std::optional<ForcedWgmma> const& wgmma_knob() {
 bool operands_aligned(op::MatmulShape const& shape, GemmAddresses const& at) {
     std::uint64_t const a_bytes = ptx::bytes_of(at.a_type), b_bytes = ptx::bytes_of(at.b_type);
     std::uint64_t const b_row = shape.b_transposed ? shape.k : shape.n;
-    return (at.a | at.b | at.out | shape.a_batch * a_bytes | shape.b_batch * b_bytes | shape.m * shape.n * 4) % 16 == 0 &&
+    return (at.a | at.b | at.out | shape.a_batch * a_bytes | shape.b_batch * b_bytes | shape.m * shape.n * 4) % 16 ==
+               0 &&
            shape.k * a_bytes % 16 == 0 && b_row * b_bytes % 16 == 0 && shape.n * 4 % 16 == 0;
 }
 
@@ -112,8 +114,9 @@ bool operands_aligned(op::MatmulShape const& shape, GemmAddresses const& at) {
 
 Support supports(KernelRunner const& runner, op::Matmul const& d, OpViews const& v) {
     if (d.input != op::LinearInput::x)
-        return detail::supports_with_formed_input(d, v, detail::formed_input_view(v.in[0], detail::unbound_buffer),
-                                                  [&](auto const& op, OpViews const& views) { return supports(runner, op, views); });
+        return detail::supports_with_formed_input(
+            d, v, detail::formed_input_view(v.in[0], detail::unbound_buffer),
+            [&](auto const& op, OpViews const& views) { return supports(runner, op, views); });
     auto const& shape = d.shape;
     DType const a = v.in[0].dtype, b = v.in[1].dtype;
     if (v.out[0].dtype != DType::f32 || !is_floating(a) || !(is_floating(b) || is_kquant(b)) ||
@@ -121,8 +124,9 @@ Support supports(KernelRunner const& runner, op::Matmul const& d, OpViews const&
         return Support::no("cuda matmul: " + std::string(to_string(a)) + " x " + std::string(to_string(b)) + " -> " +
                            std::string(to_string(v.out[0].dtype)) + " is not a GEMM rayo runs");
     if (is_kquant(b) && (!shape.b_transposed || shape.k % block_elements(b) != 0 || shape.k == 0))
-        return Support::no("cuda: block-quantized weights are taken by linear(x, w) with f32 x and rows of whole "
-                           "blocks (k > 0)");
+        return Support::no(
+            "cuda: block-quantized weights are taken by linear(x, w) with f32 x and rows of whole "
+            "blocks (k > 0)");
     constexpr std::size_t size_limit = std::numeric_limits<std::uint32_t>::max();
     if (shape.m > size_limit || shape.n > size_limit || shape.k > size_limit)
         return Support::no("cuda matmul: " + std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" +
@@ -156,27 +160,29 @@ ptx::kernels::GemmConfig gemm_config(KernelRunner const& runner, op::MatmulShape
 }
 
 bool runs_on_warpgroup_mma(KernelRunner const& runner, op::MatmulShape const& shape) {
-    return gemm_config(runner, shape, ptx::Type::f16, ptx::Type::f16, true).algorithm == ptx::kernels::GemmAlgorithm::wgmma;
+    return gemm_config(runner, shape, ptx::Type::f16, ptx::Type::f16, true).algorithm ==
+           ptx::kernels::GemmAlgorithm::wgmma;
 }
 
 void gemm(KernelRunner& runner, op::MatmulShape const& shape, GemmAddresses const& at) {
     if (shape.m == 0 || shape.n == 0) return;
     std::uint64_t a_address = at.a, b_address = at.b, out_address = at.out, bias_address = at.bias;
     // The bytes between consecutive products' matrices.
-    std::uint64_t a_batch = shape.a_batch * ptx::bytes_of(at.a_type), b_batch = shape.b_batch * ptx::bytes_of(at.b_type),
-                  out_batch = shape.m * shape.n * 4;
+    std::uint64_t a_batch = shape.a_batch * ptx::bytes_of(at.a_type),
+                  b_batch = shape.b_batch * ptx::bytes_of(at.b_type), out_batch = shape.m * shape.n * 4;
     bool const aligned = operands_aligned(shape, at);
     ptx::kernels::GemmConfig config = gemm_config(runner, shape, at.a_type, at.b_type, aligned);
     config.bias = at.bias != 0;
-    auto m = static_cast<std::uint32_t>(shape.m), n = static_cast<std::uint32_t>(shape.n), k = static_cast<std::uint32_t>(shape.k);
+    auto m = static_cast<std::uint32_t>(shape.m), n = static_cast<std::uint32_t>(shape.n),
+         k = static_cast<std::uint32_t>(shape.k);
     auto batch = static_cast<std::uint32_t>(shape.batch);
-    ptx::kernels::GemmLaunch const launch = ptx::kernels::gemm_launch(
-        config, m, n, batch, static_cast<std::uint32_t>(runner.multiprocessor_count()));
-    LaunchDims const dims{.grid = {launch.grid, launch.grid_y, 1},
-                          .block = {launch.threads, 1, 1},
-                          .shared_bytes = launch.shared_bytes};
+    ptx::kernels::GemmLaunch const launch =
+        ptx::kernels::gemm_launch(config, m, n, batch, static_cast<std::uint32_t>(runner.multiprocessor_count()));
+    LaunchDims const dims{
+        .grid = {launch.grid, launch.grid_y, 1}, .block = {launch.threads, 1, 1}, .shared_bytes = launch.shared_bytes};
     // The kernel's name spells every generator parameter; the target completes the key.
-    std::string const key = "matmul/" + ptx::kernels::gemm_name(config) + "/" + std::string(ptx::to_string(runner.target()));
+    std::string const key =
+        "matmul/" + ptx::kernels::gemm_name(config) + "/" + std::string(ptx::to_string(runner.target()));
     // The parameters the variant declares, in order (rayo/ptx/kernels/gemm.hpp), on the stack: no
     // allocation per launch.
     std::array<void*, 12> arguments{};
@@ -184,29 +190,38 @@ void gemm(KernelRunner& runner, op::MatmulShape const& shape, GemmAddresses cons
     std::array<ptx::TensorMap, 2> maps;
     std::uint32_t a_step = a_batch != 0 ? 1 : 0, b_step = b_batch != 0 ? 1 : 0;
     if (config.algorithm == ptx::kernels::GemmAlgorithm::wgmma) {
-        auto const specs = ptx::kernels::gemm_tensor_maps(
-            config, {.a = a_address, .b = b_address, .m = shape.m, .n = shape.n, .k = shape.k, .batch = shape.batch,
-                     .a_batch_bytes = a_batch, .b_batch_bytes = b_batch});
+        auto const specs = ptx::kernels::gemm_tensor_maps(config, {.a = a_address,
+                                                                   .b = b_address,
+                                                                   .m = shape.m,
+                                                                   .n = shape.n,
+                                                                   .k = shape.k,
+                                                                   .batch = shape.batch,
+                                                                   .a_batch_bytes = a_batch,
+                                                                   .b_batch_bytes = b_batch});
         for (std::size_t i = 0; i < maps.size(); ++i) {
             maps[i] = runner.encode_tensor_map(specs[i]);
             arguments[count++] = &maps[i];
         }
-        for (void* p : {static_cast<void*>(&out_address), static_cast<void*>(&m), static_cast<void*>(&n), static_cast<void*>(&k)})
+        for (void* p :
+             {static_cast<void*>(&out_address), static_cast<void*>(&m), static_cast<void*>(&n), static_cast<void*>(&k)})
             arguments[count++] = p;
         if (config.batched)
             for (void* p : {static_cast<void*>(&batch), static_cast<void*>(&a_step), static_cast<void*>(&b_step),
                             static_cast<void*>(&out_batch)})
                 arguments[count++] = p;
     } else {
-        for (void* p : {static_cast<void*>(&a_address), static_cast<void*>(&b_address), static_cast<void*>(&out_address),
-                        static_cast<void*>(&m), static_cast<void*>(&n), static_cast<void*>(&k)})
+        for (void* p :
+             {static_cast<void*>(&a_address), static_cast<void*>(&b_address), static_cast<void*>(&out_address),
+              static_cast<void*>(&m), static_cast<void*>(&n), static_cast<void*>(&k)})
             arguments[count++] = p;
         if (config.batched)
-            for (void* batch_step : {static_cast<void*>(&a_batch), static_cast<void*>(&b_batch), static_cast<void*>(&out_batch)})
+            for (void* batch_step :
+                 {static_cast<void*>(&a_batch), static_cast<void*>(&b_batch), static_cast<void*>(&out_batch)})
                 arguments[count++] = batch_step;
     }
     if (config.bias) arguments[count++] = &bias_address;
-    runner.launch(key, [config] { return ptx::kernels::gemm(config); }, dims, std::span(arguments.data(), count));
+    runner.launch(
+        key, [config] { return ptx::kernels::gemm(config); }, dims, std::span(arguments.data(), count));
 }
 
 namespace {
@@ -222,13 +237,20 @@ bool tf32_with_b_transposed(KernelRunner& runner, op::MatmulShape const& shape, 
     if (shape.b_batch != 0) transposed.b_batch = shape.n * shape.k;
     GemmAddresses rows_at = at;
     rows_at.b = 0;  // the temporary, 16-byte aligned
-    if (!operands_aligned(transposed, rows_at) || shape.n > 65535u * 32 || matrices > 65535 || shape.k > std::numeric_limits<std::uint32_t>::max() / 32 ||
-        gemm_config(runner, transposed, ptx::Type::f32, ptx::Type::f32, true).algorithm != ptx::kernels::GemmAlgorithm::wgmma)
+    if (!operands_aligned(transposed, rows_at) || shape.n > 65535u * 32 || matrices > 65535 ||
+        shape.k > std::numeric_limits<std::uint32_t>::max() / 32 ||
+        gemm_config(runner, transposed, ptx::Type::f32, ptx::Type::f32, true).algorithm !=
+            ptx::kernels::GemmAlgorithm::wgmma)
         return false;
     TemporaryBuffer b_rows(runner, matrices * shape.n * shape.k * 4);
     transpose_matrices(runner,
-                       {.batch = matrices, .rows = shape.n, .cols = shape.k, .in_stride = shape.n, .out_stride = shape.k,
-                        .in_batch = shape.b_batch, .out_batch = shape.n * shape.k},
+                       {.batch = matrices,
+                        .rows = shape.n,
+                        .cols = shape.k,
+                        .in_stride = shape.n,
+                        .out_stride = shape.k,
+                        .in_batch = shape.b_batch,
+                        .out_batch = shape.n * shape.k},
                        4, b_rows.address(), at.b);
     rows_at.b = b_rows.address();
     gemm(runner, transposed, rows_at);
@@ -241,7 +263,8 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
     if (d.input != op::LinearInput::x) {
         TensorView const* bias = has_bias(v) ? &v.in[2] : nullptr;
         FormedInput const formed{.second = v.in[3], .rms_norm = d.input == op::LinearInput::rms_norm, .eps = d.eps};
-        if (is_kquant(v.in[1].dtype) && linear_kquant_formed(runner, d.shape, v.in[0], v.in[1], bias, formed, v.out[0])) return;
+        if (is_kquant(v.in[1].dtype) && linear_kquant_formed(runner, d.shape, v.in[0], v.in[1], bias, formed, v.out[0]))
+            return;
         TemporaryTensor const input(runner, v.in[0].numel() * sizeof(float));
         detail::run_with_formed_input(d, v, detail::formed_input_view(v.in[0], input.handle()),
                                       [&](auto const& op, OpViews const& views) { run(runner, op, views); });
@@ -255,8 +278,11 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
         return;
     }
     if (shape.m == 0 || shape.n == 0) return;
-    GemmAddresses at{.a = runner.address(a), .b = runner.address(b), .out = runner.address(out),
-                     .bias = has_bias(v) ? runner.address(v.in[2]) : 0, .a_type = element_type(a.dtype),
+    GemmAddresses at{.a = runner.address(a),
+                     .b = runner.address(b),
+                     .out = runner.address(out),
+                     .bias = has_bias(v) ? runner.address(v.in[2]) : 0,
+                     .a_type = element_type(a.dtype),
                      .b_type = element_type(b.dtype)};
     if (a.dtype == DType::f32 && b.dtype == DType::f32 && shape.tf32 && !shape.b_transposed &&
         tf32_with_b_transposed(runner, shape, at))
@@ -270,10 +296,11 @@ void run(KernelRunner& runner, op::Matmul const& d, OpViews const& v) {
         TemporaryBuffer x_half(runner, values * 2);
         ptx::kernels::GemmActivationsConfig const convert{.threads = 256};
         auto const blocks = static_cast<unsigned>((values / 8 + convert.threads - 1) / convert.threads);
-        runner.run("matmul/x_to_f16/t256/" + std::string(ptx::to_string(runner.target())),
-                   [=] { return ptx::kernels::gemm_activations(convert); },
-                   LaunchDims{.grid = {blocks, 1, 1}, .block = {convert.threads, 1, 1}}, at.a, x_half.address(),
-                   static_cast<std::uint32_t>(values));
+        runner.run(
+            "matmul/x_to_f16/t256/" + std::string(ptx::to_string(runner.target())),
+            [=] { return ptx::kernels::gemm_activations(convert); },
+            LaunchDims{.grid = {blocks, 1, 1}, .block = {convert.threads, 1, 1}}, at.a, x_half.address(),
+            static_cast<std::uint32_t>(values));
         at.a = x_half.address();
         at.a_type = ptx::Type::f16;
         gemm(runner, shape, at);

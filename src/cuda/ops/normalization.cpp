@@ -25,14 +25,16 @@ void run(KernelRunner& runner, op::Norm const& d, OpViews const& v) {
     std::uint64_t const beta_address = has_beta ? runner.address(v.in[2]) : 0;
     DType const type = v.in[0].dtype;
     unsigned const max_vector = row_max_vector(type, in_address | out_address | gamma_address | beta_address);
-    ptx::kernels::NormConfig const config{.op = d.op, .row = ptx::kernels::choose_row_config(cols, max_vector), .element = type};
+    ptx::kernels::NormConfig const config{
+        .op = d.op, .row = ptx::kernels::choose_row_config(cols, max_vector), .element = type};
     std::string const key = std::string("norm/") + ptx::kernels::normalization_name(config) + "/" +
                             std::string(ptx::to_string(runner.target()));
     auto const make = [config] { return ptx::kernels::normalization(config); };
-    for_each_row_chunk(config.row, type, rows, cols, [&](LaunchDims const& dims, std::uint32_t count, std::uint64_t offset) {
-        runner.run(key, make, dims, in_address + offset, gamma_address, beta_address, out_address + offset, count,
-                   static_cast<std::uint32_t>(cols), d.eps);
-    });
+    for_each_row_chunk(config.row, type, rows, cols,
+                       [&](LaunchDims const& dims, std::uint32_t count, std::uint64_t offset) {
+                           runner.run(key, make, dims, in_address + offset, gamma_address, beta_address,
+                                      out_address + offset, count, static_cast<std::uint32_t>(cols), d.eps);
+                       });
 }
 
 }  // namespace rayo::cuda::ops

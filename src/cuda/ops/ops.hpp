@@ -21,8 +21,8 @@ using OpRunner = KernelRunner;
 // tensor-core GEMM on f16-decoded tiles; on Hopper, from 32 rows, w is decoded to f16 once instead
 // and multiplied by gemm() on the warpgroup MMAs. Returns whether it added `bias` (f32 [n], or null)
 // to every row: the spanning GEMV adds it as it stores; otherwise the caller adds it.
-bool linear_kquant(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w, TensorView const* bias,
-                   TensorView const& out);
+bool linear_kquant(KernelRunner&, op::MatmulShape shape, TensorView const& x, TensorView const& w,
+                   TensorView const* bias, TensorView const& out);
 // linear of an input formed from x and `second` (swiglu: silu(x)·second; rms_norm: rms_norm(x,
 // eps)·second) in the one-row spanning GEMV, which forms it as it loads x; with the bias. False,
 // with nothing run, where that GEMV does not take the product (the caller forms the input first).

@@ -25,16 +25,20 @@ void run(KernelRunner& runner, op::Pool2d const& d, OpViews const& v) {
                   kw = u32(d.kw), stride_h = u32(d.stride_h), stride_w = u32(d.stride_w), pad_h = u32(d.pad_h),
                   pad_w = u32(d.pad_w);
     if (total == 0) return;
-    ptx::kernels::Pool2dKernelConfig const config{.op = d.op, .element = x.dtype, .count_include_pad = d.count_include_pad,
-                                                 .block_threads = elementwise_block_threads};
+    ptx::kernels::Pool2dKernelConfig const config{.op = d.op,
+                                                  .element = x.dtype,
+                                                  .count_include_pad = d.count_include_pad,
+                                                  .block_threads = elementwise_block_threads};
     KernelKey key;
-    key << "pool2d/" << to_string(d.op) << "/" << to_string(x.dtype) << (d.count_include_pad ? "" : "/exclude_pad") << "/"
-        << ptx::to_string(runner.target());
+    key << "pool2d/" << to_string(d.op) << "/" << to_string(x.dtype) << (d.count_include_pad ? "" : "/exclude_pad")
+        << "/" << ptx::to_string(runner.target());
     LaunchDims dims;
     dims.block[0] = elementwise_block_threads;
-    dims.grid[0] = static_cast<unsigned>(std::min<std::size_t>((total + dims.block[0] - 1) / dims.block[0], 0x7fffffff));
-    runner.run(key.view(), [config] { return ptx::kernels::pool2d(config); }, dims, out_address, x_address, total, h, w, oh,
-               ow, kh, kw, stride_h, stride_w, pad_h, pad_w);
+    dims.grid[0] =
+        static_cast<unsigned>(std::min<std::size_t>((total + dims.block[0] - 1) / dims.block[0], 0x7fffffff));
+    runner.run(
+        key.view(), [config] { return ptx::kernels::pool2d(config); }, dims, out_address, x_address, total, h, w, oh,
+        ow, kh, kw, stride_h, stride_w, pad_h, pad_w);
 }
 
 }  // namespace rayo::cuda::ops

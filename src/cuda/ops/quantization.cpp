@@ -23,7 +23,7 @@ namespace kernels = ptx::kernels;
 
 namespace {
 
-constexpr unsigned conversion_threads = 256;                 // one warp per block: 8 blocks a CTA
+constexpr unsigned conversion_threads = 256;  // one warp per block: 8 blocks a CTA
 constexpr unsigned blocks_per_conversion_cta = conversion_threads / 32;
 // Up to this many rows of x, linear reads the weights once with the integer GEMV (each lane keeps one
 // accumulator per row); beyond, the tensor-core GEMM decodes each weight tile once for 64-128 rows.
@@ -44,15 +44,16 @@ std::string_view target_name(KernelRunner const& runner) { return ptx::to_string
 
 std::uint32_t as_u32(std::size_t value, char const* what) {
     if (value > std::numeric_limits<std::uint32_t>::max())
-        throw Unsupported("cuda: K-quant kernels index with 32 bits; " + std::string(what) + " = " + std::to_string(value) +
-                          " is too large (runs on the CPU)");
+        throw Unsupported("cuda: K-quant kernels index with 32 bits; " + std::string(what) + " = " +
+                          std::to_string(value) + " is too large (runs on the CPU)");
     return static_cast<std::uint32_t>(value);
 }
 
 unsigned grid_for(std::size_t items, std::size_t per_cta, char const* what) {
     std::size_t const ctas = (items + per_cta - 1) / per_cta;
     if (ctas > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-        throw Unsupported("cuda: " + std::string(what) + " needs more than 2^31 - 1 blocks of threads (runs on the CPU)");
+        throw Unsupported("cuda: " + std::string(what) +
+                          " needs more than 2^31 - 1 blocks of threads (runs on the CPU)");
     return static_cast<unsigned>(ctas);
 }
 
@@ -176,9 +177,9 @@ unsigned weight_steps_before_wait(kernels::QuantGemvSpanningConfig const& config
 
 // The spanning GEMV's plan for a weight type: q5_k takes q4_k's (registers), q8_0 and q4_0 (2-byte
 // aligned blocks, like q6_k's) q6_k's (rings, or bulk copies).
-std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsigned rows, std::uint32_t n, bool residual,
-                                          std::size_t blocks_per_row, std::uint64_t w_at, bool weights_settled,
-                                          bool x_settled) {
+std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsigned rows, std::uint32_t n,
+                                          bool residual, std::size_t blocks_per_row, std::uint64_t w_at,
+                                          bool weights_settled, bool x_settled) {
     bool const small = kernels::small_block_weights(weight);
     // The kernel's "blocks" are 256-value groups: eight q8_0 / q4_0 blocks.
     if (small && blocks_per_row % 8 != 0) return std::nullopt;
@@ -250,12 +251,16 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
     for (;;) {
         std::size_t const rows_per_step = config.groups * config.batch;
         std::size_t const row_steps = (std::size_t{n} + rows_per_step - 1) / rows_per_step;
-        std::size_t ctas =
-            std::min<std::size_t>(row_steps, static_cast<std::size_t>(std::max(1, runner.multiprocessor_count())) * per_sm);
-        auto const shared = [&] { return kernels::quant_gemv_spanning_shared_bytes(config, (row_steps + ctas - 1) / ctas); };
-        while (shared() > runner.max_shared_bytes() && ctas < row_steps && ctas < 65535) ctas = std::min(row_steps, 2 * ctas);
+        std::size_t ctas = std::min<std::size_t>(
+            row_steps, static_cast<std::size_t>(std::max(1, runner.multiprocessor_count())) * per_sm);
+        auto const shared = [&] {
+            return kernels::quant_gemv_spanning_shared_bytes(config, (row_steps + ctas - 1) / ctas);
+        };
+        while (shared() > runner.max_shared_bytes() && ctas < row_steps && ctas < 65535)
+            ctas = std::min(row_steps, 2 * ctas);
         if (shared() <= runner.max_shared_bytes()) {
-            if (plan.weights_settled) config.weight_steps_before_wait = weight_steps_before_wait(config, row_steps, ctas);
+            if (plan.weights_settled)
+                config.weight_steps_before_wait = weight_steps_before_wait(config, row_steps, ctas);
             // A GEMV that starts early gets no more places on a multiprocessor than it plans
             // blocks for (shared memory is padded to keep the rest out): the next GEMV's blocks
             // would take a spare place on every multiprocessor while this one runs and then
@@ -277,8 +282,9 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
                 << config.groups << ".r" << config.batch << ".s" << config.stages << (config.share_x ? ".xs" : ".xr")
                 << ".n" << config.max_registers << ".p" << config.prefetch_steps
                 << (config.early_start ? ".early." : ".") << (config.bulk ? "bulk." : "") << "w"
-                << config.weight_steps_before_wait << (config.x_before_wait ? ".xw." : ".") << (config.bias ? "bias." : "")
-                << "i" << static_cast<unsigned>(config.input) << "." << target_name(runner);
+                << config.weight_steps_before_wait << (config.x_before_wait ? ".xw." : ".")
+                << (config.bias ? "bias." : "") << "i" << static_cast<unsigned>(config.input) << "."
+                << target_name(runner);
             auto const build = [=] { return kernels::quant_gemv_spanning(config); };
             // After n: bias, then second and eps, each only where the kernel takes it.
             std::uint64_t second = formed.second;
@@ -291,9 +297,12 @@ bool run_spanning_gemv(KernelRunner& runner, SpanningPlan const& plan, std::uint
             runner.launch(key.view(), build, dims, std::span(arguments.data(), count));
             return true;
         }
-        if (config.stages > 2) config.stages /= 2;
-        else if (config.batch > 1) config.batch /= 2;
-        else return false;
+        if (config.stages > 2)
+            config.stages /= 2;
+        else if (config.batch > 1)
+            config.batch /= 2;
+        else
+            return false;
     }
 }
 
@@ -312,15 +321,15 @@ bool linear_gemv(KernelRunner& runner, op::MatmulShape shape, TensorView const& 
     require_aligned(out_at, 4, "linear: out");
     std::uint32_t const n = as_u32(shape.n, "linear: n");
     std::uint32_t const blocks = as_u32(blocks_per_row, "linear: blocks per row");
-    LaunchDims const dims{.grid = {grid_for(shape.n, gemv_warps, "linear (GEMV)"), 1, 1}, .block = {32 * gemv_warps, 1, 1}};
+    LaunchDims const dims{.grid = {grid_for(shape.n, gemv_warps, "linear (GEMV)"), 1, 1},
+                          .block = {32 * gemv_warps, 1, 1}};
     unsigned const unroll = gemv_unroll(weight, blocks_per_row);
     for (std::size_t row = 0; row < shape.m; row += gemv_max_rows) {
         auto const rows = static_cast<unsigned>(std::min(gemv_max_rows, shape.m - row));
         std::uint64_t const x_rows = x_at + row * shape.k * sizeof(float);
         std::uint64_t const out_rows = out_at + row * shape.n * sizeof(float);
-        auto const spanning =
-            spanning_gemv(runner.target(), weight, rows, n, residual, blocks_per_row, w_at, runner.settled(w),
-                          runner.settled(x));
+        auto const spanning = spanning_gemv(runner.target(), weight, rows, n, residual, blocks_per_row, w_at,
+                                            runner.settled(w), runner.settled(x));
         if (spanning && run_spanning_gemv(runner, *spanning, w_at, x_rows, out_rows, n, shape.m == 1 ? bias_at : 0)) {
             if (shape.m == 1) return bias_at != 0;
             continue;
@@ -334,8 +343,9 @@ bool linear_gemv(KernelRunner& runner, op::MatmulShape shape, TensorView const& 
                                                  .unroll = gemv_fused_unroll,
                                                  .fused = true};
             kernels::QuantGemvConfig const config = streamed_gemv(runner, plain, blocks_per_row, w_at).value_or(plain);
-            std::size_t const ctas = std::min<std::size_t>((shape.n + config.warps - 1) / config.warps,
-                                                           static_cast<std::size_t>(std::max(1, runner.multiprocessor_count())));
+            std::size_t const ctas =
+                std::min<std::size_t>((shape.n + config.warps - 1) / config.warps,
+                                      static_cast<std::size_t>(std::max(1, runner.multiprocessor_count())));
             LaunchDims const fused_dims{
                 .grid = {static_cast<unsigned>(ctas), 1, 1},
                 .block = {32 * config.warps, 1, 1},
@@ -343,8 +353,8 @@ bool linear_gemv(KernelRunner& runner, op::MatmulShape shape, TensorView const& 
             KernelKey key;
             key << "quant.gemv_fused." << to_string(weight) << ".m" << rows << (residual ? ".residual" : ".main")
                 << ".w" << config.warps << ".u" << config.unroll << ".s" << config.stages << "." << target_name(runner);
-            runner.run(key.view(), [=] { return kernels::quant_gemv(config); }, fused_dims, w_at, x_rows, out_rows, n,
-                       blocks);
+            runner.run(
+                key.view(), [=] { return kernels::quant_gemv(config); }, fused_dims, w_at, x_rows, out_rows, n, blocks);
             continue;
         }
         std::size_t const count = rows * records_per_row;
@@ -356,8 +366,9 @@ bool linear_gemv(KernelRunner& runner, op::MatmulShape shape, TensorView const& 
         KernelKey key;
         key << "quant.gemv." << to_string(weight) << ".m" << rows << (residual ? ".residual" : ".main") << ".w"
             << gemv_warps << ".u" << unroll << "." << target_name(runner);
-        runner.run(key.view(), [=] { return kernels::quant_gemv(config); }, dims, w_at, records.address(), out_rows, n,
-                   blocks);
+        runner.run(
+            key.view(), [=] { return kernels::quant_gemv(config); }, dims, w_at, records.address(), out_rows, n,
+            blocks);
     }
     return false;
 }
@@ -369,7 +380,8 @@ void linear_gemm(KernelRunner& runner, op::MatmulShape shape, TensorView const& 
     require_aligned(x_at, 16, "linear: x");
     require_aligned(w_at, block_alignment(weight), "linear: block-quantized weights");
     require_aligned(out_at, 4, "linear: out");
-    std::uint32_t const m = as_u32(shape.m, "linear: m"), n = as_u32(shape.n, "linear: n"), k = as_u32(shape.k, "linear: k");
+    std::uint32_t const m = as_u32(shape.m, "linear: m"), n = as_u32(shape.n, "linear: n"),
+                        k = as_u32(shape.k, "linear: k");
     std::uint32_t const values = as_u32(shape.m * shape.k, "linear: m·k");
 
     // 128 x 128 tiles, narrower ones where they would leave most multiprocessors idle.
@@ -380,19 +392,21 @@ void linear_gemm(KernelRunner& runner, op::MatmulShape shape, TensorView const& 
     if (tiles(config) < 2 * static_cast<std::size_t>(runner.multiprocessor_count())) config.block_n = 64;
     std::size_t const grid_y = (shape.m + config.block_m - 1) / config.block_m;
     if (grid_y > 65535) throw Unsupported("cuda: linear with more than 65535 row tiles of x (runs on the CPU)");
-    LaunchDims const dims{.grid = {grid_for(shape.n, config.block_n, "linear (GEMM)"), static_cast<unsigned>(grid_y), 1},
-                          .block = {kernels::quant_gemm_threads, 1, 1},
-                          .shared_bytes = kernels::quant_gemm_shared_bytes(config)};
+    LaunchDims const dims{
+        .grid = {grid_for(shape.n, config.block_n, "linear (GEMM)"), static_cast<unsigned>(grid_y), 1},
+        .block = {kernels::quant_gemm_threads, 1, 1},
+        .shared_bytes = kernels::quant_gemm_shared_bytes(config)};
 
     // x as f16, once: every block column of the GEMM reads it.
     TemporaryBuffer x_half(runner, shape.m * shape.k * 2);
     kernels::GemmActivationsConfig const convert{.threads = conversion_threads};
     KernelKey convert_key;
     convert_key << "quant.gemm_activations.f16.t" << convert.threads << "." << target_name(runner);
-    runner.run(convert_key.view(), [=] { return kernels::gemm_activations(convert); },
-               LaunchDims{.grid = {grid_for(values / 8, convert.threads, "linear: x to f16"), 1, 1},
-                          .block = {convert.threads, 1, 1}},
-               x_at, x_half.address(), values);
+    runner.run(
+        convert_key.view(), [=] { return kernels::gemm_activations(convert); },
+        LaunchDims{.grid = {grid_for(values / 8, convert.threads, "linear: x to f16"), 1, 1},
+                   .block = {convert.threads, 1, 1}},
+        x_at, x_half.address(), values);
 
     // quant_gemm decodes q4_k and q6_k tiles itself; q5_k, q8_0 and q4_0 weights always take the
     // decoded copy below.
@@ -406,18 +420,25 @@ void linear_gemm(KernelRunner& runner, op::MatmulShape shape, TensorView const& 
         std::size_t const blocks = shape.n * shape.k / block_elements(weight);
         kernels::DequantizeConfig const decode{.type = weight, .threads = conversion_threads, .output = ptx::Type::f16};
         KernelKey decode_key;
-        decode_key << "quant.dequantize." << to_string(weight) << ".f16.t" << decode.threads << "." << target_name(runner);
-        runner.run(decode_key.view(), [=] { return kernels::dequantize(decode); },
-                   conversion_dims(blocks, "linear: w to f16", weight), w_at, w_half.address(),
-                   as_u32(blocks, "linear: weight blocks"));
+        decode_key << "quant.dequantize." << to_string(weight) << ".f16.t" << decode.threads << "."
+                   << target_name(runner);
+        runner.run(
+            decode_key.view(), [=] { return kernels::dequantize(decode); },
+            conversion_dims(blocks, "linear: w to f16", weight), w_at, w_half.address(),
+            as_u32(blocks, "linear: weight blocks"));
         gemm(runner, shape,
-             {.a = x_half.address(), .b = w_half.address(), .out = out_at, .a_type = ptx::Type::f16, .b_type = ptx::Type::f16});
+             {.a = x_half.address(),
+              .b = w_half.address(),
+              .out = out_at,
+              .a_type = ptx::Type::f16,
+              .b_type = ptx::Type::f16});
         return;
     }
     KernelKey key;
     key << "quant.gemm." << to_string(weight) << ".bm" << config.block_m << ".bn" << config.block_n << "."
         << target_name(runner);
-    runner.run(key.view(), [=] { return kernels::quant_gemm(config); }, dims, x_half.address(), w_at, out_at, m, n, k);
+    runner.run(
+        key.view(), [=] { return kernels::quant_gemm(config); }, dims, x_half.address(), w_at, out_at, m, n, k);
 }
 
 }  // namespace
@@ -443,8 +464,9 @@ void run(KernelRunner& runner, op::Quantize const&, OpViews const& v) {
     kernels::QuantizeQ8Config const config{.threads = conversion_threads};
     KernelKey key;
     key << "quant.quantize.q8_k.t" << config.threads << "." << target_name(runner);
-    runner.run(key.view(), [=] { return kernels::quantize_q8(config); }, conversion_dims(blocks, "quantize"), in_at,
-               out_at, as_u32(blocks, "quantize: blocks"));
+    runner.run(
+        key.view(), [=] { return kernels::quantize_q8(config); }, conversion_dims(blocks, "quantize"), in_at, out_at,
+        as_u32(blocks, "quantize: blocks"));
 }
 
 Support supports(KernelRunner const&, op::Dequantize const&, OpViews const& v) {
@@ -464,8 +486,9 @@ void run(KernelRunner& runner, op::Dequantize const&, OpViews const& v) {
     kernels::DequantizeConfig const config{.type = in.dtype, .threads = conversion_threads};
     KernelKey key;
     key << "quant.dequantize." << to_string(in.dtype) << ".t" << config.threads << "." << target_name(runner);
-    runner.run(key.view(), [=] { return kernels::dequantize(config); }, conversion_dims(blocks, "dequantize", in.dtype),
-               in_at, out_at, as_u32(blocks, "dequantize: blocks"));
+    runner.run(
+        key.view(), [=] { return kernels::dequantize(config); }, conversion_dims(blocks, "dequantize", in.dtype), in_at,
+        out_at, as_u32(blocks, "dequantize: blocks"));
 }
 
 bool linear_kquant_formed(KernelRunner& runner, op::MatmulShape shape, TensorView const& x, TensorView const& w,
@@ -473,11 +496,12 @@ bool linear_kquant_formed(KernelRunner& runner, op::MatmulShape shape, TensorVie
     if (shape.m != 1 || shape.n == 0 || kquant_activations() != KQuantActivations::q8_k_residual) return false;
     std::uint64_t const x_at = runner.address(x), w_at = runner.address(w), out_at = runner.address(out);
     std::uint64_t const second_at = runner.address(formed.second), bias_at = bias ? runner.address(*bias) : 0;
-    if (x_at % 16 != 0 || second_at % 16 != 0 || w_at % block_alignment(w.dtype) != 0 || out_at % 4 != 0 || bias_at % 4 != 0)
+    if (x_at % 16 != 0 || second_at % 16 != 0 || w_at % block_alignment(w.dtype) != 0 || out_at % 4 != 0 ||
+        bias_at % 4 != 0)
         return false;
     std::size_t const blocks_per_row = shape.k / block_elements(w.dtype);
-    auto const plan = spanning_gemv(runner.target(), w.dtype, 1, as_u32(shape.n, "linear: n"), true, blocks_per_row, w_at,
-                                    runner.settled(w), runner.settled(x) && runner.settled(formed.second));
+    auto const plan = spanning_gemv(runner.target(), w.dtype, 1, as_u32(shape.n, "linear: n"), true, blocks_per_row,
+                                    w_at, runner.settled(w), runner.settled(x) && runner.settled(formed.second));
     auto const input = formed.rms_norm ? kernels::GemvInput::rms_norm : kernels::GemvInput::swiglu;
     return plan && run_spanning_gemv(runner, *plan, w_at, x_at, out_at, static_cast<std::uint32_t>(shape.n), bias_at,
                                      {.input = input, .second = second_at, .eps = formed.eps});

@@ -64,17 +64,16 @@ std::pair<std::size_t, std::size_t> split(std::size_t extent, std::size_t wanted
 KernelKey rows_key(ptx::kernels::ReduceRowsConfig const& c, KernelRunner const& runner) {
     KernelKey key;
     key << "reduce_rows/" << to_string(c.op) << (c.mean ? "/mean" : "/plain") << "/" << to_string(c.element) << "/"
-        << to_string(c.source) << "/"
-        << to_string(c.stage) << "/" << to_string(c.group) << (c.vectorized ? "/v4" : "/scalar") << "/u" << c.unroll
-        << "/b" << c.block_threads << "/" << ptx::to_string(runner.target());
+        << to_string(c.source) << "/" << to_string(c.stage) << "/" << to_string(c.group)
+        << (c.vectorized ? "/v4" : "/scalar") << "/u" << c.unroll << "/b" << c.block_threads << "/"
+        << ptx::to_string(runner.target());
     return key;
 }
 
 KernelKey columns_key(ptx::kernels::ReduceColumnsConfig const& c, KernelRunner const& runner) {
     KernelKey key;
     key << "reduce_columns/" << to_string(c.op) << (c.mean ? "/mean" : "/plain") << "/" << to_string(c.element) << "/"
-        << to_string(c.stage)
-        << "/u" << c.unroll << "/b" << c.block_threads << "/" << ptx::to_string(runner.target());
+        << to_string(c.stage) << "/u" << c.unroll << "/b" << c.block_threads << "/" << ptx::to_string(runner.target());
     return key;
 }
 
@@ -96,8 +95,7 @@ void launch_rows(KernelRunner& runner, ptx::kernels::ReduceRowsConfig config, st
 // arg ops, their s64 indices.
 struct Partials {
     Partials(KernelRunner& runner, Op op, std::size_t slots)
-        : values(runner, slots * (op == Op::sum ? 8 : 4)),
-          indices(runner, is_arg_reduction(op) ? slots * 8 : 8) {}
+        : values(runner, slots * (op == Op::sum ? 8 : 4)), indices(runner, is_arg_reduction(op) ? slots * 8 : 8) {}
     TemporaryBuffer values;
     TemporaryBuffer indices;
 };
@@ -222,8 +220,8 @@ Support supports(KernelRunner const&, op::Dot const& d, OpViews const& v) {
 }
 
 void run(KernelRunner& runner, op::Dot const&, OpViews const& v) {
-    reduce_rows(runner, Op::sum, false, v.in[0].dtype, 1, v.in[0].numel(), runner.address(v.in[0]), runner.address(v.in[1]), true,
-                runner.address(v.out[0]));
+    reduce_rows(runner, Op::sum, false, v.in[0].dtype, 1, v.in[0].numel(), runner.address(v.in[0]),
+                runner.address(v.in[1]), true, runner.address(v.out[0]));
 }
 
 }  // namespace rayo::cuda::ops

@@ -38,17 +38,23 @@ void run(KernelRunner& runner, op::Rope const& d, OpViews const& v) {
          n_dims = static_cast<std::uint32_t>(d.n_dims), entries = static_cast<std::uint32_t>(d.positions);
     // The exponent's factor −2·ln(freq_base)/n_dims as a double-float.
     double const c = -2.0 * std::log(static_cast<double>(d.freq_base)) / static_cast<double>(d.n_dims);
-    float c_hi = static_cast<float>(c), c_lo = static_cast<float>(c - static_cast<double>(c_hi)), freq_scale = d.freq_scale;
-    ptx::kernels::RopeKernelConfig const config{.element = x.dtype, .halves = d.halves, .has_factors = d.has_factors,
-                                               .block_threads = elementwise_block_threads};
+    float c_hi = static_cast<float>(c), c_lo = static_cast<float>(c - static_cast<double>(c_hi)),
+          freq_scale = d.freq_scale;
+    ptx::kernels::RopeKernelConfig const config{.element = x.dtype,
+                                                .halves = d.halves,
+                                                .has_factors = d.has_factors,
+                                                .block_threads = elementwise_block_threads};
     KernelKey key;
     key << "rope/" << to_string(x.dtype) << (d.halves ? "/halves" : "") << (d.has_factors ? "/factors" : "") << "/"
         << ptx::to_string(runner.target());
     LaunchDims dims;
     dims.block[0] = elementwise_block_threads;
-    dims.grid[0] = static_cast<unsigned>(std::min<std::size_t>((total + dims.block[0] - 1) / dims.block[0], 0x7fffffff));
-    runner.run(key.view(), [config] { return ptx::kernels::rope(config); }, dims, out_address, x_address, positions_address,
-               factors_address, total, lanes, static_cast<std::uint32_t>(groups), heads, head_dim, n_dims, entries, c_hi, c_lo, freq_scale);
+    dims.grid[0] =
+        static_cast<unsigned>(std::min<std::size_t>((total + dims.block[0] - 1) / dims.block[0], 0x7fffffff));
+    runner.run(
+        key.view(), [config] { return ptx::kernels::rope(config); }, dims, out_address, x_address, positions_address,
+        factors_address, total, lanes, static_cast<std::uint32_t>(groups), heads, head_dim, n_dims, entries, c_hi, c_lo,
+        freq_scale);
 }
 
 }  // namespace rayo::cuda::ops

@@ -21,8 +21,8 @@ namespace rayo::cuda::ops {
 inline detail::Support row_kernel_supports(Op op, detail::OpViews const& v) {
     detail::Support s = detail::contiguous_floating("cuda", op, v);
     if (s.native && v.in[0].cols() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-        return detail::Support::no("cuda: " + std::string(to_string(op)) + ": rows of " + std::to_string(v.in[0].cols()) +
-                                   " elements (2^31 or more) have no kernel");
+        return detail::Support::no("cuda: " + std::string(to_string(op)) + ": rows of " +
+                                   std::to_string(v.in[0].cols()) + " elements (2^31 or more) have no kernel");
     return s;
 }
 
@@ -34,7 +34,8 @@ inline unsigned row_max_vector(DType type, std::uint64_t addresses_or) {
 
 // Calls launch(dims, count, byte_offset) once per chunk of rows of `cols` elements of `type`.
 template <class Launch>
-void for_each_row_chunk(ptx::kernels::RowConfig const& row, DType type, std::size_t rows, std::size_t cols, Launch&& launch) {
+void for_each_row_chunk(ptx::kernels::RowConfig const& row, DType type, std::size_t rows, std::size_t cols,
+                        Launch&& launch) {
     std::size_t const per_block = ptx::kernels::rows_per_block(row);
     std::size_t const max_rows = (std::size_t{std::numeric_limits<std::int32_t>::max()} / per_block) * per_block;
     for (std::size_t first = 0; first < rows; first += max_rows) {

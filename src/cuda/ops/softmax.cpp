@@ -22,13 +22,16 @@ void run(KernelRunner& runner, op::Softmax const& d, OpViews const& v) {
     std::uint64_t const out_address = runner.address(v.out[0]);
     DType const type = v.in[0].dtype;
     unsigned const max_vector = row_max_vector(type, in_address | out_address);
-    ptx::kernels::SoftmaxConfig const config{.op = d.op, .row = ptx::kernels::choose_row_config(cols, max_vector), .element = type};
+    ptx::kernels::SoftmaxConfig const config{
+        .op = d.op, .row = ptx::kernels::choose_row_config(cols, max_vector), .element = type};
     std::string const key = std::string("softmax/") + ptx::kernels::softmax_name(config) + "/" +
                             std::string(ptx::to_string(runner.target()));
     auto const make = [config] { return ptx::kernels::softmax(config); };
-    for_each_row_chunk(config.row, type, rows, cols, [&](LaunchDims const& dims, std::uint32_t count, std::uint64_t offset) {
-        runner.run(key, make, dims, in_address + offset, out_address + offset, count, static_cast<std::uint32_t>(cols));
-    });
+    for_each_row_chunk(config.row, type, rows, cols,
+                       [&](LaunchDims const& dims, std::uint32_t count, std::uint64_t offset) {
+                           runner.run(key, make, dims, in_address + offset, out_address + offset, count,
+                                      static_cast<std::uint32_t>(cols));
+                       });
 }
 
 }  // namespace rayo::cuda::ops

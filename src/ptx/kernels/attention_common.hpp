@@ -18,11 +18,11 @@ inline constexpr float minus_infinity = -std::numeric_limits<float>::infinity();
 
 // The parameters every attention kernel starts with, in their documented order.
 struct AttentionFrame {
-    Reg q, k, v, out, mask;         // global addresses
-    Reg q_len, kv_len, heads, kv_heads;  // .u32
-    Reg query_offset;               // .s32: the parameter, or the s32 at query_position when that is not 0
-    Reg causal;                     // .pred
-    Reg scale_log2;                 // .f32
+    Reg q, k, v, out, mask;               // global addresses
+    Reg q_len, kv_len, heads, kv_heads;   // .u32
+    Reg query_offset;                     // .s32: the parameter, or the s32 at query_position when that is not 0
+    Reg causal;                           // .pred
+    Reg scale_log2;                       // .f32
     Reg mask_batch, mask_head, mask_row;  // .u64 elements
 };
 
@@ -105,8 +105,6 @@ inline Reg pack_pair(Kernel& k, DType element, Reg lo, Reg hi) {
 }
 
 // 1 / l, or 0 for a row that saw no key (l = 0).
-inline Reg inverse_sum(Kernel& k, Reg l) {
-    return k.selp(k.rcp(l), 0.0f, k.setp(Cmp::gt, l, 0.0f), Type::f32);
-}
+inline Reg inverse_sum(Kernel& k, Reg l) { return k.selp(k.rcp(l), 0.0f, k.setp(Cmp::gt, l, 0.0f), Type::f32); }
 
 }  // namespace rayo::ptx::kernels::attention_detail

@@ -52,8 +52,10 @@ void copy_rows(Kernel& k, Reg index, unsigned threads, unsigned rows, unsigned c
             k.cp_async(k.add(at, p * per_pass * stride), Address(from), 16, k.selp(16u, 0u, ok, Type::u32));
         };
         bool const all = threads % chunks == 0 && (p + 1) * per_pass <= rows;
-        if (all) copy();
-        else k.if_then(k.setp(Cmp::lt, row0, std::min(per_pass, rows - p * per_pass)), copy);
+        if (all)
+            copy();
+        else
+            k.if_then(k.setp(Cmp::lt, row0, std::min(per_pass, rows - p * per_pass)), copy);
     }
 }
 
@@ -84,8 +86,9 @@ Kernel attention_decode(AttentionConfig const& c) {
     Reg const split = k.special(Special::ctaid_x), hk = k.special(Special::ctaid_y), b = k.special(Special::ctaid_z);
     Reg const group = k.div(f.heads, f.kv_heads);
     Reg const rows = k.mul(f.q_len, group);  // at most 16
-    auto out_row = [&](Reg r) {  // [batch, q_len, heads] index of row r
-        return k.add(k.mul(k.add(k.mul(b, f.q_len), k.div(r, group)), f.heads), k.add(k.mul(hk, group), k.rem(r, group)));
+    auto out_row = [&](Reg r) {              // [batch, q_len, heads] index of row r
+        return k.add(k.mul(k.add(k.mul(b, f.q_len), k.div(r, group)), f.heads),
+                     k.add(k.mul(hk, group), k.rem(r, group)));
     };
     Reg const last_query = k.sub(k.max(f.q_len, 1u), 1u);
     Reg const split_begin = k.mul(split, threads);  // warps · 32 keys a split
@@ -179,7 +182,8 @@ Kernel attention_decode(AttentionConfig const& c) {
 
     k.comment("the warps' states into shared memory (over the k/v tiles): max, sum, O rows");
     Reg const merge = k.add(smem, layout.q_bytes);
-    Reg const max_at = merge, sum_at = k.add(merge, warps * tile_rows * 4), o_at = k.add(merge, 2 * warps * tile_rows * 4);
+    Reg const max_at = merge, sum_at = k.add(merge, warps * tile_rows * 4),
+              o_at = k.add(merge, 2 * warps * tile_rows * 4);
     k.bar_sync();  // every warp is done with its tiles
     for (unsigned half = 0; half < 2; ++half) {
         Reg const slot = k.add(k.mul(warp, tile_rows), k.add(g, half * 8));
@@ -212,7 +216,8 @@ Kernel attention_decode(AttentionConfig const& c) {
             Reg sum = k.mov(Type::f32, 0.0f), acc = k.mov(Type::f32, 0.0f);
             for (unsigned w = 0; w < warps; ++w) {
                 Reg const weight = k.ex2_approx(k.sub(wm[w], subtract));
-                Reg const lw = k.ld(Space::shared, Type::f32, Address(k.add(sum_at, k.shl(k.add(r, w * tile_rows), 2u))));
+                Reg const lw =
+                    k.ld(Space::shared, Type::f32, Address(k.add(sum_at, k.shl(k.add(r, w * tile_rows), 2u))));
                 Reg const ow = k.ld(Space::shared, Type::f32,
                                     Address(k.add(o_at, k.shl(k.add(k.mul(k.add(r, w * tile_rows), d), dim), 2u))));
                 sum = k.fma(lw, weight, sum);
@@ -225,7 +230,8 @@ Kernel attention_decode(AttentionConfig const& c) {
                     std::vector<Reg> const ml{top, sum};
                     k.st_vector(Space::global, Type::f32, Address(k.add(partials, k.mul(state, std::uint64_t{8}))), ml);
                 });
-                Reg const at = k.add(acc_base, k.mul(k.add(k.mul(state, std::uint64_t{d}), k.cvt(Type::u64, dim)), std::uint64_t{4}));
+                Reg const at = k.add(
+                    acc_base, k.mul(k.add(k.mul(state, std::uint64_t{d}), k.cvt(Type::u64, dim)), std::uint64_t{4}));
                 k.st(Space::global, Type::f32, Address(at), acc);
             } else {
                 element_detail::store(k, c.element, Address(k.element_address(f.out, k.add(k.mul(row, d), dim), 2)),

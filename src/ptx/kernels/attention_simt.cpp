@@ -91,8 +91,10 @@ struct WarpTileCopy {
                 Reg const in_tile = k.setp(Cmp::lt, row, tile_keys);
                 guard = guard.valid() ? k.and_pred(guard, in_tile) : in_tile;
             }
-            if (guard.valid()) k.if_then(guard, copy);
-            else copy();
+            if (guard.valid())
+                k.if_then(guard, copy);
+            else
+                copy();
         }
     }
 };
@@ -121,9 +123,13 @@ void load_tile(Kernel& k, DType element, unsigned head_dim, SimtLayout const& la
             k.predicated(ok, true, [&] {
                 k.ld(value, Space::global, raw, Address(k.add(source, k.mul_wide(e, layout.element_bytes))));
             });
-            auto const store = [&] { k.st(Space::shared, raw, Address(k.add(target, k.mul(e, layout.element_bytes))), value); };
-            if ((step + 1) * 32 > layout.padded_dim) k.if_then(k.setp(Cmp::lt, e, layout.padded_dim), store);
-            else store();
+            auto const store = [&] {
+                k.st(Space::shared, raw, Address(k.add(target, k.mul(e, layout.element_bytes))), value);
+            };
+            if ((step + 1) * 32 > layout.padded_dim)
+                k.if_then(k.setp(Cmp::lt, e, layout.padded_dim), store);
+            else
+                store();
         }
     });
 }
@@ -177,8 +183,9 @@ Kernel attention_simt(AttentionConfig const& c) {
         Reg const end = k.min(k.bitcast(Type::s32, key_end), k.add(last_visible_key(k, f, query[r]), 1));
         row_end[r] = k.selp(end, 0, valid[r], Type::s32);
     }
-    key_end = k.bitcast(Type::u32, k.max(k.min(k.bitcast(Type::s32, key_end), k.add(last_visible_key(k, f, last_query), 1)),
-                                        k.bitcast(Type::s32, key_begin)));
+    key_end =
+        k.bitcast(Type::u32, k.max(k.min(k.bitcast(Type::s32, key_end), k.add(last_visible_key(k, f, last_query), 1)),
+                                   k.bitcast(Type::s32, key_begin)));
     Reg const tiles = k.div(k.add(k.sub(key_end, key_begin), tile_keys - 1), tile_keys);
 
     // ---- shared memory of the warp
@@ -199,10 +206,13 @@ Kernel attention_simt(AttentionConfig const& c) {
             k.predicated(ok, true, [&] { k.ld(raw, Space::global, element_detail::raw_type(c.element), Address(at)); });
             Reg const value = k.mul(element_detail::widen(k, c.element, raw), f.scale_log2);
             auto const store = [&] {
-                k.st(Space::shared, Type::f32, Address(k.add(q_shared, k.shl(k.add(dim, r * layout.padded_dim), 2u))), value);
+                k.st(Space::shared, Type::f32, Address(k.add(q_shared, k.shl(k.add(dim, r * layout.padded_dim), 2u))),
+                     value);
             };
-            if (inside.valid()) k.predicated(inside, true, store);
-            else store();
+            if (inside.valid())
+                k.predicated(inside, true, store);
+            else
+                store();
         }
     k.bar_warp_sync();
 
@@ -219,7 +229,8 @@ Kernel attention_simt(AttentionConfig const& c) {
         Reg const slot = slot_of(tile);
         if (!c.aligned) {
             load_tile(k, c.element, d, layout, lane, slot, k.add(k_head, offset), row_bytes, left);
-            load_tile(k, c.element, d, layout, lane, k.add(slot, layout.tile_bytes), k.add(v_head, offset), row_bytes, left);
+            load_tile(k, c.element, d, layout, lane, k.add(slot, layout.tile_bytes), k.add(v_head, offset), row_bytes,
+                      left);
             return;
         }
         copy->issue(k, slot, k.add(k_head, offset), left, f.k);
@@ -248,8 +259,10 @@ Kernel attention_simt(AttentionConfig const& c) {
                 for (Reg v : word_values(k, c.element, w)) key_values.push_back(v);
             for (unsigned r = 0; r < rows; ++r)
                 for (unsigned quad = 0; quad < per_chunk / 4; ++quad) {
-                    auto const qv = k.ld_vector(Space::shared, Type::f32, 4,
-                                                Address(q_shared, static_cast<std::int64_t>((r * layout.padded_dim + ch * per_chunk + quad * 4) * 4)));
+                    auto const qv = k.ld_vector(
+                        Space::shared, Type::f32, 4,
+                        Address(q_shared,
+                                static_cast<std::int64_t>((r * layout.padded_dim + ch * per_chunk + quad * 4) * 4)));
                     for (unsigned e = 0; e < 4; ++e) k.fma(score[r], qv[e], key_values[quad * 4 + e], score[r]);
                 }
         }
@@ -259,7 +272,8 @@ Kernel attention_simt(AttentionConfig const& c) {
             Reg const seen = k.setp(Cmp::lt, key, row_end[r]);
             if (c.mask) {
                 Reg const at = k.add(mask_rows[r], k.shl(k.cvt(Type::u64, k.bitcast(Type::u32, key)), 2u));
-                k.predicated(seen, true, [&] { k.fma(score[r], k.ld(Space::global, Type::f32, Address(at)), log2e, score[r]); });
+                k.predicated(seen, true,
+                             [&] { k.fma(score[r], k.ld(Space::global, Type::f32, Address(at)), log2e, score[r]); });
             }
             k.selp(score[r], score[r], minus_infinity, seen);
             SoftmaxStep const step = softmax_step(k, m[r], butterfly_max(k, score[r], 16));
@@ -276,7 +290,8 @@ Kernel attention_simt(AttentionConfig const& c) {
             std::vector<Reg> pj(rows);
             for (unsigned r = 0; r < rows; ++r) pj[r] = k.shfl(ShuffleMode::idx, p[r], j);
             for (unsigned step = 0; step < layout.word_steps; ++step) {
-                Reg const word = k.ld(Space::shared, Type::b32, Address(v_lane, static_cast<std::int64_t>(j * layout.stride + step * 128)));
+                Reg const word = k.ld(Space::shared, Type::b32,
+                                      Address(v_lane, static_cast<std::int64_t>(j * layout.stride + step * 128)));
                 std::vector<Reg> const values = word_values(k, c.element, word);
                 for (unsigned r = 0; r < rows; ++r)
                     for (unsigned e = 0; e < values_per_word; ++e) {
@@ -293,7 +308,8 @@ Kernel attention_simt(AttentionConfig const& c) {
         k.for_range(tile, 0u, tiles, 1u, [&] {
             k.bar_warp_sync();  // the warp is done with the slot the next tile goes to
             Reg const next = k.add(tile, 1u);
-            k.if_then_else(k.setp(Cmp::lt, next, tiles), [&] { issue(next); }, [&] { k.cp_async_commit(); });
+            k.if_then_else(
+                k.setp(Cmp::lt, next, tiles), [&] { issue(next); }, [&] { k.cp_async_commit(); });
             k.cp_async_wait(1);
             k.bar_warp_sync();
             compute(tile);
@@ -330,13 +346,17 @@ Kernel attention_simt(AttentionConfig const& c) {
                     Reg const value = acc[(r * layout.word_steps + step) * values_per_word + e];
                     Reg const dim = k.add(k.mul(k.add(lane, step * 32), values_per_word), e);
                     auto const store = [&] {
-                        if (c.partial) k.st(Space::global, Type::f32, Address(k.add(base, k.mul_wide(dim, 4u))), value);
-                        else element_detail::store(k, c.element, Address(k.add(base, k.mul_wide(dim, layout.element_bytes))),
-                                                   k.mul(value, inverse));
+                        if (c.partial)
+                            k.st(Space::global, Type::f32, Address(k.add(base, k.mul_wide(dim, 4u))), value);
+                        else
+                            element_detail::store(k, c.element,
+                                                  Address(k.add(base, k.mul_wide(dim, layout.element_bytes))),
+                                                  k.mul(value, inverse));
                     };
                     if ((step * 32 + 31) * values_per_word + e >= d)
                         k.if_then(k.setp(Cmp::lt, dim, d), store);
-                    else store();
+                    else
+                        store();
                 }
         });
     }
@@ -415,16 +435,20 @@ Kernel attention_combine(DType element, unsigned head_dim) {
     });
     for (unsigned i = 0; i < steps; ++i) {
         auto const store = [&] {
-            k.st(Space::shared, Type::f32, Address(k.add(acc_at, k.shl(k.add(k.mul(warp, d), k.add(lane, i * 32)), 2u))), acc[i]);
+            k.st(Space::shared, Type::f32,
+                 Address(k.add(acc_at, k.shl(k.add(k.mul(warp, d), k.add(lane, i * 32)), 2u))), acc[i]);
         };
-        if (inside[i].valid()) k.if_then(inside[i], store);
-        else store();
+        if (inside[i].valid())
+            k.if_then(inside[i], store);
+        else
+            store();
     }
     k.bar_sync();
     k.if_then(k.setp(Cmp::lt, tid, d), [&] {
         std::vector<Reg> wm(warps);
         Reg top = k.mov(Type::f32, minus_infinity);
-        for (unsigned w = 0; w < warps; ++w) top = k.max(top, wm[w] = k.ld(Space::shared, Type::f32, Address(base, w * 4)));
+        for (unsigned w = 0; w < warps; ++w)
+            top = k.max(top, wm[w] = k.ld(Space::shared, Type::f32, Address(base, w * 4)));
         Reg const subtract = k.selp(0.0f, top, k.setp(Cmp::eq, top, minus_infinity), Type::f32);
         Reg total = k.mov(Type::f32, 0.0f), sum = k.mov(Type::f32, 0.0f);
         for (unsigned w = 0; w < warps; ++w) {

@@ -1,9 +1,9 @@
 // The tensor-core flash-attention kernel (rayo/ptx/kernels/attention.hpp, algorithm tensor_core).
 //
 // A warp owns warp_tiles m16 tiles of query rows (32 rows with 2: every k and v fragment it
-// loads feeds two mma). Shared memory: the block's q tile, then two slots of (k tile, v tile) of 64 keys; every tile row
-// is head_dim 16-bit elements and 16 padding bytes, so the 8 rows one ldmatrix phase reads start
-// on 8 different 16-byte bank groups (the row length is an odd number of 16-byte chunks).
+// loads feeds two mma). Shared memory: the block's q tile, then two slots of (k tile, v tile) of 64 keys; every tile
+// row is head_dim 16-bit elements and 16 padding bytes, so the 8 rows one ldmatrix phase reads start on 8 different
+// 16-byte bank groups (the row length is an odd number of 16-byte chunks).
 //
 // Fragments (mma.m16n8k16, g = lane / 4, t = lane % 4): a warp's S tile of 16 rows × 64 keys is 8
 // n-tiles of 4 f32 (rows g and g + 8, keys 2t and 2t + 1); the A operand of P·V for keys 16·kk..
@@ -28,10 +28,10 @@ constexpr unsigned key_block = 64;
 // `limit` are zero-filled. Per thread: the passes it takes part in, fixed at construction.
 struct TileCopy {
     unsigned rows = 0, chunks = 0, rows_per_pass = 0, passes = 0, stride = 0;
-    Reg row;             // the thread's row in pass 0
-    Reg shared_offset;   // its chunk's offset in the tile in pass 0
-    Reg global_offset;   // .u64 its chunk's offset from the tile's first row in pass 0
-    Reg pass_bytes;      // .u64 global bytes between passes
+    Reg row;                      // the thread's row in pass 0
+    Reg shared_offset;            // its chunk's offset in the tile in pass 0
+    Reg global_offset;            // .u64 its chunk's offset from the tile's first row in pass 0
+    Reg pass_bytes;               // .u64 global bytes between passes
     std::vector<Reg> takes_part;  // per pass: the thread has a chunk of the tile (invalid: all do)
 
     TileCopy(Kernel& k, Reg tid, unsigned threads, unsigned tile_rows, unsigned head_dim, unsigned row_stride,
@@ -63,10 +63,13 @@ struct TileCopy {
             auto const copy = [&, p] {
                 Reg const inside = k.setp(Cmp::lt, k.add(row, p * rows_per_pass), rows_left);
                 Reg const from = k.selp(address, base, inside, Type::u64);
-                k.cp_async(k.add(at, p * rows_per_pass * stride), Address(from), 16, k.selp(16u, 0u, inside, Type::u32));
+                k.cp_async(k.add(at, p * rows_per_pass * stride), Address(from), 16,
+                           k.selp(16u, 0u, inside, Type::u32));
             };
-            if (takes_part[p].valid()) k.if_then(takes_part[p], copy);
-            else copy();
+            if (takes_part[p].valid())
+                k.if_then(takes_part[p], copy);
+            else
+                copy();
         }
     }
 };
@@ -138,11 +141,14 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
 
     // ---- per-lane ldmatrix offsets; the warp's row tiles
     Reg const lane_row16 = k.and_(lane, 15u), lane_half = k.shr(lane, 4u);
-    Reg const q_offset = k.add(smem, k.add(k.mul(k.add(k.mul(warp, warp_rows), lane_row16), stride), k.shl(lane_half, 4u)));
-    Reg const k_offset = k.add(k.mul(k.add(k.and_(lane, 7u), k.shl(lane_half, 3u)), stride),
-                               k.shl(k.and_(k.shr(lane, 3u), 1u), 4u));
+    Reg const q_offset =
+        k.add(smem, k.add(k.mul(k.add(k.mul(warp, warp_rows), lane_row16), stride), k.shl(lane_half, 4u)));
+    Reg const k_offset =
+        k.add(k.mul(k.add(k.and_(lane, 7u), k.shl(lane_half, 3u)), stride), k.shl(k.and_(k.shr(lane, 3u), 1u), 4u));
     Reg const v_offset = k.add(k.mul(lane_row16, stride), k.shl(lane_half, 4u));
-    auto q_fragment = [&](unsigned i, unsigned ks) { return k.ldmatrix(4, false, k.add(q_offset, i * 16 * stride + ks * 32)); };
+    auto q_fragment = [&](unsigned i, unsigned ks) {
+        return k.ldmatrix(4, false, k.add(q_offset, i * 16 * stride + ks * 32));
+    };
     std::vector<std::vector<Reg>> q_frag;  // [tile · k_steps + ks]
     if (q_in_registers)
         for (unsigned i = 0; i < tiles; ++i)
@@ -160,7 +166,8 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
     std::vector<Reg> mask_row;  // the mask row's address
     if (c.mask)
         for (unsigned rh = 0; rh < 2 * tiles; ++rh)
-            mask_row.push_back(mask_row_address(k, f, b, h, k.min(k.add(lane_row, rh * 8), k.sub(k.max(f.q_len, 1u), 1u))));
+            mask_row.push_back(
+                mask_row_address(k, f, b, h, k.min(k.add(lane_row, rh * 8), k.sub(k.max(f.q_len, 1u), 1u))));
     std::vector<Reg> m(2 * tiles), l(2 * tiles), o(tiles * o_tiles * 4);
     for (unsigned r = 0; r < 2 * tiles; ++r) m[r] = k.mov(Type::f32, minus_infinity), l[r] = k.mov(Type::f32, 0.0f);
     for (Reg& r : o) r = k.mov(Type::f32, 0.0f);
@@ -184,9 +191,11 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
         for (Reg r : s) k.mov(r, 0.0f);
         for (unsigned ks = 0; ks < k_steps; ++ks) {
             std::vector<std::vector<Reg>> a;
-            for (unsigned i = 0; i < tiles; ++i) a.push_back(q_in_registers ? q_frag[i * k_steps + ks] : q_fragment(i, ks));
+            for (unsigned i = 0; i < tiles; ++i)
+                a.push_back(q_in_registers ? q_frag[i * k_steps + ks] : q_fragment(i, ks));
             for (unsigned np = 0; np < key_block / 16; ++np) {
-                std::vector<Reg> const kf = k.ldmatrix(4, false, k.add(k_slot, k.add(k_offset, np * 16 * stride + ks * 32)));
+                std::vector<Reg> const kf =
+                    k.ldmatrix(4, false, k.add(k_slot, k.add(k_offset, np * 16 * stride + ks * 32)));
                 for (unsigned e = 0; e < 2; ++e)
                     for (unsigned i = 0; i < tiles; ++i) {
                         std::span<Reg const> const acc(s.data() + (i * 8 + np * 2 + e) * 4, 4);
@@ -215,13 +224,17 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
                         Reg const r = s[(i * 8 + nt) * 4 + e];
                         if (c.mask) {
                             Reg const at = k.add(mask_row[rh], k.shl(k.cvt(Type::u64, k.bitcast(Type::u32, key)), 2u));
-                            k.predicated(seen, true, [&] { k.fma(r, k.ld(Space::global, Type::f32, Address(at)), log2e, r); });
+                            k.predicated(seen, true,
+                                         [&] { k.fma(r, k.ld(Space::global, Type::f32, Address(at)), log2e, r); });
                         }
                         k.selp(r, r, minus_infinity, seen);
                     }
         };
-        if (c.mask) scale_and_hide();
-        else k.if_then_else(k.setp(Cmp::gt, k.add(block_key, static_cast<int>(key_block - 1)), first_row_end), scale_and_hide, scale);
+        if (c.mask)
+            scale_and_hide();
+        else
+            k.if_then_else(k.setp(Cmp::gt, k.add(block_key, static_cast<int>(key_block - 1)), first_row_end),
+                           scale_and_hide, scale);
 
         k.comment("online softmax: row max over the quad, P = exp2(S - max), rescale O and l");
         for (unsigned i = 0; i < tiles; ++i)
@@ -242,7 +255,8 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
                 k.fma(l[rh], l[rh], step.alpha, sum);
                 Reg* ot = o.data() + i * o_tiles * 4;
                 for (unsigned nt = 0; nt < o_tiles; ++nt)
-                    for (unsigned e = 0; e < 2; ++e) k.mul(ot[nt * 4 + half * 2 + e], ot[nt * 4 + half * 2 + e], step.alpha);
+                    for (unsigned e = 0; e < 2; ++e)
+                        k.mul(ot[nt * 4 + half * 2 + e], ot[nt * 4 + half * 2 + e], step.alpha);
             }
 
         k.comment("O += P v");
@@ -254,7 +268,8 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
                              pack_pair(k, c.element, p0[4], p0[5]), pack_pair(k, c.element, p0[6], p0[7])});
             }
             for (unsigned np = 0; np < d / 16; ++np) {
-                std::vector<Reg> const vf = k.ldmatrix(4, true, k.add(v_slot, k.add(v_offset, kk * 16 * stride + np * 32)));
+                std::vector<Reg> const vf =
+                    k.ldmatrix(4, true, k.add(v_slot, k.add(v_offset, kk * 16 * stride + np * 32)));
                 for (unsigned e = 0; e < 2; ++e)
                     for (unsigned i = 0; i < tiles; ++i) {
                         std::span<Reg const> const acc(o.data() + (i * o_tiles + np * 2 + e) * 4, 4);
@@ -274,8 +289,9 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
     Reg const out_h = k.special(Special::ctaid_x), out_b = k.special(Special::ctaid_z);
     Reg const out_t = k.and_(k.special(Special::tid_x), 3u);
     Reg const out_row_bytes = k.mul_wide(f.heads, d * 2);
-    Reg const out_lane = k.add(k.add(f.out, k.mul_wide(k.add(k.mul(k.add(k.mul(out_b, f.q_len), out_row0), f.heads), out_h), d * 2)),
-                               k.cvt(Type::u64, k.shl(out_t, 2u)));
+    Reg const out_lane =
+        k.add(k.add(f.out, k.mul_wide(k.add(k.mul(k.add(k.mul(out_b, f.q_len), out_row0), f.heads), out_h), d * 2)),
+              k.cvt(Type::u64, k.shl(out_t, 2u)));
     for (unsigned i = 0; i < tiles; ++i)
         for (unsigned half = 0; half < 2; ++half) {
             unsigned const rh = i * 2 + half;
@@ -288,7 +304,8 @@ Kernel attention_tensor_core(AttentionConfig const& c) {
                 words.push_back(pack_pair(k, c.element, k.mul(r[0], inverse), k.mul(r[1], inverse)));
             }
             k.if_then(k.setp(Cmp::lt, row, f.q_len), [&] {
-                for (unsigned nt = 0; nt < o_tiles; ++nt) k.st(Space::global, Type::b32, Address(at, nt * 16), words[nt]);
+                for (unsigned nt = 0; nt < o_tiles; ++nt)
+                    k.st(Space::global, Type::b32, Address(at, nt * 16), words[nt]);
             });
         }
     return k;

@@ -110,7 +110,8 @@ void load_tile(Kernel& k, unsigned d, Reg at, Reg map, Reg head, Reg row, Reg ba
 }
 
 // Waits for the slot of key block `jb` to be free, then copies the block's tile of `map` into it.
-void load_key_block(Kernel& k, unsigned d, WgmmaAttentionFrame const& f, SlotRing const& ring, Reg tiles, Reg map, Reg jb) {
+void load_key_block(Kernel& k, unsigned d, WgmmaAttentionFrame const& f, SlotRing const& ring, Reg tiles, Reg map,
+                    Reg jb) {
     // Key block jb is the rings' position jb.
     RingPosition const at{jb};
     Reg const slot = at.slot(k, slots);
@@ -172,16 +173,17 @@ void issue_scores(Kernel& k, AttentionConfig const& c, WgmmaAttentionFrame const
 
 // Issues O += P·V over key block jb once its v tile has landed: P (the packed probabilities) from
 // registers, v's slot read N-major; 8 MMAs, one group.
-void issue_values(Kernel& k, AttentionConfig const& c, WgmmaAttentionFrame const& f, std::vector<std::array<Reg, 4>> const& p,
-                  Reg jb, std::vector<Reg> const& o, Reg always) {
+void issue_values(Kernel& k, AttentionConfig const& c, WgmmaAttentionFrame const& f,
+                  std::vector<std::array<Reg, 4>> const& p, Reg jb, std::vector<Reg> const& o, Reg always) {
     unsigned const d = c.head_dim;
     Type const input = element_detail::mma_type(c.element);
     RingPosition const at{jb};
     Reg const slot = at.slot(k, slots);
     k.mbarrier_wait(f.v_ring.full_at(k, slot), at.parity(k, slots));
     // v: per 64 columns a box of 128 keys; 8-key atoms 1024 bytes apart, the next 64 columns a box on.
-    Reg const v_desc = warpgroup::matrix_descriptor(k, k.add(f.v_smem, k.mul(slot, tile_bytes(d))),
-                                                    warpgroup::descriptor_bits(box_bytes(key_block), warpgroup::swizzle_atom));
+    Reg const v_desc =
+        warpgroup::matrix_descriptor(k, k.add(f.v_smem, k.mul(slot, tile_bytes(d))),
+                                     warpgroup::descriptor_bits(box_bytes(key_block), warpgroup::swizzle_atom));
     k.wgmma_fence();
     for (unsigned kk = 0; kk < key_block / 16; ++kk) {
         // Along the keys, a k16 step is 16 rows of 128 bytes.
@@ -198,7 +200,8 @@ void release(Kernel& k, SlotRing const& ring, Reg jb, Reg releaser) {
 
 // Scores to the exp2 domain; keys past a row's causal limit or the keys' end to −Inf where the
 // block reaches past the consumer's first row's limit.
-void scale_and_hide(Kernel& k, WgmmaAttentionFrame const& f, ConsumerRows const& rows, Reg jb, std::vector<Reg> const& s) {
+void scale_and_hide(Kernel& k, WgmmaAttentionFrame const& f, ConsumerRows const& rows, Reg jb,
+                    std::vector<Reg> const& s) {
     AttentionFrame const& sizes = f.sizes;
     Reg const block_key = k.bitcast(Type::s32, k.mul(jb, key_block));
     auto const scale = [&] {
@@ -281,7 +284,8 @@ void store_rows(Kernel& k, AttentionConfig const& c, WgmmaAttentionFrame const& 
         Reg const at = h == 0 ? lane_out : k.add(lane_out, k.mul(row_bytes, std::uint64_t{8}));
         std::vector<Reg> words;
         for (unsigned j = 0; j < d / 8; ++j)
-            words.push_back(pack_pair(k, c.element, k.mul(o[4 * j + 2 * h], inverse), k.mul(o[4 * j + 2 * h + 1], inverse)));
+            words.push_back(
+                pack_pair(k, c.element, k.mul(o[4 * j + 2 * h], inverse), k.mul(o[4 * j + 2 * h + 1], inverse)));
         k.if_then(k.setp(Cmp::lt, k.add(rows.lane_row, h * 8), f.sizes.q_len), [&] {
             for (unsigned j = 0; j < d / 8; ++j) k.st(Space::global, Type::b32, Address(at, j * 16), words[j]);
         });
@@ -296,10 +300,12 @@ struct Turns {
     static constexpr unsigned threads = 2 * warpgroup::threads;
 
     void take(Kernel& k) const {
-        k.if_then_else(first_consumer, [&] { k.bar_sync(1, threads); }, [&] { k.bar_sync(2, threads); });
+        k.if_then_else(
+            first_consumer, [&] { k.bar_sync(1, threads); }, [&] { k.bar_sync(2, threads); });
     }
     void pass(Kernel& k) const {
-        k.if_then_else(first_consumer, [&] { k.bar_arrive(2, threads); }, [&] { k.bar_arrive(1, threads); });
+        k.if_then_else(
+            first_consumer, [&] { k.bar_arrive(2, threads); }, [&] { k.bar_arrive(1, threads); });
     }
     // After its last turn consumer 1 passes no more: no turn of consumer 0 is left to open.
     void pass_last(Kernel& k) const {
@@ -326,7 +332,8 @@ void consume(Kernel& k, AttentionConfig const& c, WgmmaAttentionFrame const& f, 
     std::vector<Reg> q_desc;
     for (unsigned box = 0; box < d / box_columns; ++box)
         q_desc.push_back(warpgroup::matrix_descriptor(
-            k, k.add(k.add(f.q_smem, box * box_bytes(block_rows)), k.mul(consumer, 64 * warpgroup::swizzle_row)), k_major));
+            k, k.add(k.add(f.q_smem, box * box_bytes(block_rows)), k.mul(consumer, 64 * warpgroup::swizzle_row)),
+            k_major));
 
     std::vector<Reg> s(key_block / 2), o(d / 2);
     // S starts defined though its first MMA of a block ignores it (scale-d false).

@@ -47,7 +47,8 @@ Reg cast_element(Kernel& k, CastKernelConfig const& config, Reg raw) {
 // (16-bit types) access each way.
 void cast_four(Kernel& k, CastKernelConfig const& config, Reg in, Reg out, Reg group) {
     std::vector<Reg> results;
-    for (Reg raw : element_detail::load_four_raw(k, config.from, k.add(in, k.shl(group, is_16bit(config.from) ? 3 : 4))))
+    for (Reg raw :
+         element_detail::load_four_raw(k, config.from, k.add(in, k.shl(group, is_16bit(config.from) ? 3 : 4))))
         results.push_back(cast_element(k, config, raw));
     element_detail::store_four_raw(k, config.to, k.add(out, k.shl(group, is_16bit(config.to) ? 3 : 4)), results);
 }
@@ -55,8 +56,8 @@ void cast_four(Kernel& k, CastKernelConfig const& config, Reg in, Reg out, Reg g
 }  // namespace
 
 Kernel cast(CastKernelConfig const& config) {
-    std::string const name = "rayo_cast_" + std::string(to_string(config.from)) + "_" + std::string(to_string(config.to)) +
-                             (config.vectorized ? "_v4" : "");
+    std::string const name = "rayo_cast_" + std::string(to_string(config.from)) + "_" +
+                             std::string(to_string(config.to)) + (config.vectorized ? "_v4" : "");
     if (!castable(config.from) || !castable(config.to))
         throw BuildError("ptx kernel '" + name + "': cast takes f32, f16, bf16 and i32");
     Kernel k(name);
@@ -71,7 +72,8 @@ Kernel cast(CastKernelConfig const& config) {
     auto element = [&](Reg i) {
         Address const from = k.add(in, k.shl(i, is_16bit(config.from) ? 1 : 2));
         Address const to = k.add(out, k.shl(i, is_16bit(config.to) ? 1 : 2));
-        k.st(Space::global, raw_type(config.to), to, cast_element(k, config, k.ld(Space::global, raw_type(config.from), from)));
+        k.st(Space::global, raw_type(config.to), to,
+             cast_element(k, config, k.ld(Space::global, raw_type(config.from), from)));
     };
     if (!config.vectorized) {
         loop_detail::strided_loop(k, first, n, step, 1, [&](std::vector<Reg> const& i) { element(i[0]); });

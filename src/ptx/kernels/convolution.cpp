@@ -12,8 +12,8 @@ namespace rayo::ptx::kernels {
 Kernel conv2d_direct(Conv2dKernelConfig const& config) {
     using namespace element_detail;
     DType const e = config.element;
-    std::string const name = "rayo_conv2d_direct" + element_suffix(e) + (config.flip ? "_flip" : "") +
-                             (config.bias ? "_bias" : "");
+    std::string const name =
+        "rayo_conv2d_direct" + element_suffix(e) + (config.flip ? "_flip" : "") + (config.bias ? "_bias" : "");
     check_floating(name, e);
     Kernel k(name);
     k.max_threads(config.block_threads);

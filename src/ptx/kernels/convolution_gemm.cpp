@@ -42,8 +42,13 @@ unsigned warps_of(Conv2dGemmConfig const& c) { return c.tile_m == 128 ? 8 : 4; }
 
 GemmConfig gemm_config(Conv2dGemmConfig const& c) {
     Type const t = element_detail::mma_type(c.element);
-    return gemm_resolved({.a = t, .b = t, .b_transposed = false, .algorithm = GemmAlgorithm::tensor_core,
-                          .tile = {c.tile_m, c.tile_n, tile_k}, .warps = warps_of(c), .stages = c.stages});
+    return gemm_resolved({.a = t,
+                          .b = t,
+                          .b_transposed = false,
+                          .algorithm = GemmAlgorithm::tensor_core,
+                          .tile = {c.tile_m, c.tile_n, tile_k},
+                          .warps = warps_of(c),
+                          .stages = c.stages});
 }
 
 std::uint32_t stage_bytes(Conv2dGemmConfig const& c) { return (c.tile_m + c.tile_n) * tile_k * 2; }
@@ -52,10 +57,10 @@ std::uint32_t stage_bytes(Conv2dGemmConfig const& c) { return (c.tile_m + c.tile
 // channel tiles of one pixel tile adjacent, so blocks running together gather the same pixels).
 struct Frame {
     Reg group, row0, col0;
-    Reg k;       // cg·kh·kw: products per output
-    Reg taps;    // kh·kw
-    Reg plane;   // h·w
-    Reg pixels;  // n·oh·ow
+    Reg k;          // cg·kh·kw: products per output
+    Reg taps;       // kh·kw
+    Reg plane;      // h·w
+    Reg pixels;     // n·oh·ow
     Reg out_plane;  // oh·ow
 };
 
@@ -148,7 +153,8 @@ public:
         row_bytes_ = block.tile_n * 2;
         k.comment("image gather: two pixels per thread, " + std::to_string(rows_) + " k rows per step");
         Reg const pair = k.rem(block.tid, pairs), row = k.div(block.tid, pairs);
-        for (unsigned e = 0; e < 2; ++e) pixels_.push_back(locate_pixel(k, p, f, k.add(f.col0, k.add(k.shl(pair, 1), e))));
+        for (unsigned e = 0; e < 2; ++e)
+            pixels_.push_back(locate_pixel(k, p, f, k.add(f.col0, k.add(k.shl(pair, 1), e))));
         // The swizzle pattern repeats every 8 rows: one shared address per row in a period.
         Swizzle const swizzle(block.tile_n / 8);
         period_ = row_step_ >= 8 ? 1 : 8 / row_step_;
@@ -295,8 +301,12 @@ std::vector<Conv2dGemmConfig> conv2d_gemm_configs() {
                 for (bool pairs : {true, false})
                     for (bool flip : {false, true})
                         for (bool bias : {false, true})
-                            configs.push_back({.element = element, .flip = flip, .bias = bias, .aligned = aligned,
-                                               .paired_stores = pairs, .tile_m = tile_m});
+                            configs.push_back({.element = element,
+                                               .flip = flip,
+                                               .bias = bias,
+                                               .aligned = aligned,
+                                               .paired_stores = pairs,
+                                               .tile_m = tile_m});
     return configs;
 }
 
@@ -314,11 +324,18 @@ Kernel conv2d_gemm(Conv2dGemmConfig const& config) {
     Swizzle const a_swizzle(tile_k / 8), b_swizzle(c.tile_n / 8);
     Reg const weights = k.add(p.w, k.shl(k.mul_wide(k.mul(f.group, p.og), f.k), 1));
     std::vector<gemm_detail::TileLoader> loaders;
-    loaders.push_back(gemm_detail::k_contiguous_loader(
-        k, block,
-        {.tensor = weights, .type = g.a, .origin = f.row0, .extent = p.og, .k = f.k, .check_rows = true,
-         .check_k = true, .aligned = c.aligned, .rows = c.tile_m, .region = 0},
-        a_swizzle));
+    loaders.push_back(gemm_detail::k_contiguous_loader(k, block,
+                                                       {.tensor = weights,
+                                                        .type = g.a,
+                                                        .origin = f.row0,
+                                                        .extent = p.og,
+                                                        .k = f.k,
+                                                        .check_rows = true,
+                                                        .check_k = true,
+                                                        .aligned = c.aligned,
+                                                        .rows = c.tile_m,
+                                                        .region = 0},
+                                                       a_swizzle));
     gemm_detail::TileCopies copies(k, block, std::move(loaders));
     ImageGather gather(k, p, f, block, table);
     gemm_detail::WarpMma mma(k, block, true, a_swizzle, b_swizzle);
@@ -327,11 +344,22 @@ Kernel conv2d_gemm(Conv2dGemmConfig const& config) {
     detail::GemmFrame pipeline_frame;
     pipeline_frame.k = f.k;
     pipeline_frame.check_k = true;
-    detail::GemmPipeline steps{
-        .issue = [&](unsigned slot, Reg k_left) { copies.issue(slot, k_left); gather.issue(slot, k_left); },
-        .store_staged = [&](unsigned slot) { copies.store_staged(slot); gather.store_staged(slot); },
-        .multiply = [&](unsigned slot) { mma.multiply(slot); },
-        .advance = [&] { copies.advance(); gather.advance(); }};
+    detail::GemmPipeline steps{.issue =
+                                   [&](unsigned slot, Reg k_left) {
+                                       copies.issue(slot, k_left);
+                                       gather.issue(slot, k_left);
+                                   },
+                               .store_staged =
+                                   [&](unsigned slot) {
+                                       copies.store_staged(slot);
+                                       gather.store_staged(slot);
+                                   },
+                               .multiply = [&](unsigned slot) { mma.multiply(slot); },
+                               .advance =
+                                   [&] {
+                                       copies.advance();
+                                       gather.advance();
+                                   }};
     steps.cp_async = copies.any_cp_async();
     detail::gemm_pipeline(k, pipeline_frame, tile_k, c.stages, steps);
     store_outputs(k, p, f, block, mma, c);

@@ -20,10 +20,11 @@ inline Conv2dParams declare_params(Kernel& k, char const* count_name) {
     p.x = k.cvta_to_global(k.param(Type::u64, "x"));
     p.w = k.cvta_to_global(k.param(Type::u64, "w"));
     p.bias = k.cvta_to_global(k.param(Type::u64, "bias"));
-    Reg* const sizes[] = {&p.count, &p.c, &p.h, &p.w_in, &p.o, &p.kh, &p.kw, &p.oh, &p.ow, &p.stride_h, &p.stride_w,
-                          &p.pad_h, &p.pad_w, &p.dilation_h, &p.dilation_w, &p.cg, &p.og};
-    char const* const names[] = {count_name, "c", "h", "w_in", "o", "kh", "kw", "oh", "ow", "stride_h", "stride_w",
-                                 "pad_h", "pad_w", "dilation_h", "dilation_w", "cg", "og"};
+    Reg* const sizes[] = {&p.count, &p.c,          &p.h,          &p.w_in,     &p.o,        &p.kh,
+                          &p.kw,    &p.oh,         &p.ow,         &p.stride_h, &p.stride_w, &p.pad_h,
+                          &p.pad_w, &p.dilation_h, &p.dilation_w, &p.cg,       &p.og};
+    char const* const names[] = {count_name, "c",        "h",     "w_in",  "o",          "kh",         "kw", "oh", "ow",
+                                 "stride_h", "stride_w", "pad_h", "pad_w", "dilation_h", "dilation_w", "cg", "og"};
     for (std::size_t i = 0; i < std::size(sizes); ++i) *sizes[i] = k.param(Type::u32, names[i]);
     return p;
 }

@@ -27,11 +27,14 @@ namespace rayo::ptx::kernels::element_detail {
 // Throws BuildError unless the element type is one the floating kernels take: f32, f16 or bf16.
 inline void check_floating(std::string const& kernel, DType element) {
     if (element != DType::f32 && !is_16bit(element))
-        throw BuildError("ptx kernel '" + kernel + "': elements must be f32, f16 or bf16, not " + std::string(to_string(element)));
+        throw BuildError("ptx kernel '" + kernel + "': elements must be f32, f16 or bf16, not " +
+                         std::string(to_string(element)));
 }
 
 // The register type of a stored element: .b16 for f16 / bf16, .f32, .s32.
-[[nodiscard]] inline Type raw_type(DType type) { return is_16bit(type) ? Type::b16 : type == DType::i32 ? Type::s32 : Type::f32; }
+[[nodiscard]] inline Type raw_type(DType type) {
+    return is_16bit(type) ? Type::b16 : type == DType::i32 ? Type::s32 : Type::f32;
+}
 
 // The input type of a tensor-core MMA on 16-bit elements: .f16 or .bf16.
 [[nodiscard]] inline Type mma_type(DType element) { return element == DType::bf16 ? Type::bf16 : Type::f16; }
@@ -43,7 +46,8 @@ inline void check_floating(std::string const& kernel, DType element) {
 [[nodiscard]] inline Reg widen(Kernel& k, DType type, Reg raw) {
     if (type == DType::f32 || type == DType::i32) return raw;
     if (type == DType::f16) return k.cvt(Type::f32, k.bitcast(Type::f16, raw));
-    return k.bitcast(Type::f32, k.shl(k.cvt(Type::u32, k.bitcast(Type::u16, raw)), 16));  // bf16: the top half of a float
+    return k.bitcast(Type::f32,
+                     k.shl(k.cvt(Type::u32, k.bitcast(Type::u16, raw)), 16));  // bf16: the top half of a float
 }
 
 // An .f32 value as the raw register of `type` (f32, f16 or bf16), rounded to nearest even.

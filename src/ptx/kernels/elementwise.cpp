@@ -319,8 +319,7 @@ Reg emit_unary(Kernel& k, Op op, Reg x, Reg a, Reg b) {
     switch (op) {
         // NaN < 0 is false, so NaN passes through relu, leaky_relu and clip unchanged.
         case Op::relu: return select(k, k.setp(Cmp::lt, x, 0.0f), 0.0f, x);
-        case Op::leaky_relu:
-            return select(k, k.setp(Cmp::lt, x, 0.0f), k.mul(x, require_parameter(a, op, "a")), x);
+        case Op::leaky_relu: return select(k, k.setp(Cmp::lt, x, 0.0f), k.mul(x, require_parameter(a, op, "a")), x);
         case Op::elu: return elu_value(k, x, require_parameter(a, op, "a"));
         case Op::sigmoid: return sigmoid_value(k, x);
         case Op::tanh: return tanh_value(k, x);
@@ -380,7 +379,9 @@ void elementwise_loop(Kernel& k, LoopShape shape, Reg out, std::vector<Reg> cons
         for (Reg in : inputs) values.push_back(element_detail::load(k, type, element_offset(k, in, index, shift)));
         return values;
     };
-    auto store = [&](Reg index, Reg value) { element_detail::store(k, type, element_offset(k, out, index, shift), value); };
+    auto store = [&](Reg index, Reg value) {
+        element_detail::store(k, type, element_offset(k, out, index, shift), value);
+    };
     // Grid-stride over `count` from this thread's index, `shape.unroll` at a time while in range.
     auto strided_loop = [&](Reg count, std::function<void(std::vector<Reg> const&)> const& group) {
         loop_detail::strided_loop(k, i, count, stride, shape.unroll, group);
@@ -410,7 +411,8 @@ void elementwise_loop(Kernel& k, LoopShape shape, Reg out, std::vector<Reg> cons
         std::vector<std::vector<std::vector<Reg>>> loaded;
         for (Reg index : indices) {
             std::vector<std::vector<Reg>> per_input;
-            for (Reg in : vector_in) per_input.push_back(element_detail::load_four(k, type, element_offset(k, in, index, shift + 2)));
+            for (Reg in : vector_in)
+                per_input.push_back(element_detail::load_four(k, type, element_offset(k, in, index, shift + 2)));
             loaded.push_back(std::move(per_input));
         }
         for (std::size_t g = 0; g < indices.size(); ++g) {
@@ -445,7 +447,8 @@ Reg emit_binary(Kernel& k, std::string const& name, Op op, Reg x, Reg y) {
         case Op::sub: return k.sub(x, y);
         case Op::mul: return k.mul(x, y);
         case Op::div: return k.div(x, y);
-        case Op::maximum: case Op::minimum: {
+        case Op::maximum:
+        case Op::minimum: {
             // A NaN operand gives NaN; equal values give x & y (+0 over -0) or x | y (-0 under +0).
             bool const up = op == Op::maximum;
             Reg const bx = k.bitcast(Type::b32, x), by = k.bitcast(Type::b32, y);
@@ -463,8 +466,8 @@ Reg emit_binary(Kernel& k, std::string const& name, Op op, Reg x, Reg y) {
 }  // namespace
 
 Kernel unary(UnaryKernelConfig const& config) {
-    std::string const name = "rayo_unary_" + std::string(to_string(config.op)) + loop_suffix(config.vectorized, config.unroll) +
-                             element_suffix(config.element);
+    std::string const name = "rayo_unary_" + std::string(to_string(config.op)) +
+                             loop_suffix(config.vectorized, config.unroll) + element_suffix(config.element);
     LoopShape const shape{config.vectorized, config.unroll, config.element};
     check_shape(name, shape, config.block_threads);
     Kernel k(name);
@@ -501,9 +504,10 @@ Kernel binary(BinaryKernelConfig const& config) {
 }
 
 Kernel binary_broadcast(BinaryBroadcastKernelConfig const& config) {
-    std::string const name = "rayo_binary_" + std::string(to_string(config.op)) + "_broadcast_r" + std::to_string(config.rank) +
-                             (config.vectorized ? "_v4" : "") + (config.a_repeats_along_rows ? "_ra" : "") +
-                             (config.b_repeats_along_rows ? "_rb" : "") + element_suffix(config.element);
+    std::string const name = "rayo_binary_" + std::string(to_string(config.op)) + "_broadcast_r" +
+                             std::to_string(config.rank) + (config.vectorized ? "_v4" : "") +
+                             (config.a_repeats_along_rows ? "_ra" : "") + (config.b_repeats_along_rows ? "_rb" : "") +
+                             element_suffix(config.element);
     check_shape(name, {config.vectorized, 1, config.element}, config.block_threads);
     if (config.rank < 1 || config.rank > max_broadcast_rank)
         throw BuildError("ptx kernel '" + name + "': rank " + std::to_string(config.rank) + " is not 1 to " +
@@ -527,12 +531,15 @@ Kernel binary_broadcast(BinaryBroadcastKernelConfig const& config) {
             if (width == 1 || repeated) return std::vector<Reg>(width, element_detail::load(k, config.element, at));
             return element_detail::load_four(k, config.element, at);
         };
-        std::vector<Reg> const x = load(a, ia, config.a_repeats_along_rows), y = load(b, ib, config.b_repeats_along_rows);
+        std::vector<Reg> const x = load(a, ia, config.a_repeats_along_rows),
+                               y = load(b, ib, config.b_repeats_along_rows);
         std::vector<Reg> r;
         for (unsigned e = 0; e < width; ++e) r.push_back(emit_binary(k, name, config.op, x[e], y[e]));
         Address const to = k.element_address(out, i, 1u << element_detail::size_shift(config.element));
-        if (width == 1) element_detail::store(k, config.element, to, r[0]);
-        else element_detail::store_four(k, config.element, to, r);
+        if (width == 1)
+            element_detail::store(k, config.element, to, r[0]);
+        else
+            element_detail::store_four(k, config.element, to, r);
     });
     return k;
 }

@@ -17,8 +17,10 @@ std::vector<Reg> load_chunk(Kernel& k, unsigned bytes, Reg address) {
 }
 
 void store_chunk(Kernel& k, unsigned bytes, Reg address, std::vector<Reg> const& values) {
-    if (bytes == 16) k.st_vector(Space::global, Type::u32, address, values);
-    else k.st(Space::global, bytes == 4 ? Type::b32 : Type::b16, address, values[0]);
+    if (bytes == 16)
+        k.st_vector(Space::global, Type::u32, address, values);
+    else
+        k.st(Space::global, bytes == 4 ? Type::b32 : Type::b16, address, values[0]);
 }
 
 std::vector<Reg> zero_chunk(Kernel& k, unsigned bytes) {
@@ -30,8 +32,10 @@ std::vector<Reg> zero_chunk(Kernel& k, unsigned bytes) {
 
 Kernel gather_rows(GatherKernelConfig const& config) {
     unsigned const bytes = config.chunk_bytes;
-    std::string const name = std::string(config.scatter ? "rayo_scatter_rows_c" : "rayo_gather_rows_c") + std::to_string(bytes);
-    if (bytes != 2 && bytes != 4 && bytes != 16) throw BuildError("ptx kernel '" + name + "': chunks of 2, 4 or 16 bytes");
+    std::string const name =
+        std::string(config.scatter ? "rayo_scatter_rows_c" : "rayo_gather_rows_c") + std::to_string(bytes);
+    if (bytes != 2 && bytes != 4 && bytes != 16)
+        throw BuildError("ptx kernel '" + name + "': chunks of 2, 4 or 16 bytes");
     Kernel k(name);
     k.max_threads(config.block_threads);
     Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
@@ -57,14 +61,17 @@ Kernel gather_rows(GatherKernelConfig const& config) {
                 Reg const table_entry = k.add(k.mul_wide(o, rows), k.cvt(Type::u64, id));
                 Reg const table_chunk = k.add(k.mul(table_entry, k.cvt(Type::u64, chunks)), k.cvt(Type::u64, chunk));
                 Reg const at_table = k.add(table, k.mul(table_chunk, static_cast<std::uint64_t>(bytes)));
-                if (config.scatter) store_chunk(k, bytes, at_table, load_chunk(k, bytes, at_out));
-                else store_chunk(k, bytes, at_out, load_chunk(k, bytes, at_table));
+                if (config.scatter)
+                    store_chunk(k, bytes, at_table, load_chunk(k, bytes, at_out));
+                else
+                    store_chunk(k, bytes, at_out, load_chunk(k, bytes, at_table));
             },
             [&] {
                 if (!config.scatter) store_chunk(k, bytes, at_out, zero_chunk(k, bytes));
                 k.if_then(k.setp(Cmp::eq, chunk, 0u), [&] {
                     k.st(Space::global, Type::u64, fault, k.join(Type::u64, id, at));
-                    k.st(Space::global, Type::u64, k.add(fault, std::uint64_t{8}), k.join(Type::u64, rows, k.add(op, 1u)));
+                    k.st(Space::global, Type::u64, k.add(fault, std::uint64_t{8}),
+                         k.join(Type::u64, rows, k.add(op, 1u)));
                 });
             });
     });

@@ -73,7 +73,8 @@ GemmConfig gemm_resolved(GemmConfig const& config) {
             reject("the wgmma algorithm multiplies f16 by f16, bf16 by bf16 or f32 by f32 (as tf32), got a ." +
                    std::string(name_of(c.a)) + " and b ." + std::string(name_of(c.b)));
         if (c.b == Type::f32 && !c.b_transposed)
-            reject("the wgmma algorithm reads f32 (tf32) operands K-major only: b must be stored [n, k] (b_transposed)");
+            reject(
+                "the wgmma algorithm reads f32 (tf32) operands K-major only: b must be stored [n, k] (b_transposed)");
         if (!c.aligned) reject("the wgmma algorithm copies tiles with the TMA: its operands must be aligned");
         if (c.m != 0 || c.n != 0 || c.k != 0) reject("the wgmma algorithm takes its sizes as parameters (none baked)");
         // A k step is one 128-byte row: 64 16-bit values or 32 f32 ones.
@@ -100,8 +101,10 @@ GemmConfig gemm_resolved(GemmConfig const& config) {
         if (c.tile.n == 0) c.tile.n = 128;
         if (c.tile.k == 0) c.tile.k = 8;
         if (c.tile.m % 32 != 0 || c.tile.n % 64 != 0 || (c.tile.m / 32) * (c.tile.n / 64) > 8)
-            reject("simt tiles are multiples of 32 rows by multiples of 64 columns, at most 8 such pieces (one "
-                   "warp each), got " + tile_text(c.tile));
+            reject(
+                "simt tiles are multiples of 32 rows by multiples of 64 columns, at most 8 such pieces (one "
+                "warp each), got " +
+                tile_text(c.tile));
         if (c.tile.k != 8 && c.tile.k != 16 && c.tile.k != 32)
             reject("simt k steps are 8, 16 or 32, got " + std::to_string(c.tile.k));
         unsigned const warps = (c.tile.m / 32) * (c.tile.n / 64);
@@ -149,8 +152,7 @@ GemmConfig gemm_resolved(GemmConfig const& config) {
             return row_step % 8 == 0 && rows % row_step == 0;
         };
         bool const b_k_rows = !c.b_transposed;  // b's tile is k rows of tile.n elements
-        if (!splits(c.tile.m, c.tile.k) ||
-            !(b_k_rows ? splits(c.tile.k, c.tile.n) : splits(c.tile.n, c.tile.k)))
+        if (!splits(c.tile.m, c.tile.k) || !(b_k_rows ? splits(c.tile.k, c.tile.n) : splits(c.tile.n, c.tile.k)))
             reject("a tensor_core tile of " + tile_text(c.tile) + " does not split into 16-byte copies over " +
                    std::to_string(threads) + " threads (try another warp count or k step)");
     }
@@ -165,7 +167,7 @@ std::string gemm_name(GemmConfig const& config) {
     GemmConfig const c = gemm_resolved(config);
     std::string name = c.algorithm == GemmAlgorithm::simt          ? "gemm_simt_"
                        : c.algorithm == GemmAlgorithm::tensor_core ? "gemm_tc_"
-                                                                    : "gemm_wgmma_";
+                                                                   : "gemm_wgmma_";
     // The wgmma kernel reads f32 operands as tf32, and says so.
     auto const operand = [&](Type t) {
         return c.algorithm == GemmAlgorithm::wgmma && t == Type::f32 ? std::string("tf32") : std::string(name_of(t));
@@ -243,8 +245,12 @@ GemmConfig tile_config(TileClass size, Type a, Type b, bool b_transposed, bool a
 // in shared memory; docs/backends/cuda.md, "Tuning decisions"). f32 (tf32) slots hold the same
 // bytes: half the k values.
 GemmConfig wgmma_config(Type t, bool b_transposed, bool wide) {
-    return gemm_resolved({.a = t, .b = t, .b_transposed = b_transposed, .algorithm = GemmAlgorithm::wgmma,
-                          .tile = {128, wide ? 256u : 128u, 0}, .stages = wide ? 4u : 6u});
+    return gemm_resolved({.a = t,
+                          .b = t,
+                          .b_transposed = b_transposed,
+                          .algorithm = GemmAlgorithm::wgmma,
+                          .tile = {128, wide ? 256u : 128u, 0},
+                          .stages = wide ? 4u : 6u});
 }
 
 }  // namespace
@@ -268,7 +274,8 @@ GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t, T
         }
     }
     TileClass size = TileClass::large;
-    if (m <= 32) size = TileClass::few_rows;
+    if (m <= 32)
+        size = TileClass::few_rows;
     else if (batch * ceil_div(m, 128) * ceil_div(n, 128) < static_cast<std::uint64_t>(std::max(multiprocessors, 1)))
         size = TileClass::small;
     GemmConfig config = tile_config(size, a, b, b_transposed, aligned, target);
@@ -278,8 +285,11 @@ GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t, T
 
 std::vector<GemmConfig> chosen_gemm_configs(Target target) {
     std::vector<GemmConfig> configs;
-    std::pair<Type, Type> const types[] = {{Type::f32, Type::f32},   {Type::f16, Type::f16}, {Type::bf16, Type::bf16},
-                                           {Type::f32, Type::f16},   {Type::f32, Type::bf16}};
+    std::pair<Type, Type> const types[] = {{Type::f32, Type::f32},
+                                           {Type::f16, Type::f16},
+                                           {Type::bf16, Type::bf16},
+                                           {Type::f32, Type::f16},
+                                           {Type::f32, Type::bf16}};
     for (auto [a, b] : types)
         for (bool b_transposed : {false, true})
             for (bool aligned : {true, false})
@@ -325,7 +335,8 @@ GemmFrame gemm_frame(Kernel& kernel, GemmConfig const& c) {
     if (c.batched) {
         kernel.comment("product %ctaid.y of the batch");
         Reg const product = kernel.cvt(Type::u64, kernel.special(Special::ctaid_y));
-        for (auto [base, name] : {std::pair{&f.a, "a_batch"}, std::pair{&f.b, "b_batch"}, std::pair{&f.out, "out_batch"}})
+        for (auto [base, name] :
+             {std::pair{&f.a, "a_batch"}, std::pair{&f.b, "b_batch"}, std::pair{&f.out, "out_batch"}})
             *base = kernel.add(*base, kernel.mul(product, kernel.param(Type::u64, name)));
     }
     if (c.bias) f.bias = kernel.cvta_to_global(kernel.param(Type::u64, "bias"));
@@ -423,15 +434,15 @@ void copy_or_zero(Kernel& k, Reg to, Reg from, int bytes, Reg ok, Reg base) {
 
 // One thread's share of an operand tile per k step: `pieces` runs of 4 floats.
 struct SimtLoader {
-    bool k_contiguous = true;     // rows run along k (a, transposed b): stored transposed
-    unsigned stride = 0;          // bytes between k rows of the operand's shared tile
-    Reg base;                     // the tensor
-    std::vector<Reg> address;     // per piece: .u64 global address in the current k step
-    std::vector<Reg> fixed_ok;    // per piece: the row (k-contiguous) or the run (aligned b) is inside
-    std::vector<Reg> index;       // per piece: k offset in the tile (column for k-contiguous, row otherwise)
-    std::vector<Reg> column;      // per piece, n-contiguous only: the first output column of the run
-    std::vector<Reg> shared;      // per piece: shared address of its first float in slot 0
-    Reg step;                     // .u64 bytes to the next k step (n-contiguous only; else an immediate)
+    bool k_contiguous = true;   // rows run along k (a, transposed b): stored transposed
+    unsigned stride = 0;        // bytes between k rows of the operand's shared tile
+    Reg base;                   // the tensor
+    std::vector<Reg> address;   // per piece: .u64 global address in the current k step
+    std::vector<Reg> fixed_ok;  // per piece: the row (k-contiguous) or the run (aligned b) is inside
+    std::vector<Reg> index;     // per piece: k offset in the tile (column for k-contiguous, row otherwise)
+    std::vector<Reg> column;    // per piece, n-contiguous only: the first output column of the run
+    std::vector<Reg> shared;    // per piece: shared address of its first float in slot 0
+    Reg step;                   // .u64 bytes to the next k step (n-contiguous only; else an immediate)
 };
 
 }  // namespace
@@ -456,8 +467,8 @@ Kernel detail::gemm_simt(GemmConfig const& c) {
 
     // ---- loaders
     // k-contiguous source (a; b when transposed): rows of `extent` (m or n) starting at `origin`.
-    auto k_contiguous_loader = [&](Reg source, Reg origin, Reg extent, bool check_rows, unsigned rows,
-                                   unsigned region, unsigned stride) {
+    auto k_contiguous_loader = [&](Reg source, Reg origin, Reg extent, bool check_rows, unsigned rows, unsigned region,
+                                   unsigned stride) {
         SimtLoader l;
         l.k_contiguous = true;
         l.stride = stride * 4;
@@ -500,7 +511,8 @@ Kernel detail::gemm_simt(GemmConfig const& c) {
         return l;
     };
 
-    kernel.comment("loaders: a" + std::string(c.b_transposed ? " and b" : "") + " transposed into k-major shared memory");
+    kernel.comment("loaders: a" + std::string(c.b_transposed ? " and b" : "") +
+                   " transposed into k-major shared memory");
     std::vector<SimtLoader> loaders;
     loaders.push_back(k_contiguous_loader(f.a, f.row0, f.m, f.check_m, tile_m, 0, a_stride));
     loaders.push_back(c.b_transposed ? k_contiguous_loader(f.b, f.col0, f.n, f.check_n, tile_n, b_region, b_stride)
@@ -540,8 +552,10 @@ Kernel detail::gemm_simt(GemmConfig const& c) {
     auto advance = [&] {
         for (auto& l : loaders)
             for (Reg& address : l.address) {
-                if (l.k_contiguous) kernel.add(address, address, tile_k * 4);
-                else kernel.add(address, address, l.step);
+                if (l.k_contiguous)
+                    kernel.add(address, address, tile_k * 4);
+                else
+                    kernel.add(address, address, l.step);
             }
     };
 
@@ -567,7 +581,8 @@ Kernel detail::gemm_simt(GemmConfig const& c) {
             }
         }
     };
-    gemm_pipeline(kernel, f, tile_k, c.stages, {.issue = issue, .store_staged = {}, .multiply = multiply, .advance = advance});
+    gemm_pipeline(kernel, f, tile_k, c.stages,
+                  {.issue = issue, .store_staged = {}, .multiply = multiply, .advance = advance});
 
     // ---- epilogue: rows {4·lane_row + i, 16 + 4·lane_row + i}, columns {4·lane_col, 32 + 4·lane_col} + j
     kernel.comment("epilogue: 8 rows x two 4-column runs per thread");
@@ -580,15 +595,17 @@ Kernel detail::gemm_simt(GemmConfig const& c) {
             if (c.aligned) {
                 col_ok.push_back(kernel.setp(Cmp::lt, kernel.add(col_t, g * 32), f.n));
             } else {
-                for (unsigned e = 0; e < 4; ++e) col_ok.push_back(kernel.setp(Cmp::lt, kernel.add(col_t, g * 32 + e), f.n));
+                for (unsigned e = 0; e < 4; ++e)
+                    col_ok.push_back(kernel.setp(Cmp::lt, kernel.add(col_t, g * 32 + e), f.n));
             }
         }
     // The bias of the thread's 8 columns, loaded once for its 8 rows.
     std::vector<Reg> bias;
     if (c.bias)
         for (unsigned g = 0; g < 2; ++g) {
-            std::span<Reg const> const ok = f.check_n ? std::span<Reg const>(col_ok).subspan(c.aligned ? g : g * 4, c.aligned ? 1 : 4)
-                                                      : std::span<Reg const>{};
+            std::span<Reg const> const ok =
+                f.check_n ? std::span<Reg const>(col_ok).subspan(c.aligned ? g : g * 4, c.aligned ? 1 : 4)
+                          : std::span<Reg const>{};
             for (Reg v : load_bias(kernel, f.bias, kernel.add(col_t, g * 32), 4, c.aligned, ok)) bias.push_back(v);
         }
     for (unsigned i = 0; i < 8; ++i) {
@@ -602,14 +619,20 @@ Kernel detail::gemm_simt(GemmConfig const& c) {
             if (c.aligned) {
                 Reg const ok = both(kernel, row_ok, f.check_n ? col_ok[g] : Reg{});
                 auto const store = [&] { kernel.st_vector(Space::global, Type::f32, Address(at, g * 128), run); };
-                if (ok.valid()) kernel.predicated(ok, true, store);
-                else store();
+                if (ok.valid())
+                    kernel.predicated(ok, true, store);
+                else
+                    store();
             } else {
                 for (unsigned e = 0; e < 4; ++e) {
                     Reg const ok = both(kernel, row_ok, f.check_n ? col_ok[g * 4 + e] : Reg{});
-                    auto const store = [&] { kernel.st(Space::global, Type::f32, Address(at, g * 128 + e * 4), run[e]); };
-                    if (ok.valid()) kernel.predicated(ok, true, store);
-                    else store();
+                    auto const store = [&] {
+                        kernel.st(Space::global, Type::f32, Address(at, g * 128 + e * 4), run[e]);
+                    };
+                    if (ok.valid())
+                        kernel.predicated(ok, true, store);
+                    else
+                        store();
                 }
             }
         }

@@ -32,8 +32,10 @@ inline std::vector<Reg> load_bias(Kernel& k, Reg bias, Reg col, unsigned count, 
     for (unsigned i = 0; i < count; ++i) values.push_back(k.mov(Type::f32, 0.0f));
     Reg const at = k.element_address(bias, col, 4);
     auto guarded = [&](Reg guard, std::function<void()> const& load) {
-        if (guard.valid()) k.predicated(guard, true, load);
-        else load();
+        if (guard.valid())
+            k.predicated(guard, true, load);
+        else
+            load();
     };
     if (vector) {
         guarded(ok.empty() ? Reg{} : ok[0], [&] { k.ld_vector(values, Space::global, Type::f32, Address(at)); });

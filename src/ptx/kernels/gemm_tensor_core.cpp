@@ -70,18 +70,31 @@ Kernel detail::gemm_tensor_core(GemmConfig const& c) {
         return l;
     };
     std::vector<TileLoader> loaders;
-    loaders.push_back(gemm_detail::k_contiguous_loader(
-        kernel, block,
-        {.tensor = f.a, .type = c.a, .origin = f.row0, .extent = f.m, .k = f.k, .check_rows = f.check_m,
-         .check_k = f.check_k, .aligned = c.aligned, .rows = tile_m, .region = 0},
-        a_swizzle));
+    loaders.push_back(gemm_detail::k_contiguous_loader(kernel, block,
+                                                       {.tensor = f.a,
+                                                        .type = c.a,
+                                                        .origin = f.row0,
+                                                        .extent = f.m,
+                                                        .k = f.k,
+                                                        .check_rows = f.check_m,
+                                                        .check_k = f.check_k,
+                                                        .aligned = c.aligned,
+                                                        .rows = tile_m,
+                                                        .region = 0},
+                                                       a_swizzle));
     loaders.push_back(b_k_rows ? k_rows(b_swizzle)
-                               : gemm_detail::k_contiguous_loader(
-                                     kernel, block,
-                                     {.tensor = f.b, .type = c.b, .origin = f.col0, .extent = f.n, .k = f.k,
-                                      .check_rows = f.check_n, .check_k = f.check_k, .aligned = c.aligned,
-                                      .rows = tile_n, .region = block.a_bytes},
-                                     b_swizzle));
+                               : gemm_detail::k_contiguous_loader(kernel, block,
+                                                                  {.tensor = f.b,
+                                                                   .type = c.b,
+                                                                   .origin = f.col0,
+                                                                   .extent = f.n,
+                                                                   .k = f.k,
+                                                                   .check_rows = f.check_n,
+                                                                   .check_k = f.check_k,
+                                                                   .aligned = c.aligned,
+                                                                   .rows = tile_n,
+                                                                   .region = block.a_bytes},
+                                                                  b_swizzle));
     gemm_detail::TileCopies copies(kernel, block, std::move(loaders));
     gemm_detail::WarpMma mma(kernel, block, b_k_rows, a_swizzle, b_swizzle);
     unsigned const warp_m = mma.warp_m, warp_n = mma.warp_n, m_tiles = mma.m_tiles, n_tiles = mma.n_tiles;
@@ -99,7 +112,8 @@ Kernel detail::gemm_tensor_core(GemmConfig const& c) {
     kernel.comment("epilogue: f32 fragments to out");
     Reg const lane = block.lane;
     Reg const row_t = kernel.add(f.row0, kernel.add(kernel.mul(block.warp_row, warp_m), kernel.shr(lane, 2)));
-    Reg const col_t = kernel.add(f.col0, kernel.add(kernel.mul(block.warp_col, warp_n), kernel.shl(kernel.and_(lane, 3), 1)));
+    Reg const col_t =
+        kernel.add(f.col0, kernel.add(kernel.mul(block.warp_col, warp_n), kernel.shl(kernel.and_(lane, 3), 1)));
     Reg const base = address_2d(kernel, f.out, row_t, f.n, col_t, 4);
     std::vector<Reg> col_ok;  // per n tile (aligned) or per n tile and element
     if (f.check_n)
@@ -122,22 +136,27 @@ Kernel detail::gemm_tensor_core(GemmConfig const& c) {
             Reg const at = row_offset == 0 ? base : kernel.add(base, kernel.mul_wide(f.n, row_offset * 4));
             for (unsigned nt = 0; nt < n_tiles; ++nt) {
                 Reg const* fragment = acc.data() + (mt * n_tiles + nt) * 4 + h * 2;
-                std::array<Reg, 2> const d = c.bias ? std::array{kernel.add(fragment[0], bias[nt * 2]), kernel.add(fragment[1], bias[nt * 2 + 1])}
+                std::array<Reg, 2> const d = c.bias ? std::array{kernel.add(fragment[0], bias[nt * 2]),
+                                                                 kernel.add(fragment[1], bias[nt * 2 + 1])}
                                                     : std::array{fragment[0], fragment[1]};
                 if (c.aligned) {
                     Reg const ok = both(kernel, row_ok, f.check_n ? col_ok[nt] : Reg{});
                     std::vector<Reg> const pair{d[0], d[1]};
                     auto const store = [&] { kernel.st_vector(Space::global, Type::f32, Address(at, nt * 32), pair); };
-                    if (ok.valid()) kernel.predicated(ok, true, store);
-                    else store();
+                    if (ok.valid())
+                        kernel.predicated(ok, true, store);
+                    else
+                        store();
                 } else {
                     for (unsigned e = 0; e < 2; ++e) {
                         Reg const ok = both(kernel, row_ok, f.check_n ? col_ok[nt * 2 + e] : Reg{});
                         auto const store = [&] {
                             kernel.st(Space::global, Type::f32, Address(at, nt * 32 + e * 4), d[e]);
                         };
-                        if (ok.valid()) kernel.predicated(ok, true, store);
-                        else store();
+                        if (ok.valid())
+                            kernel.predicated(ok, true, store);
+                        else
+                            store();
                     }
                 }
             }

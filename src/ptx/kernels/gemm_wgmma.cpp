@@ -77,7 +77,8 @@ WgmmaFrame wgmma_frame(Kernel& kernel, GemmConfig const& c) {
     f.slots_base = kernel.and_(kernel.add(raw, warpgroup::swizzle_atom - 1), ~(warpgroup::swizzle_atom - 1));
     Reg const leader = kernel.setp(Cmp::eq, f.tid, 0);
     // A slot is free once every consumer warpgroup has released it.
-    f.ring = SlotRing::make(kernel, kernel.add(f.slots_base, c.stages * slot_bytes(c)), c.stages, consumers_of(c), leader);
+    f.ring =
+        SlotRing::make(kernel, kernel.add(f.slots_base, c.stages * slot_bytes(c)), c.stages, consumers_of(c), leader);
     kernel.if_then(leader, [&] {
         kernel.prefetch_tensor_map(f.a_map);
         kernel.prefetch_tensor_map(f.b_map);
@@ -92,34 +93,35 @@ WgmmaFrame wgmma_frame(Kernel& kernel, GemmConfig const& c) {
 void produce(Kernel& kernel, GemmConfig const& c, WgmmaFrame const& f) {
     kernel.comment("producer: TMA copies of every k step of the block's tiles");
     RingPosition const position{kernel.mov(Type::u32, 0)};
-    f.schedule.for_each(kernel, kernel.special(Special::ctaid_x), kernel.special(Special::nctaid_x),
-                        [&](TileCoordinates const& tile) {
-        Reg const a_product = kernel.mul(tile.product, f.a_step), b_product = kernel.mul(tile.product, f.b_step);
-        Reg const step = kernel.reg(Type::u32);
-        kernel.for_range(step, 0, f.k_steps, 1, [&] {
-            Reg const slot = position.slot(kernel, c.stages);
-            // A fresh barrier's phase before the first counts as complete: the first round passes.
-            kernel.mbarrier_wait(f.ring.empty_at(kernel, slot), kernel.xor_(position.parity(kernel, c.stages), 1));
-            Reg const full = f.ring.full_at(kernel, slot);
-            kernel.mbarrier_arrive_expect_tx(full, slot_bytes(c));
-            Reg const a_tile = kernel.add(f.slots_base, kernel.mul(slot, slot_bytes(c)));
-            Reg const b_tile = kernel.add(a_tile, a_tile_bytes(c));
-            Reg const k0 = kernel.mul(step, tile_k(c));
-            std::size_t const rank = c.batched ? 3 : 2;
-            std::array const a_at{k0, tile.row0, a_product};
-            kernel.tma_load(a_tile, f.a_map, std::span(a_at.data(), rank), full);
-            if (c.b_transposed) {  // b [n, k]: tile_n rows of 64 k values
-                std::array const b_at{k0, tile.col0, b_product};
-                kernel.tma_load(b_tile, f.b_map, std::span(b_at.data(), rank), full);
-            } else {  // b [k, n] (16-bit): per 64 columns, 64 k rows of 64 n values
-                for (unsigned q = 0; q < c.tile.n / 64; ++q) {
-                    std::array const b_at{kernel.add(tile.col0, q * 64), k0, b_product};
-                    kernel.tma_load(kernel.add(b_tile, q * 64 * warpgroup::swizzle_row), f.b_map, std::span(b_at.data(), rank), full);
+    f.schedule.for_each(
+        kernel, kernel.special(Special::ctaid_x), kernel.special(Special::nctaid_x), [&](TileCoordinates const& tile) {
+            Reg const a_product = kernel.mul(tile.product, f.a_step), b_product = kernel.mul(tile.product, f.b_step);
+            Reg const step = kernel.reg(Type::u32);
+            kernel.for_range(step, 0, f.k_steps, 1, [&] {
+                Reg const slot = position.slot(kernel, c.stages);
+                // A fresh barrier's phase before the first counts as complete: the first round passes.
+                kernel.mbarrier_wait(f.ring.empty_at(kernel, slot), kernel.xor_(position.parity(kernel, c.stages), 1));
+                Reg const full = f.ring.full_at(kernel, slot);
+                kernel.mbarrier_arrive_expect_tx(full, slot_bytes(c));
+                Reg const a_tile = kernel.add(f.slots_base, kernel.mul(slot, slot_bytes(c)));
+                Reg const b_tile = kernel.add(a_tile, a_tile_bytes(c));
+                Reg const k0 = kernel.mul(step, tile_k(c));
+                std::size_t const rank = c.batched ? 3 : 2;
+                std::array const a_at{k0, tile.row0, a_product};
+                kernel.tma_load(a_tile, f.a_map, std::span(a_at.data(), rank), full);
+                if (c.b_transposed) {  // b [n, k]: tile_n rows of 64 k values
+                    std::array const b_at{k0, tile.col0, b_product};
+                    kernel.tma_load(b_tile, f.b_map, std::span(b_at.data(), rank), full);
+                } else {  // b [k, n] (16-bit): per 64 columns, 64 k rows of 64 n values
+                    for (unsigned q = 0; q < c.tile.n / 64; ++q) {
+                        std::array const b_at{kernel.add(tile.col0, q * 64), k0, b_product};
+                        kernel.tma_load(kernel.add(b_tile, q * 64 * warpgroup::swizzle_row), f.b_map,
+                                        std::span(b_at.data(), rank), full);
+                    }
                 }
-            }
-            position.advance(kernel);
+                position.advance(kernel);
+            });
         });
-    });
 }
 
 // ---- a consumer: MMAs over the slots, then the epilogue
@@ -187,26 +189,27 @@ void consume(Kernel& kernel, GemmConfig const& c, WgmmaFrame const& f, Reg consu
     Reg const a_offset = kernel.mul(consumer, 64 * warpgroup::swizzle_row);
     f.schedule.for_each(kernel, kernel.special(Special::ctaid_x), kernel.special(Special::nctaid_x),
                         [&](TileCoordinates const& tile) {
-        for (Reg r : acc) kernel.mov(r, 0.0f);
-        Reg const previous = kernel.mov(Type::u32, 0);  // the slot the MMAs in flight read
-        Reg const step = kernel.reg(Type::u32);
-        kernel.for_range(step, 0, f.k_steps, 1, [&] {
-            Reg const slot = position.slot(kernel, c.stages);
-            kernel.mbarrier_wait(f.ring.full_at(kernel, slot), position.parity(kernel, c.stages));
-            Reg const a_tile = kernel.add(f.slots_base, kernel.mul(slot, slot_bytes(c)));
-            multiply_slot(kernel, c, kernel.add(a_tile, a_offset), kernel.add(a_tile, a_tile_bytes(c)), acc, accumulate);
-            // The previous k step's MMAs are done once at most this one's group is pending.
-            kernel.wgmma_wait(1);
-            kernel.if_then(kernel.and_pred(releaser, kernel.setp(Cmp::ne, step, 0)),
-                           [&] { kernel.mbarrier_arrive(f.ring.empty_at(kernel, previous)); });
-            kernel.mov(previous, slot);
-            position.advance(kernel);
-        });
-        kernel.wgmma_wait(0);
-        kernel.if_then(kernel.and_pred(releaser, kernel.setp(Cmp::ne, f.k_steps, 0)),
-                       [&] { kernel.mbarrier_arrive(f.ring.empty_at(kernel, previous)); });
-        store_accumulators(kernel, c, f, tile, consumer, acc);
-    });
+                            for (Reg r : acc) kernel.mov(r, 0.0f);
+                            Reg const previous = kernel.mov(Type::u32, 0);  // the slot the MMAs in flight read
+                            Reg const step = kernel.reg(Type::u32);
+                            kernel.for_range(step, 0, f.k_steps, 1, [&] {
+                                Reg const slot = position.slot(kernel, c.stages);
+                                kernel.mbarrier_wait(f.ring.full_at(kernel, slot), position.parity(kernel, c.stages));
+                                Reg const a_tile = kernel.add(f.slots_base, kernel.mul(slot, slot_bytes(c)));
+                                multiply_slot(kernel, c, kernel.add(a_tile, a_offset),
+                                              kernel.add(a_tile, a_tile_bytes(c)), acc, accumulate);
+                                // The previous k step's MMAs are done once at most this one's group is pending.
+                                kernel.wgmma_wait(1);
+                                kernel.if_then(kernel.and_pred(releaser, kernel.setp(Cmp::ne, step, 0)),
+                                               [&] { kernel.mbarrier_arrive(f.ring.empty_at(kernel, previous)); });
+                                kernel.mov(previous, slot);
+                                position.advance(kernel);
+                            });
+                            kernel.wgmma_wait(0);
+                            kernel.if_then(kernel.and_pred(releaser, kernel.setp(Cmp::ne, f.k_steps, 0)),
+                                           [&] { kernel.mbarrier_arrive(f.ring.empty_at(kernel, previous)); });
+                            store_accumulators(kernel, c, f, tile, consumer, acc);
+                        });
 }
 
 }  // namespace
@@ -218,11 +221,14 @@ std::uint32_t detail::wgmma_shared_bytes(GemmConfig const& c) {
 
 std::array<TensorMapSpec, 2> gemm_tensor_maps(GemmConfig const& config, GemmOperands const& o) {
     GemmConfig const c = gemm_resolved(config);
-    if (c.algorithm != GemmAlgorithm::wgmma) throw BuildError("gemm_tensor_maps: " + gemm_name(c) + " takes no tensor maps");
+    if (c.algorithm != GemmAlgorithm::wgmma)
+        throw BuildError("gemm_tensor_maps: " + gemm_name(c) + " takes no tensor maps");
     unsigned const rank = c.batched ? 3 : 2;
     // Every product's matrix where it has one; else a batch dimension of 1 that step 0 stays in.
     auto const batch_dim = [&](std::uint64_t bytes) { return bytes != 0 ? o.batch : std::uint64_t{1}; };
-    auto const batch_stride = [&](std::uint64_t bytes, std::uint64_t matrix_bytes) { return bytes != 0 ? bytes : matrix_bytes; };
+    auto const batch_stride = [&](std::uint64_t bytes, std::uint64_t matrix_bytes) {
+        return bytes != 0 ? bytes : matrix_bytes;
+    };
     std::uint64_t const bytes = element_bytes(c);
     TensorMapSpec a{.address = o.a, .element = c.a, .rank = rank, .swizzle = TensorMapSwizzle::swizzle_128b};
     a.dims = {o.k, o.m, batch_dim(o.a_batch_bytes)};
@@ -249,8 +255,8 @@ Kernel detail::gemm_wgmma(GemmConfig const& c) {
     kernel.max_registers(65536 / threads / 8 * 8);
     WgmmaFrame const f = wgmma_frame(kernel, c);
     Reg const role = kernel.div(f.tid, warpgroup::threads);
-    unsigned const consumer_registers =
-        std::min(256u, (65536 - producer_registers * warpgroup::threads) / (consumers_of(c) * warpgroup::threads) / 8 * 8);
+    unsigned const consumer_registers = std::min(
+        256u, (65536 - producer_registers * warpgroup::threads) / (consumers_of(c) * warpgroup::threads) / 8 * 8);
     kernel.if_then_else(
         kernel.setp(Cmp::eq, role, 0),
         [&] {

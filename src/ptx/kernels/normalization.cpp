@@ -71,7 +71,8 @@ RowScale layer_scale(Kernel& k, Params const& p, Center c, Reg sum, Reg sum_squa
 // stays in those units, as 1/sqrt(E[x²]) of such a row is subnormal and would lose its precision.
 RowScale rms_scale(Kernel& k, Params const& p, Reg squares, Reg squares_scaled) {
     Reg const plain = is_finite(k, squares);
-    Reg const scaled = inverse_root(k, k.mul(squares_scaled, p.inverse_count), k.mul(k.mul(p.eps, huge_scale), huge_scale));
+    Reg const scaled =
+        inverse_root(k, k.mul(squares_scaled, p.inverse_count), k.mul(k.mul(p.eps, huge_scale), huge_scale));
     RowScale s;
     s.k = k.selp(1.0f, huge_scale, plain, Type::f32);
     s.scale = k.selp(inverse_root(k, k.mul(squares, p.inverse_count), p.eps), scaled, plain, Type::f32);
@@ -115,7 +116,8 @@ void write_outputs(Kernel& k, NormConfig const& config, Params const& p, RowScal
     for (std::size_t i = 0; i < x.size(); ++i) {
         auto const offset = static_cast<std::int64_t>(i) * stride;
         auto const present = [&](Reg has) { return ok[i].valid() ? k.and_pred(ok[i], has) : has; };
-        auto const g = load_vector(k, element, vector, Address(gamma_at, offset), present(p.has_gamma), 1.0f, Cache::nc);
+        auto const g =
+            load_vector(k, element, vector, Address(gamma_at, offset), present(p.has_gamma), 1.0f, Cache::nc);
         std::vector<Reg> b;
         if (layer) b = load_vector(k, element, vector, Address(beta_at, offset), present(p.has_beta), 0.0f, Cache::nc);
         std::vector<Reg> y;
@@ -157,8 +159,8 @@ void norm_registers(Kernel& k, NormConfig const& config, RowFrame const& f, Para
             sums.push_back(k.selp(tree_sum(k, d), 0.0f, h.ok[i], Type::f32));
             squares.push_back(k.selp(sum_of_squares(k, d), 0.0f, h.ok[i], Type::f32));
         }
-        auto const second = reduce_row(k, c, f, {tree_sum(k, sums), tree_sum(k, squares)}, {0.0f, 0.0f},
-                                       sum_combine(k), "row_centred");
+        auto const second =
+            reduce_row(k, c, f, {tree_sum(k, sums), tree_sum(k, squares)}, {0.0f, 0.0f}, sum_combine(k), "row_centred");
         s = layer_scale(k, p, center, second[0], second[1]);
     }
     Reg const beta_at = config.op == Op::layer_norm ? thread_address(k, f, p.beta, false) : Reg{};
@@ -227,8 +229,7 @@ void norm_loop(Kernel& k, NormConfig const& config, RowFrame const& f, Params co
             k.add(acc_sum, acc_sum, tree_sum(k, sums));
             k.add(acc_squares, acc_squares, tree_sum(k, squares));
         });
-        auto const second =
-            reduce_row(k, c, f, {acc_sum, acc_squares}, {0.0f, 0.0f}, sum_combine(k), "row_centred");
+        auto const second = reduce_row(k, c, f, {acc_sum, acc_squares}, {0.0f, 0.0f}, sum_combine(k), "row_centred");
         s = layer_scale(k, p, center, second[0], second[1]);
     }
     loop_row(k, c, f, vectors, [&](Reg j, std::vector<Reg> const& ok) {
@@ -242,12 +243,14 @@ void norm_loop(Kernel& k, NormConfig const& config, RowFrame const& f, Params co
 }  // namespace
 
 std::string normalization_name(NormConfig const& config) {
-    return std::string(to_string(config.op)) + "_" + to_string(config.row) + element_detail::element_suffix(config.element);
+    return std::string(to_string(config.op)) + "_" + to_string(config.row) +
+           element_detail::element_suffix(config.element);
 }
 
 Kernel normalization(NormConfig const& config) {
     if (config.op != Op::layer_norm && config.op != Op::rms_norm)
-        throw BuildError("ptx: normalization generates layer_norm and rms_norm, not " + std::string(to_string(config.op)));
+        throw BuildError("ptx: normalization generates layer_norm and rms_norm, not " +
+                         std::string(to_string(config.op)));
     std::string const name = normalization_name(config);
     validate(config.row, name);
     Kernel k(name);
@@ -268,8 +271,10 @@ Kernel normalization(NormConfig const& config) {
     }
     p.inverse_count = k.rcp(k.cvt(Type::f32, cols));
     RowFrame const f = row_frame(k, config.row, config.element, rows, cols);
-    if (config.row.layout == RowLayout::block_loop) norm_loop(k, config, f, p);
-    else norm_registers(k, config, f, p);
+    if (config.row.layout == RowLayout::block_loop)
+        norm_loop(k, config, f, p);
+    else
+        norm_registers(k, config, f, p);
     return k;
 }
 

@@ -28,8 +28,10 @@ Reg as_s32(Kernel& k, Reg u) { return k.bitcast(Type::s32, u); }
 
 Kernel pool2d(Pool2dKernelConfig const& config) {
     bool const is_max = config.op == Op::max_pool2d;
-    if (!is_max && config.op != Op::avg_pool2d) throw BuildError("ptx kernel 'rayo_pool2d': the op must be max_pool2d or avg_pool2d");
-    std::string const name = "rayo_" + std::string(to_string(config.op)) + (!is_max && !config.count_include_pad ? "_exclude_pad" : "") +
+    if (!is_max && config.op != Op::avg_pool2d)
+        throw BuildError("ptx kernel 'rayo_pool2d': the op must be max_pool2d or avg_pool2d");
+    std::string const name = "rayo_" + std::string(to_string(config.op)) +
+                             (!is_max && !config.count_include_pad ? "_exclude_pad" : "") +
                              ed::element_suffix(config.element);
     ed::check_floating(name, config.element);
     Kernel k(name);
@@ -72,8 +74,8 @@ Kernel pool2d(Pool2dKernelConfig const& config) {
         });
         Reg result = acc;
         if (!is_max) {
-            Reg const cells = config.count_include_pad ? k.mul(kh, kw)
-                                                       : k.mul(k.sub(ys.last, ys.first), k.sub(xs.last, xs.first));
+            Reg const cells =
+                config.count_include_pad ? k.mul(kh, kw) : k.mul(k.sub(ys.last, ys.first), k.sub(xs.last, xs.first));
             result = k.div(acc, k.cvt(Type::f32, cells, Rounding::rn));
         }
         ed::store(k, config.element, Address(k.element_address(out, i, 1u << ed::size_shift(config.element))), result);

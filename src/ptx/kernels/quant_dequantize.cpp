@@ -69,7 +69,6 @@ Reg load_half_as_float(Kernel& k, Address const& address) {
     return k.cvt(Type::f32, h);
 }
 
-
 Reg to_float(Kernel& k, Reg integer) { return k.cvt(Type::f32, integer); }
 
 // A 16-bit field zero-extended into a .u32 register (PTX has no bfe on 16-bit registers).
@@ -98,8 +97,10 @@ void store_values(Kernel& k, Type output, Reg out, Reg index, unsigned offset, s
     std::vector<Reg> words;
     for (std::size_t i = 0; i + 1 < values.size(); i += 2)
         words.push_back(k.join(Type::b32, k.cvt(Type::f16, values[i]), k.cvt(Type::f16, values[i + 1])));
-    if (words.size() == 1) k.st(Space::global, Type::b32, Address(at, offset * bytes), words[0]);
-    else k.st_vector(Space::global, Type::b32, Address(at, offset * bytes), words);
+    if (words.size() == 1)
+        k.st(Space::global, Type::b32, Address(at, offset * bytes), words[0]);
+    else
+        k.st_vector(Space::global, Type::b32, Address(at, offset * bytes), words);
 }
 
 // ---- dequantize -------------------------------------------------------------------------------
@@ -318,7 +319,6 @@ Q8Block quantize_q8_block(Kernel& k, Reg lane, std::array<Reg, 8> const& x) {
     return out;
 }
 
-
 std::array<Reg, 8> load_values(Kernel& k, Reg x, Reg lane) {
     Reg const at = k.add(x, k.mul_wide(lane, 32));
     std::vector<Reg> const v0 = k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc);
@@ -398,8 +398,10 @@ Kernel dequantize(DequantizeConfig const& config) {
     if (type == DType::q8_0 || type == DType::q4_0) {
         LanePerPart const p = lane_per_part(k, config.threads, count);
         Reg const in = k.add(blocks, k.mul_wide(p.block, static_cast<std::uint32_t>(size_of(type))));
-        if (type == DType::q8_0) dequantize_q8_0_part(k, config.output, p.part, in, p.block, values);
-        else dequantize_q4_0_part(k, config.output, p.part, in, p.block, values);
+        if (type == DType::q8_0)
+            dequantize_q8_0_part(k, config.output, p.part, in, p.block, values);
+        else
+            dequantize_q4_0_part(k, config.output, p.part, in, p.block, values);
         k.place(p.done);
         return k;
     }
@@ -445,8 +447,10 @@ Kernel quantize_activations(QuantActivationsConfig const& config) {
     check_threads(config.threads, "quantize_activations");
     bool const small = small_block_weights(config.weight);
     if (config.weight != DType::q4_k && config.weight != DType::q5_k && config.weight != DType::q6_k && !small)
-        throw BuildError("ptx kernels: quantize_activations lays records out for q4_k, q5_k, q6_k, q8_0 or q4_0 "
-                         "weights, not " + type_name(config.weight));
+        throw BuildError(
+            "ptx kernels: quantize_activations lays records out for q4_k, q5_k, q6_k, q8_0 or q4_0 "
+            "weights, not " +
+            type_name(config.weight));
     Kernel k("rayo_quant_activations_" + type_name(config.weight) + (config.residual ? "_residual" : ""));
     k.max_threads(config.threads);
     Reg const x = k.cvta_to_global(k.param(Type::u64, "x"));

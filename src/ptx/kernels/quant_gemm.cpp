@@ -58,27 +58,27 @@ std::array<Reg, 4> ldmatrix_x4(Kernel& k, Reg shared, std::int64_t offset) {
 // Two f32 as f16x2, `lo` in the low half (the earlier k).
 Reg pack_f16x2(Kernel& k, Reg lo, Reg hi) {
     Reg r = k.reg(Type::b32);
-    k.instruction("cvt.rn.f16x2.f32", {RegUse{r, Type::f16x2, Access::write}, RegUse{hi, Type::f32, Access::read},
-                                       RegUse{lo, Type::f32, Access::read}},
+    k.instruction("cvt.rn.f16x2.f32",
+                  {RegUse{r, Type::f16x2, Access::write}, RegUse{hi, Type::f32, Access::read},
+                   RegUse{lo, Type::f32, Access::read}},
                   {.compute_capability = 80});
     return r;
 }
 
-
 // The raw bytes one thread decodes for one k step.
 struct RawTile {
-    Reg quarter;                 // .u32: k step % 4, the quarter of the block
-    std::vector<Reg> words;      // q4_k: header (4) then qs; q6_k: aligned words of ql low, ql high, qh
-    Reg misaligned;              // q6_k: .pred, the block starts at 2 mod 4
-    std::array<Reg, 2> scales;   // q6_k: .s32
-    Reg d_half;                  // q6_k: .f16
+    Reg quarter;                // .u32: k step % 4, the quarter of the block
+    std::vector<Reg> words;     // q4_k: header (4) then qs; q6_k: aligned words of ql low, ql high, qh
+    Reg misaligned;             // q6_k: .pred, the block starts at 2 mod 4
+    std::array<Reg, 2> scales;  // q6_k: .s32
+    Reg d_half;                 // q6_k: .f16
 };
 
 struct WeightThread {
-    Reg row;        // .u64: the thread's weight row (clamped to n − 1)
-    Reg part;       // .u32: which B-value run of the 32 in each half of the step
-    unsigned run;   // B: values per run (16 or 8); the thread decodes 2 runs
-    Reg store_low;  // .u32: shared offset of the low run's first chunk in the tile (row and swizzle)
+    Reg row;                         // .u64: the thread's weight row (clamped to n − 1)
+    Reg part;                        // .u32: which B-value run of the 32 in each half of the step
+    unsigned run;                    // B: values per run (16 or 8); the thread decodes 2 runs
+    Reg store_low;                   // .u32: shared offset of the low run's first chunk in the tile (row and swizzle)
     std::vector<Reg> chunk_offsets;  // .u32: per 16-byte chunk, low run then high run
 };
 
@@ -106,7 +106,8 @@ RawTile load_raw(Kernel& k, DType type, WeightThread const& t, Reg step) {
     unsigned const words = t.run / 4;
     auto const segment = [&](Reg base, int offset) {
         for (unsigned w = 0; w < words; ++w)
-            raw.words.push_back(k.ld(Space::global, Type::u32, Address(base, offset + 4 * static_cast<int>(w)), Cache::nc));
+            raw.words.push_back(
+                k.ld(Space::global, Type::u32, Address(base, offset + 4 * static_cast<int>(w)), Cache::nc));
         Reg const next = k.reg(Type::u32);  // needed (and loaded) only for a misaligned block
         Address const after(base, offset + 4 * static_cast<int>(words));
         k.predicated(raw.misaligned, true, [&] { k.ld(next, Space::global, Type::u32, after, Cache::nc); });
@@ -134,7 +135,8 @@ std::array<std::vector<Reg>, 2> decode(Kernel& k, DType type, WeightThread const
         Reg const sc_low = k.and_(raw.words[1], 0x3f3f3f3f);
         Reg const m_low = k.and_(raw.words[2], 0x3f3f3f3f);
         Reg const sc_high = k.or_(k.and_(raw.words[3], 0x0f0f0f0f), k.and_(k.shr(raw.words[1], 2), 0x30303030));
-        Reg const m_high = k.or_(k.and_(k.shr(raw.words[3], 4), 0x0f0f0f0f), k.and_(k.shr(raw.words[2], 2), 0x30303030));
+        Reg const m_high =
+            k.or_(k.and_(k.shr(raw.words[3], 4), 0x0f0f0f0f), k.and_(k.shr(raw.words[2], 2), 0x30303030));
         Reg const upper = k.setp(Cmp::ge, raw.quarter, 2);
         Reg const scw = k.selp(sc_high, sc_low, upper, Type::u32);
         Reg const mw = k.selp(m_high, m_low, upper, Type::u32);
@@ -182,8 +184,7 @@ void store_runs(Kernel& k, WeightThread const& t, std::array<std::vector<Reg>, 2
     for (int r = 0; r < 2; ++r)
         for (unsigned c = 0; c < chunks; ++c) {
             std::array<Reg, 4> packed{};
-            for (int e = 0; e < 4; ++e)
-                packed[e] = pack_f16x2(k, runs[r][8 * c + 2 * e], runs[r][8 * c + 2 * e + 1]);
+            for (int e = 0; e < 4; ++e) packed[e] = pack_f16x2(k, runs[r][8 * c + 2 * e], runs[r][8 * c + 2 * e + 1]);
             Reg const at = k.add(weight_tiles, t.chunk_offsets[r * chunks + c]);
             k.st_vector(Space::shared, Type::b32, Address(at, stage_offset), packed);
         }
@@ -218,14 +219,15 @@ Kernel quant_gemm(QuantGemmConfig const& config) {
     if (type != DType::q4_k && type != DType::q6_k)
         throw BuildError("ptx kernels: quant_gemm takes q4_k or q6_k weights, not " + std::string(to_string(type)));
     if ((config.block_m != 64 && config.block_m != 128) || (config.block_n != 64 && config.block_n != 128))
-        throw BuildError("ptx kernels: quant_gemm tiles are 64 or 128 on each side, not " + std::to_string(config.block_m) +
-                         " x " + std::to_string(config.block_n));
+        throw BuildError("ptx kernels: quant_gemm tiles are 64 or 128 on each side, not " +
+                         std::to_string(config.block_m) + " x " + std::to_string(config.block_n));
     unsigned const bm = config.block_m, bn = config.block_n;
     unsigned const warp_m = bm / warps_m, warp_n = bn / warps_n;  // warp tile
-    unsigned const mt = warp_m / 16, nt = warp_n / 8;              // mma tiles per warp
+    unsigned const mt = warp_m / 16, nt = warp_n / 8;             // mma tiles per warp
     unsigned const x_tile = bm * row_bytes, w_tile = bn * row_bytes;
     std::int64_t const x_stage[2] = {0, x_tile};
-    std::int64_t const w_stage[2] = {2 * static_cast<std::int64_t>(x_tile), 2 * static_cast<std::int64_t>(x_tile) + w_tile};
+    std::int64_t const w_stage[2] = {2 * static_cast<std::int64_t>(x_tile),
+                                     2 * static_cast<std::int64_t>(x_tile) + w_tile};
 
     Kernel k("rayo_quant_gemm_" + std::string(to_string(type)) + "_" + std::to_string(bm) + "x" + std::to_string(bn));
     k.max_threads(threads);
@@ -312,7 +314,8 @@ Kernel quant_gemm(QuantGemmConfig const& config) {
                 b[2 * p + 1] = {r[2], r[3]};
             }
             for (unsigned i = 0; i < mt; ++i)
-                for (unsigned j = 0; j < nt; ++j) k.mma_m16n8k16(Type::f16, acc[i * nt + j], a[i], b[j], acc[i * nt + j]);
+                for (unsigned j = 0; j < nt; ++j)
+                    k.mma_m16n8k16(Type::f16, acc[i * nt + j], a[i], b[j], acc[i * nt + j]);
         }
     };
     auto const finish_step = [&] {

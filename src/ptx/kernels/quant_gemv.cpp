@@ -46,11 +46,11 @@ Reg dot16(Kernel& k, std::array<Reg, 4> const& w, std::array<Reg, 4> const& x, b
 }
 
 struct Row {
-    Reg weights;      // .u64: the row's first block
-    Space space = Space::global;  // where the records are: global (.u64 addresses) or shared (fused, .u32)
-    Reg records;      // .u64 / .u32: this lane's part of the first record of x row 0
-    Reg valid_limit;  // .u32: blocks per row
-    Reg last_block;   // .u32: blocks per row − 1
+    Reg weights;                    // .u64: the row's first block
+    Space space = Space::global;    // where the records are: global (.u64 addresses) or shared (fused, .u32)
+    Reg records;                    // .u64 / .u32: this lane's part of the first record of x row 0
+    Reg valid_limit;                // .u32: blocks per row
+    Reg last_block;                 // .u32: blocks per row − 1
     std::vector<Reg> x_row_offset;  // .u64 / .u32 per row of x: a · blocks_per_row · record bytes
 };
 
@@ -68,15 +68,15 @@ struct Q4Weights {
     std::array<Reg, 4> header;
     std::array<Reg, 4> qs;
     std::optional<std::array<Reg, 4>> qh;  // q5_k: qh bytes [16s, 16s+16) of the block
-    Reg valid;   // .pred
-    Reg record;  // .u64: this lane's part of the block's record (x row 0)
+    Reg valid;                             // .pred
+    Reg record;                            // .u64: this lane's part of the block's record (x row 0)
 };
 
 struct Q4Lane {
-    Reg j;          // lane within the block's eight
-    Reg upper;      // .pred: sub-blocks 4..7 (c >= 2)
-    Reg shift;      // byte of sub-block 2c within its scale word, in bits
-    Reg shift_hi;   // and of 2c+1
+    Reg j;            // lane within the block's eight
+    Reg upper;        // .pred: sub-blocks 4..7 (c >= 2)
+    Reg shift;        // byte of sub-block 2c within its scale word, in bits
+    Reg shift_hi;     // and of 2c+1
     Reg qs_offset;    // .u64: 16 + 16j (q5_k: 48 + 16j)
     Reg qs_offset32;  // .u32: the same, for blocks in shared memory
     bool q5 = false;  // q5_k: the fifth bits from qh
@@ -159,9 +159,9 @@ void multiply_q4_k(Kernel& k, Row const& row, Q4Lane const& lane, Q4Weights cons
 // ---- q6_k ---------------------------------------------------------------------------------------
 
 struct Q6Weights {
-    std::array<Reg, 4> q;        // signed bytes q − 32 for i = 0..3
-    std::array<Reg, 4> scales;   // .s32
-    Reg d;                       // .f32, zero past the row's end
+    std::array<Reg, 4> q;       // signed bytes q − 32 for i = 0..3
+    std::array<Reg, 4> scales;  // .s32
+    Reg d;                      // .f32, zero past the row's end
     Reg record;
 };
 
@@ -169,7 +169,7 @@ struct Q6Raw {
     Reg a0, a1, b0, b1, h0, h1;  // aligned words of ql (low part), ql (+32) and qh, and the words after
     Reg misaligned;              // .pred: the block starts at 2 mod 4
     std::array<Reg, 4> scales;
-    Reg d_half;                  // .f16
+    Reg d_half;  // .f16
     Reg valid;
     Reg record;
 };
@@ -257,7 +257,8 @@ void multiply_q6_k(Kernel& k, Row const& row, Q6Weights const& w, bool residual,
             k.fma(acc[a], k.cvt(Type::f32, s), k.mul(w.d, x_scale), acc[a]);  // in place: the loop carries acc
         };
         term(as_array(k.ld_vector(row.space, Type::b32, 4, Address(rec), record_cache(row))), scales[0]);
-        if (residual) term(as_array(k.ld_vector(row.space, Type::b32, 4, Address(rec, 256), record_cache(row))), scales[1]);
+        if (residual)
+            term(as_array(k.ld_vector(row.space, Type::b32, 4, Address(rec, 256), record_cache(row))), scales[1]);
     }
 }
 
@@ -320,9 +321,8 @@ void multiply_small(Kernel& k, DType type, Row const& row, Reg lane_slot, SmallW
     for (std::size_t a = 0; a < acc.size(); ++a) {
         Reg const rec = a == 0 ? w.record : k.add(w.record, row.x_row_offset[a]);
         Reg const quants = k.add(rec, k.mul_wide(k.shl(lane_slot, 5), 1));
-        auto const slot = as_array(
-            k.ld_vector(row.space, Type::b32, 4, Address(k.add(rec, k.mul_wide(k.shl(lane_slot, 4), 1)), 512),
-                        record_cache(row)));
+        auto const slot = as_array(k.ld_vector(
+            row.space, Type::b32, 4, Address(k.add(rec, k.mul_wide(k.shl(lane_slot, 4), 1)), 512), record_cache(row)));
         auto const term = [&](int offset, Reg sum, Reg x_scale) {
             Cache const cache = record_cache(row);
             auto const x0 = as_array(k.ld_vector(row.space, Type::b32, 4, Address(quants, offset), cache));
@@ -351,7 +351,6 @@ struct FastQ8 {
     Reg sum;                   // .s32: Σ of this lane's eight quants
 };
 
-
 FastQ8 fast_q8(Kernel& k, std::array<Reg, 8> const& x, Reg ones) {
     Reg amax = k.abs(x[0]);
     for (int i = 1; i < 8; ++i) amax = k.max(amax, k.abs(x[i]));
@@ -367,7 +366,8 @@ FastQ8 fast_q8(Kernel& k, std::array<Reg, 8> const& x, Reg ones) {
     out.d = k.fma(amax, 1.0f / 127.0f, carry);
     Reg const iscale = k.mul(k.rcp_approx(amax), 127.0f);
     for (int i = 0; i < 8; ++i) out.q[i] = k.cvt(Type::s32, k.mul(x[i], iscale), Rounding::rni);
-    out.words = {pack_bytes(k, out.q[0], out.q[1], out.q[2], out.q[3]), pack_bytes(k, out.q[4], out.q[5], out.q[6], out.q[7])};
+    out.words = {pack_bytes(k, out.q[0], out.q[1], out.q[2], out.q[3]),
+                 pack_bytes(k, out.q[4], out.q[5], out.q[6], out.q[7])};
     out.sum = k.dp4a(out.words[1], ones, k.dp4a(out.words[0], ones, 0));
     return out;
 }
@@ -432,10 +432,10 @@ void quantize_record(Kernel& k, DType weight, bool residual, Reg x, Reg index, R
 
 // The streamed GEMV's producer: each warp's ring of slots and the position of the next slot to fill.
 struct Ring {
-    Reg base;     // .u32: this warp's first slot
-    Reg slot;     // .u32: the slot to fill next
-    Reg row;      // .u32: its weight row (>= n: nothing left to fill)
-    Reg step;     // .u32: its slot-sized step within the row
+    Reg base;  // .u32: this warp's first slot
+    Reg slot;  // .u32: the slot to fill next
+    Reg row;   // .u32: its weight row (>= n: nothing left to fill)
+    Reg step;  // .u32: its slot-sized step within the row
 };
 
 // Requests the next slot of `ring` (8 blocks of its row, zero-filled past the row's end) and commits
@@ -458,8 +458,10 @@ void fill_slot(Kernel& k, Ring& ring, Reg weights, Reg n, Reg row_bytes32, Reg s
                 Reg const at = k.selp(k.add(from, k.mul_wide(c, 16)), from, k.setp(Cmp::gt, bytes, 0), Type::u64);
                 k.cp_async(k.add(to, k.shl(c, 4)), Address(at), 16, k.bitcast(Type::u32, bytes));
             };
-            if (first + 32 <= chunks) copy();
-            else k.if_then(k.setp(Cmp::lt, c, chunks), copy);
+            if (first + 32 <= chunks)
+                copy();
+            else
+                k.if_then(k.setp(Cmp::lt, c, chunks), copy);
         }
     });
     k.cp_async_commit();
@@ -526,8 +528,9 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
         records_base = k.shared_address(k.dynamic_shared(16));
         if (streamed) {
             // The first stages − 1 slots of every warp are requested before x is quantized.
-            ring.base = k.add(k.add(records_base, k.mul(k.mul(blocks, static_cast<std::int64_t>(config.rows)), record_bytes)),
-                              k.mul(warp, config.stages * slot_bytes));
+            ring.base =
+                k.add(k.add(records_base, k.mul(k.mul(blocks, static_cast<std::int64_t>(config.rows)), record_bytes)),
+                      k.mul(warp, config.stages * slot_bytes));
             ring.slot = k.mov(Type::u32, 0);
             ring.row = k.mov(Type::u32, first_row);
             ring.step = k.mov(Type::u32, 0);
@@ -547,7 +550,8 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
         Reg const count = k.mul(blocks, static_cast<std::int64_t>(config.rows));
         Reg const r = k.reg(Type::u32);
         k.for_range(r, warp, count, config.warps, [&] {
-            quantize_record(k, config.weight, config.residual, records, r, k.add(records_base, k.mul(r, record_bytes)), lane);
+            quantize_record(k, config.weight, config.residual, records, r, k.add(records_base, k.mul(r, record_bytes)),
+                            lane);
         });
         k.bar_sync();
         row.space = Space::shared;
@@ -566,7 +570,8 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
         row.records = k.add(records_base, k.shl(j, 4));
         Reg const x_row_stride = k.mul(blocks, record_bytes);
         row.x_row_offset.push_back(Reg{});
-        for (unsigned a = 1; a < config.rows; ++a) row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
+        for (unsigned a = 1; a < config.rows; ++a)
+            row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
     } else {
         // Small blocks address the record (b/8) and take the lane's slot in multiply_small.
         row.records = small ? records_base : k.add(records_base, k.mul_wide(j, 16));
@@ -574,7 +579,8 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
         Reg const records_per_row = small ? k.shr(k.add(blocks, 7), 3) : blocks;
         Reg const x_row_stride = k.mul_wide(records_per_row, record_bytes);
         row.x_row_offset.push_back(Reg{});
-        for (unsigned a = 1; a < config.rows; ++a) row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
+        for (unsigned a = 1; a < config.rows; ++a)
+            row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
     }
     row.valid_limit = blocks;
     row.last_block = k.sub(blocks, 1);
@@ -682,8 +688,13 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
             Reg const valid = k.setp(Cmp::lt, block, blocks);
             Reg const record = record_at(k, row, k.min(block, row.last_block), record_bytes);
             Reg const block_at = k.add(at, k.mul(local, block_bytes));
-            if (q4) multiply_q4_k(k, row, q4_lane, read_q4_k(k, Space::shared, block_at, q4_lane, valid, record), config.residual, acc);
-            else multiply_q6_k(k, row, decode_q6_k(k, read_q6_k(k, Space::shared, block_at, q6_lane.shared, valid, record)), config.residual, acc);
+            if (q4)
+                multiply_q4_k(k, row, q4_lane, read_q4_k(k, Space::shared, block_at, q4_lane, valid, record),
+                              config.residual, acc);
+            else
+                multiply_q6_k(k, row,
+                              decode_q6_k(k, read_q6_k(k, Space::shared, block_at, q6_lane.shared, valid, record)),
+                              config.residual, acc);
         }
         k.add(step, step, 1);
         k.add(slot, slot, 1);

@@ -93,15 +93,17 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     bool const q6 = config.weight == DType::q6_k;
     bool const q5 = config.weight == DType::q5_k;
     bool const nibbles = config.weight == DType::q4_k || q5;  // q4_k's lane layout, which q5_k shares
-    bool const small = small_block_weights(config.weight);   // q8_0 / q4_0: a 32-value block a thread
+    bool const small = small_block_weights(config.weight);    // q8_0 / q4_0: a 32-value block a thread
     if (!nibbles && !q6 && !small)
         throw BuildError("ptx kernels: quant_gemv_spanning takes q4_k, q5_k, q6_k, q8_0 or q4_0 weights, not " +
                          std::string(to_string(config.weight)));
     if (config.blocks_per_row < 1 || config.blocks_per_row > quant_gemv_spanning_max_blocks)
-        throw BuildError("ptx kernels: quant_gemv_spanning spans 1 to " + std::to_string(quant_gemv_spanning_max_blocks) +
-                         " blocks per row, not " + std::to_string(config.blocks_per_row));
+        throw BuildError("ptx kernels: quant_gemv_spanning spans 1 to " +
+                         std::to_string(quant_gemv_spanning_max_blocks) + " blocks per row, not " +
+                         std::to_string(config.blocks_per_row));
     if (config.batch != 1 && config.batch != 2 && config.batch != 4)
-        throw BuildError("ptx kernels: quant_gemv_spanning takes 1, 2 or 4 rows per step, not " + std::to_string(config.batch));
+        throw BuildError("ptx kernels: quant_gemv_spanning takes 1, 2 or 4 rows per step, not " +
+                         std::to_string(config.batch));
     if (config.stages == 1 || config.stages > quant_gemv_spanning_max_stages)
         throw BuildError("ptx kernels: quant_gemv_spanning streams through 2 to " +
                          std::to_string(quant_gemv_spanning_max_stages) + " stages (or 0: loads into registers), not " +
@@ -111,18 +113,19 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                          " weights (2-byte aligned blocks): stages must be 2 to " +
                          std::to_string(quant_gemv_spanning_max_stages));
     if (q6 && config.blocks_per_row % 8 != 0)
-        throw BuildError("ptx kernels: quant_gemv_spanning needs q6_k rows of a multiple of 8 blocks (16-byte aligned rows), not " +
-                         std::to_string(config.blocks_per_row));
+        throw BuildError(
+            "ptx kernels: quant_gemv_spanning needs q6_k rows of a multiple of 8 blocks (16-byte aligned rows), not " +
+            std::to_string(config.blocks_per_row));
     unsigned const group_threads = quant_gemv_spanning_group_threads(config.blocks_per_row);
     if (config.groups < 1 || config.groups * group_threads > 1024)
         throw BuildError("ptx kernels: quant_gemv_spanning: " + std::to_string(config.groups) + " groups of " +
                          std::to_string(group_threads) + " threads do not make a block of 1 to 1024 threads");
 
-    if (config.max_registers != 0 &&
-        (config.max_registers < 24 || config.max_registers > 255 || config.max_registers * config.groups * group_threads > 65536))
+    if (config.max_registers != 0 && (config.max_registers < 24 || config.max_registers > 255 ||
+                                      config.max_registers * config.groups * group_threads > 65536))
         throw BuildError("ptx kernels: quant_gemv_spanning: .maxnreg " + std::to_string(config.max_registers) +
-                         " is not within 24..255 or does not let a block of " + std::to_string(config.groups * group_threads) +
-                         " threads fit 65536 registers");
+                         " is not within 24..255 or does not let a block of " +
+                         std::to_string(config.groups * group_threads) + " threads fit 65536 registers");
     if (config.prefetch_steps > quant_gemv_spanning_max_prefetch_steps)
         throw BuildError("ptx kernels: quant_gemv_spanning prefetches at most " +
                          std::to_string(quant_gemv_spanning_max_prefetch_steps) + " steps, not " +
@@ -151,23 +154,30 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                          std::to_string(first_requests) + " first requests");
     if (config.x_before_wait && !config.early_start)
         throw BuildError("ptx kernels: quant_gemv_spanning: x before the wait needs early_start");
-    Kernel k("rayo_quant_gemv_spanning_" + std::string(to_string(config.weight)) + "_b" + std::to_string(blocks) + "_g" +
-             std::to_string(config.groups) + "_r" + std::to_string(batch) +
-             (bulk ? "_bulk" + std::to_string(stages) : streamed ? "_s" + std::to_string(stages) : pipelined ? "_pipelined" : "") +
+    Kernel k("rayo_quant_gemv_spanning_" + std::string(to_string(config.weight)) + "_b" + std::to_string(blocks) +
+             "_g" + std::to_string(config.groups) + "_r" + std::to_string(batch) +
+             (bulk        ? "_bulk" + std::to_string(stages)
+              : streamed  ? "_s" + std::to_string(stages)
+              : pipelined ? "_pipelined"
+                          : "") +
              (config.share_x ? "_xs" : "") +
              (config.prefetch_steps ? "_p" + std::to_string(config.prefetch_steps) : "") +
              (config.early_start ? "_early" : "") + (weights_early ? "_w" + std::to_string(weights_early) : "") +
              (config.x_before_wait ? "_xw" : "") + (config.bias ? "_bias" : "") +
-             (config.input == GemvInput::swiglu ? "_swiglu" : config.input == GemvInput::rms_norm ? "_rms_norm" : ""));
+             (config.input == GemvInput::swiglu     ? "_swiglu"
+              : config.input == GemvInput::rms_norm ? "_rms_norm"
+                                                    : ""));
     k.max_threads(32 * warps);
     if (config.max_registers != 0) k.max_registers(config.max_registers);
     Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
     Reg const x = k.cvta_to_global(k.param(Type::u64, "x"));
     Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
     Reg const n = k.param(Type::u32, "n");
-    std::optional<Reg> const bias = config.bias ? std::optional(k.cvta_to_global(k.param(Type::u64, "bias"))) : std::nullopt;
+    std::optional<Reg> const bias =
+        config.bias ? std::optional(k.cvta_to_global(k.param(Type::u64, "bias"))) : std::nullopt;
     bool const formed = config.input != GemvInput::x, rms_norm = config.input == GemvInput::rms_norm;
-    std::optional<Reg> const second = formed ? std::optional(k.cvta_to_global(k.param(Type::u64, "second"))) : std::nullopt;
+    std::optional<Reg> const second =
+        formed ? std::optional(k.cvta_to_global(k.param(Type::u64, "second"))) : std::nullopt;
     std::optional<Reg> const eps = rms_norm ? std::optional(k.param(Type::f32, "eps")) : std::nullopt;
 
     Reg const tid = k.special(Special::tid_x);
@@ -309,10 +319,12 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             for (Reg run : x_runs) {
                 Reg const at = k.add(x_block, k.mul_wide(run, 4));
                 for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(at), Cache::nc)) x_values.push_back(r);
-                for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc)) x_values.push_back(r);
+                for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(at, 16), Cache::nc))
+                    x_values.push_back(r);
                 if (!formed) continue;
                 Reg const second_at = k.add(k.add(*second, k.mul_wide(b, 1024)), k.mul_wide(run, 4));
-                for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(second_at), Cache::nc)) second_values.push_back(r);
+                for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(second_at), Cache::nc))
+                    second_values.push_back(r);
                 for (Reg r : k.ld_vector(Space::global, Type::f32, 4, Address(second_at, 16), Cache::nc))
                     second_values.push_back(r);
             }
@@ -349,8 +361,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     };
     auto const quantized_x = [&] {
         if (config.share_x) {
-            x_scale = k.selp(k.ld(Space::shared, Type::f32, Address(k.add(shared, k.shl(b, 2)), scales_at)), 0.0f, active,
-                             Type::f32);
+            x_scale = k.selp(k.ld(Space::shared, Type::f32, Address(k.add(shared, k.shl(b, 2)), scales_at)), 0.0f,
+                             active, Type::f32);
             std::vector<Reg> words;
             for (Reg run : x_runs)
                 for (Reg w : k.ld_vector(Space::shared, Type::b32, 4, Address(k.add(x_shared_block, k.shl(run, 1)))))
@@ -384,7 +396,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     // ---- streamed: warp w copies the bytes its four blocks of a row span (q6_k: from the 16-byte
     // boundary below them) into slot rows of its ring by cp.async, 16 bytes a lane and copy.
     Reg const warp_blocks = k.min(k.sub(k.mov(Type::u32, blocks), k.shl(warp_in_group, 2)), 4);
-    Reg const span_start = k.mul(warp_in_group, 4 * block_bytes);  // within the row
+    Reg const span_start = k.mul(warp_in_group, 4 * block_bytes);                 // within the row
     Reg const lead = q6 && !bulk ? k.and_(span_start, 15) : k.mov(Type::u32, 0);  // bytes before the first block
     Reg const chunks = k.shr(k.add(k.fma(warp_blocks, block_bytes, lead), 15), 4);
     Reg const copy_from = k.cvt(Type::u64, k.sub(span_start, lead));
@@ -398,7 +410,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                 Reg const chunk = k.add(lane, 32 * c);
                 k.predicated(k.setp(Cmp::lt, chunk, chunks), true, [&] {
                     Reg const at = k.shl(chunk, 4);
-                    k.cp_async(k.add(slot_at, k.add(at, r * slot_bytes)), Address(k.add(from, k.cvt(Type::u64, at))), 16);
+                    k.cp_async(k.add(slot_at, k.add(at, r * slot_bytes)), Address(k.add(from, k.cvt(Type::u64, at))),
+                               16);
                 });
             }
         }
@@ -420,9 +433,11 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         Reg const at = k.add(row_address(step_first, r), k.cvt(Type::u64, k.mul(b, block_bytes)));
         std::span<Reg const> const words(into.words);
         k.ld_vector(words.first(4), Space::global, Type::u32, Address(at), Cache::nc);
-        k.ld_vector(words.subspan(4, 4), Space::global, Type::u32, Address(k.add(at, k.cvt(Type::u64, qs_in_block))), Cache::nc);
+        k.ld_vector(words.subspan(4, 4), Space::global, Type::u32, Address(k.add(at, k.cvt(Type::u64, qs_in_block))),
+                    Cache::nc);
         if (q5)
-            k.ld_vector(words.subspan(8), Space::global, Type::u32, Address(k.add(at, k.cvt(Type::u64, qh_in_block))), Cache::nc);
+            k.ld_vector(words.subspan(8), Space::global, Type::u32, Address(k.add(at, k.cvt(Type::u64, qh_in_block))),
+                        Cache::nc);
     };
     auto const fresh_words = [&] {
         RowWords w;
@@ -434,7 +449,9 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         // The next step's rows are loaded while this one's are multiplied; the first step's while x
         // is loaded and quantized.
         for (unsigned r = 0; r < batch; ++r) pending.push_back(fresh_words());
-        k.if_then(k.setp(Cmp::lt, first, n), [&] { for (unsigned r = 0; r < batch; ++r) load_row(first, r, pending[r]); });
+        k.if_then(k.setp(Cmp::lt, first, n), [&] {
+            for (unsigned r = 0; r < batch; ++r) load_row(first, r, pending[r]);
+        });
         wait_for_previous();
     }
     if (streamed) {
@@ -518,8 +535,10 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                    high_shift](RowWords const& words) {
             std::span<Reg const> const h = std::span(words.words).first(4), q = std::span(words.words).subspan(4, 4);
             auto const [d, dmin] = halves_as_float(k, h[0]);
-            Reg const scw = k.or_(k.and_(k.selp(h[3], h[1], upper, Type::u32), mask_low), k.and_(k.shr(h[1], 2), mask_top));
-            Reg const mw = k.or_(k.and_(k.selp(k.shr(h[3], 4), h[2], upper, Type::u32), mask_low), k.and_(k.shr(h[2], 2), mask_top));
+            Reg const scw =
+                k.or_(k.and_(k.selp(h[3], h[1], upper, Type::u32), mask_low), k.and_(k.shr(h[1], 2), mask_top));
+            Reg const mw = k.or_(k.and_(k.selp(k.shr(h[3], 4), h[2], upper, Type::u32), mask_low),
+                                 k.and_(k.shr(h[2], 2), mask_top));
             Reg const sc_lo = k.prmt(scw, 0, select_lo), sc_hi = k.prmt(scw, 0, select_hi);
             Reg const m_lo = k.prmt(mw, 0, select_lo), m_hi = k.prmt(mw, 0, select_hi);
             std::vector<Reg> lo, hi;
@@ -535,7 +554,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             }
             // q4_k's high nibbles stay in place (16q): exact, every term is a multiple of 16.
             Reg const s_hi = q5 ? dot16(k, x_hi, hi) : k.shr(dot16(k, x_hi, hi), 4);
-            Reg const s = k.fma(dot16(k, x_lo, lo), k.bitcast(Type::s32, sc_lo), k.mul(s_hi, k.bitcast(Type::s32, sc_hi)));
+            Reg const s =
+                k.fma(dot16(k, x_lo, lo), k.bitcast(Type::s32, sc_lo), k.mul(s_hi, k.bitcast(Type::s32, sc_hi)));
             Reg const m = k.fma(x_sum_lo, k.bitcast(Type::s32, m_lo), k.mul(x_sum_hi, k.bitcast(Type::s32, m_hi)));
             Reg const block_sum = k.fma(k.cvt(Type::f32, s), d, k.mul(k.cvt(Type::f32, m), k.neg(dmin)));
             return k.mul(block_sum, x_scale);
@@ -544,9 +564,11 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             Reg const at = k.add(row_at, k.mul(slot_block, block_bytes));
             RowWords w;
             w.words = k.ld_vector(Space::shared, Type::u32, 4, Address(at));
-            for (Reg r : k.ld_vector(Space::shared, Type::u32, 4, Address(k.add(at, qs_in_block)))) w.words.push_back(r);
+            for (Reg r : k.ld_vector(Space::shared, Type::u32, 4, Address(k.add(at, qs_in_block))))
+                w.words.push_back(r);
             if (q5)
-                for (Reg r : k.ld_vector(Space::shared, Type::u32, 4, Address(k.add(at, qh_in_block)))) w.words.push_back(r);
+                for (Reg r : k.ld_vector(Space::shared, Type::u32, 4, Address(k.add(at, qh_in_block))))
+                    w.words.push_back(r);
             return w;
         };
     } else if (small) {
@@ -567,7 +589,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         read_slot_row = [&, q8, code_words, block_at, shift, aligned_at, last_at](Reg row_at) {
             Reg const base = k.add(row_at, aligned_at);
             std::vector<Reg> raw;
-            for (unsigned i = 0; i < code_words; ++i) raw.push_back(k.ld(Space::shared, Type::u32, Address(base, 4 * static_cast<int>(i))));
+            for (unsigned i = 0; i < code_words; ++i)
+                raw.push_back(k.ld(Space::shared, Type::u32, Address(base, 4 * static_cast<int>(i))));
             raw.push_back(k.ld(Space::shared, Type::u32, Address(k.add(row_at, last_at))));
             RowWords w;
             for (unsigned i = 0; i < code_words; ++i) w.words.push_back(k.prmt(raw[i], raw[i + 1], shift));
@@ -632,7 +655,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                 for (Reg r : two_words(field, extra)) w.words.push_back(r);
             Reg const scales = k.add(base, sc_at);
             for (unsigned i = 0; i < 3; ++i) w.words.push_back(k.ld(Space::shared, Type::u32, Address(scales, 4 * i)));
-            w.words.push_back(k.prmt(k.ld(Space::shared, Type::u32, Address(base, 208)), 0, shift));  // d in the low half
+            w.words.push_back(
+                k.prmt(k.ld(Space::shared, Type::u32, Address(base, 208)), 0, shift));  // d in the low half
             return w;
         };
         partial = [&, xq, x_offsets, sc_select_even, sc_select_odd](RowWords const& words) {
@@ -646,11 +670,13 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
                     Reg dot = x_offsets[p];
                     for (unsigned w = 0; w < 2; ++w) {
                         Reg const ql = p < 2 ? v[2 * (p % 2) + w] : k.shr(v[2 * (p % 2) + w], 4);
-                        Reg const code = k.or_(k.and_(ql, 0x0f0f0f0f), k.shl(k.and_(k.shr(v[4 + w], 2 * p), 0x03030303), 4));
+                        Reg const code =
+                            k.or_(k.and_(ql, 0x0f0f0f0f), k.shl(k.and_(k.shr(v[4 + w], 2 * p), 0x03030303), 4));
                         dot = k.dp2a(xq[p][2 * w], code, dot, false, true, false);
                         dot = k.dp2a(xq[p][2 * w + 1], code, dot, true, true, false);
                     }
-                    Reg const sc = k.bitcast(Type::s32, k.prmt(v[6 + half], v[7 + half], p % 2 ? sc_select_odd : sc_select_even));
+                    Reg const sc =
+                        k.bitcast(Type::s32, k.prmt(v[6 + half], v[7 + half], p % 2 ? sc_select_odd : sc_select_even));
                     sum = p % 2 == 0 ? k.mul(dot, sc) : k.fma(dot, sc, sum);
                 }
                 Reg const part = k.cvt(Type::f32, sum);
@@ -687,7 +713,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             });
             k.mbarrier_wait(k.add(full_barriers, k.shl(slot, 3)), k.and_(k.div(local_step, stages), 1));
             Reg const slot_at = k.add(bulk_slots, k.mul(slot, bulk_slot_bytes));
-            for (unsigned r = 0; r < batch; ++r) rows.push_back(read_slot_row(k.add(slot_at, k.mul(k.add(group_first, r), row_bytes))));
+            for (unsigned r = 0; r < batch; ++r)
+                rows.push_back(read_slot_row(k.add(slot_at, k.mul(k.add(group_first, r), row_bytes))));
             // Each thread releases the slot once its words are in registers: its arrive orders its own
             // reads before the copy that refills the slot. (With one arrive a warp after bar.warp.sync,
             // compute-sanitizer's racecheck reports every slot read racing the refill.)
@@ -741,7 +768,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         Reg scaled_total = k.ld(Space::shared, Type::f32, Address(k.add(shared, squares_at), 4));
         for (unsigned w = 1; w < holders; ++w) {
             total = k.add(total, k.ld(Space::shared, Type::f32, Address(k.add(shared, squares_at), 8 * w)));
-            scaled_total = k.add(scaled_total, k.ld(Space::shared, Type::f32, Address(k.add(shared, squares_at), 8 * w + 4)));
+            scaled_total =
+                k.add(scaled_total, k.ld(Space::shared, Type::f32, Address(k.add(shared, squares_at), 8 * w + 4)));
         }
         float const inverse_k = 1.0f / static_cast<float>(256 * blocks);
         Reg const plain = k.rcp(k.sqrt(k.fma(total, inverse_k, *eps)));
@@ -758,7 +786,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         k.if_then(k.setp(Cmp::lt, row, n), [&] {
             Reg const at = k.add(sums, k.shl(k.mul(e, group_warps), 2));
             Reg total = k.ld(Space::shared, Type::f32, Address(at));
-            for (unsigned w = 1; w < group_warps; ++w) total = k.add(total, k.ld(Space::shared, Type::f32, Address(at, 4 * w)));
+            for (unsigned w = 1; w < group_warps; ++w)
+                total = k.add(total, k.ld(Space::shared, Type::f32, Address(at, 4 * w)));
             if (rms_norm) total = k.mul(total, row_scale);
             if (bias) total = k.add(total, k.ld(Space::global, Type::f32, Address(k.add(*bias, k.mul_wide(row, 4)))));
             k.st(Space::global, Type::f32, Address(k.add(out, k.mul_wide(row, 4))), total);

@@ -81,8 +81,7 @@ Reg pairwise_sum(Kernel& k, std::vector<Reg> xs) {
 // One thread's partial result: an f64 sum, an f32 extreme, or an (f32 value, u64 index) pair.
 class Accumulator {
 public:
-    Accumulator(Kernel& k, Op op)
-        : k_(k), op_(op), value_(k.reg(op == Op::sum ? Type::f64 : Type::f32)) {
+    Accumulator(Kernel& k, Op op) : k_(k), op_(op), value_(k.reg(op == Op::sum ? Type::f64 : Type::f32)) {
         if (is_arg_reduction(op)) index_ = k.reg(Type::u64);
     }
 
@@ -185,8 +184,8 @@ private:
 };
 
 // Writes an accumulator's result: the final value of output `output`, or partial result `slot`.
-void store_result(Kernel& k, Op op, bool mean, ReduceStage stage, Accumulator const& acc, Reg out,
-                  Reg out_index, Reg slot, Reg count) {
+void store_result(Kernel& k, Op op, bool mean, ReduceStage stage, Accumulator const& acc, Reg out, Reg out_index,
+                  Reg slot, Reg count) {
     if (stage == ReduceStage::partial) {
         if (op == Op::sum) {
             k.st(Space::global, Type::f64, address(k, out, slot, 3), acc.value());
@@ -219,8 +218,7 @@ void check_common(std::string const& name, Op op, bool mean, unsigned unroll, un
     if (op != Op::sum && op != Op::max && op != Op::min && op != Op::argmax && op != Op::argmin)
         throw BuildError("ptx kernel '" + name + "': " + std::string(to_string(op)) +
                          " is not sum, max, min, argmax or argmin (a mean is a sum with `mean` set)");
-    if (mean && op != Op::sum)
-        throw BuildError("ptx kernel '" + name + "': mean is a sum divided by the count");
+    if (mean && op != Op::sum) throw BuildError("ptx kernel '" + name + "': mean is a sum divided by the count");
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ namespace ed = element_detail;
 // e^x's reduction x = n·ln2 + r (the CPU's constants, vector_math.hpp) and its polynomial.
 constexpr float log2e = 0x1.715476p+0f, ln2_hi = 0x1.63p-1f, ln2_lo = -0x1.bd0106p-13f, round_magic = 0x1.8p+23f;
 // π/2 = pio2_1 + pio2_2 + pio2_3 (the first two floats, the third the rest rounded), and 2/π.
-constexpr float pio2_1 = 0x1.921fb6p+0f, pio2_2 = -0x1.777a5cp-25f, pio2_3 = -0x1.ee59dap-50f, two_over_pi = 0x1.45f306p-1f;
+constexpr float pio2_1 = 0x1.921fb6p+0f, pio2_2 = -0x1.777a5cp-25f, pio2_3 = -0x1.ee59dap-50f,
+                two_over_pi = 0x1.45f306p-1f;
 
 // e^(x_hi + x_lo) for x_hi in [−104, 88] (the caller clamps), x_lo a small correction.
 Reg exp_double_float(Kernel& k, Reg x_hi, Reg x_lo) {
@@ -55,8 +56,8 @@ SinCos sin_cos(Kernel& k, Reg a) {
     Reg r = k.sub(k.sub(k.sub(k.sub(a, p1), p2), e1), e2);
     r = k.fma(q, -pio2_3, r);
     Reg r2 = k.mul(r, r);
-    Reg sp = k.fma(k.fma(k.fma(k.fma(k.mov(Type::f32, -0x1.ae6456p-26f), r2, 0x1.71de3ap-19f), r2, -0x1.a01a02p-13f), r2,
-                         0x1.111112p-7f),
+    Reg sp = k.fma(k.fma(k.fma(k.fma(k.mov(Type::f32, -0x1.ae6456p-26f), r2, 0x1.71de3ap-19f), r2, -0x1.a01a02p-13f),
+                         r2, 0x1.111112p-7f),
                    r2, -0x1.555556p-3f);
     Reg sin_r = k.fma(k.mul(r, r2), sp, r);
     Reg cp = k.fma(k.fma(k.fma(k.fma(k.mov(Type::f32, 0x1.1eed8ep-29f), r2, -0x1.27e4fcp-22f), r2, 0x1.a01a02p-16f), r2,
@@ -118,11 +119,14 @@ Kernel rope(RopeKernelConfig const& config) {
                 Reg const clamped = k.max(k.min(e_hi, 88.0f), -104.0f);
                 Reg const entry = k.rem(t, entries);
                 Reg const position = k.ld(Space::global, Type::s32, k.element_address(positions, entry, 4));
-                Reg angle = k.mul(k.mul(k.cvt(Type::f32, position, Rounding::rn), exp_double_float(k, clamped, e_lo)), freq_scale);
-                if (config.has_factors) angle = k.div(angle, k.ld(Space::global, Type::f32, k.element_address(factors, lane, 4)));
+                Reg angle = k.mul(k.mul(k.cvt(Type::f32, position, Rounding::rn), exp_double_float(k, clamped, e_lo)),
+                                  freq_scale);
+                if (config.has_factors)
+                    angle = k.div(angle, k.ld(Space::global, Type::f32, k.element_address(factors, lane, 4)));
                 SinCos const sc = sin_cos(k, angle);
                 Reg const first = config.halves ? lane : k.shl(lane, 1);
-                Reg const gap = config.halves ? k.shl(k.cvt(Type::u64, half), shift) : k.mov(Type::u64, std::uint64_t{1} << shift);
+                Reg const gap =
+                    config.halves ? k.shl(k.cvt(Type::u64, half), shift) : k.mov(Type::u64, std::uint64_t{1} << shift);
                 Reg const offset = k.shl(k.add(row, k.cvt(Type::u64, first)), shift);
                 Reg const src = k.add(x, offset), dst = k.add(out, offset);
                 k.for_range(h, g, heads, groups, [&] {

@@ -114,17 +114,17 @@ inline Reg log_positive(Kernel& k, Reg x) {
 
 // Where a thread is: its row and its place within the row.
 struct RowFrame {
-    Reg tid;            // %tid.x
-    Reg row;            // .u32
-    Reg row_valid;      // .pred (group layout: the last block's groups may lie past the last row)
-    Reg position;       // the thread's index among the row's threads (lane in group, or tid)
-    Reg warp, warp_lane;  // block layouts: for the reduction through shared memory
-    Reg cols;           // .u32
+    Reg tid;                     // %tid.x
+    Reg row;                     // .u32
+    Reg row_valid;               // .pred (group layout: the last block's groups may lie past the last row)
+    Reg position;                // the thread's index among the row's threads (lane in group, or tid)
+    Reg warp, warp_lane;         // block layouts: for the reduction through shared memory
+    Reg cols;                    // .u32
     DType element = DType::f32;  // of the row's tensors: f32, f16 or bf16 (values are .f32 in registers)
     unsigned shift = 2;          // log2 of the element's bytes
-    Reg row_offset;     // .u64 bytes from a tensor's start to the row
-    Reg thread_offset;  // .u64 bytes from the row start to the thread's first element
-    Reg remaining;      // .s32 register layouts: elements of the row from the thread's first on (0 past the last row)
+    Reg row_offset;              // .u64 bytes from a tensor's start to the row
+    Reg thread_offset;           // .u64 bytes from the row start to the thread's first element
+    Reg remaining;  // .s32 register layouts: elements of the row from the thread's first on (0 past the last row)
     unsigned row_threads = 1;   // threads sharing a row (group or block)
     unsigned stride_bytes = 0;  // between a thread's consecutive vectors (register layouts)
 };
@@ -179,20 +179,25 @@ inline std::vector<Reg> load_vector(Kernel& k, DType element, unsigned vector, A
     for (unsigned e = 0; e < vector; ++e) x.push_back(k.mov(Type::f32, fill));
     auto load = [&] {
         if (element == DType::f32) {
-            if (vector == 1) k.ld(x[0], Space::global, Type::f32, at, cache);
-            else k.ld_vector(x, Space::global, Type::f32, at, cache);
+            if (vector == 1)
+                k.ld(x[0], Space::global, Type::f32, at, cache);
+            else
+                k.ld_vector(x, Space::global, Type::f32, at, cache);
             return;
         }
         std::vector<Reg> raw;
-        if (vector == 1) raw.push_back(k.ld(Space::global, Type::b16, at, cache));
+        if (vector == 1)
+            raw.push_back(k.ld(Space::global, Type::b16, at, cache));
         else
             for (Reg word : vector == 2 ? std::vector<Reg>{k.ld(Space::global, Type::b32, at, cache)}
                                         : k.ld_vector(Space::global, Type::b32, 2, at, cache))
                 for (Reg half : k.split(word, Type::b16)) raw.push_back(half);
         for (unsigned e = 0; e < vector; ++e) k.mov(x[e], element_detail::widen(k, element, raw[e]));
     };
-    if (ok.valid()) k.predicated(ok, true, load);
-    else load();
+    if (ok.valid())
+        k.predicated(ok, true, load);
+    else
+        load();
     return x;
 }
 
@@ -200,8 +205,10 @@ inline std::vector<Reg> load_vector(Kernel& k, DType element, unsigned vector, A
 inline void store_vector(Kernel& k, DType element, Address const& at, std::vector<Reg> const& y, Reg ok) {
     auto store = [&] {
         if (element == DType::f32) {
-            if (y.size() == 1) k.st(Space::global, Type::f32, at, y[0]);
-            else k.st_vector(Space::global, Type::f32, at, y);
+            if (y.size() == 1)
+                k.st(Space::global, Type::f32, at, y[0]);
+            else
+                k.st_vector(Space::global, Type::f32, at, y);
             return;
         }
         std::vector<Reg> raw;
@@ -209,21 +216,25 @@ inline void store_vector(Kernel& k, DType element, Address const& at, std::vecto
         if (raw.size() == 1) return k.st(Space::global, Type::b16, at, raw[0]);
         std::vector<Reg> words;
         for (std::size_t e = 0; e < raw.size(); e += 2) words.push_back(k.join(Type::b32, raw[e], raw[e + 1]));
-        if (words.size() == 1) k.st(Space::global, Type::b32, at, words[0]);
-        else k.st_vector(Space::global, Type::b32, at, words);
+        if (words.size() == 1)
+            k.st(Space::global, Type::b32, at, words[0]);
+        else
+            k.st_vector(Space::global, Type::b32, at, words);
     };
-    if (ok.valid()) k.predicated(ok, true, store);
-    else store();
+    if (ok.valid())
+        k.predicated(ok, true, store);
+    else
+        store();
 }
 
 // `count` vectors at address + i·stride_bytes (i < count), predicated by ok[i].
-inline std::vector<std::vector<Reg>> load_vectors(Kernel& k, DType element, unsigned vector, Reg address, unsigned count,
-                                                  std::int64_t stride_bytes, std::vector<Reg> const& ok, float fill,
-                                                  Cache cache = Cache::none) {
+inline std::vector<std::vector<Reg>> load_vectors(Kernel& k, DType element, unsigned vector, Reg address,
+                                                  unsigned count, std::int64_t stride_bytes, std::vector<Reg> const& ok,
+                                                  float fill, Cache cache = Cache::none) {
     std::vector<std::vector<Reg>> x;
     for (unsigned i = 0; i < count; ++i)
-        x.push_back(load_vector(k, element, vector, Address(address, static_cast<std::int64_t>(i) * stride_bytes), ok[i],
-                                fill, cache));
+        x.push_back(load_vector(k, element, vector, Address(address, static_cast<std::int64_t>(i) * stride_bytes),
+                                ok[i], fill, cache));
     return x;
 }
 

@@ -72,8 +72,8 @@ Online fold_values(Kernel& k, Online const& running, std::vector<Reg> const& val
     Reg const neg_shift = k.neg(shift);
     std::vector<Reg> exps;
     for (Reg x : values) exps.push_back(exp_difference(k, x, shift, neg_shift));
-    Reg const rescale = k.selp(1.0f, exp_difference(k, running.max, shift, neg_shift),
-                               k.setp(Cmp::eq, running.max, max), Type::f32);
+    Reg const rescale =
+        k.selp(1.0f, exp_difference(k, running.max, shift, neg_shift), k.setp(Cmp::eq, running.max, max), Type::f32);
     return {max, k.fma(running.sum, rescale, tree_sum(k, exps))};
 }
 
@@ -99,8 +99,8 @@ void softmax_loop(Kernel& k, SoftmaxConfig const& config, RowFrame const& f, Reg
 
     Online running{k.mov(Type::f32, -infinity), k.mov(Type::f32, 0.0f)};
     loop_row(k, c, f, vectors, [&](Reg j, std::vector<Reg> const& ok) {
-        auto const x = load_vectors(k, f.element, c.vector, k.element_address(row_in, j, bytes), c.items, stride, ok,
-                                    -infinity);
+        auto const x =
+            load_vectors(k, f.element, c.vector, k.element_address(row_in, j, bytes), c.items, stride, ok, -infinity);
         Online const next = fold_values(k, running, flatten(x));
         k.mov(running.max, next.max);
         k.mov(running.sum, next.sum);
@@ -130,7 +130,7 @@ void softmax_loop(Kernel& k, SoftmaxConfig const& config, RowFrame const& f, Reg
         for (std::size_t i = 0; i < x.size(); ++i)
             for (Reg v : x[i])
                 y[i].push_back(config.op == Op::log_softmax ? log_output(k, v, shift)
-                                          : k.mul(exp_difference(k, v, max, neg_max), inverse));
+                                                            : k.mul(exp_difference(k, v, max, neg_max), inverse));
         store_vectors(k, f.element, at_out, stride, y, ok);
     });
 }
@@ -138,7 +138,8 @@ void softmax_loop(Kernel& k, SoftmaxConfig const& config, RowFrame const& f, Reg
 }  // namespace
 
 std::string softmax_name(SoftmaxConfig const& config) {
-    return std::string(to_string(config.op)) + "_" + to_string(config.row) + element_detail::element_suffix(config.element);
+    return std::string(to_string(config.op)) + "_" + to_string(config.row) +
+           element_detail::element_suffix(config.element);
 }
 
 Kernel softmax(SoftmaxConfig const& config) {
@@ -153,8 +154,10 @@ Kernel softmax(SoftmaxConfig const& config) {
     Reg const rows = k.param(Type::u32, "rows");
     Reg const cols = k.param(Type::u32, "cols");
     RowFrame const f = row_frame(k, config.row, config.element, rows, cols);
-    if (config.row.layout == RowLayout::block_loop) softmax_loop(k, config, f, in, out);
-    else softmax_registers(k, config, f, in, out);
+    if (config.row.layout == RowLayout::block_loop)
+        softmax_loop(k, config, f, in, out);
+    else
+        softmax_registers(k, config, f, in, out);
     return k;
 }
 

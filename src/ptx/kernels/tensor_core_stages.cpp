@@ -61,7 +61,8 @@ TileLoader k_contiguous_loader(Kernel& kernel, TensorCoreBlock const& block, KCo
     l.k_step_bytes = block.tile_k * bytes;
     l.shared = kernel.add(swizzle.offset(kernel, row, chunk), kernel.add(block.smem, o.region));
     for (unsigned j = 0; j < l.count; ++j)
-        l.fixed_ok.push_back(o.check_rows ? kernel.setp(Cmp::lt, kernel.add(global_row, j * l.row_step), o.extent) : Reg{});
+        l.fixed_ok.push_back(o.check_rows ? kernel.setp(Cmp::lt, kernel.add(global_row, j * l.row_step), o.extent)
+                                          : Reg{});
     return l;
 }
 
@@ -126,8 +127,10 @@ void TileCopies::issue(unsigned slot, Reg k_left) {
                     auto const load = [&] {
                         kernel.ld_vector(half, Space::global, Type::f32, Address(address, h * 16), Cache::nc);
                     };
-                    if (ok.valid()) kernel.predicated(ok, true, load);
-                    else load();
+                    if (ok.valid())
+                        kernel.predicated(ok, true, load);
+                    else
+                        load();
                 }
                 continue;
             }
@@ -137,8 +140,10 @@ void TileCopies::issue(unsigned slot, Reg k_left) {
                 Reg const ok = element_ok(l, j, e, k_left);
                 auto const load = [&] { kernel.ld(v[e], Space::global, type, Address(address, e * bytes), Cache::nc); };
                 if (ok.valid()) {
-                    if (type == Type::f32) kernel.mov(v[e], 0.0f);
-                    else kernel.mov(v[e], 0);
+                    if (type == Type::f32)
+                        kernel.mov(v[e], 0.0f);
+                    else
+                        kernel.mov(v[e], 0);
                     kernel.predicated(ok, true, load);
                 } else {
                     load();
@@ -176,8 +181,10 @@ void TileCopies::store_staged(unsigned slot) {
 
 void TileCopies::advance() {
     for (auto& l : loaders_) {
-        if (l.k_rows) k_->add(l.address, l.address, l.k_step);
-        else k_->add(l.address, l.address, l.k_step_bytes);
+        if (l.k_rows)
+            k_->add(l.address, l.address, l.k_step);
+        else
+            k_->add(l.address, l.address, l.k_step_bytes);
     }
 }
 
@@ -198,8 +205,8 @@ WarpMma::WarpMma(Kernel& kernel, TensorCoreBlock const& block, bool b_k_rows, Sw
     // b transposed: per k slice; b as [k, n]: per pair of n tiles
     if (!b_k_rows) {
         // matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
-        Reg const n_row = kernel.add(kernel.mul(block.warp_col, warp_n),
-                                     kernel.add(kernel.and_(lane, 7), kernel.shl(lane_half, 3)));
+        Reg const n_row =
+            kernel.add(kernel.mul(block.warp_col, warp_n), kernel.add(kernel.and_(lane, 7), kernel.shl(lane_half, 3)));
         Reg const k_half = kernel.and_(kernel.shr(lane, 3), 1);
         for (unsigned ks = 0; ks < block.tile_k / 16; ++ks)
             b_offsets_.push_back(kernel.add(b_swizzle.offset(kernel, n_row, kernel.add(k_half, ks * 2)),

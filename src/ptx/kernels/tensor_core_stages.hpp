@@ -44,24 +44,24 @@ struct TensorCoreBlock {
 // One operand's copy of a tile into shared memory, per thread: `count` chunks of 8 elements,
 // `row_step` rows apart (a multiple of 8, so they share a swizzle pattern).
 struct TileLoader {
-    bool k_rows = false;      // tile rows are k (b as [k, n]); else rows are m or n and run along k
-    bool staged = false;      // through registers (f32 source or element-wise) instead of cp.async
-    bool check_k = true;      // whether the last k step can be partial
+    bool k_rows = false;        // tile rows are k (b as [k, n]); else rows are m or n and run along k
+    bool staged = false;        // through registers (f32 source or element-wise) instead of cp.async
+    bool check_k = true;        // whether the last k step can be partial
     bool element_wise = false;  // loads element by element (operand not 16-byte aligned)
-    Type source = Type::f16;  // element type in global memory
+    Type source = Type::f16;    // element type in global memory
     unsigned count = 0, row_step = 0;
-    unsigned row_step_bytes = 0;   // shared bytes between consecutive chunks
-    Reg base;                      // the tensor (a valid address for zero-fill copies)
-    Reg address;                   // .u64 global address of chunk 0 in the current k step
-    Reg chunk_stride;              // .u64 global bytes between consecutive chunks
-    Reg k_step;                    // .u64 global bytes to the next k step (k_rows; else immediate)
+    unsigned row_step_bytes = 0;  // shared bytes between consecutive chunks
+    Reg base;                     // the tensor (a valid address for zero-fill copies)
+    Reg address;                  // .u64 global address of chunk 0 in the current k step
+    Reg chunk_stride;             // .u64 global bytes between consecutive chunks
+    Reg k_step;                   // .u64 global bytes to the next k step (k_rows; else immediate)
     unsigned k_step_bytes = 0;
-    Reg shared;                    // shared address of chunk 0 in slot 0
-    Reg index;                     // chunk 0's k offset in the tile: its column, or its row (k_rows)
-    Reg column;                    // k_rows: chunk's first global column (element-wise checks)
-    Reg columns;                   // k_rows: the matrix's columns (n), for element-wise checks
-    bool check_columns = false;    // k_rows: whether columns past n can occur
-    std::vector<Reg> fixed_ok;     // per chunk (or one, for k_rows): inside m / n
+    Reg shared;                            // shared address of chunk 0 in slot 0
+    Reg index;                             // chunk 0's k offset in the tile: its column, or its row (k_rows)
+    Reg column;                            // k_rows: chunk's first global column (element-wise checks)
+    Reg columns;                           // k_rows: the matrix's columns (n), for element-wise checks
+    bool check_columns = false;            // k_rows: whether columns past n can occur
+    std::vector<Reg> fixed_ok;             // per chunk (or one, for k_rows): inside m / n
     std::vector<std::vector<Reg>> values;  // staged: per chunk, 8 values in flight
 };
 
@@ -69,10 +69,10 @@ struct TileLoader {
 // `origin`, `extent` rows in all, `k` long, into the stage region `region` bytes in.
 struct KContiguousOperand {
     Reg tensor;
-    Type type = Type::f16;     // in global memory: f16, bf16, or f32 (converted on the way)
+    Type type = Type::f16;  // in global memory: f16, bf16, or f32 (converted on the way)
     Reg origin, extent, k;
     bool check_rows = true, check_k = true;
-    bool aligned = true;       // rows 16-byte aligned: cp.async of whole chunks
+    bool aligned = true;  // rows 16-byte aligned: cp.async of whole chunks
     unsigned rows = 0, region = 0;
 };
 [[nodiscard]] TileLoader k_contiguous_loader(Kernel& k, TensorCoreBlock const& block, KContiguousOperand const& operand,

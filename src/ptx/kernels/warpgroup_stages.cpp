@@ -26,7 +26,8 @@ Reg matrix_descriptor(Kernel& k, Reg shared_address, std::uint64_t bits) {
     return k.or_(start, static_cast<std::int64_t>(bits));
 }
 
-TileSchedule TileSchedule::make(Kernel& k, unsigned tile_m, unsigned tile_n, unsigned group_m, Reg m, Reg n, Reg batch) {
+TileSchedule TileSchedule::make(Kernel& k, unsigned tile_m, unsigned tile_n, unsigned group_m, Reg m, Reg n,
+                                Reg batch) {
     TileSchedule s{.tile_m = tile_m, .tile_n = tile_n, .group_m = group_m};
     // Ceiling divisions that stay right for m or n of 0 (no tiles).
     s.tiles_m = k.div(k.add(m, tile_m - 1), tile_m);
@@ -50,7 +51,8 @@ TileCoordinates TileSchedule::at(Kernel& k, Reg tile) const {
     return c;
 }
 
-void TileSchedule::for_each(Kernel& k, Reg first, Reg stride, std::function<void(TileCoordinates const&)> const& body) const {
+void TileSchedule::for_each(Kernel& k, Reg first, Reg stride,
+                            std::function<void(TileCoordinates const&)> const& body) const {
     Reg const tile = k.reg(Type::u32);
     k.for_range(tile, first, total, stride, [&] { body(at(k, tile)); });
 }

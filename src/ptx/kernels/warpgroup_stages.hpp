@@ -15,8 +15,8 @@
 
 namespace rayo::ptx::kernels::warpgroup {
 
-inline constexpr unsigned threads = 128;     // a warpgroup: 4 consecutive warps
-inline constexpr unsigned swizzle_row = 128;  // bytes of one swizzled row
+inline constexpr unsigned threads = 128;        // a warpgroup: 4 consecutive warps
+inline constexpr unsigned swizzle_row = 128;    // bytes of one swizzled row
 inline constexpr unsigned swizzle_atom = 1024;  // 8 such rows
 
 // A ring of `slots` shared-memory slots between one producer thread and `consumers` warpgroups.
@@ -50,8 +50,8 @@ struct RingPosition {
 // (1024); the leading offset is unused. MN-major operands (b stored [k, n]): rows of 64 n values
 // (one per k), 8-k atoms `stride_bytes` apart (1024), the next 64 n `leading_bytes` apart.
 [[nodiscard]] constexpr std::uint64_t descriptor_bits(unsigned leading_bytes, unsigned stride_bytes) noexcept {
-    return (std::uint64_t{(leading_bytes >> 4) & 0x3fffu} << 16) | (std::uint64_t{(stride_bytes >> 4) & 0x3fffu} << 32) |
-           (std::uint64_t{1} << 62);
+    return (std::uint64_t{(leading_bytes >> 4) & 0x3fffu} << 16) |
+           (std::uint64_t{(stride_bytes >> 4) & 0x3fffu} << 32) | (std::uint64_t{1} << 62);
 }
 // The descriptor (.b64) of the tile at `shared_address`: bits | (address >> 4). Adding n · 16 bytes
 // to the tile's start adds n to the descriptor.

@@ -62,7 +62,8 @@ bool takes_decode(op::Attention const& a) {
 // the host knows when the shader reads the position).
 std::size_t decode_seen(op::Attention const& a) {
     if (!a.causal || a.stored_position) return a.kv_len;
-    return static_cast<std::size_t>(std::clamp<std::int64_t>(a.query_offset + 1, 0, static_cast<std::int64_t>(a.kv_len)));
+    return static_cast<std::size_t>(
+        std::clamp<std::int64_t>(a.query_offset + 1, 0, static_cast<std::int64_t>(a.kv_len)));
 }
 
 // The keys a split: decode_split_keys, halved while a workgroup of keys · group invocations would
@@ -86,8 +87,8 @@ std::size_t decode_splits(ShaderRunner const& r, op::Attention const& a) {
 // the GPU; 512 ran the H200's 8192-key step faster than 256 or 1024, the combining pass growing
 // with the splits) and the most lanes a team (the least subgroup size of a compute shader on
 // devices that vary it).
-constexpr std::size_t subgroup_decode_workgroup = 128, subgroup_decode_most_keys = 128,
-                      subgroup_decode_least_keys = 32, subgroup_decode_busy = 512, subgroup_decode_max_team = 8;
+constexpr std::size_t subgroup_decode_workgroup = 128, subgroup_decode_most_keys = 128, subgroup_decode_least_keys = 32,
+                      subgroup_decode_busy = 512, subgroup_decode_max_team = 8;
 
 struct SubgroupDecode {
     std::size_t keys = 0, splits = 0, team = 0;
@@ -203,9 +204,10 @@ Choice choose(ShaderRunner const& r, op::Attention const& a, DType type, std::ui
     PhysicalDevice const& dev = r.physical();
     // Fewer query rows than a subgroup's 16 (decode) fill the GPU better through the portable
     // shader's key split.
-    if (a.q_len >= 16 && type == DType::f16 && coopmat_shader(a.head_dim) && dev.cooperative_matrix != PhysicalDevice::CooperativeMatrix::none &&
-        r.switches().cooperative_matrix && r.subgroups() && dev.subgroup_size == 32 &&
-        coopmat_shared_bytes(a.head_dim) <= shared && runs_aligned({q_off, k_off, v_off, o_off})) {
+    if (a.q_len >= 16 && type == DType::f16 && coopmat_shader(a.head_dim) &&
+        dev.cooperative_matrix != PhysicalDevice::CooperativeMatrix::none && r.switches().cooperative_matrix &&
+        r.subgroups() && dev.subgroup_size == 32 && coopmat_shared_bytes(a.head_dim) <= shared &&
+        runs_aligned({q_off, k_off, v_off, o_off})) {
         c.path = Path::coopmat;
         c.plan.rows = coop_rows;
         c.plan.row_groups = (a.q_len + coop_rows - 1) / coop_rows;
@@ -224,11 +226,12 @@ Support supports(ShaderRunner const& r, op::Attention const& a, OpViews const& v
         return detail::floating_types_only("vulkan", a.op);
     if (a.has_mask && v.in[3].dtype != DType::f32) return Support::no("vulkan: attention takes an f32 mask");
     if (a.head_dim > max_head_dim)
-        return Support::no("vulkan: attention's shader takes head_dim up to " + std::to_string(max_head_dim) + ", not " +
-                           std::to_string(a.head_dim));
+        return Support::no("vulkan: attention's shader takes head_dim up to " + std::to_string(max_head_dim) +
+                           ", not " + std::to_string(a.head_dim));
     for (TensorView const* t : {&v.in[0], &v.in[1], &v.out[0]})
         if (t->numel() > 0xffffffffu) return Support::no("vulkan: attention over tensors of 2^32 elements or more");
-    if (a.has_mask && v.in[3].numel() > 0xffffffffu) return Support::no("vulkan: attention with a mask of 2^32 elements or more");
+    if (a.has_mask && v.in[3].numel() > 0xffffffffu)
+        return Support::no("vulkan: attention with a mask of 2^32 elements or more");
     if (takes_decode(a)) {
         if (decode_splits(r, a) > r.max_groups() || a.batch * a.kv_heads > r.max_groups())
             return Support::no("vulkan: attention with more key splits or batch·heads than one dispatch's groups");
@@ -249,15 +252,16 @@ Support supports(ShaderRunner const& r, op::Attention const& a, OpViews const& v
 namespace {
 
 // The split rows (maximum, sum, unnormalised output) in `partials` reduced into the output.
-void combine_splits(ShaderRunner& r, op::Attention const& a, DType type, ScratchBuffer const& partials, Binding const& o,
-                    std::size_t splits, std::uint32_t o_offset) {
+void combine_splits(ShaderRunner& r, op::Attention const& a, DType type, ScratchBuffer const& partials,
+                    Binding const& o, std::size_t splits, std::uint32_t o_offset) {
     std::size_t const rows = a.batch * a.q_len * a.heads;
     std::uint32_t const workgroup = r.workgroup_size();
-    auto const groups =
-        static_cast<std::uint32_t>(std::min<std::size_t>((rows * a.head_dim + workgroup - 1) / workgroup, r.max_groups()));
+    auto const groups = static_cast<std::uint32_t>(
+        std::min<std::size_t>((rows * a.head_dim + workgroup - 1) / workgroup, r.max_groups()));
     CombinePush combine{static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(splits), o_offset};
     SpecConstants constants{0u, workgroup, static_cast<std::uint32_t>(a.head_dim)};
-    Shader const shader = element_build(Shader::attention_combine, Shader::attention_combine_element16, type, constants);
+    Shader const shader =
+        element_build(Shader::attention_combine, Shader::attention_combine_element16, type, constants);
     r.dispatch(shader, constants, {partials.bind(Access::read), o}, combine, {groups});
 }
 
@@ -302,8 +306,12 @@ void run_decode(ShaderRunner& r, op::Attention const& a, Binding const& q, Bindi
                                             Shader::attention_decode_subgroup_element16, type, constants);
         r.dispatch(shader, constants, {q, k, val, partials.bind(Access::write), position}, push, groups);
     } else {
-        SpecConstants constants{0u, static_cast<std::uint32_t>(keys * group), static_cast<std::uint32_t>(a.head_dim),
-                                static_cast<std::uint32_t>(group), static_cast<std::uint32_t>(keys), stored};
+        SpecConstants constants{0u,
+                                static_cast<std::uint32_t>(keys * group),
+                                static_cast<std::uint32_t>(a.head_dim),
+                                static_cast<std::uint32_t>(group),
+                                static_cast<std::uint32_t>(keys),
+                                stored};
         Shader const shader =
             element_build(Shader::attention_decode, Shader::attention_decode_element16, type, constants);
         r.dispatch(shader, constants, {q, k, val, partials.bind(Access::write), position}, push, groups);
@@ -362,8 +370,15 @@ void run(ShaderRunner& r, op::Attention const& a, OpViews const& v) {
     Binding const direct_out = split ? o.untouched() : o;
     r.check_loop_budget(p.keys_per_split / key_block * block_iterations + other_iterations,
                         "attention over " + std::to_string(p.keys_per_split) + " keys a workgroup");
-    SpecConstants constants{0u, p.rows * static_cast<std::uint32_t>(team), d, p.rows, flag(a.has_mask), flag(a.causal),
-                            flag(split), 0u /* the element type */, flag(a.stored_position)};
+    SpecConstants constants{0u,
+                            p.rows * static_cast<std::uint32_t>(team),
+                            d,
+                            p.rows,
+                            flag(a.has_mask),
+                            flag(a.causal),
+                            flag(split),
+                            0u /* the element type */,
+                            flag(a.stored_position)};
     Shader const shader = element_build(Shader::attention, Shader::attention_element16, qv.dtype, constants);
     r.dispatch(shader, constants, {q, k, val, mask, direct_out, partial_binding, position}, push,
                {static_cast<std::uint32_t>(p.row_groups), static_cast<std::uint32_t>(a.batch * a.heads),

@@ -16,12 +16,13 @@ struct CastPush {
     std::uint32_t in_offset = 0, out_offset = 0;  // in elements
 };
 
-
 }  // namespace
 
 Support supports(ShaderRunner const& r, op::Cast const&, OpViews const& v) {
-    if (!detail::castable(v.in[0].dtype) || !detail::castable(v.out[0].dtype)) return Support::no("vulkan: cast takes f32, f16, bf16 and i32");
-    if (!v.in[0].is_contiguous() || !v.out[0].is_contiguous()) return Support::no("vulkan: cast takes contiguous tensors");
+    if (!detail::castable(v.in[0].dtype) || !detail::castable(v.out[0].dtype))
+        return Support::no("vulkan: cast takes f32, f16, bf16 and i32");
+    if (!v.in[0].is_contiguous() || !v.out[0].is_contiguous())
+        return Support::no("vulkan: cast takes contiguous tensors");
     if (!r.physical().storage_buffer_16bit)
         return Support::no("vulkan: cast needs 16-bit storage (storageBuffer16BitAccess), which this device lacks");
     if (v.out[0].numel() > 0xffffffffu) return Support::no("vulkan: cast of 2^32 elements or more");
@@ -39,10 +40,11 @@ void run(ShaderRunner& r, op::Cast const&, OpViews const& v) {
     std::uint32_t const workgroup = r.workgroup_size();
     // Groups of 4 elements where both views start on a multiple of 4 elements.
     bool const vec4 = push.in_offset % 4 == 0 && push.out_offset % 4 == 0;
-    SpecConstants const constants{static_cast<std::uint32_t>(in.dtype), workgroup, static_cast<std::uint32_t>(out.dtype),
-                                  vec4 ? 1u : 0u};
+    SpecConstants const constants{static_cast<std::uint32_t>(in.dtype), workgroup,
+                                  static_cast<std::uint32_t>(out.dtype), vec4 ? 1u : 0u};
     std::size_t const items = vec4 ? (n + 3) / 4 : n;
-    auto const groups = static_cast<std::uint32_t>(std::min<std::size_t>((items + workgroup - 1) / workgroup, r.max_groups()));
+    auto const groups =
+        static_cast<std::uint32_t>(std::min<std::size_t>((items + workgroup - 1) / workgroup, r.max_groups()));
     r.dispatch(Shader::cast, constants, {bi, bo}, push, {groups});
 }
 

@@ -95,7 +95,8 @@ void run_gemm(ShaderRunner& r, op::Conv2d const& d, Conv2dPath path, Binding con
     Conv2dGemmPush push;
     push.c = u32(s.c), push.h = u32(s.h), push.w = u32(s.w), push.o = u32(s.o);
     push.kh = u32(s.kh), push.kw = u32(s.kw), push.oh = u32(s.oh), push.ow = u32(s.ow);
-    push.stride_h = u32(s.stride_h), push.stride_w = u32(s.stride_w), push.pad_h = u32(s.pad_h), push.pad_w = u32(s.pad_w);
+    push.stride_h = u32(s.stride_h), push.stride_w = u32(s.stride_w), push.pad_h = u32(s.pad_h),
+    push.pad_w = u32(s.pad_w);
     push.dilation_h = u32(s.dilation_h), push.dilation_w = u32(s.dilation_w);
     push.cg = u32(s.c / s.groups), push.og = u32(s.o / s.groups);
     push.k = push.cg * push.kh * push.kw;
@@ -123,7 +124,8 @@ Support supports(ShaderRunner const& r, op::Conv2d const& d, OpViews const& v) {
     if (!detail::all_contiguous(v)) return Support::no("vulkan: conv2d takes contiguous operands");
     for (auto const* views : {&v.in, &v.out})
         for (TensorView const& t : *views)
-            if (t.present && t.numel() > 0xffffffffu) return Support::no("vulkan: conv2d of tensors of 2^32 elements or more");
+            if (t.present && t.numel() > 0xffffffffu)
+                return Support::no("vulkan: conv2d of tensors of 2^32 elements or more");
     if (d.shape.n * d.shape.o * d.shape.oh * d.shape.ow > 0xffffffffu)
         return Support::no("vulkan: conv2d of outputs of 2^32 elements or more");
     return Support::yes();
@@ -144,7 +146,8 @@ void run(ShaderRunner& r, op::Conv2d const& d, OpViews const& v) {
     push.total = u32(s.n * s.o * s.oh * s.ow);
     push.c = u32(s.c), push.h = u32(s.h), push.w = u32(s.w), push.o = u32(s.o);
     push.kh = u32(s.kh), push.kw = u32(s.kw), push.oh = u32(s.oh), push.ow = u32(s.ow);
-    push.stride_h = u32(s.stride_h), push.stride_w = u32(s.stride_w), push.pad_h = u32(s.pad_h), push.pad_w = u32(s.pad_w);
+    push.stride_h = u32(s.stride_h), push.stride_w = u32(s.stride_w), push.pad_h = u32(s.pad_h),
+    push.pad_w = u32(s.pad_w);
     push.dilation_h = u32(s.dilation_h), push.dilation_w = u32(s.dilation_w);
     push.cg = u32(s.c / s.groups), push.og = u32(s.o / s.groups);
     push.x_offset = bx.element_offset(size);

@@ -17,7 +17,8 @@ inline constexpr std::size_t element_type_constant = 7;
 // switch PathSwitches::element16 does the same on any device).
 [[nodiscard]] inline Support element_type_supported(ShaderRunner const& r, Op op, DType type) {
     if (type == DType::f32) return Support::yes();
-    std::string const what = "vulkan: " + std::string(to_string(op)) + " of " + std::string(to_string(type)) + " tensors";
+    std::string const what =
+        "vulkan: " + std::string(to_string(op)) + " of " + std::string(to_string(type)) + " tensors";
     if (!r.physical().storage_buffer_16bit)
         return Support::no(what + " needs 16-bit storage (storageBuffer16BitAccess), which this device lacks");
     if (!r.switches().element16) return Support::no(what + ": the 16-bit builds are switched off");
@@ -26,7 +27,8 @@ inline constexpr std::size_t element_type_constant = 7;
 
 // The build of a shader for tensors of `type`: `f32_build`, or `element16_build` with the type set
 // in `constants`.
-[[nodiscard]] inline Shader element_build(Shader f32_build, Shader element16_build, DType type, SpecConstants& constants) {
+[[nodiscard]] inline Shader element_build(Shader f32_build, Shader element16_build, DType type,
+                                          SpecConstants& constants) {
     if (type == DType::f32) return f32_build;
     constants[element_type_constant] = static_cast<std::uint32_t>(type);
     return element16_build;

@@ -22,7 +22,7 @@ struct ElementwisePush {
 // Push constants of binary_broadcast.comp: the collapsed layout (dispatch/broadcast.hpp).
 struct BroadcastPush {
     std::uint32_t n = 0;
-    std::uint32_t a_offset = 0, b_offset = 0, out_offset = 0;  // in elements
+    std::uint32_t a_offset = 0, b_offset = 0, out_offset = 0;       // in elements
     std::array<std::uint32_t, 3 * detail::max_view_rank> layout{};  // StridedLayout::packed(): dims, a's, b's strides
 };
 
@@ -52,12 +52,16 @@ void record_broadcast(ShaderRunner& r, Op op, TensorView const& a, TensorView co
     // vec4s along the rows where every operand read along them starts on a vec4 (an operand
     // repeated along the row is one float, at any offset).
     std::size_t const last = l.rank - 1;
-    bool const vec4 = l.inner() % 4 == 0 && push.out_offset % 4 == 0 && (l.strides[0][last] == 0 || push.a_offset % 4 == 0) &&
+    bool const vec4 = l.inner() % 4 == 0 && push.out_offset % 4 == 0 &&
+                      (l.strides[0][last] == 0 || push.a_offset % 4 == 0) &&
                       (l.strides[1][last] == 0 || push.b_offset % 4 == 0);
-    SpecConstants constants{static_cast<std::uint32_t>(op), workgroup, static_cast<std::uint32_t>(l.rank), vec4 ? 1u : 0u};
-    Shader const shader = element_build(Shader::binary_broadcast, Shader::binary_broadcast_element16, out.dtype, constants);
+    SpecConstants constants{static_cast<std::uint32_t>(op), workgroup, static_cast<std::uint32_t>(l.rank),
+                            vec4 ? 1u : 0u};
+    Shader const shader =
+        element_build(Shader::binary_broadcast, Shader::binary_broadcast_element16, out.dtype, constants);
     std::size_t const items = vec4 ? n / 4 : n;
-    auto const groups = static_cast<std::uint32_t>(std::min<std::size_t>((items + workgroup - 1) / workgroup, r.max_groups()));
+    auto const groups =
+        static_cast<std::uint32_t>(std::min<std::size_t>((items + workgroup - 1) / workgroup, r.max_groups()));
     r.dispatch(shader, constants, {lhs, result, rhs}, push, {groups});
 }
 
@@ -90,8 +94,10 @@ void record(ShaderRunner& r, bool unary, Op op, bool scalar_rhs, TensorView cons
     std::size_t const items = vec4 ? (n + 3) / 4 : n;
     auto const groups =
         static_cast<std::uint32_t>(std::min<std::size_t>((items + workgroup - 1) / workgroup, r.max_groups()));
-    if (unary) r.dispatch(shader, constants, {in, result}, push, {groups});
-    else r.dispatch(shader, constants, {in, result, second}, push, {groups});
+    if (unary)
+        r.dispatch(shader, constants, {in, result}, push, {groups});
+    else
+        r.dispatch(shader, constants, {in, result, second}, push, {groups});
 }
 
 }  // namespace

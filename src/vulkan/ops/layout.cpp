@@ -16,7 +16,8 @@ namespace {
 struct CopyPush {
     std::uint32_t n = 0;
     std::uint32_t in_offset = 0, out_offset = 0;  // in elements
-    std::array<std::uint32_t, 3 * detail::max_view_rank> layout{};  // StridedLayout::packed(): dims, in's, out's strides
+    std::array<std::uint32_t, 3 * detail::max_view_rank>
+        layout{};  // StridedLayout::packed(): dims, in's, out's strides
 };
 
 // Push constants of transpose_tiled.comp.
@@ -24,7 +25,6 @@ struct TransposePush {
     std::uint32_t rows = 0, cols = 0, in_stride = 0, out_stride = 0, in_batch = 0, out_batch = 0;
     std::uint32_t in_offset = 0, out_offset = 0;  // in elements
 };
-
 
 }  // namespace
 
@@ -49,12 +49,14 @@ void run(ShaderRunner& r, op::Copy const&, OpViews const& v) {
     detail::StridedLayout const l = detail::collapse(out, views);
     SpecConstants const wide{0u, 0u, element == 4 ? 1u : 0u};
     if (auto const t = detail::as_transposition(l);
-        t && r.limits().maxComputeWorkGroupInvocations >= 256 && (t->cols + 31) / 32 <= r.max_groups() && (t->rows + 31) / 32 <= r.max_groups() &&
-        t->batch <= r.limits().maxComputeWorkGroupCount[2]) {
+        t && r.limits().maxComputeWorkGroupInvocations >= 256 && (t->cols + 31) / 32 <= r.max_groups() &&
+        (t->rows + 31) / 32 <= r.max_groups() && t->batch <= r.limits().maxComputeWorkGroupCount[2]) {
         auto const u32 = [](std::size_t v) { return static_cast<std::uint32_t>(v); };
-        TransposePush const push{u32(t->rows), u32(t->cols), u32(t->in_stride), u32(t->out_stride), u32(t->in_batch),
-                                 u32(t->out_batch), bi.element_offset(element), bo.element_offset(element)};
-        r.dispatch(Shader::transpose_tiled, wide, {bi, bo}, push, {u32((t->cols + 31) / 32), u32((t->rows + 31) / 32), u32(t->batch)});
+        TransposePush const push{
+            u32(t->rows),     u32(t->cols),      u32(t->in_stride),          u32(t->out_stride),
+            u32(t->in_batch), u32(t->out_batch), bi.element_offset(element), bo.element_offset(element)};
+        r.dispatch(Shader::transpose_tiled, wide, {bi, bo}, push,
+                   {u32((t->cols + 31) / 32), u32((t->rows + 31) / 32), u32(t->batch)});
         return;
     }
     CopyPush push;
@@ -64,7 +66,8 @@ void run(ShaderRunner& r, op::Copy const&, OpViews const& v) {
     push.layout = l.packed();
     std::uint32_t const workgroup = r.workgroup_size();
     SpecConstants const constants{0u, workgroup, static_cast<std::uint32_t>(l.rank), element == 4 ? 1u : 0u};
-    auto const groups = static_cast<std::uint32_t>(std::min<std::size_t>((n + workgroup - 1) / workgroup, r.max_groups()));
+    auto const groups =
+        static_cast<std::uint32_t>(std::min<std::size_t>((n + workgroup - 1) / workgroup, r.max_groups()));
     r.dispatch(Shader::copy_strided, constants, {bi, bo}, push, {groups});
 }
 

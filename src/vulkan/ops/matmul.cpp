@@ -51,9 +51,9 @@ struct GemmTile {
 // the device's shared memory) wins. The shader takes m, n in {64, 128} and k in {8, 16}. The order
 // is fastest first where the grid is large enough (figures and command: docs/backends/vulkan.md).
 constexpr std::array gemm_tiles{
-    GemmTile{64, 128, 8, true},    GemmTile{128, 128, 8, true},  GemmTile{128, 64, 16, true},
-    GemmTile{64, 64, 8, true},     GemmTile{128, 64, 8, false},  GemmTile{128, 128, 16, false},
-    GemmTile{64, 128, 16, false},  GemmTile{64, 64, 16, false},
+    GemmTile{64, 128, 8, true},   GemmTile{128, 128, 8, true}, GemmTile{128, 64, 16, true},
+    GemmTile{64, 64, 8, true},    GemmTile{128, 64, 8, false}, GemmTile{128, 128, 16, false},
+    GemmTile{64, 128, 16, false}, GemmTile{64, 64, 16, false},
 };
 // The tiled shader's tile (matmul_tiled.glsl); RAYO_VULKAN_GEMM_TILE=tiled forces that shader.
 constexpr GemmTile tiled_tile{64, 64, 16, false};
@@ -86,8 +86,9 @@ ForcedGemm parse_gemm_tile(std::string_view s, std::string_view source) {
         if (s == to_string(t)) return {false, t};
     std::string valid;
     for (GemmTile t : gemm_tiles) valid += to_string(t) + ", ";
-    throw Error(std::string(source) + "='" + gguf::printable(s, 64) + "' is not a GEMM tile of the Vulkan backend; expected one of " +
-                valid + "or " + std::string(tiled_name) + " (the 64x64x16 tiled shader)");
+    throw Error(std::string(source) + "='" + gguf::printable(s, 64) +
+                "' is not a GEMM tile of the Vulkan backend; expected one of " + valid + "or " +
+                std::string(tiled_name) + " (the 64x64x16 tiled shader)");
 }
 
 // RAYO_VULKAN_GEMM_TILE, a tuning knob read once: "MxNxK" (an entry of gemm_tiles) makes every
@@ -150,9 +151,9 @@ bool is_floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DT
 
 // How one matmul runs on this device.
 struct MatmulPlan {
-    bool decode_first = false;       // K-quant weights decoded into an f32 scratch copy first
-    std::optional<GemmTile> large;   // matmul_f32_large.comp with this tile
-    bool cooperative = false;        // matmul_coopmat.comp
+    bool decode_first = false;      // K-quant weights decoded into an f32 scratch copy first
+    std::optional<GemmTile> large;  // matmul_f32_large.comp with this tile
+    bool cooperative = false;       // matmul_coopmat.comp
     GemmTile tile{};
 };
 
@@ -179,19 +180,22 @@ MatmulPlan plan_matmul(ShaderRunner const& r, op::MatmulShape shape, DType a, DT
 
 Support supports(ShaderRunner const& r, op::Matmul const& d, OpViews const& v) {
     if (d.input != op::LinearInput::x)
-        return detail::supports_with_formed_input(d, v, detail::formed_input_view(v.in[0], detail::unbound_buffer),
-                                                  [&](auto const& op, OpViews const& views) { return supports(r, op, views); });
+        return detail::supports_with_formed_input(
+            d, v, detail::formed_input_view(v.in[0], detail::unbound_buffer),
+            [&](auto const& op, OpViews const& views) { return supports(r, op, views); });
     auto const& shape = d.shape;
     DType const a = v.in[0].dtype, b = v.in[1].dtype;
     bool const quantized = is_weight_block_type(b);
     bool const same = a == b && is_floating(a);
     bool const mixed = a == DType::f32 && (b == DType::f16 || b == DType::bf16 || quantized);
     if (v.out[0].dtype != DType::f32 || (!same && !mixed))
-        return Support::no("vulkan matmul: " + std::string(rayo::to_string(a)) + " x " + std::string(rayo::to_string(b)) +
-                           " -> " + std::string(rayo::to_string(v.out[0].dtype)) + " is not a supported combination");
+        return Support::no("vulkan matmul: " + std::string(rayo::to_string(a)) + " x " +
+                           std::string(rayo::to_string(b)) + " -> " + std::string(rayo::to_string(v.out[0].dtype)) +
+                           " is not a supported combination");
     if (quantized && (!shape.b_transposed || shape.k % block_elements(b) != 0))
-        return Support::no("vulkan matmul: block-quantized weights are taken by linear(x, w) with rows of whole "
-                           "blocks");
+        return Support::no(
+            "vulkan matmul: block-quantized weights are taken by linear(x, w) with rows of whole "
+            "blocks");
     if (!detail::all_contiguous(v)) return Support::no("vulkan matmul takes contiguous operands");
     if (shape.m == 0 || shape.n == 0 || (quantized && shape.m <= kquant_gemv_max_rows)) return Support::yes();
     MatmulPlan const plan = plan_matmul(r, shape, a, b);
@@ -227,15 +231,17 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
     }
     MatmulPlan const plan = plan_matmul(r, shape, a.dtype, b.dtype);
     r.check_loop_budget((shape.k + plan.tile.k - 1) / plan.tile.k + 64, what);  // a tile's depth a step
-    std::size_t const groups_x = (shape.n + plan.tile.n - 1) / plan.tile.n, groups_y = (shape.m + plan.tile.m - 1) / plan.tile.m;
+    std::size_t const groups_x = (shape.n + plan.tile.n - 1) / plan.tile.n,
+                      groups_y = (shape.m + plan.tile.m - 1) / plan.tile.m;
     // Each operand's span: its last product's matrix starts (batch - 1) steps in.
     auto const span = [&](std::size_t step, std::size_t matrix) { return (shape.batch - 1) * step + matrix; };
     Binding const ba = r.bind(a, bytes_for(a.dtype, span(shape.a_batch, shape.m * shape.k)), Access::read, "matmul a");
     std::size_t const b_bytes = bytes_for(b.dtype, span(shape.b_batch, shape.k * shape.n));
     // Blocks of q6_k, q8_0 and q4_0 may start 2 bytes past a word: the decoders read bytes at any address.
-    Binding bb = quantized ? bind_blocks(r, b, b_bytes, Access::read, "matmul b")
-                           : r.bind(b, b_bytes, Access::read, "matmul b");
-    Binding const bo = r.bind(out, span(shape.m * shape.n, shape.m * shape.n) * sizeof(float), Access::write, "matmul output");
+    Binding bb =
+        quantized ? bind_blocks(r, b, b_bytes, Access::read, "matmul b") : r.bind(b, b_bytes, Access::read, "matmul b");
+    Binding const bo =
+        r.bind(out, span(shape.m * shape.n, shape.m * shape.n) * sizeof(float), Access::write, "matmul output");
     if (plan.decode_first) {
         std::size_t const decoded_bytes = shape.n * shape.k * sizeof(float);
         ScratchBuffer const& decoded = r.kept_scratch(decoded_bytes);
@@ -255,7 +261,8 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
     push.a_batch = static_cast<std::uint32_t>(shape.a_batch);
     push.b_batch = static_cast<std::uint32_t>(shape.b_batch);
     push.out_batch = static_cast<std::uint32_t>(shape.m * shape.n);
-    Binding const bias = bias_view ? r.bind(*bias_view, shape.n * sizeof(float), Access::read, "linear bias") : bo.untouched();
+    Binding const bias =
+        bias_view ? r.bind(*bias_view, shape.n * sizeof(float), Access::read, "linear bias") : bo.untouched();
     push.bias_offset = bias_view ? bias.element_offset(sizeof(float)) : 0;
     push.has_bias = bias_view ? 1 : 0;
     std::uint32_t const transposed = shape.b_transposed ? 1 : 0;
@@ -267,7 +274,8 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
         // vec4 global loads / stores where every run of 4 elements starts 16-byte aligned: the
         // view offset and the row stride are multiples of 4 floats; else guarded scalars.
         bool const vec4_a = push.a_offset % 4 == 0 && push.a_batch % 4 == 0 && push.k % 4 == 0;
-        bool const vec4_b = push.b_offset % 4 == 0 && push.b_batch % 4 == 0 && (shape.b_transposed ? push.k : push.n) % 4 == 0;
+        bool const vec4_b =
+            push.b_offset % 4 == 0 && push.b_batch % 4 == 0 && (shape.b_transposed ? push.k : push.n) % 4 == 0;
         bool const vec4_out = push.out_offset % 4 == 0 && push.out_batch % 4 == 0 && push.n % 4 == 0;
         r.dispatch(Shader::matmul_f32_large,
                    {tile.m, 256, tile.n, transposed, tile.k, vec4_a ? 1u : 0u, vec4_b ? 1u : 0u, vec4_out ? 1u : 0u},
@@ -280,12 +288,13 @@ void run(ShaderRunner& r, op::Matmul const& d, OpViews const& v) {
         bool const a_f32 = a.dtype == DType::f32;
         bool const vec8 = push.a_offset % (a_f32 ? 4 : 8) == 0 && push.a_batch % 8 == 0 && push.b_offset % 8 == 0 &&
                           push.b_batch % 8 == 0 && push.k % 8 == 0 && (shape.b_transposed || push.n % 8 == 0);
-        r.dispatch(Shader::matmul_coopmat, {0, 128, 0, 0, 0, vec8 ? 1u : 0u, a_f32 ? 1u : 0u, transposed}, {ba, bb, bo, bias},
-                   push, groups);
+        r.dispatch(Shader::matmul_coopmat, {0, 128, 0, 0, 0, vec8 ? 1u : 0u, a_f32 ? 1u : 0u, transposed},
+                   {ba, bb, bo, bias}, push, groups);
     } else {
         bool const reads_f16 = a.dtype == DType::f16 || b.dtype == DType::f16;
-        Shader const shader =
-            reads_f16 && r.physical().storage_buffer_16bit && r.switches().storage16 ? Shader::matmul_storage16 : Shader::matmul;
+        Shader const shader = reads_f16 && r.physical().storage_buffer_16bit && r.switches().storage16
+                                  ? Shader::matmul_storage16
+                                  : Shader::matmul;
         r.dispatch(shader, {static_cast<std::uint32_t>(a.dtype), 256, static_cast<std::uint32_t>(b_type), transposed},
                    {ba, bb, bo, bias}, push, groups);
         if (a.dtype == DType::f32 && b_type == DType::f32) note_last_gemm(std::string(tiled_name));

@@ -35,9 +35,18 @@ void run(ShaderRunner& r, op::Pool2d const& d, OpViews const& v) {
     Binding const bx = r.bind(x, x.numel() * size, Access::read, "pool input");
     Binding const by = r.bind(out, out.numel() * size, Access::write, "pool output");
     auto u32 = [](std::size_t n) { return static_cast<std::uint32_t>(n); };
-    PoolPush const push{u32(out.numel()), u32(d.h),        u32(d.w),        u32(d.oh),
-                        u32(d.ow),        u32(d.kh),       u32(d.kw),       u32(d.stride_h),
-                        u32(d.stride_w),  u32(d.pad_h),    u32(d.pad_w),    bx.element_offset(size),
+    PoolPush const push{u32(out.numel()),
+                        u32(d.h),
+                        u32(d.w),
+                        u32(d.oh),
+                        u32(d.ow),
+                        u32(d.kh),
+                        u32(d.kw),
+                        u32(d.stride_h),
+                        u32(d.stride_w),
+                        u32(d.pad_h),
+                        u32(d.pad_w),
+                        bx.element_offset(size),
                         by.element_offset(size)};
     if (push.total == 0) return;
     std::uint32_t const workgroup = r.workgroup_size();
@@ -46,8 +55,8 @@ void run(ShaderRunner& r, op::Pool2d const& d, OpViews const& v) {
     auto const groups =
         static_cast<std::uint32_t>(std::min<std::size_t>((push.total + workgroup - 1) / workgroup, r.max_groups()));
     std::uint64_t const threads = std::uint64_t{groups} * workgroup;
-    r.check_loop_budget((push.total + threads - 1) / threads * (d.kh * d.kw + 8), "a pool of " + std::to_string(d.kh) + "×" +
-                                                                                       std::to_string(d.kw) + " windows");
+    r.check_loop_budget((push.total + threads - 1) / threads * (d.kh * d.kw + 8),
+                        "a pool of " + std::to_string(d.kh) + "×" + std::to_string(d.kw) + " windows");
     r.dispatch(shader, constants, {bx, by}, push, {groups});
 }
 

@@ -21,7 +21,7 @@ namespace rayo::vulkan::ops {
 
 namespace {
 
-struct ConvertParams {  // quant_dequantize.comp, quant_q8_k.comp
+struct ConvertParams {    // quant_dequantize.comp, quant_q8_k.comp
     std::uint32_t count;  // values (dequantize) or blocks (quantize)
     std::uint32_t in_offset, out_offset;
 };
@@ -133,7 +133,8 @@ void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const
         workgroup *= 2;
     std::size_t const row_bytes = bytes_for(w.dtype, shape.k);
     if (groups > r.max_groups())
-        throw Unsupported("vulkan linear: " + std::to_string(shape.n) + " weight rows need more workgroups than one "
+        throw Unsupported("vulkan linear: " + std::to_string(shape.n) +
+                          " weight rows need more workgroups than one "
                           "dispatch may have");
     Binding const bx = r.bind(x, shape.m * shape.k * sizeof(float), Access::read, "linear x");
     // A view of q6_k, q8_0 or q4_0 rows may start 2 bytes past a word, and its last block end 2
@@ -143,8 +144,9 @@ void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const
     Binding const bb = bias ? r.bind(*bias, shape.n * sizeof(float), Access::read, "linear bias") : bo.untouched();
     std::size_t const w_offset = bw.offset;
     if (bw.offset + bw.bytes + 4 > std::numeric_limits<std::uint32_t>::max())
-        throw Unsupported("vulkan linear: quantized weights past byte 2^32 of their buffer (the shader's addresses are "
-                          "32-bit)");
+        throw Unsupported(
+            "vulkan linear: quantized weights past byte 2^32 of their buffer (the shader's addresses are "
+            "32-bit)");
     // q4_k and q5_k blocks are read as 16-byte vectors: every view of whole blocks of a tensor keeps
     // its 144- or 176-byte blocks 16-byte aligned (allocations are), so this only refuses a
     // hand-made view.
@@ -164,8 +166,9 @@ void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const
         physical.integer_dot_product && r.switches().integer_dot.value_or(physical.integer_dot_product_accelerated);
     std::size_t const spanning_workgroup = (8 * blocks + 31) / 32 * 32;
     if (shape.m == 1 && w.dtype == DType::q4_k && blocks <= spanning_max_blocks && r.subgroups() &&
-        bx.offset % 16 == 0 && spanning_workgroup <= std::min<std::size_t>(limits.maxComputeWorkGroupInvocations,
-                                                                           limits.maxComputeWorkGroupSize[0])) {
+        bx.offset % 16 == 0 &&
+        spanning_workgroup <=
+            std::min<std::size_t>(limits.maxComputeWorkGroupInvocations, limits.maxComputeWorkGroupSize[0])) {
         std::size_t const invocations = integer_dot && blocks <= spanning_integer_short_rows_blocks
                                             ? spanning_integer_short_rows_invocations
                                             : spanning_invocations;
@@ -175,18 +178,17 @@ void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const
         std::size_t const slots = (spanning_workgroup + physical.subgroup_size - 1) / physical.subgroup_size;
         std::size_t const spanning_groups = (shape.n + rows - 1) / rows;
         if (rows * slots * sizeof(float) <= limits.maxComputeSharedMemorySize && spanning_groups <= r.max_groups()) {
-            SpecConstants const constants{0,
-                                          static_cast<std::uint32_t>(spanning_workgroup),
-                                          static_cast<std::uint32_t>(blocks),
-                                          static_cast<std::uint32_t>(rows),
+            SpecConstants const constants{0, static_cast<std::uint32_t>(spanning_workgroup),
+                                          static_cast<std::uint32_t>(blocks), static_cast<std::uint32_t>(rows),
                                           static_cast<std::uint32_t>(slots)};
             r.dispatch(integer_dot ? Shader::quant_gemv_spanning_integer_dot : Shader::quant_gemv_spanning, constants,
-                     {bw, bx, bo, bb}, params, {static_cast<std::uint32_t>(spanning_groups)});
+                       {bw, bx, bo, bb}, params, {static_cast<std::uint32_t>(spanning_groups)});
             return;
         }
     }
     // The subgroup build keeps a partial sum per subgroup and output in shared memory.
-    std::uint32_t const slots = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(workgroup) / physical.subgroup_size);
+    std::uint32_t const slots =
+        std::max<std::uint32_t>(1, static_cast<std::uint32_t>(workgroup) / physical.subgroup_size);
     bool const subgroup_path =
         r.subgroups() && slots * rows_w * shape.m * sizeof(float) <= limits.maxComputeSharedMemorySize;
     SpecConstants const constants{static_cast<std::uint32_t>(w.dtype),
@@ -197,7 +199,7 @@ void linear_kquant_gemv(ShaderRunner& r, op::MatmulShape shape, TensorView const
                                   bx.offset % 16 == 0 ? 1u : 0u,
                                   slots};
     r.dispatch(subgroup_path ? Shader::quant_gemv_subgroup : Shader::quant_gemv, constants, {bw, bx, bo, bb}, params,
-             {static_cast<std::uint32_t>(groups)});
+               {static_cast<std::uint32_t>(groups)});
 }
 
 }  // namespace rayo::vulkan::ops

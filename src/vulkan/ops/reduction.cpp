@@ -23,11 +23,11 @@ struct ReducePush {
 
 enum Mode : std::uint32_t { rows_mode = 0, columns_mode = 1, combine_mode = 2 };
 
-constexpr std::size_t partial_bytes = 16;           // struct Partial in the shader
-constexpr std::size_t elements_per_group = 4096;    // MODE 0: a chunk per workgroup of this many elements
-constexpr std::size_t elements_per_thread = 64;     // MODE 1: a chunk per invocation
-constexpr std::size_t max_partials = 65536;         // bounds the scratch buffer (1 MiB)
-constexpr std::size_t max_chunks = 1024;            // the combine pass reads <= 4 partials per invocation
+constexpr std::size_t partial_bytes = 16;         // struct Partial in the shader
+constexpr std::size_t elements_per_group = 4096;  // MODE 0: a chunk per workgroup of this many elements
+constexpr std::size_t elements_per_thread = 64;   // MODE 1: a chunk per invocation
+constexpr std::size_t max_partials = 65536;       // bounds the scratch buffer (1 MiB)
+constexpr std::size_t max_chunks = 1024;          // the combine pass reads <= 4 partials per invocation
 
 constexpr std::size_t u32_limit = 0xffffffffu;
 
@@ -49,7 +49,8 @@ void reduce_to(ShaderRunner& r, Op op, op::ReduceShape shape, bool mean, TensorV
     if (shape.extent == 0) {
         // Nothing to reduce: a sum is 0 (mean 0/0 is NaN, as on the CPU); max/min/arg are refused upstream.
         float const v = mean ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
-        r.fill(r.bind(out, outputs * sizeof(float), Access::write, "reduction output"), std::bit_cast<std::uint32_t>(v));
+        r.fill(r.bind(out, outputs * sizeof(float), Access::write, "reduction output"),
+               std::bit_cast<std::uint32_t>(v));
         return;
     }
 
@@ -93,8 +94,9 @@ void reduce_to(ShaderRunner& r, Op op, op::ReduceShape shape, bool mean, TensorV
     // The build for the input's element type, with `mode`, `product` and `final` set.
     auto build = [&](Mode mode, std::uint32_t with_product, std::uint32_t final_pass, SpecConstants& constants) {
         constants = {code, wg, mode, with_product, final_pass};
-        return r.subgroups() ? element_build(Shader::reduce_subgroup, Shader::reduce_subgroup_element16, in.dtype, constants)
-                             : element_build(Shader::reduce, Shader::reduce_element16, in.dtype, constants);
+        return r.subgroups()
+                   ? element_build(Shader::reduce_subgroup, Shader::reduce_subgroup_element16, in.dtype, constants)
+                   : element_build(Shader::reduce, Shader::reduce_element16, in.dtype, constants);
     };
     SpecConstants constants{};
     if (chunks == 1) {
@@ -112,7 +114,9 @@ void reduce_to(ShaderRunner& r, Op op, op::ReduceShape shape, bool mean, TensorV
 
 }  // namespace
 
-Support supports(ShaderRunner const& r, op::Reduce const& d, OpViews const& v) { return reduce_supports(r, d.op, d.shape, v); }
+Support supports(ShaderRunner const& r, op::Reduce const& d, OpViews const& v) {
+    return reduce_supports(r, d.op, d.shape, v);
+}
 
 void run(ShaderRunner& r, op::Reduce const& d, OpViews const& v) {
     reduce_to(r, d.op == Op::mean ? Op::sum : d.op, d.shape, d.op == Op::mean, v.in[0], nullptr, v.out[0]);

@@ -29,8 +29,7 @@ Support supports(ShaderRunner const& r, op::Rope const& d, OpViews const& v) {
     if (!detail::is_floating(x.dtype) || out.dtype != x.dtype || v.in[1].dtype != DType::i32 ||
         (d.has_factors && v.in[2].dtype != DType::f32))
         return Support::no("vulkan: rope takes x and out of one floating type, i32 positions and f32 factors");
-    if (!x.is_contiguous() || !out.is_contiguous())
-        return Support::no("vulkan: rope takes contiguous tensors");
+    if (!x.is_contiguous() || !out.is_contiguous()) return Support::no("vulkan: rope takes contiguous tensors");
     if (x.numel() > 0xffffffffu || d.tokens * (d.head_dim / 2 + d.head_dim) > 0xffffffffu)
         return Support::no("vulkan: rope of 2^32 elements or more");
     return element_type_supported(r, d.op, x.dtype);
@@ -67,9 +66,11 @@ void run(ShaderRunner& r, op::Rope const& d, OpViews const& v) {
     if (d.tokens * push.lanes == 0) return;
     push.groups = static_cast<std::uint32_t>(op::rope_head_groups(d, push.lanes));
     std::size_t const items = d.tokens * push.lanes * push.groups;
-    auto const groups = static_cast<std::uint32_t>(std::min<std::size_t>((items + workgroup - 1) / workgroup, r.max_groups()));
+    auto const groups =
+        static_cast<std::uint32_t>(std::min<std::size_t>((items + workgroup - 1) / workgroup, r.max_groups()));
     std::uint64_t const threads = std::uint64_t{groups} * workgroup;
-    r.check_loop_budget((items + threads - 1) / threads * (d.heads / push.groups + 8), "rope of " + std::to_string(d.heads) + " heads");
+    r.check_loop_budget((items + threads - 1) / threads * (d.heads / push.groups + 8),
+                        "rope of " + std::to_string(d.heads) + " heads");
     r.dispatch(shader, constants, {bx, bp, bf, by}, push, {groups});
 }
 

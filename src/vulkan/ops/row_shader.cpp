@@ -97,10 +97,11 @@ void record_rows(ShaderRunner& r, Op op, float eps, TensorView const& in, Tensor
     bool const aligned = cols % 4 == 0 && push.x_offset % 4 == 0 && push.y_offset % 4 == 0 &&
                          (!gamma || push.gamma_offset % 4 == 0) && (!beta || push.beta_offset % 4 == 0);
     RowsPlan const plan = plan_rows(cols, r.workgroup_size(), register_limit, aligned);
-    SpecConstants constants{static_cast<std::uint32_t>(op), plan.workgroup, gamma ? 1u : 0u, beta ? 1u : 0u,
-                            plan.per_thread ? 1u : 0u, plan.chunks, plan.vec4 ? 1u : 0u};
-    Shader const shader = r.subgroups() ? element_build(Shader::rows_subgroup, Shader::rows_subgroup_element16, in.dtype, constants)
-                                        : element_build(Shader::rows, Shader::rows_element16, in.dtype, constants);
+    SpecConstants constants{static_cast<std::uint32_t>(op), plan.workgroup, gamma ? 1u : 0u,    beta ? 1u : 0u,
+                            plan.per_thread ? 1u : 0u,      plan.chunks,    plan.vec4 ? 1u : 0u};
+    Shader const shader =
+        r.subgroups() ? element_build(Shader::rows_subgroup, Shader::rows_subgroup_element16, in.dtype, constants)
+                      : element_build(Shader::rows, Shader::rows_element16, in.dtype, constants);
     std::size_t const wanted = plan.per_thread ? (rows + plan.workgroup - 1) / plan.workgroup : rows;
     auto const groups = static_cast<std::uint32_t>(std::min<std::size_t>(wanted, r.max_groups()));
     // The loop iterations of one invocation: its rows, each with its passes over its share of the
@@ -108,7 +109,9 @@ void record_rows(ShaderRunner& r, Op op, float eps, TensorView const& in, Tensor
     // values) and a few workgroup reductions.
     std::uint64_t const passes = op == Op::layer_norm ? 6 : 4;
     std::uint64_t const threads = plan.per_thread ? std::uint64_t{groups} * plan.workgroup : groups;
-    std::uint64_t const row_loop = plan.per_thread ? cols : plan.chunks ? 0 : (cols + plan.workgroup - 1) / plan.workgroup;
+    std::uint64_t const row_loop = plan.per_thread ? cols
+                                   : plan.chunks   ? 0
+                                                   : (cols + plan.workgroup - 1) / plan.workgroup;
     r.check_loop_budget((rows + threads - 1) / threads * (passes * row_loop + 64),
                         std::string(to_string(op)) + " over rows of " + std::to_string(cols));
     r.dispatch(shader, constants, {x, y, g, b}, push, {groups});

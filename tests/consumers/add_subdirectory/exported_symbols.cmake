@@ -19,7 +19,8 @@ foreach(line IN LISTS symbols)
     math(EXPR exported "${exported} + 1")
     if(name MATCHES "rayo::(cuda|vulkan|cpu)::" OR
        (name MATCHES "rayo::detail::" AND NOT name MATCHES "rayo::detail::(Storage|TensorAccess)") OR
-       (NOT name MATCHES "rayo" AND NOT name MATCHES "(^|[ (<,])(std|__gnu_cxx|__cxxabiv1)::|^(_init|_fini|_edata|_end|__bss_start)$"))
+       (NOT name MATCHES "rayo" AND
+        NOT name MATCHES "(^|[ (<,])(std|__gnu_cxx|__cxxabiv1)::|^(_init|_fini|_edata|_end|__bss_start)$"))
         list(APPEND internal "${name}")
     endif()
 endforeach()

@@ -16,13 +16,12 @@
 //
 // Four algorithms, the first three needing sm_80 (cp.async), wgmma sm_90a:
 //   * tensor_core (f16, bf16): a block owns `warps` × 16 · warp_tiles query rows of one (batch,
-//     head); each warp takes its rows as mma fragments (kept in registers while they fit) and walks the key blocks of 64 keys, which cp.async
-//     brings into shared memory one block ahead of use; S = q·kᵀ on mma.sync.m16n8k16 (f32),
-//     an online softmax in registers (exp2 of log2e-prescaled scores), P rounded to the element type
-//     and fed straight back as the A operand of O += P·V (V through ldmatrix.trans). Key blocks
-//     past the causal limit of the block's last row are never visited; only blocks that cross the
-//     diagonal, the end of the keys, or a mask take the masked path; one barrier a key block. Grid:
-//     x = heads, y = ⌈q_len / (16·warps·warp_tiles)⌉ (row blocks taken last to first, so the
+//     head); each warp takes its rows as mma fragments (kept in registers while they fit) and walks the key blocks of
+//     64 keys, which cp.async brings into shared memory one block ahead of use; S = q·kᵀ on mma.sync.m16n8k16 (f32), an
+//     online softmax in registers (exp2 of log2e-prescaled scores), P rounded to the element type and fed straight back
+//     as the A operand of O += P·V (V through ldmatrix.trans). Key blocks past the causal limit of the block's last row
+//     are never visited; only blocks that cross the diagonal, the end of the keys, or a mask take the masked path; one
+//     barrier a key block. Grid: x = heads, y = ⌈q_len / (16·warps·warp_tiles)⌉ (row blocks taken last to first, so the
 //     longest causal blocks of every head start first), z = batch; 32·warps threads.
 //   * wgmma (f16, bf16, head_dim 64 or 128, no mask; sm_90a): Hopper's warp-specialised flash
 //     attention. A block owns 128 query rows of one (batch, head) and has 3 warpgroups: in the first,
@@ -55,9 +54,9 @@
 // (.u32: keys a split, a multiple of 32) and partials (.u64: the m/l pairs of every (output row,
 // split), then their acc rows; see attention_partial_bytes). Grid: x = ⌈batch · kv_heads ·
 // ⌈q_len·group / rows⌉ · splits / warps⌉, 32·warps threads. decode: the frame, then batch, splits
-// (.u32) and partials (.u64); grid: x = splits (⌈keys seen / (32·warps)⌉, or of kv_len with query_position), y = kv_heads, z =
-// batch; 32·warps threads. wgmma: q_map, k_map, v_map (tensor maps), out (.u64), q_len, kv_len,
-// heads, kv_heads (.u32), query_offset (.s32), query_position (.u64), causal (.u32), scale_log2
+// (.u32) and partials (.u64); grid: x = splits (⌈keys seen / (32·warps)⌉, or of kv_len with query_position), y =
+// kv_heads, z = batch; 32·warps threads. wgmma: q_map, k_map, v_map (tensor maps), out (.u64), q_len, kv_len, heads,
+// kv_heads (.u32), query_offset (.s32), query_position (.u64), causal (.u32), scale_log2
 // (.f32), group_heads (.u32, 1 to heads).
 #pragma once
 
@@ -78,12 +77,12 @@ enum class AttentionAlgorithm : std::uint8_t { tensor_core, simt, decode, wgmma 
 struct RAYO_API AttentionConfig {
     AttentionAlgorithm algorithm = AttentionAlgorithm::tensor_core;
     DType element = DType::f16;  // tensor_core, decode: f16 or bf16; simt: f32, f16 or bf16
-    unsigned head_dim = 128;   // tensor_core, decode: 64, 80, 96, 128 or 256; wgmma: 64 or 128; simt: 1 to 256
-    bool mask = false;         // an additive f32 mask is read (not decode)
-    unsigned warps = 4;        // tensor_core: 4 or 8; simt: 1 to 8; decode: 4; wgmma: 12
-    unsigned rows = 4;         // simt: query rows a warp, 1 to 8
-    unsigned warp_tiles = 1;   // tensor_core: m16 tiles of query rows a warp, 1 or 2
-    bool partial = false;      // simt, decode: write partial states instead of out
+    unsigned head_dim = 128;     // tensor_core, decode: 64, 80, 96, 128 or 256; wgmma: 64 or 128; simt: 1 to 256
+    bool mask = false;           // an additive f32 mask is read (not decode)
+    unsigned warps = 4;          // tensor_core: 4 or 8; simt: 1 to 8; decode: 4; wgmma: 12
+    unsigned rows = 4;           // simt: query rows a warp, 1 to 8
+    unsigned warp_tiles = 1;     // tensor_core: m16 tiles of query rows a warp, 1 or 2
+    bool partial = false;        // simt, decode: write partial states instead of out
     // simt: tiles copied by 16-byte cp.async (q, k, v and out 16-byte aligned, rows of a multiple
     // of 16 bytes); false: element by element through registers (2-byte aligned 16-bit data).
     bool aligned = true;
@@ -117,7 +116,7 @@ struct RAYO_API AttentionOperands {
     std::uint64_t batch = 1, q_len = 0, kv_len = 0, heads = 1, kv_heads = 1;
 };
 [[nodiscard]] RAYO_API std::array<TensorMapSpec, 3> attention_tensor_maps(AttentionConfig const& config,
-                                                                         AttentionOperands const& operands);
+                                                                          AttentionOperands const& operands);
 
 // Bytes of the partial states of `rows` output rows ([batch, q_len, heads] rows) in `splits` splits.
 [[nodiscard]] RAYO_API std::uint64_t attention_partial_bytes(std::uint64_t rows, unsigned splits, unsigned head_dim);

@@ -16,8 +16,8 @@
 namespace rayo::ptx::kernels {
 
 struct RAYO_API CastKernelConfig {
-    DType from = DType::f32;       // f32, f16, bf16 or i32 (BuildError otherwise)
-    DType to = DType::f16;         // the same choices; from == to is a copy
+    DType from = DType::f32;  // f32, f16, bf16 or i32 (BuildError otherwise)
+    DType to = DType::f16;    // the same choices; from == to is a copy
     // Groups of 4 elements (16- or 8-byte accesses): needs `in` and `out` at addresses that are
     // multiples of 4 elements.
     bool vectorized = true;

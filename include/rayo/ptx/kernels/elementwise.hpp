@@ -40,7 +40,7 @@ namespace rayo::ptx::kernels {
 // 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))); gelu is x·Φ(x). leaky_relu and elu take alpha as
 // parameter `a`; clip takes lo = `a`, hi = `b` (min(max(x, lo), hi), so lo > hi gives hi).
 struct RAYO_API UnaryKernelConfig {
-    Op op = Op::relu;  // a unary op (BuildError otherwise)
+    Op op = Op::relu;            // a unary op (BuildError otherwise)
     DType element = DType::f32;  // of in and out: f32, f16 or bf16
     // 16-byte vector body; needs `in` and `out` at the same address modulo 16.
     bool vectorized = true;
@@ -56,7 +56,7 @@ struct RAYO_API UnaryKernelConfig {
 [[nodiscard]] RAYO_API Kernel unary(UnaryKernelConfig const& config);
 
 struct RAYO_API BinaryKernelConfig {
-    Op op = Op::add;  // a binary op (BuildError otherwise)
+    Op op = Op::add;             // a binary op (BuildError otherwise)
     DType element = DType::f32;  // of a, b and out: f32, f16 or bf16 (s is .f32)
     // out = a op s with the .f32 parameter s, instead of a op b.
     bool scalar_operand = false;
@@ -77,15 +77,15 @@ struct RAYO_API BinaryKernelConfig {
 inline constexpr unsigned max_broadcast_rank = 8;
 
 struct RAYO_API BinaryBroadcastKernelConfig {
-    Op op = Op::add;               // a binary op (BuildError otherwise)
-    DType element = DType::f32;    // of a, b and out: f32, f16 or bf16
-    unsigned rank = 1;             // axes of the collapsed layout, 1 to max_broadcast_rank
+    Op op = Op::add;             // a binary op (BuildError otherwise)
+    DType element = DType::f32;  // of a, b and out: f32, f16 or bf16
+    unsigned rank = 1;           // axes of the collapsed layout, 1 to max_broadcast_rank
     // 4 consecutive outputs of a row per thread (16-byte accesses): needs the innermost axis a
     // multiple of 4, out 16-byte aligned, and each operand either read along the row from a 16-byte
     // aligned address or repeated along it (its innermost stride 0, named below: one f32 load).
     bool vectorized = false;
     bool a_repeats_along_rows = false, b_repeats_along_rows = false;  // only with `vectorized`
-    unsigned block_threads = 256;  // .maxntid
+    unsigned block_threads = 256;                                     // .maxntid
 };
 
 // out[i] = a[ia] op b[ib] for i < n, with NumPy broadcasting over a collapsed layout (the outermost

@@ -24,13 +24,12 @@
 //   * wgmma: f16 × f16 or bf16 × bf16 on Hopper's warpgroup MMAs (wgmma.mma_async m64nNk16, f32
 //     accumulation), or f32 × f32 as TF32 (m64nNk8.tf32, b stored [n, k]: the tensor cores use each
 //     f32 value's sign, exponent and top 10 mantissa bits, so a product carries a relative error of
-//     up to 2^-10 per operand; MatmulOptions::allow_tf32 opts in), a persistent, warp-specialised kernel: warpgroup 0 is the producer, one of its
-//     threads copying tiles of a and b with the tensor memory accelerator (TMA, 128-byte swizzle)
-//     into a ring of `stages` shared-memory slots guarded by mbarriers; warpgroups 1 .. tile.m / 64
-//     are consumers, each multiplying 64 rows of the block tile by its tile.n columns, and
-//     releasing a slot once its MMAs have read it. Each block walks the output tiles ctaid.x,
-//     ctaid.x + nctaid.x, ... (grouped as group_m says), so the producer loads the next tile while
-//     the consumers store the last. Operands must be `aligned`; a is b's type.
+//     up to 2^-10 per operand; MatmulOptions::allow_tf32 opts in), a persistent, warp-specialised kernel: warpgroup 0
+//     is the producer, one of its threads copying tiles of a and b with the tensor memory accelerator (TMA, 128-byte
+//     swizzle) into a ring of `stages` shared-memory slots guarded by mbarriers; warpgroups 1 .. tile.m / 64 are
+//     consumers, each multiplying 64 rows of the block tile by its tile.n columns, and releasing a slot once its MMAs
+//     have read it. Each block walks the output tiles ctaid.x, ctaid.x + nctaid.x, ... (grouped as group_m says), so
+//     the producer loads the next tile while the consumers store the last. Operands must be `aligned`; a is b's type.
 //
 // Kernel parameters (simt, tensor_core), in order: a, b, out (.u64 generic addresses of the first elements), then
 // m, n, k (.u32). a is [m, k] row-major; b is [k, n] row-major, or [n, k] row-major when
@@ -146,7 +145,8 @@ struct RAYO_API GemmOperands {
     std::uint64_t batch = 1;
     std::uint64_t a_batch_bytes = 0, b_batch_bytes = 0;
 };
-[[nodiscard]] RAYO_API std::array<TensorMapSpec, 2> gemm_tensor_maps(GemmConfig const& config, GemmOperands const& operands);
+[[nodiscard]] RAYO_API std::array<TensorMapSpec, 2> gemm_tensor_maps(GemmConfig const& config,
+                                                                     GemmOperands const& operands);
 
 // The variant rayo's CUDA matmul runs for out[m, n] = a[m, k] · op(b), with `aligned` as
 // GemmConfig::aligned requires (the caller checks addresses and row lengths), on a GPU with
@@ -161,8 +161,9 @@ struct RAYO_API GemmOperands {
 // The sizes stay kernel parameters (none is baked). For a batch of `batch` such products (a
 // batched kernel), the tiles of all of them count towards filling the SMs.
 [[nodiscard]] RAYO_API GemmConfig choose_gemm_config(std::uint64_t m, std::uint64_t n, std::uint64_t k, Type a, Type b,
-                                            bool b_transposed, bool aligned, int multiprocessors, Target target,
-                                            std::uint64_t batch = 1, bool tensor_maps = true, bool tf32 = false);
+                                                     bool b_transposed, bool aligned, int multiprocessors,
+                                                     Target target, std::uint64_t batch = 1, bool tensor_maps = true,
+                                                     bool tf32 = false);
 
 // Every configuration choose_gemm_config returns for `target`, for any problem.
 [[nodiscard]] RAYO_API std::vector<GemmConfig> chosen_gemm_configs(Target target);
@@ -171,13 +172,13 @@ namespace detail {
 
 // Pieces the two generator files share; not part of the API.
 struct RAYO_API GemmFrame {
-    Reg a, b, out;          // global addresses
-    Reg bias;               // global address of the bias (GemmConfig::bias), else invalid
-    Reg m, n, k;            // sizes (.u32): parameters or baked constants
-    Reg row0, col0;         // the block tile's first output row and column
-    bool check_m = true;    // whether rows past m can occur in this kernel
+    Reg a, b, out;        // global addresses
+    Reg bias;             // global address of the bias (GemmConfig::bias), else invalid
+    Reg m, n, k;          // sizes (.u32): parameters or baked constants
+    Reg row0, col0;       // the block tile's first output row and column
+    bool check_m = true;  // whether rows past m can occur in this kernel
     bool check_n = true;
-    bool check_k = true;    // whether the last k step can be partial
+    bool check_k = true;  // whether the last k step can be partial
 };
 // Declares the parameters and finds the block's tile (grouped rasterisation).
 RAYO_API GemmFrame gemm_frame(Kernel& kernel, GemmConfig const& resolved);
@@ -195,10 +196,11 @@ struct RAYO_API GemmPipeline {
     std::function<void()> advance;                         // global addresses to the next k step
     bool cp_async = true;  // whether issue() starts cp.async copies (else no groups to commit and wait for)
 };
-RAYO_API void gemm_pipeline(Kernel& kernel, GemmFrame const& frame, unsigned tile_k, unsigned stages, GemmPipeline const& steps);
-Kernel gemm_simt(GemmConfig const& resolved);         // gemm.cpp
-Kernel gemm_tensor_core(GemmConfig const& resolved);  // gemm_tensor_core.cpp
-Kernel gemm_wgmma(GemmConfig const& resolved);        // gemm_wgmma.cpp
+RAYO_API void gemm_pipeline(Kernel& kernel, GemmFrame const& frame, unsigned tile_k, unsigned stages,
+                            GemmPipeline const& steps);
+Kernel gemm_simt(GemmConfig const& resolved);                  // gemm.cpp
+Kernel gemm_tensor_core(GemmConfig const& resolved);           // gemm_tensor_core.cpp
+Kernel gemm_wgmma(GemmConfig const& resolved);                 // gemm_wgmma.cpp
 std::uint32_t wgmma_shared_bytes(GemmConfig const& resolved);  // gemm_wgmma.cpp
 
 }  // namespace detail

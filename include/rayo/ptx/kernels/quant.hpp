@@ -165,9 +165,9 @@ constexpr std::size_t quant_gemv_shared_bytes(QuantGemvConfig const& config, std
 // quantizes them itself, the block's scale found among its 8 threads by shuffles (no shared x, no
 // barrier before the first product; the better choice with one group a block). Products are dp2a
 // (int16 pairs × u8 codes, q8_0's s8). The "blocks" of a row here are its 256-value groups: a q4_k,
-// q5_k or q6_k block, or eight q8_0 / q4_0 blocks, of which thread j of the eight takes block j. Each block holds `groups` groups and takes groups·batch rows per step, striding
-// over the rows by gridDim·groups·batch; the warps' sums of all steps are added up in a fixed order
-// after the last (no barrier between steps).
+// q5_k or q6_k block, or eight q8_0 / q4_0 blocks, of which thread j of the eight takes block j. Each block holds
+// `groups` groups and takes groups·batch rows per step, striding over the rows by gridDim·groups·batch; the warps' sums
+// of all steps are added up in a fixed order after the last (no barrier between steps).
 //
 // How the weights arrive: stages = 0 (q4_k, q5_k): per row a thread loads the block's 16-byte header
 // and its 16 qs bytes (q5_k: and 16 qh bytes) from global memory into registers (pipelined: a step
@@ -226,7 +226,8 @@ constexpr unsigned quant_gemv_spanning_group_threads(unsigned blocks_per_row) no
 }
 // Bytes of 256 values of a row: one K-quant block, or eight q8_0 / q4_0 blocks.
 constexpr unsigned quant_gemv_spanning_group_bytes(DType weight) noexcept {
-    return small_block_weights(weight) ? 8 * static_cast<unsigned>(size_of(weight)) : static_cast<unsigned>(size_of(weight));
+    return small_block_weights(weight) ? 8 * static_cast<unsigned>(size_of(weight))
+                                       : static_cast<unsigned>(size_of(weight));
 }
 // One row of a warp's slot: its four 256-value groups, q6_k from the 16-byte boundary below them.
 constexpr unsigned quant_gemv_spanning_slot_row_bytes(DType weight) noexcept {
@@ -235,19 +236,24 @@ constexpr unsigned quant_gemv_spanning_slot_row_bytes(DType weight) noexcept {
 // Dynamic shared memory for a launch whose blocks take at most `steps` steps each
 // (ceil(n / (gridDim·groups·batch))): (share_x) x and its scales, the warps' rings, and every
 // step's warp sums.
-constexpr std::size_t quant_gemv_spanning_shared_bytes(QuantGemvSpanningConfig const& config, std::size_t steps) noexcept {
+constexpr std::size_t quant_gemv_spanning_shared_bytes(QuantGemvSpanningConfig const& config,
+                                                       std::size_t steps) noexcept {
     std::size_t const group_warps = quant_gemv_spanning_group_threads(config.blocks_per_row) / 32;
     std::size_t const rows = std::size_t{config.groups} * config.batch;
-    std::size_t const x = config.share_x ? 512 * std::size_t{config.blocks_per_row} + 16 * ((config.blocks_per_row + 3) / 4) : 0;
+    std::size_t const x =
+        config.share_x ? 512 * std::size_t{config.blocks_per_row} + 16 * ((config.blocks_per_row + 3) / 4) : 0;
     // rms_norm: each warp's Σx² and Σ(x·2^-96)² after everything else.
     std::size_t const squares = config.input == GemvInput::rms_norm ? 8 * config.groups * group_warps : 0;
     if (config.bulk) {
-        std::size_t const row_bytes = std::size_t{config.blocks_per_row} * quant_gemv_spanning_group_bytes(config.weight);
+        std::size_t const row_bytes =
+            std::size_t{config.blocks_per_row} * quant_gemv_spanning_group_bytes(config.weight);
         // x, the slots (16-byte aligned, 16 bytes apart), two mbarriers a slot, the warps' sums.
-        return (x + 15) / 16 * 16 + config.stages * (rows * row_bytes + 16) + 16 * config.stages + steps * rows * group_warps * 4 +
-               squares;
+        return (x + 15) / 16 * 16 + config.stages * (rows * row_bytes + 16) + 16 * config.stages +
+               steps * rows * group_warps * 4 + squares;
     }
-    return x + group_warps * config.groups * config.stages * config.batch * quant_gemv_spanning_slot_row_bytes(config.weight) +
+    return x +
+           group_warps * config.groups * config.stages * config.batch *
+               quant_gemv_spanning_slot_row_bytes(config.weight) +
            steps * rows * group_warps * 4 + squares;
 }
 

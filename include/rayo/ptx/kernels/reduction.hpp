@@ -1,8 +1,8 @@
 // Reduction kernels: sum (and mean), max, min, argmax, argmin of f32, f16 or bf16 data along one
-// axis, and dot products, as PTX (16-bit values widened to f32 as they are loaded; results f32). Deterministic: every result comes from a fixed tree (per-thread runs in index
-// order, warp butterfly shuffles, shared memory across warps, and for long rows a fixed split into
-// parts whose partial results a second launch combines in order) and never from float atomics, so
-// repeated runs on one device give the same bits.
+// axis, and dot products, as PTX (16-bit values widened to f32 as they are loaded; results f32). Deterministic: every
+// result comes from a fixed tree (per-thread runs in index order, warp butterfly shuffles, shared memory across warps,
+// and for long rows a fixed split into parts whose partial results a second launch combines in order) and never from
+// float atomics, so repeated runs on one device give the same bits.
 //
 // Semantics are the CPU backend's: sums accumulate in f64 (each group of up to four f32 values is
 // added in f32 first) and round once to f32, after dividing by `count` for a mean; max/min return

@@ -131,8 +131,7 @@ inline void validate(RowConfig const& config, std::string_view kernel) {
         fail("block must be a power of two from 32 to 1024");
     if (!std::has_single_bit(config.items)) fail("items must be a power of two");
     if (config.layout == RowLayout::group) {
-        if (!std::has_single_bit(config.group) || config.group > 32)
-            fail("group must be 1, 2, 4, 8, 16 or 32 lanes");
+        if (!std::has_single_bit(config.group) || config.group > 32) fail("group must be 1, 2, 4, 8, 16 or 32 lanes");
     } else {
         if (config.group != 1) fail("group must be 1 outside the group layout");
         if (config.block < 64) fail("the block layouts need at least 64 threads");

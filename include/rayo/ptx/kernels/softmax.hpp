@@ -34,7 +34,7 @@ namespace rayo::ptx::kernels {
 
 struct RAYO_API SoftmaxConfig {
     Op op = Op::softmax;  // softmax or log_softmax
-    RowConfig row;     // how a row is spread over threads (choose_row_config)
+    RowConfig row;        // how a row is spread over threads (choose_row_config)
     // The element type of the rows (and of gamma, beta): f32, f16 or bf16. 16-bit elements are
     // widened to f32 as they are loaded and rounded to nearest even as they are stored; everything
     // between runs in f32 as for f32 rows. A vector of them is 2, 4 or 8 bytes, so rows (and gamma,
