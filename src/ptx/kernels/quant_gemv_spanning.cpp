@@ -586,7 +586,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         Reg const shift = k.selp(0x5432, 0x3210, k.setp(Cmp::ne, k.and_(codes_at, 2), 0), Type::u32);
         Reg const aligned_at = k.and_(codes_at, ~3u);
         Reg const last_at = k.and_(k.add(codes_at, 4 * code_words - 2), ~3u);
-        read_slot_row = [&, q8, code_words, block_at, shift, aligned_at, last_at](Reg row_at) {
+        read_slot_row = [&, code_words, block_at, shift, aligned_at, last_at](Reg row_at) {
             Reg const base = k.add(row_at, aligned_at);
             std::vector<Reg> raw;
             for (unsigned i = 0; i < code_words; ++i)
