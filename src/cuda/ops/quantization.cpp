@@ -187,8 +187,8 @@ std::optional<SpanningPlan> spanning_gemv(ptx::Target target, DType weight, unsi
     if (rows != 1 || !residual || groups_per_row > kernels::quant_gemv_spanning_max_blocks || w_at % 16 != 0)
         return std::nullopt;
     bool const ringed = weight == DType::q6_k || small;
-    if (weight != DType::q4_k && weight != DType::q5_k && !small && !(weight == DType::q6_k && blocks_per_row % 8 == 0))
-        return std::nullopt;
+    bool const known = weight == DType::q4_k || weight == DType::q5_k || ringed;
+    if (!known || (weight == DType::q6_k && blocks_per_row % 8 != 0)) return std::nullopt;
     auto const blocks = static_cast<unsigned>(groups_per_row);
     unsigned const block_threads = ringed ? spanning_q6_k_block_threads : spanning_q4_k_block_threads;
     unsigned const groups = std::max(1u, block_threads / kernels::quant_gemv_spanning_group_threads(blocks));

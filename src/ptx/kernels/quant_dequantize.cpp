@@ -335,15 +335,6 @@ std::array<Reg, 8> residual_of(Kernel& k, std::array<Reg, 8> const& x, Q8Block c
 
 std::string type_name(DType t) { return std::string(to_string(t)); }
 
-// Σ (x − x) over the warp's 256 values: 0, or NaN where one is NaN or ±Inf, which the int8 codes
-// cannot carry. Added to the scales, it makes every product with the block NaN instead of finite.
-Reg non_finite_poison(Kernel& k, std::array<Reg, 8> const& x) {
-    Reg sum = k.sub(x[0], x[0]);
-    for (int i = 1; i < 8; ++i) sum = k.add(sum, k.sub(x[i], x[i]));
-    for (int delta = 16; delta >= 1; delta /= 2) sum = k.add(sum, k.shfl(ShuffleMode::bfly, sum, delta));
-    return sum;
-}
-
 // q8_0 / q4_0 layouts: lane L's 8 values of record `record` of rows of k values (ceil(k/256)
 // records a row), zero past the row's end (k is a multiple of 32, so 8 values are in or out whole).
 std::array<Reg, 8> load_row_values(Kernel& k, Reg x, Reg record, Reg values_per_row, Reg lane) {
@@ -462,7 +453,7 @@ Kernel quantize_activations(QuantActivationsConfig const& config) {
     std::array<Reg, 8> const v = small ? load_row_values(k, x, w.block, values_per_row, lane)
                                        : load_values(k, k.add(x, k.mul_wide(w.block, values_per_block * 4)), lane);
     Q8Block main = quantize_q8_block(k, lane, v);
-    Reg const poison = non_finite_poison(k, v);
+    Reg const poison = quant_detail::warp_non_finite_sum(k, v);
     Q8Block residual{};
     if (config.residual) {
         residual = quantize_q8_block(k, lane, residual_of(k, v, main));

@@ -354,16 +354,9 @@ struct FastQ8 {
 FastQ8 fast_q8(Kernel& k, std::array<Reg, 8> const& x, Reg ones) {
     Reg amax = k.abs(x[0]);
     for (int i = 1; i < 8; ++i) amax = k.max(amax, k.abs(x[i]));
-    // Σ (x − x): 0, or NaN for a NaN or infinite value, which max.f32 passes by; d carries it, so that
-    // a NaN in x reaches the products as it would in floats.
-    Reg carry = k.sub(x[0], x[0]);
-    for (int i = 1; i < 8; ++i) carry = k.add(carry, k.sub(x[i], x[i]));
-    for (int delta = 16; delta >= 1; delta /= 2) {
-        amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
-        carry = k.add(carry, k.shfl(ShuffleMode::bfly, carry, delta));
-    }
+    for (int delta = 16; delta >= 1; delta /= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
     FastQ8 out{};
-    out.d = k.fma(amax, 1.0f / 127.0f, carry);
+    out.d = k.fma(amax, 1.0f / 127.0f, quant_detail::warp_non_finite_sum(k, x));  // d carries a NaN in x
     Reg const iscale = k.mul(k.rcp_approx(amax), 127.0f);
     for (int i = 0; i < 8; ++i) out.q[i] = k.cvt(Type::s32, k.mul(x[i], iscale), Rounding::rni);
     out.words = {pack_bytes(k, out.q[0], out.q[1], out.q[2], out.q[3]),

@@ -254,14 +254,6 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
     auto const inverse_scale = [&](Reg amax) {  // amax = 0: iscale 0 and every q 0 (not 0·inf)
         return k.selp(k.mul(k.rcp_approx(amax), 32767.0f), 0.0f, k.setp(Cmp::gt, amax, 0.0f), Type::f32);
     };
-    // Σ (v − v): 0, or NaN where a value is NaN or infinite. The largest magnitude (max.f32) passes a
-    // NaN by, so x's scale carries this: a NaN in x then reaches every row's result, as in a float
-    // product (an infinity already does, through a scale of inf).
-    auto const nan_carry = [&](std::span<Reg const> v) {
-        Reg carry = k.sub(v[0], v[0]);
-        for (std::size_t i = 1; i < v.size(); ++i) carry = k.add(carry, k.sub(v[i], v[i]));
-        return carry;
-    };
     // This thread's 32 values of x, as runs of 8 at x_runs (floats from its block's start; see the
     // per-type sections below), 4 words a run: from shared memory (share_x), or loaded straight from
     // global memory, the block's largest magnitude found among its 8 threads (consecutive lanes) by
@@ -347,8 +339,7 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
             Reg amax = k.abs(v[0]);
             for (int i = 1; i < 8; ++i) amax = k.max(amax, k.abs(v[i]));
             for (int delta = 16; delta >= 1; delta /= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
-            Reg carry = nan_carry(v);
-            for (int delta = 16; delta >= 1; delta /= 2) carry = k.add(carry, k.shfl(ShuffleMode::bfly, carry, delta));
+            Reg const carry = quant_detail::warp_non_finite_sum(k, v);  // x's scale carries a NaN in x
             Reg const row_at = k.add(shared, k.add(k.mul(xb, 512), k.shl(lane, 4)));
             k.st_vector(Space::shared, Type::b32, Address(row_at), quantize8(v, inverse_scale(amax)));
             k.predicated(k.setp(Cmp::eq, lane, 0), true, [&] {
@@ -376,7 +367,8 @@ Kernel quant_gemv_spanning(QuantGemvSpanningConfig const& config) {
         Reg amax = k.abs(x_values[0]);
         for (std::size_t i = 1; i < x_values.size(); ++i) amax = k.max(amax, k.abs(x_values[i]));
         for (int delta = 1; delta < 8; delta *= 2) amax = k.max(amax, k.shfl(ShuffleMode::bfly, amax, delta));
-        x_scale = k.selp(k.fma(amax, 1.0f / 32767.0f, nan_carry(x_values)), 0.0f, active, Type::f32);
+        x_scale =
+            k.selp(k.fma(amax, 1.0f / 32767.0f, quant_detail::non_finite_sum(k, x_values)), 0.0f, active, Type::f32);
         return quantize8(x_values, inverse_scale(amax));
     };
 
