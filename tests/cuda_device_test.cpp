@@ -67,7 +67,7 @@ TEST_F(CudaDevice, EnumeratesEveryDeviceWithNameMemoryAndArchitecture) {
         std::string const name = d.name();
         EXPECT_NE(name.find("GiB"), std::string::npos) << name;
         EXPECT_NE(name.find("sm_"), std::string::npos) << name;
-        auto& b = dynamic_cast<cuda::CudaBackend&>(detail::Registry::instance().backend(d));
+        auto& b = dynamic_cast<cuda::CudaBackend&>(detail::DeviceRegistry::instance().backend(d));
         EXPECT_TRUE(b.is_discrete_gpu());
         EXPECT_FALSE(b.is_software());
         EXPECT_GE(b.compute_capability(), 50) << name;

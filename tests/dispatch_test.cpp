@@ -3,7 +3,7 @@
 #include "support/test_support.hpp"
 
 #include "cpu/cpu_backend.hpp"
-#include "dispatch/registry.hpp"
+#include "core/device_registry.hpp"
 
 namespace rayo::test {
 namespace {
@@ -49,10 +49,10 @@ protected:
     void SetUp() override {
         auto b = std::make_unique<PartialBackend>();
         backend = b.get();
-        detail::Registry::instance().add(std::move(b));
+        detail::DeviceRegistry::instance().add(std::move(b));
         device = Device::parse("vulkan:9");
     }
-    void TearDown() override { detail::Registry::instance().remove(backend); }
+    void TearDown() override { detail::DeviceRegistry::instance().remove(backend); }
     PartialBackend* backend = nullptr;
     Device device = Device::cpu();
 };

@@ -7,10 +7,14 @@
 #include <string_view>
 
 #include "core/environment.hpp"
+#include "cpu/cpu_settings.hpp"
 #include "rayo/rayo.hpp"
 
 namespace rayo::detail {
 namespace {
+
+using cpu::parse_cpu_arch;
+using cpu::parse_num_threads;
 
 template <class Parse>
 std::string refusal(Parse parse, std::string_view text) {

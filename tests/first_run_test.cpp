@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "dispatch/registry.hpp"
+#include "core/device_registry.hpp"
 #include "rayo/rayo.hpp"
 
 namespace {
@@ -21,7 +21,7 @@ void expect(bool ok, char const* what) {
 }  // namespace
 
 int main() {
-    auto const& registry = rayo::detail::Registry::instance();
+    auto const& registry = rayo::detail::DeviceRegistry::instance();
     auto const x = rayo::Tensor<float>::from(std::vector<float>{-1.0f, 2.0f, -3.0f}, {3});
     float const s = rayo::sum(rayo::relu(x)).item();
     (void)rayo::Device::parse("cpu");

@@ -4,10 +4,10 @@
 #include <string>
 
 #include "core/environment.hpp"
-#include "dispatch/capture.hpp"
-#include "dispatch/registry.hpp"
+#include "core/capture_guard.hpp"
+#include "core/device_registry.hpp"
+#include "core/printable.hpp"
 #include "rayo/error.hpp"
-#include "rayo/gguf.hpp"
 
 namespace rayo {
 
@@ -15,7 +15,7 @@ namespace {
 
 std::string present_devices() {
     std::string list;
-    for (auto* b : detail::Registry::instance().backends()) {
+    for (auto* b : detail::DeviceRegistry::instance().backends()) {
         if (!list.empty()) list += ", ";
         list += detail::make_device(b->kind(), b->index()).id();
     }
@@ -23,7 +23,7 @@ std::string present_devices() {
 }
 
 [[noreturn]] void unknown_device(std::string_view text, std::string_view why) {
-    throw Error("unknown device '" + gguf::printable(text, 64) + "' (" + std::string(why) +
+    throw Error("unknown device '" + detail::printable(text, 64) + "' (" + std::string(why) +
                 "); valid: cpu, vulkan, cuda, vulkan:N, cuda:N; present here: " + present_devices());
 }
 
@@ -33,7 +33,7 @@ Device Device::cpu() { return Device(DeviceKind::cpu, 0); }
 
 std::vector<Device> Device::all() {
     std::vector<Device> out;
-    for (auto* b : detail::Registry::instance().backends()) out.push_back(Device(b->kind(), b->index()));
+    for (auto* b : detail::DeviceRegistry::instance().backends()) out.push_back(Device(b->kind(), b->index()));
     return out;
 }
 
@@ -60,7 +60,7 @@ Device Device::parse(std::string_view text) {
         if (index > 0) unknown_device(text, "there is one cpu device");
         return cpu();
     }
-    auto const of_kind = detail::Registry::instance().backends(kind);
+    auto const of_kind = detail::DeviceRegistry::instance().backends(kind);
     for (auto* b : of_kind) {
         if (index == b->index()) return Device(kind, index);
         // A bare kind names its first non-software device, else its first device.
@@ -76,7 +76,7 @@ Device Device::best() {
     // Software Vulkan devices (lavapipe) only run when named.
     Device best = cpu();
     bool best_is_discrete = false;
-    for (auto* b : detail::Registry::instance().backends()) {
+    for (auto* b : detail::DeviceRegistry::instance().backends()) {
         if (b->is_software()) continue;
         if (b->kind() == DeviceKind::cuda) return Device(b->kind(), b->index());
         if (b->kind() != DeviceKind::vulkan) continue;
@@ -88,7 +88,7 @@ Device Device::best() {
     return best;
 }
 
-std::string Device::name() const { return detail::Registry::instance().backend(*this).name(); }
+std::string Device::name() const { return detail::DeviceRegistry::instance().backend(*this).name(); }
 
 std::string Device::id() const {
     if (kind_ == DeviceKind::cpu) return "cpu";
@@ -97,11 +97,11 @@ std::string Device::id() const {
 
 void Device::synchronize() const {
     detail::refuse_in_capture("Device::synchronize()");
-    detail::Registry::instance().backend(*this).synchronize();
+    detail::DeviceRegistry::instance().backend(*this).synchronize();
 }
 
-MemoryUsage Device::memory_usage() const { return detail::Registry::instance().backend(*this).memory_usage(); }
+MemoryUsage Device::memory_usage() const { return detail::DeviceRegistry::instance().backend(*this).memory_usage(); }
 
-void Device::reset_peak_memory() const { detail::Registry::instance().backend(*this).reset_peak_memory(); }
+void Device::reset_peak_memory() const { detail::DeviceRegistry::instance().backend(*this).reset_peak_memory(); }
 
 }  // namespace rayo

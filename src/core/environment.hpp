@@ -11,11 +11,12 @@
 
 namespace rayo::detail {
 
+// Throws rayo::Error: "VARIABLE='text' is not <accepted>", the text escaped and shortened.
+[[noreturn]] void refuse_setting(char const* variable, std::string_view text, std::string_view accepted);
+
 // The variable's text, or nullopt when it is unset or empty.
 [[nodiscard]] std::optional<std::string_view> environment(char const* name);
 
-[[nodiscard]] std::size_t parse_num_threads(std::string_view text);               // RAYO_NUM_THREADS: 1 to max_threads
-[[nodiscard]] CpuArch parse_cpu_arch(std::string_view text);                      // RAYO_CPU_ARCH: an arch's name
 [[nodiscard]] KQuantActivations parse_kquant_activations(std::string_view text);  // RAYO_KQUANT_ACTIVATIONS
 [[nodiscard]] LogLevel parse_log_level(std::string_view text);                    // RAYO_LOG
 

@@ -2,6 +2,9 @@
 // selected instruction set over the thread pool.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #include "dispatch/backend.hpp"
 
 namespace rayo::cpu {
@@ -20,6 +23,10 @@ public:
               std::size_t bytes) override;
     void fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes, void const* pattern,
               std::size_t pattern_bytes) override;
+    // A buffer's handle is its host address.
+    [[nodiscard]] std::byte* host_address(std::uintptr_t buffer) const noexcept override {
+        return reinterpret_cast<std::byte*>(buffer);
+    }
     void synchronize() override {}
     // Host memory of every CpuBackend together (cpu/host_memory.hpp).
     [[nodiscard]] MemoryUsage memory_usage() const override;

@@ -9,8 +9,8 @@
 
 namespace rayo::cuda {
 
-std::vector<std::unique_ptr<detail::Backend>> discover_backends() {
-    std::vector<std::unique_ptr<detail::Backend>> out;
+std::vector<std::unique_ptr<detail::DeviceBackend>> discover_backends() {
+    std::vector<std::unique_ptr<detail::DeviceBackend>> out;
     Driver const* driver = nullptr;
     try {
         driver = &Driver::get();

@@ -5,11 +5,11 @@
 #include <memory>
 #include <vector>
 
-#include "dispatch/backend.hpp"
+#include "core/device_backend.hpp"
 
 namespace rayo::cuda {
 
 // One backend per usable device, numbered cuda:0, cuda:1, ... in the driver's order.
-[[nodiscard]] std::vector<std::unique_ptr<detail::Backend>> discover_backends();
+[[nodiscard]] std::vector<std::unique_ptr<detail::DeviceBackend>> discover_backends();
 
 }  // namespace rayo::cuda

@@ -3,6 +3,6 @@
 
 namespace rayo::cuda {
 
-std::vector<std::unique_ptr<detail::Backend>> discover_backends() { return {}; }
+std::vector<std::unique_ptr<detail::DeviceBackend>> discover_backends() { return {}; }
 
 }  // namespace rayo::cuda

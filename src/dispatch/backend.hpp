@@ -12,8 +12,9 @@
 #include <string>
 #include <utility>
 
+#include "core/device_backend.hpp"
+#include "core/device_registry.hpp"
 #include "dispatch/op_descriptor.hpp"
-#include "rayo/device.hpp"
 
 namespace rayo::detail {
 
@@ -34,35 +35,9 @@ public:
     virtual void replay(std::span<std::uintptr_t const> written) = 0;
 };
 
-class Backend {
+// The interface every backend implements: a device and its memory (DeviceBackend), and its ops.
+class Backend : public DeviceBackend {
 public:
-    virtual ~Backend() = default;
-
-    [[nodiscard]] virtual DeviceKind kind() const noexcept = 0;
-    [[nodiscard]] virtual int index() const noexcept = 0;
-    [[nodiscard]] virtual std::string name() const = 0;
-    // Software devices (lavapipe) are never picked by Device::best().
-    [[nodiscard]] virtual bool is_software() const noexcept { return false; }
-    // Device::best() prefers a discrete GPU over integrated and virtual ones.
-    [[nodiscard]] virtual bool is_discrete_gpu() const noexcept { return false; }
-
-    // Memory. allocate(0) returns a valid handle; release never throws.
-    [[nodiscard]] virtual std::uintptr_t allocate(std::size_t bytes) = 0;
-    virtual void release(std::uintptr_t buffer) noexcept = 0;
-    virtual void upload(std::uintptr_t dst, std::size_t offset, void const* src, std::size_t bytes) = 0;
-    virtual void download(std::uintptr_t src, std::size_t offset, void* dst, std::size_t bytes) = 0;
-    virtual void copy(std::uintptr_t src, std::size_t src_offset, std::uintptr_t dst, std::size_t dst_offset,
-                      std::size_t bytes) = 0;
-    // Fills `bytes` with a repeated pattern of `pattern_bytes` (1, 2, 4 or 8).
-    virtual void fill(std::uintptr_t dst, std::size_t offset, std::size_t bytes, void const* pattern,
-                      std::size_t pattern_bytes) = 0;
-    virtual void synchronize() = 0;
-    // What the backend holds on its device (Device::memory_usage): everything it allocated there,
-    // tensors, temporaries and the free space of its pools. Safe to call from any thread.
-    [[nodiscard]] virtual MemoryUsage memory_usage() const = 0;
-    // Restarts the peaks from the current values.
-    virtual void reset_peak_memory() = 0;
-
     // Ops. The views are validated by the op layer (shapes, types, devices, aliasing) before
     // either is called; `supports` judges what this backend's kernels can take (types, sizes,
     // alignment, device features) and is asked first.
@@ -80,5 +55,13 @@ public:
         return nullptr;
     }
 };
+
+// The backend of a device (rayo::Error when that device does not exist), and the CPU's. Every
+// backend in the registry is a Backend: the registry is filled by the factories of
+// dispatch/backend_list.cpp and by tests, each of which makes Backends.
+[[nodiscard]] inline Backend& backend_of(Device device) {
+    return static_cast<Backend&>(DeviceRegistry::instance().backend(device));
+}
+[[nodiscard]] inline Backend& cpu_backend() { return static_cast<Backend&>(DeviceRegistry::instance().cpu()); }
 
 }  // namespace rayo::detail

@@ -8,7 +8,6 @@
 #include <string>
 #include <utility>
 
-#include "dispatch/registry.hpp"
 #include "rayo/error.hpp"
 #include "rayo/graph.hpp"
 
@@ -21,10 +20,13 @@ thread_local GraphState* current_capture = nullptr;
 // Makes `graph` this thread's capture for its lifetime.
 class CaptureScope {
 public:
-    explicit CaptureScope(GraphState& graph) noexcept { current_capture = &graph; }
+    explicit CaptureScope(GraphState& graph) noexcept : mark_(graph.device) { current_capture = &graph; }
     ~CaptureScope() { current_capture = nullptr; }
     CaptureScope(CaptureScope const&) = delete;
     CaptureScope& operator=(CaptureScope const&) = delete;
+
+private:
+    CaptureMark mark_;  // what the storage and device layers see
 };
 
 std::string op_name(OpDescriptor const& op) { return std::string(to_string(op_of(op))); }
@@ -32,16 +34,6 @@ std::string op_name(OpDescriptor const& op) { return std::string(to_string(op_of
 }  // namespace
 
 GraphState* active_capture() noexcept { return current_capture; }
-
-void refuse_in_capture(std::string const& what) {
-    if (GraphState const* graph = current_capture)
-        throw Error("capture on " + graph->device.id() + ": " + what +
-                    " inside a capture, which records only ops on its device's tensors (make tensors and move data "
-                    "before or after it; inside, use the _into forms of the ops)");
-}
-void refuse_in_capture(char const* what) {
-    if (current_capture) refuse_in_capture(std::string(what));
-}
 
 void capture_op(GraphState& graph, Device device, OpDescriptor const& op, Support const& support,
                 std::initializer_list<OpArg> inputs, std::initializer_list<OpArg> outputs, OpViews const& views) {
@@ -122,7 +114,7 @@ Graph capture(Device device, std::function<void()> const& body) {
         throw Error("capture on " + device.id() + ": a capture inside the capture on " + running->device.id());
     if (!body) throw Error("capture on " + device.id() + ": no body to record");
     auto state = std::make_unique<detail::GraphState>(device);
-    state->backend = &detail::Registry::instance().backend(device);
+    state->backend = &detail::backend_of(device);
     state->records_natively = state->backend->begin_capture();
     try {
         detail::CaptureScope const scope(*state);

@@ -1,6 +1,5 @@
-// What rayo::capture records, and the guards that keep a capture to ops of its device: the
-// capture running on this thread, which the dispatcher records ops into and which the storage
-// and device layers ask before they touch memory or wait.
+// What rayo::capture records: the capture running on this thread, which the dispatcher records ops
+// into (the core's guards, core/capture_guard.hpp, keep the rest of a capture's body to its ops).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/capture_guard.hpp"
 #include "dispatch/backend.hpp"
 #include "dispatch/dispatch.hpp"
 #include "rayo/device.hpp"
@@ -38,11 +38,6 @@ struct GraphState {
 
 // The capture running on this thread, or nullptr.
 [[nodiscard]] GraphState* active_capture() noexcept;
-
-// Throws rayo::Error where this thread is capturing: `what` ("making a tensor of 64 bytes on
-// cuda:0", "a host read") is not something a capture records.
-void refuse_in_capture(char const* what);
-void refuse_in_capture(std::string const& what);
 
 // The dispatcher's part: records an op the capture's backend runs natively (and on a backend that
 // records natively, has it queue the op's work now, into the recording). Throws rayo::Error for an

@@ -12,7 +12,6 @@
 
 #include "core/logging.hpp"
 #include "dispatch/capture.hpp"
-#include "dispatch/registry.hpp"
 #include "rayo/error.hpp"
 #include "rayo/stats.hpp"
 
@@ -66,7 +65,7 @@ void run_on_cpu(OpDescriptor const& op, Device device, std::string const& reason
         if (s.logged.insert(key).second)
             log(LogLevel::warn, "rayo: " + key + " is not supported there (" + reason + "); running it on the CPU");
     }
-    Backend& cpu = Registry::instance().cpu();
+    Backend& cpu = cpu_backend();
     // Host copies of every operand's bytes (outputs too: an op may leave some of them as they are),
     // seen through the same shape and strides; the outputs are uploaded back afterwards.
     std::vector<std::unique_ptr<Storage>> host;
@@ -74,7 +73,7 @@ void run_on_cpu(OpDescriptor const& op, Device device, std::string const& reason
         if (!a.storage) return a.view;
         std::size_t const bytes = a.view.span_bytes();
         auto& s = host.emplace_back(std::make_unique<Storage>(Device::cpu(), bytes));
-        if (bytes) a.storage->download(a.view.offset, reinterpret_cast<void*>(s->handle()), bytes);
+        if (bytes) a.storage->download(a.view.offset, cpu.host_address(s->handle()), bytes);
         TensorView v = a.view;
         v.buffer = s->handle();
         v.offset = 0;
@@ -91,7 +90,7 @@ void run_on_cpu(OpDescriptor const& op, Device device, std::string const& reason
     std::size_t i = 0;
     for (auto const& a : outputs) {
         std::size_t const bytes = a.view.span_bytes();
-        if (bytes) a.storage->upload(a.view.offset, reinterpret_cast<void const*>(out_views[i].buffer), bytes);
+        if (bytes) a.storage->upload(a.view.offset, cpu.host_address(out_views[i].buffer), bytes);
         ++i;
     }
 }
@@ -112,7 +111,7 @@ TensorView view_of(Storage const& storage, std::size_t offset, DType dtype,
 void dispatch(Device device, OpDescriptor const& op, std::initializer_list<OpArg> inputs,
               std::initializer_list<OpArg> outputs) {
     if (!well_formed(op)) throw Error("rayo: " + std::string(to_string(op_of(op))) + " dispatched as another family");
-    Backend& backend = Registry::instance().backend(device);
+    Backend& backend = backend_of(device);
     ViewList const list(inputs, outputs);
     Support support = backend.supports(op, list.views());
     if (GraphState* graph = active_capture()) {  // recorded, counted when replayed

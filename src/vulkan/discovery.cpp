@@ -8,8 +8,8 @@
 
 namespace rayo::vulkan {
 
-std::vector<std::unique_ptr<detail::Backend>> discover_backends() {
-    std::vector<std::unique_ptr<detail::Backend>> out;
+std::vector<std::unique_ptr<detail::DeviceBackend>> discover_backends() {
+    std::vector<std::unique_ptr<detail::DeviceBackend>> out;
     Instance* instance = Instance::get();
     if (!instance) return out;
     try {

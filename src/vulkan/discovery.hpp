@@ -5,11 +5,11 @@
 #include <memory>
 #include <vector>
 
-#include "dispatch/backend.hpp"
+#include "core/device_backend.hpp"
 
 namespace rayo::vulkan {
 
 // One backend per usable physical device, numbered vulkan:0, vulkan:1, ... in the loader's order.
-[[nodiscard]] std::vector<std::unique_ptr<detail::Backend>> discover_backends();
+[[nodiscard]] std::vector<std::unique_ptr<detail::DeviceBackend>> discover_backends();
 
 }  // namespace rayo::vulkan

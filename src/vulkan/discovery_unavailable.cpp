@@ -4,6 +4,6 @@
 
 namespace rayo::vulkan {
 
-std::vector<std::unique_ptr<detail::Backend>> discover_backends() { return {}; }
+std::vector<std::unique_ptr<detail::DeviceBackend>> discover_backends() { return {}; }
 
 }  // namespace rayo::vulkan

@@ -8,7 +8,7 @@
 
 #include "core/logging.hpp"
 #include "dispatch/device_fault.hpp"
-#include "dispatch/registry.hpp"
+#include "core/device_registry.hpp"
 #include "vulkan/ops/ops.hpp"
 #include "rayo/error.hpp"
 #include "vulkan/vulkan_error.hpp"
@@ -374,7 +374,7 @@ std::optional<std::string> VulkanBackend::profile_table() {
 }
 
 VulkanBackend& backend_of(Device device) {
-    auto* b = dynamic_cast<VulkanBackend*>(&detail::Registry::instance().backend(device));
+    auto* b = dynamic_cast<VulkanBackend*>(&detail::DeviceRegistry::instance().backend(device));
     if (!b) throw Error(device.id() + " is not a Vulkan device");
     return *b;
 }

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/environment.hpp"
+#include "cpu/cpu_settings.hpp"
 
 namespace {
 
@@ -43,11 +44,10 @@ void run(std::string_view names, std::string_view text, Parse parse, ReadsBack r
 }
 
 void num_threads(std::string_view text) {
-    run("RAYO_NUM_THREADS", text, rayo::detail::parse_num_threads, [](std::size_t n) { return n >= 1 && n <= 1024; });
+    run("RAYO_NUM_THREADS", text, rayo::cpu::parse_num_threads, [](std::size_t n) { return n >= 1 && n <= 1024; });
 }
 void cpu_arch(std::string_view text) {
-    run("RAYO_CPU_ARCH", text, rayo::detail::parse_cpu_arch,
-        [&](rayo::CpuArch a) { return rayo::to_string(a) == text; });
+    run("RAYO_CPU_ARCH", text, rayo::cpu::parse_cpu_arch, [&](rayo::CpuArch a) { return rayo::to_string(a) == text; });
 }
 void kquant_activations(std::string_view text) {
     run("RAYO_KQUANT_ACTIVATIONS", text, rayo::detail::parse_kquant_activations,

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <utility>
 
-#include "dispatch/registry.hpp"
+#include "dispatch/backend.hpp"
 #include "ops/simulated_cuda.hpp"
 #if RAYO_TEST_VULKAN
 #include "vulkan/diagnostics.hpp"
@@ -211,7 +211,9 @@ TEST(OpSupport, Matrix) {
 #if RAYO_TEST_SIMULATED_CUDA
     (void)register_simulated_cuda();
 #endif
-    std::vector<detail::Backend*> const backends = detail::Registry::instance().backends();
+    std::vector<detail::Backend*> backends;
+    for (detail::DeviceBackend* b : detail::DeviceRegistry::instance().backends())
+        backends.push_back(&detail::backend_of(detail::make_device(b->kind(), b->index())));
     std::ostringstream table;
     table << "| op | element type |";
     for (auto* b : backends) table << ' ' << detail::make_device(b->kind(), b->index()).id() << " |";

@@ -11,7 +11,7 @@
 #include "cuda/ops/ops.hpp"
 #include "dispatch/device_fault.hpp"
 #include "dispatch/memory_counter.hpp"
-#include "dispatch/registry.hpp"
+#include "core/device_registry.hpp"
 #include "rayo/error.hpp"
 #include "support/ptx_simulator.hpp"
 
@@ -119,14 +119,14 @@ Device register_simulated_cuda() {
     if (!registered) {
         auto backend = std::make_unique<SimulatedCudaBackend>();
         registered = backend.get();
-        detail::Registry::instance().add(std::move(backend));
+        detail::DeviceRegistry::instance().add(std::move(backend));
     }
     return detail::make_device(DeviceKind::cuda, simulated_index);
 }
 
 void unregister_simulated_cuda() {
     if (!registered) return;
-    detail::Registry::instance().remove(registered);
+    detail::DeviceRegistry::instance().remove(registered);
     registered = nullptr;
 }
 

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "cuda/cuda_backend.hpp"
-#include "dispatch/registry.hpp"
+#include "core/device_registry.hpp"
 
 namespace rayo::test {
 
@@ -23,7 +23,7 @@ protected:
         auto d = first_cuda_device();
         if (!d) GTEST_SKIP() << "no CUDA device on this machine (libcuda.so.1 not found or no GPU)";
         device = *d;
-        backend = &dynamic_cast<cuda::CudaBackend&>(detail::Registry::instance().backend(device));
+        backend = &dynamic_cast<cuda::CudaBackend&>(detail::DeviceRegistry::instance().backend(device));
     }
     void TearDown() override {
         if (!IsSkipped()) device.synchronize();

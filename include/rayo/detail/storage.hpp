@@ -10,6 +10,8 @@
 
 namespace rayo::detail {
 
+class DeviceBackend;
+
 // Tensors hold it through std::shared_ptr; a capture (rayo::Graph) keeps weak references to what
 // its ops use.
 class RAYO_API Storage : public std::enable_shared_from_this<Storage> {
@@ -34,6 +36,7 @@ public:
 
 private:
     Device device_;
+    DeviceBackend* backend_;  // the device's backend, found once
     std::size_t bytes_;
     std::uintptr_t handle_;
 };

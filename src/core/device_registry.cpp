@@ -1,14 +1,11 @@
-#include "dispatch/registry.hpp"
+#include "core/device_registry.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <string>
 
-#include "cpu/cpu_backend.hpp"
-#include "cuda/discovery.hpp"
 #include "rayo/error.hpp"
 #include "rayo/settings.hpp"
-#include "vulkan/discovery.hpp"
 
 namespace rayo {
 // The one place allowed to construct Device values.
@@ -22,22 +19,32 @@ namespace rayo::detail {
 
 Device make_device(DeviceKind kind, int index) { return DeviceRegistryAccess::make(kind, index); }
 
-Registry::Registry() {
+namespace {
+
+BackendFactory const* factory_of(DeviceKind kind) {
+    for (BackendFactory const& f : backend_factories())
+        if (f.kind == kind) return &f;
+    return nullptr;
+}
+
+}  // namespace
+
+DeviceRegistry::DeviceRegistry() {
     // A bad RAYO_LOG is an error at the first use of rayo, not at the first message.
     (void)log_level();
-    backends_.push_back(std::make_unique<cpu::CpuBackend>());
+    BackendFactory const* cpu = factory_of(DeviceKind::cpu);
+    if (cpu) backends_ = cpu->discover();
+    if (backends_.size() != 1 || backends_.front()->kind() != DeviceKind::cpu)
+        throw Error("rayo: the library was built without its CPU backend");
     cpu_ = backends_.front().get();
 }
 
-void Registry::discover(DeviceKind kind) const {
+void DeviceRegistry::discover(DeviceKind kind) const {
     auto const k = static_cast<std::size_t>(kind);
     std::call_once(discovery_[k], [&] {
         // The driver is loaded and its devices opened outside the lock: other kinds stay usable.
-        std::vector<std::unique_ptr<Backend>> found;
-        if (kind == DeviceKind::cuda)
-            found = cuda::discover_backends();
-        else if (kind == DeviceKind::vulkan)
-            found = vulkan::discover_backends();
+        std::vector<std::unique_ptr<DeviceBackend>> found;
+        if (BackendFactory const* factory = factory_of(kind)) found = factory->discover();
         // Registered after the driver's own exit handlers, so it runs before them.
         if (!found.empty()) std::atexit([] { instance().close_gpu_backends(); });
         std::lock_guard lock(mutex_);
@@ -46,23 +53,23 @@ void Registry::discover(DeviceKind kind) const {
     });
 }
 
-bool Registry::discovered(DeviceKind kind) const {
+bool DeviceRegistry::discovered(DeviceKind kind) const {
     std::lock_guard lock(mutex_);
     return discovered_[static_cast<std::size_t>(kind)];
 }
 
-std::atomic<bool> Registry::exiting_{false};
+std::atomic<bool> DeviceRegistry::exiting_{false};
 
 // Never destroyed: GPU drivers loaded after it is made would be torn down before its destructor
 // ran, and tensors kept until static destruction may outlive any destruction order.
-Registry& Registry::instance() {
-    static Registry* registry = new Registry;
+DeviceRegistry& DeviceRegistry::instance() {
+    static DeviceRegistry* registry = new DeviceRegistry;
     return *registry;
 }
 
-void Registry::close_gpu_backends() noexcept {
+void DeviceRegistry::close_gpu_backends() noexcept {
     exiting_.store(true, std::memory_order_release);
-    std::vector<std::unique_ptr<Backend>> closing;
+    std::vector<std::unique_ptr<DeviceBackend>> closing;
     {
         std::lock_guard lock(mutex_);
         for (auto& b : backends_)
@@ -72,12 +79,7 @@ void Registry::close_gpu_backends() noexcept {
     closing.clear();  // waits for each device, then frees everything it holds
 }
 
-void Registry::release(Device device, std::uintptr_t handle) const {
-    if (device.kind() != DeviceKind::cpu && exiting_.load(std::memory_order_acquire)) return;
-    backend(device).release(handle);
-}
-
-Backend& Registry::backend(Device device) const {
+DeviceBackend& DeviceRegistry::backend(Device device) const {
     if (device.kind() == DeviceKind::cpu) return *cpu_;
     discover(device.kind());
     std::lock_guard lock(mutex_);
@@ -86,8 +88,8 @@ Backend& Registry::backend(Device device) const {
     throw Error("device " + device.id() + " does not exist in this process");
 }
 
-std::vector<Backend*> Registry::backends() const {
-    std::vector<Backend*> out;
+std::vector<DeviceBackend*> DeviceRegistry::backends() const {
+    std::vector<DeviceBackend*> out;
     for (DeviceKind kind : {DeviceKind::cpu, DeviceKind::cuda, DeviceKind::vulkan}) {
         auto of_kind = backends(kind);
         out.insert(out.end(), of_kind.begin(), of_kind.end());
@@ -95,23 +97,23 @@ std::vector<Backend*> Registry::backends() const {
     return out;
 }
 
-std::vector<Backend*> Registry::backends(DeviceKind kind) const {
+std::vector<DeviceBackend*> DeviceRegistry::backends(DeviceKind kind) const {
     if (kind != DeviceKind::cpu) discover(kind);
     std::lock_guard lock(mutex_);
-    std::vector<Backend*> out;
+    std::vector<DeviceBackend*> out;
     for (auto const& b : backends_)
         if (b->kind() == kind) out.push_back(b.get());
     return out;
 }
 
-int Registry::add(std::unique_ptr<Backend> backend) {
+int DeviceRegistry::add(std::unique_ptr<DeviceBackend> backend) {
     std::lock_guard lock(mutex_);
     int const index = backend->index();
     backends_.push_back(std::move(backend));
     return index;
 }
 
-void Registry::remove(Backend const* backend) {
+void DeviceRegistry::remove(DeviceBackend const* backend) {
     std::lock_guard lock(mutex_);
     std::erase_if(backends_, [&](auto const& b) { return b.get() == backend && b->kind() != DeviceKind::cpu; });
 }
