@@ -138,37 +138,99 @@ void load_tile(Kernel& k, DType element, unsigned head_dim, SimtLayout const& la
 
 unsigned attention_simt_warp_bytes(AttentionConfig const& config) { return SimtLayout(config).warp_bytes; }
 
-namespace detail {
+namespace {
 
-Kernel attention_simt(AttentionConfig const& c) {
-    SimtLayout const layout(c);
-    unsigned const d = c.head_dim, rows = c.rows, values_per_word = layout.element_bytes == 2 ? 2 : 1;
-    Kernel k(attention_name(c));
+// The kernel's stages, emitted in order by build(): the warp's work item and its rows, q into the
+// warp's shared memory, the key tiles (copied, scored, softmaxed, multiplied into the accumulators),
+// and the rows' results.
+class SimtAttention {
+public:
+    SimtAttention(Kernel& kernel, AttentionConfig const& config)
+        : k(kernel),
+          c(config),
+          layout(config),
+          d(config.head_dim),
+          rows(config.rows),
+          values_per_word(layout.element_bytes == 2 ? 2 : 1) {}
+
+    void build();
+
+private:
+    void declare_parameters();
+    void locate_work();
+    void place_rows();
+    void q_into_shared();
+    void set_up_tiles();
+    void start_state();
+    void run_tiles();
+    void store_rows();
+
+    [[nodiscard]] Reg slot_of(Reg tile);
+    void issue(Reg tile);
+    void compute(Reg tile);
+    [[nodiscard]] std::vector<Reg> scores(Reg k_slot);
+    [[nodiscard]] std::vector<Reg> softmax(Reg tile, std::vector<Reg>& score);
+    void multiply_v(Reg v_slot, std::vector<Reg> const& p);
+
+    Kernel& k;
+    AttentionConfig const& c;
+    SimtLayout const layout;
+    unsigned const d, rows, values_per_word;
+
+    AttentionFrame f;
+    Reg batch, splits, split_keys, partials, tid, lane, warp;
+    Label finished;
+    Reg split, hk, b, key_begin, key_end, tiles;
+    // Rows r: (query i, head hk·group + g) for rg = row_block·rows + r = i·group + g.
+    std::vector<Reg> query, head, valid, row_end, out_row;
+    Reg q_shared, kv_shared;
+    Reg row_bytes, k_head, v_head;
+    std::optional<WarpTileCopy> copy;
+    std::vector<Reg> m, l, acc, mask_rows;  // the online softmax's state, and the rows' mask addresses
+};
+
+void SimtAttention::build() {
+    declare_parameters();
+    locate_work();
+    place_rows();
+    q_into_shared();
+    set_up_tiles();
+    start_state();
+    run_tiles();
+    store_rows();
+    k.place(finished);
+}
+
+void SimtAttention::declare_parameters() {
     k.max_threads(c.warps * 32);
-    AttentionFrame const f = attention_frame(k);
-    Reg const batch = k.param(Type::u32, "batch");
-    Reg const splits = k.param(Type::u32, "splits");
-    Reg const split_keys = k.param(Type::u32, "split_keys");
-    Reg const partials = k.cvta_to_global(k.param(Type::u64, "partials"));
-    Reg const tid = k.special(Special::tid_x);
-    Reg const lane = k.and_(tid, 31u), warp = k.shr(tid, 5u);
+    f = attention_frame(k);
+    batch = k.param(Type::u32, "batch");
+    splits = k.param(Type::u32, "splits");
+    split_keys = k.param(Type::u32, "split_keys");
+    partials = k.cvta_to_global(k.param(Type::u64, "partials"));
+    tid = k.special(Special::tid_x);
+    lane = k.and_(tid, 31u);
+    warp = k.shr(tid, 5u);
+}
 
-    // ---- the warp's work: (batch, kv head, row block, split)
+// The warp's work: (batch, kv head, row block, split), and the rows it serves.
+void SimtAttention::locate_work() {
     k.comment("work item: batch, kv head, rows, split");
     Reg const group = k.div(f.heads, f.kv_heads);
     Reg const row_blocks = k.div(k.add(k.mul(f.q_len, group), rows - 1), rows);
     Reg const items = k.mul(k.mul(k.mul(batch, f.kv_heads), row_blocks), splits);
     Reg const item = k.add(k.mul(k.special(Special::ctaid_x), c.warps), warp);
-    Label const finished = k.label();
+    finished = k.label();
     k.bra_if(k.setp(Cmp::ge, item, items), finished);
-    Reg const split = k.rem(item, splits), rest = k.div(item, splits);
+    split = k.rem(item, splits);
+    Reg const rest = k.div(item, splits);
     Reg const row_block = k.rem(rest, row_blocks), pair = k.div(rest, row_blocks);
-    Reg const hk = k.rem(pair, f.kv_heads), b = k.div(pair, f.kv_heads);
-    Reg const key_begin = k.mul(split, split_keys);
-    Reg key_end = k.min(f.kv_len, k.add(key_begin, split_keys));
+    hk = k.rem(pair, f.kv_heads);
+    b = k.div(pair, f.kv_heads);
+    key_begin = k.mul(split, split_keys);
+    key_end = k.min(f.kv_len, k.add(key_begin, split_keys));
 
-    // Rows r: (query i, head hk·group + g) for rg = row_block·rows + r = i·group + g.
-    std::vector<Reg> query(rows), head(rows), valid(rows), row_end(rows), out_row(rows);
+    query.resize(rows), head.resize(rows), valid.resize(rows), row_end.resize(rows), out_row.resize(rows);
     Reg last_query = k.mov(Type::u32, 0u);
     for (unsigned r = 0; r < rows; ++r) {
         Reg const rg = k.add(k.mul(row_block, rows), r);
@@ -186,15 +248,21 @@ Kernel attention_simt(AttentionConfig const& c) {
     key_end =
         k.bitcast(Type::u32, k.max(k.min(k.bitcast(Type::s32, key_end), k.add(last_visible_key(k, f, last_query), 1)),
                                    k.bitcast(Type::s32, key_begin)));
-    Reg const tiles = k.div(k.add(k.sub(key_end, key_begin), tile_keys - 1), tile_keys);
+    tiles = k.div(k.add(k.sub(key_end, key_begin), tile_keys - 1), tile_keys);
+}
 
-    // ---- shared memory of the warp
+// The warp's shared memory: its q rows, then its tile slots.
+void SimtAttention::place_rows() {
     Reg const region = k.add(k.shared_address(k.dynamic_shared(16)), k.mul(warp, layout.warp_bytes));
-    Reg const q_shared = region, kv_shared = k.add(region, layout.q_bytes);
-    auto slot_of = [&](Reg tile) {
-        return layout.stages == 1 ? kv_shared : k.add(kv_shared, k.mul(k.and_(tile, 1u), 2 * layout.tile_bytes));
-    };
+    q_shared = region;
+    kv_shared = k.add(region, layout.q_bytes);
+}
 
+Reg SimtAttention::slot_of(Reg tile) {
+    return layout.stages == 1 ? kv_shared : k.add(kv_shared, k.mul(k.and_(tile, 1u), 2 * layout.tile_bytes));
+}
+
+void SimtAttention::q_into_shared() {
     k.comment("q rows, prescaled, into shared memory");
     for (unsigned r = 0; r < rows; ++r)
         for (unsigned step = 0; step * 32 < layout.padded_dim; ++step) {
@@ -215,93 +283,121 @@ Kernel attention_simt(AttentionConfig const& c) {
                 store();
         }
     k.bar_warp_sync();
+}
 
-    // ---- the key tiles
-    Reg const row_bytes = k.mul(f.kv_heads, d * layout.element_bytes);
+// The key and value rows of the warp's kv head, and (aligned operands) the lanes' cp.async copies.
+void SimtAttention::set_up_tiles() {
+    row_bytes = k.mul(f.kv_heads, d * layout.element_bytes);
     Reg const kv_head = k.mul_wide(k.add(k.mul(k.mul(b, f.kv_len), f.kv_heads), hk), d * layout.element_bytes);
-    Reg const k_head = k.add(f.k, kv_head), v_head = k.add(f.v, kv_head);
-    std::optional<WarpTileCopy> copy;
+    k_head = k.add(f.k, kv_head);
+    v_head = k.add(f.v, kv_head);
     if (c.aligned) copy.emplace(k, lane, layout, row_bytes);
-    auto issue = [&](Reg tile) {
-        Reg const first_key = k.add(key_begin, k.mul(tile, tile_keys));
-        Reg const offset = k.mul_wide(first_key, row_bytes);
-        Reg const left = k.sub(key_end, first_key);
-        Reg const slot = slot_of(tile);
-        if (!c.aligned) {
-            load_tile(k, c.element, d, layout, lane, slot, k.add(k_head, offset), row_bytes, left);
-            load_tile(k, c.element, d, layout, lane, k.add(slot, layout.tile_bytes), k.add(v_head, offset), row_bytes,
-                      left);
-            return;
-        }
-        copy->issue(k, slot, k.add(k_head, offset), left, f.k);
-        copy->issue(k, k.add(slot, layout.tile_bytes), k.add(v_head, offset), left, f.v);
-        k.cp_async_commit();
-    };
+}
 
-    std::vector<Reg> m(rows), l(rows), acc(rows * layout.word_steps * values_per_word);
+// Tile `tile`'s keys and values into its slot: by cp.async (committed as one group), or element by
+// element where the operands are not aligned.
+void SimtAttention::issue(Reg tile) {
+    Reg const first_key = k.add(key_begin, k.mul(tile, tile_keys));
+    Reg const offset = k.mul_wide(first_key, row_bytes);
+    Reg const left = k.sub(key_end, first_key);
+    Reg const slot = slot_of(tile);
+    if (!c.aligned) {
+        load_tile(k, c.element, d, layout, lane, slot, k.add(k_head, offset), row_bytes, left);
+        load_tile(k, c.element, d, layout, lane, k.add(slot, layout.tile_bytes), k.add(v_head, offset), row_bytes,
+                  left);
+        return;
+    }
+    copy->issue(k, slot, k.add(k_head, offset), left, f.k);
+    copy->issue(k, k.add(slot, layout.tile_bytes), k.add(v_head, offset), left, f.v);
+    k.cp_async_commit();
+}
+
+// The running maxima, sums and accumulators, and the rows' mask addresses.
+void SimtAttention::start_state() {
+    m.resize(rows), l.resize(rows), acc.resize(rows * layout.word_steps * values_per_word);
     for (unsigned r = 0; r < rows; ++r) m[r] = k.mov(Type::f32, minus_infinity), l[r] = k.mov(Type::f32, 0.0f);
     for (Reg& a : acc) a = k.mov(Type::f32, 0.0f);
-    std::vector<Reg> mask_rows;
     if (c.mask)
         for (unsigned r = 0; r < rows; ++r)
             mask_rows.push_back(mask_row_address(k, f, b, head[r], k.min(query[r], k.sub(k.max(f.q_len, 1u), 1u))));
+}
 
-    auto compute = [&](Reg tile) {
-        Reg const k_slot = slot_of(tile), v_slot = k.add(k_slot, layout.tile_bytes);
-        k.comment("scores: lane l against key l of the tile");
-        std::vector<Reg> score(rows);
-        for (Reg& s : score) s = k.mov(Type::f32, 0.0f);
-        Reg const key_row = k.add(k_slot, k.mul(lane, layout.stride));
-        unsigned const per_chunk = 4 * values_per_word;
-        for (unsigned ch = 0; ch < layout.chunks; ++ch) {
-            std::vector<Reg> key_values;
-            for (Reg w : k.ld_vector(Space::shared, Type::b32, 4, Address(key_row, static_cast<std::int64_t>(ch * 16))))
-                for (Reg v : word_values(k, c.element, w)) key_values.push_back(v);
+void SimtAttention::compute(Reg tile) {
+    Reg const k_slot = slot_of(tile), v_slot = k.add(k_slot, layout.tile_bytes);
+    std::vector<Reg> score = scores(k_slot);
+    std::vector<Reg> const p = softmax(tile, score);
+    multiply_v(v_slot, p);
+}
+
+// Each row's score of key `lane` of the tile.
+std::vector<Reg> SimtAttention::scores(Reg k_slot) {
+    k.comment("scores: lane l against key l of the tile");
+    std::vector<Reg> score(rows);
+    for (Reg& s : score) s = k.mov(Type::f32, 0.0f);
+    Reg const key_row = k.add(k_slot, k.mul(lane, layout.stride));
+    unsigned const per_chunk = 4 * values_per_word;
+    for (unsigned ch = 0; ch < layout.chunks; ++ch) {
+        std::vector<Reg> key_values;
+        for (Reg w : k.ld_vector(Space::shared, Type::b32, 4, Address(key_row, static_cast<std::int64_t>(ch * 16))))
+            for (Reg v : word_values(k, c.element, w)) key_values.push_back(v);
+        for (unsigned r = 0; r < rows; ++r)
+            for (unsigned quad = 0; quad < per_chunk / 4; ++quad) {
+                auto const qv = k.ld_vector(
+                    Space::shared, Type::f32, 4,
+                    Address(q_shared,
+                            static_cast<std::int64_t>((r * layout.padded_dim + ch * per_chunk + quad * 4) * 4)));
+                for (unsigned e = 0; e < 4; ++e) k.fma(score[r], qv[e], key_values[quad * 4 + e], score[r]);
+            }
+    }
+    return score;
+}
+
+// The mask and the rows' visible keys applied to the scores, the online softmax's step: each row's
+// probability of key `lane`, its maximum, sum and accumulators rescaled.
+std::vector<Reg> SimtAttention::softmax(Reg tile, std::vector<Reg>& score) {
+    Reg const key = k.bitcast(Type::s32, k.add(k.add(key_begin, k.mul(tile, tile_keys)), lane));
+    std::vector<Reg> p(rows);
+    for (unsigned r = 0; r < rows; ++r) {
+        Reg const seen = k.setp(Cmp::lt, key, row_end[r]);
+        if (c.mask) {
+            Reg const at = k.add(mask_rows[r], k.shl(k.cvt(Type::u64, k.bitcast(Type::u32, key)), 2u));
+            k.predicated(seen, true,
+                         [&] { k.fma(score[r], k.ld(Space::global, Type::f32, Address(at)), log2e, score[r]); });
+        }
+        k.selp(score[r], score[r], minus_infinity, seen);
+        SoftmaxStep const step = softmax_step(k, m[r], butterfly_max(k, score[r], 16));
+        p[r] = k.ex2_approx(k.sub(score[r], step.subtract));
+        k.fma(l[r], l[r], step.alpha, p[r]);
+        for (unsigned i = 0; i < layout.word_steps * values_per_word; ++i) {
+            Reg const a = acc[r * layout.word_steps * values_per_word + i];
+            k.mul(a, a, step.alpha);
+        }
+    }
+    return p;
+}
+
+// acc += P·V, the lanes along head_dim.
+void SimtAttention::multiply_v(Reg v_slot, std::vector<Reg> const& p) {
+    k.comment("P v: lanes along head_dim");
+    Reg const v_lane = k.add(v_slot, k.shl(lane, 2u));
+    for (unsigned j = 0; j < tile_keys; ++j) {
+        std::vector<Reg> pj(rows);
+        for (unsigned r = 0; r < rows; ++r) pj[r] = k.shfl(ShuffleMode::idx, p[r], j);
+        for (unsigned step = 0; step < layout.word_steps; ++step) {
+            Reg const word = k.ld(Space::shared, Type::b32,
+                                  Address(v_lane, static_cast<std::int64_t>(j * layout.stride + step * 128)));
+            std::vector<Reg> const values = word_values(k, c.element, word);
             for (unsigned r = 0; r < rows; ++r)
-                for (unsigned quad = 0; quad < per_chunk / 4; ++quad) {
-                    auto const qv = k.ld_vector(
-                        Space::shared, Type::f32, 4,
-                        Address(q_shared,
-                                static_cast<std::int64_t>((r * layout.padded_dim + ch * per_chunk + quad * 4) * 4)));
-                    for (unsigned e = 0; e < 4; ++e) k.fma(score[r], qv[e], key_values[quad * 4 + e], score[r]);
+                for (unsigned e = 0; e < values_per_word; ++e) {
+                    Reg const a = acc[(r * layout.word_steps + step) * values_per_word + e];
+                    k.fma(a, pj[r], values[e], a);
                 }
         }
-        Reg const key = k.bitcast(Type::s32, k.add(k.add(key_begin, k.mul(tile, tile_keys)), lane));
-        std::vector<Reg> p(rows);
-        for (unsigned r = 0; r < rows; ++r) {
-            Reg const seen = k.setp(Cmp::lt, key, row_end[r]);
-            if (c.mask) {
-                Reg const at = k.add(mask_rows[r], k.shl(k.cvt(Type::u64, k.bitcast(Type::u32, key)), 2u));
-                k.predicated(seen, true,
-                             [&] { k.fma(score[r], k.ld(Space::global, Type::f32, Address(at)), log2e, score[r]); });
-            }
-            k.selp(score[r], score[r], minus_infinity, seen);
-            SoftmaxStep const step = softmax_step(k, m[r], butterfly_max(k, score[r], 16));
-            p[r] = k.ex2_approx(k.sub(score[r], step.subtract));
-            k.fma(l[r], l[r], step.alpha, p[r]);
-            for (unsigned i = 0; i < layout.word_steps * values_per_word; ++i) {
-                Reg const a = acc[r * layout.word_steps * values_per_word + i];
-                k.mul(a, a, step.alpha);
-            }
-        }
-        k.comment("P v: lanes along head_dim");
-        Reg const v_lane = k.add(v_slot, k.shl(lane, 2u));
-        for (unsigned j = 0; j < tile_keys; ++j) {
-            std::vector<Reg> pj(rows);
-            for (unsigned r = 0; r < rows; ++r) pj[r] = k.shfl(ShuffleMode::idx, p[r], j);
-            for (unsigned step = 0; step < layout.word_steps; ++step) {
-                Reg const word = k.ld(Space::shared, Type::b32,
-                                      Address(v_lane, static_cast<std::int64_t>(j * layout.stride + step * 128)));
-                std::vector<Reg> const values = word_values(k, c.element, word);
-                for (unsigned r = 0; r < rows; ++r)
-                    for (unsigned e = 0; e < values_per_word; ++e) {
-                        Reg const a = acc[(r * layout.word_steps + step) * values_per_word + e];
-                        k.fma(a, pj[r], values[e], a);
-                    }
-            }
-        }
-    };
+    }
+}
 
+// The tiles in order: two slots, the next tile's copies in flight during this one's work, or one.
+void SimtAttention::run_tiles() {
     Reg const tile = k.reg(Type::u32);
     if (layout.stages == 2) {
         k.if_then(k.setp(Cmp::gt, tiles, 0u), [&] { issue(k.mov(Type::u32, 0u)); });
@@ -324,8 +420,10 @@ Kernel attention_simt(AttentionConfig const& c) {
         });
     }
     if (c.aligned) k.cp_async_wait(0);
+}
 
-    // ---- the rows' results
+// The rows' results: out = acc / l, or (split keys) the partial states m, l and acc.
+void SimtAttention::store_rows() {
     k.comment(c.partial ? "partial states: m, l, acc" : "out = acc / l");
     Reg const total_rows = k.mul(k.mul(batch, f.q_len), f.heads);
     Reg const acc_base = k.add(partials, k.mul(k.mul_wide(total_rows, splits), std::uint64_t{8}));
@@ -360,7 +458,15 @@ Kernel attention_simt(AttentionConfig const& c) {
                 }
         });
     }
-    k.place(finished);
+}
+
+}  // namespace
+
+namespace detail {
+
+Kernel attention_simt(AttentionConfig const& c) {
+    Kernel k(attention_name(c));
+    SimtAttention(k, c).build();
     return k;
 }
 
