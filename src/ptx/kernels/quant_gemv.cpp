@@ -466,9 +466,8 @@ void fill_slot(Kernel& k, Ring& ring, Reg weights, Reg n, Reg row_bytes32, Reg s
     k.selp(ring.slot, 0, ring.slot, k.setp(Cmp::eq, ring.slot, stages));
 }
 
-}  // namespace
-
-Kernel quant_gemv(QuantGemvConfig const& config) {
+// Throws BuildError for a configuration quant_gemv does not make (before anything is emitted).
+void validate_quant_gemv(QuantGemvConfig const& config) {
     // q4 is q4_k's lane layout, which q5_k shares.
     bool const q4 = config.weight == DType::q4_k || config.weight == DType::q5_k;
     bool const small = small_block_weights(config.weight);
@@ -488,49 +487,133 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
     if (streamed && (!config.fused || config.stages < 2 || config.stages > 8))
         throw BuildError("ptx kernels: a streamed quant_gemv is fused and has 2 to 8 stages, not " +
                          std::to_string(config.stages) + (config.fused ? "" : " (not fused)"));
+}
 
-    Kernel k("rayo_quant_gemv_" + std::string(to_string(config.weight)) + "_m" + std::to_string(config.rows) +
-             (config.residual ? "_residual" : "") + "_w" + std::to_string(config.warps) +
-             (streamed ? "_s" + std::to_string(config.stages) : "_u" + std::to_string(config.unroll)) +
-             (config.fused ? "_fused" : ""));
-    k.max_threads(32 * config.warps);
-    Reg const weights = k.cvta_to_global(k.param(Type::u64, "w"));
-    Reg const records = k.cvta_to_global(k.param(Type::u64, config.fused ? "x" : "records"));
-    Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
-    Reg const n = k.param(Type::u32, "n");
-    Reg const blocks = k.param(Type::u32, "blocks_per_row");
+// The kernel's name: weight type, rows of x, residual, warps, stages or unroll, fused.
+std::string quant_gemv_name(QuantGemvConfig const& config) {
+    bool const streamed = config.stages != 0;
+    return "rayo_quant_gemv_" + std::string(to_string(config.weight)) + "_m" + std::to_string(config.rows) +
+           (config.residual ? "_residual" : "") + "_w" + std::to_string(config.warps) +
+           (streamed ? "_s" + std::to_string(config.stages) : "_u" + std::to_string(config.unroll)) +
+           (config.fused ? "_fused" : "");
+}
 
-    Reg const tid = k.special(Special::tid_x);
-    Reg const lane = k.and_(tid, 31);
-    Reg const warp = k.shr(tid, 5);
-    Reg const first_row = k.fma(k.special(Special::ctaid_x), config.warps, warp);
-    Reg const row_step = k.mul(k.special(Special::nctaid_x), config.warps);
-    Label const done = k.label();
+// Emits one (validated) quant_gemv kernel into `k`, stage by stage (build); the members are what
+// more than one stage uses, set by the stage that emits them.
+struct QuantGemvBuilder {
+    QuantGemvBuilder(Kernel& kernel, QuantGemvConfig const& gemv_config) : k(kernel), config(gemv_config) {}
 
-    auto const block_bytes = static_cast<std::uint32_t>(size_of(config.weight));
-    auto const record_bytes = static_cast<std::uint32_t>(activation_record_bytes(config.weight));
-    Reg const row_bytes = k.mul_wide(blocks, block_bytes);
-    auto const slot_bytes = static_cast<std::uint32_t>(quant_gemv_slot_bytes(config.weight));
-    Reg const row_bytes32 = k.mul(blocks, block_bytes);
-    Reg const steps = k.shr(k.add(blocks, quant_gemv_slot_blocks - 1), 3);
+    Kernel& k;
+    QuantGemvConfig const& config;
+    // q4 is q4_k's lane layout, which q5_k shares.
+    bool const q4 = config.weight == DType::q4_k || config.weight == DType::q5_k;
+    bool const small = small_block_weights(config.weight);
+    bool const streamed = config.stages != 0;
+    std::uint32_t const block_bytes = static_cast<std::uint32_t>(size_of(config.weight));
+    std::uint32_t const record_bytes = static_cast<std::uint32_t>(activation_record_bytes(config.weight));
+    std::uint32_t const slot_bytes = static_cast<std::uint32_t>(quant_gemv_slot_bytes(config.weight));
+    unsigned const lanes_per_block = small ? 1 : q4 ? 8 : 16;
+    unsigned const group = 32 / lanes_per_block;  // blocks per warp step
 
+    // Set by read_parameters: the parameters, the thread's lane and warp, the warp's first weight row
+    // and its step over the rows, and the label past the row loop.
+    Reg weights, records, out, n, blocks;
+    Reg tid, lane, warp, first_row, row_step;
+    Label done;
+    // Set by size_rows: a weight row's bytes (.u64, .u32) and its slot-sized steps.
+    Reg row_bytes, row_bytes32, steps;
+    // Set by stage_x / skip_idle_warp and lay_out_records: where the records are and how the lane reads them.
     Row row;
-    Reg records_base;
-    Ring ring;
-    if (config.fused) {
-        records_base = k.shared_address(k.dynamic_shared(16));
+    Reg records_base;  // x's first record: global (.u64) or shared (fused, .u32)
+    Ring ring;         // streamed: the warp's ring of weight slots
+    // Set by lay_out_records: the lane's part of a block, or (small blocks) its slot in a record, and
+    // its first block of a warp step.
+    Reg j;
+    Reg first_block;
+    // Set by lay_out_q4_lane / lay_out_q6_lane.
+    Q4Lane q4_lane;
+    Q6Lane q6_lane;
+    // Set by lay_out_output: out's row stride and the lane that writes the sums.
+    Reg out_stride;
+    Reg lane0;
+
+    // All the stages, in emission order.
+    void build() {
+        read_parameters();
+        size_rows();
+        if (config.fused)
+            stage_x();
+        else
+            skip_idle_warp();
+        lay_out_records();
+        if (q4)
+            lay_out_q4_lane();
+        else if (!small)
+            lay_out_q6_lane();
+        lay_out_output();
         if (streamed) {
-            // The first stages − 1 slots of every warp are requested before x is quantized.
-            ring.base =
-                k.add(k.add(records_base, k.mul(k.mul(blocks, static_cast<std::int64_t>(config.rows)), record_bytes)),
-                      k.mul(warp, config.stages * slot_bytes));
-            ring.slot = k.mov(Type::u32, 0);
-            ring.row = k.mov(Type::u32, first_row);
-            ring.step = k.mov(Type::u32, 0);
-            for (unsigned s = 0; s + 1 < config.stages; ++s)
-                fill_slot(k, ring, weights, n, row_bytes32, steps, row_step, lane, slot_bytes, config.stages);
+            streamed_rows();
+        } else if (config.fused) {
+            // Rows strided over the grid's warps.
+            Reg const weight_row = k.reg(Type::u32);
+            k.for_range(weight_row, first_row, n, row_step, [&] { one_row(weight_row); });
+        } else {
+            one_row(first_row);
         }
-        // Start this warp's first weight row towards L2 while the CTA quantizes x into shared memory.
+        k.place(done);
+    }
+
+    // The parameters, and this warp's lane, first weight row and step over the rows.
+    void read_parameters() {
+        k.max_threads(32 * config.warps);
+        weights = k.cvta_to_global(k.param(Type::u64, "w"));
+        records = k.cvta_to_global(k.param(Type::u64, config.fused ? "x" : "records"));
+        out = k.cvta_to_global(k.param(Type::u64, "out"));
+        n = k.param(Type::u32, "n");
+        blocks = k.param(Type::u32, "blocks_per_row");
+
+        tid = k.special(Special::tid_x);
+        lane = k.and_(tid, 31);
+        warp = k.shr(tid, 5);
+        first_row = k.fma(k.special(Special::ctaid_x), config.warps, warp);
+        row_step = k.mul(k.special(Special::nctaid_x), config.warps);
+        done = k.label();
+    }
+
+    // A weight row's bytes (.u64 and .u32) and its slot-sized steps.
+    void size_rows() {
+        row_bytes = k.mul_wide(blocks, block_bytes);
+        row_bytes32 = k.mul(blocks, block_bytes);
+        steps = k.shr(k.add(blocks, quant_gemv_slot_blocks - 1), 3);
+    }
+
+    // Fused: starts the ring and the first row's prefetch, then quantizes x into shared memory.
+    void stage_x() {
+        records_base = k.shared_address(k.dynamic_shared(16));
+        if (streamed) start_ring();
+        prefetch_first_row();
+        quantize_x();
+        row.space = Space::shared;
+    }
+
+    // The first stages − 1 slots of every warp are requested before x is quantized.
+    void start_ring() {
+        ring.base =
+            k.add(k.add(records_base, k.mul(k.mul(blocks, static_cast<std::int64_t>(config.rows)), record_bytes)),
+                  k.mul(warp, config.stages * slot_bytes));
+        ring.slot = k.mov(Type::u32, 0);
+        ring.row = k.mov(Type::u32, first_row);
+        ring.step = k.mov(Type::u32, 0);
+        for (unsigned s = 0; s + 1 < config.stages; ++s) fill_next_slot();
+    }
+
+    // Requests the ring's next slot.
+    void fill_next_slot() {
+        fill_slot(k, ring, weights, n, row_bytes32, steps, row_step, lane, slot_bytes, config.stages);
+    }
+
+    // Start this warp's first weight row towards L2 while the CTA quantizes x into shared memory.
+    void prefetch_first_row() {
         k.if_then(k.setp(Cmp::lt, first_row, n), [&] {
             // (32-bit offsets: x's records fit in shared memory, so a row is at most a few KiB.)
             Reg const start = k.add(weights, k.mul(k.cvt(Type::u64, first_row), row_bytes));
@@ -539,7 +622,10 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
                 k.instruction("prefetch.global.L2", {AddressUse{Address(k.add(start, k.cvt(Type::u64, line)))}});
             });
         });
-        // x's rows·blocks_per_row records, one warp each, then every warp reads them.
+    }
+
+    // x's rows·blocks_per_row records, one warp each, then every warp reads them.
+    void quantize_x() {
         Reg const count = k.mul(blocks, static_cast<std::int64_t>(config.rows));
         Reg const r = k.reg(Type::u32);
         k.for_range(r, warp, count, config.warps, [&] {
@@ -547,40 +633,42 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
                             lane);
         });
         k.bar_sync();
-        row.space = Space::shared;
-    } else {
+    }
+
+    // Not fused: a warp past the last row has nothing to do; the records are x's, in global memory.
+    void skip_idle_warp() {
         k.bra_if(k.setp(Cmp::ge, first_row, n), done);
         records_base = records;
     }
 
-    unsigned const lanes_per_block = small ? 1 : q4 ? 8 : 16;
-    unsigned const group = 32 / lanes_per_block;  // blocks per warp step
-    // The lane's part of a block, or (small blocks) its slot in a record: blocks b ≡ lane (mod 8).
-    Reg const j = small ? k.and_(lane, 7) : k.and_(lane, lanes_per_block - 1);
-    Reg const first_block = small ? lane : k.shr(lane, q4 ? 3 : 4);
+    // The lane's part of a block and of the records, the offsets of x's rows and the row's block limits.
+    void lay_out_records() {
+        // The lane's part of a block, or (small blocks) its slot in a record: blocks b ≡ lane (mod 8).
+        j = small ? k.and_(lane, 7) : k.and_(lane, lanes_per_block - 1);
+        first_block = small ? lane : k.shr(lane, q4 ? 3 : 4);
 
-    if (config.fused) {
-        row.records = k.add(records_base, k.shl(j, 4));
-        Reg const x_row_stride = k.mul(blocks, record_bytes);
-        row.x_row_offset.push_back(Reg{});
-        for (unsigned a = 1; a < config.rows; ++a)
-            row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
-    } else {
-        // Small blocks address the record (b/8) and take the lane's slot in multiply_small.
-        row.records = small ? records_base : k.add(records_base, k.mul_wide(j, 16));
-        // A row of x takes one record per 256 values: blocks (small: ceil(blocks/8)).
-        Reg const records_per_row = small ? k.shr(k.add(blocks, 7), 3) : blocks;
-        Reg const x_row_stride = k.mul_wide(records_per_row, record_bytes);
-        row.x_row_offset.push_back(Reg{});
-        for (unsigned a = 1; a < config.rows; ++a)
-            row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
+        if (config.fused) {
+            row.records = k.add(records_base, k.shl(j, 4));
+            Reg const x_row_stride = k.mul(blocks, record_bytes);
+            row.x_row_offset.push_back(Reg{});
+            for (unsigned a = 1; a < config.rows; ++a)
+                row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
+        } else {
+            // Small blocks address the record (b/8) and take the lane's slot in multiply_small.
+            row.records = small ? records_base : k.add(records_base, k.mul_wide(j, 16));
+            // A row of x takes one record per 256 values: blocks (small: ceil(blocks/8)).
+            Reg const records_per_row = small ? k.shr(k.add(blocks, 7), 3) : blocks;
+            Reg const x_row_stride = k.mul_wide(records_per_row, record_bytes);
+            row.x_row_offset.push_back(Reg{});
+            for (unsigned a = 1; a < config.rows; ++a)
+                row.x_row_offset.push_back(k.mul(x_row_stride, static_cast<std::int64_t>(a)));
+        }
+        row.valid_limit = blocks;
+        row.last_block = k.sub(blocks, 1);
     }
-    row.valid_limit = blocks;
-    row.last_block = k.sub(blocks, 1);
 
-    Q4Lane q4_lane;
-    Q6Lane q6_lane;
-    if (q4) {
+    // q4_k / q5_k: the lane's sub-blocks, scale bytes and offsets within a block.
+    void lay_out_q4_lane() {
         Reg const c = k.shr(j, 1);
         q4_lane.j = j;
         q4_lane.upper = k.setp(Cmp::ge, c, 2);
@@ -595,7 +683,10 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
             q4_lane.qh_offset = k.cvt(Type::u64, q4_lane.qh_offset32);
             q4_lane.high_shift = k.shl(c, 1);
         }
-    } else if (!small) {
+    }
+
+    // q6_k: the lane's offsets within a block, for blocks in shared and in global memory.
+    void lay_out_q6_lane() {
         Reg const h = k.shr(j, 3);
         Reg const l0 = k.shl(k.and_(j, 7), 2);
         q6_lane.shared = {.ql = k.fma(h, 64, l0),
@@ -605,16 +696,22 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
                           .qh = k.cvt(Type::u64, q6_lane.shared.qh),
                           .scale = k.cvt(Type::u64, q6_lane.shared.scale)};
     }
-    Reg const out_stride = k.mul_wide(n, 4);
-    Reg const lane0 = k.setp(Cmp::eq, lane, 0);
 
-    auto const zeroed_accumulators = [&] {
+    // The stride between out's rows and the lane that writes them.
+    void lay_out_output() {
+        out_stride = k.mul_wide(n, 4);
+        lane0 = k.setp(Cmp::eq, lane, 0);
+    }
+
+    // One f32 accumulator per row of x, zeroed.
+    std::vector<Reg> zeroed_accumulators() {
         std::vector<Reg> acc;
         for (unsigned a = 0; a < config.rows; ++a) acc.push_back(k.mov(Type::f32, 0.0f));
         return acc;
-    };
+    }
+
     // Sum over the warp's lanes; lane 0 writes out[a, weight_row].
-    auto const write_row = [&](std::vector<Reg> const& acc, Reg weight_row) {
+    void write_row(std::vector<Reg> const& acc, Reg weight_row) {
         std::vector<Reg> sums;
         for (Reg a : acc) {
             Reg sum = a;
@@ -628,39 +725,44 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
                 if (a + 1 < sums.size()) at = k.add(at, out_stride);
             }
         });
-    };
+    }
 
-    auto const one_row = [&](Reg weight_row) {
+    // One weight row from global memory: the warp steps over its blocks, then writes the row.
+    void one_row(Reg weight_row) {
         row.weights = k.add(weights, k.mul(k.cvt(Type::u64, weight_row), row_bytes));
         std::vector<Reg> const acc = zeroed_accumulators();
         unsigned const step = group * config.unroll;
         Reg const it = k.reg(Type::u32);
         k.for_range(it, 0, blocks, step, [&] {
             Reg const base = k.add(it, first_block);
-            if (small) {
-                std::vector<SmallWeights> ws;
-                for (unsigned u = 0; u < config.unroll; ++u)
-                    ws.push_back(
-                        load_small(k, config.weight, row, u == 0 ? base : k.add(base, u * group), record_bytes));
-                for (auto const& w : ws) multiply_small(k, config.weight, row, j, w, config.residual, acc);
-            } else if (q4) {
-                std::vector<Q4Weights> ws;
-                for (unsigned u = 0; u < config.unroll; ++u)
-                    ws.push_back(load_q4_k(k, row, q4_lane, u == 0 ? base : k.add(base, u * group), record_bytes));
-                for (auto const& w : ws) multiply_q4_k(k, row, q4_lane, w, config.residual, acc);
-            } else {
-                std::vector<Q6Raw> raws;
-                for (unsigned u = 0; u < config.unroll; ++u)
-                    raws.push_back(load_q6_k(k, row, q6_lane, u == 0 ? base : k.add(base, u * group), record_bytes));
-                for (auto const& raw : raws) multiply_q6_k(k, row, decode_q6_k(k, raw), config.residual, acc);
-            }
+            multiply_unrolled(base, acc);
         });
         write_row(acc, weight_row);
-    };
+    }
 
-    if (streamed) {
-        // Consume slots in order while the ring fills the one after the last requested; a row's
-        // sums are written after its last slot.
+    // One warp step of one_row: `unroll` blocks of the lane from `base` on, all loaded, then multiplied.
+    void multiply_unrolled(Reg base, std::vector<Reg> const& acc) {
+        if (small) {
+            std::vector<SmallWeights> ws;
+            for (unsigned u = 0; u < config.unroll; ++u)
+                ws.push_back(load_small(k, config.weight, row, u == 0 ? base : k.add(base, u * group), record_bytes));
+            for (auto const& w : ws) multiply_small(k, config.weight, row, j, w, config.residual, acc);
+        } else if (q4) {
+            std::vector<Q4Weights> ws;
+            for (unsigned u = 0; u < config.unroll; ++u)
+                ws.push_back(load_q4_k(k, row, q4_lane, u == 0 ? base : k.add(base, u * group), record_bytes));
+            for (auto const& w : ws) multiply_q4_k(k, row, q4_lane, w, config.residual, acc);
+        } else {
+            std::vector<Q6Raw> raws;
+            for (unsigned u = 0; u < config.unroll; ++u)
+                raws.push_back(load_q6_k(k, row, q6_lane, u == 0 ? base : k.add(base, u * group), record_bytes));
+            for (auto const& raw : raws) multiply_q6_k(k, row, decode_q6_k(k, raw), config.residual, acc);
+        }
+    }
+
+    // Consume slots in order while the ring fills the one after the last requested; a row's
+    // sums are written after its last slot.
+    void streamed_rows() {
         std::vector<Reg> const acc = zeroed_accumulators();
         Reg const slot = k.mov(Type::u32, 0);
         Reg const weight_row = k.mov(Type::u32, first_row);
@@ -672,9 +774,24 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
         // every lane is done with the slot the ring refills next.
         k.cp_async_wait(static_cast<int>(config.stages) - 2);
         k.bar_warp_sync();
-        fill_slot(k, ring, weights, n, row_bytes32, steps, row_step, lane, slot_bytes, config.stages);
+        fill_next_slot();
         Reg const at = k.add(ring.base, k.mul(slot, slot_bytes));
         Reg const first = k.shl(step, 3);  // the slot's first block in the row
+        multiply_slot(at, first, acc);
+        k.add(step, step, 1);
+        k.add(slot, slot, 1);
+        k.selp(slot, 0, slot, k.setp(Cmp::eq, slot, config.stages));
+        k.if_then(k.setp(Cmp::eq, step, steps), [&] {
+            write_row(acc, weight_row);
+            for (Reg a : acc) k.mov(a, 0.0f);
+            k.mov(step, 0);
+            k.add(weight_row, weight_row, row_step);
+        });
+        k.bra(top);
+    }
+
+    // The lane's blocks of the slot at `at` (shared), whose first block is block `first` of the row.
+    void multiply_slot(Reg at, Reg first, std::vector<Reg> const& acc) {
         for (unsigned g = 0; g < quant_gemv_slot_blocks; g += group) {
             Reg const local = k.add(first_block, g);
             Reg const block = k.add(first, local);
@@ -689,24 +806,15 @@ Kernel quant_gemv(QuantGemvConfig const& config) {
                               decode_q6_k(k, read_q6_k(k, Space::shared, block_at, q6_lane.shared, valid, record)),
                               config.residual, acc);
         }
-        k.add(step, step, 1);
-        k.add(slot, slot, 1);
-        k.selp(slot, 0, slot, k.setp(Cmp::eq, slot, config.stages));
-        k.if_then(k.setp(Cmp::eq, step, steps), [&] {
-            write_row(acc, weight_row);
-            for (Reg a : acc) k.mov(a, 0.0f);
-            k.mov(step, 0);
-            k.add(weight_row, weight_row, row_step);
-        });
-        k.bra(top);
-    } else if (config.fused) {
-        // Rows strided over the grid's warps.
-        Reg const weight_row = k.reg(Type::u32);
-        k.for_range(weight_row, first_row, n, row_step, [&] { one_row(weight_row); });
-    } else {
-        one_row(first_row);
     }
-    k.place(done);
+};
+
+}  // namespace
+
+Kernel quant_gemv(QuantGemvConfig const& config) {
+    validate_quant_gemv(config);
+    Kernel k(quant_gemv_name(config));
+    QuantGemvBuilder(k, config).build();
     return k;
 }
 
