@@ -220,15 +220,19 @@ File File::from_memory(std::span<std::byte const> bytes, std::string name) {
     return file;
 }
 
-void File::parse() {
-    Cursor c(bytes_, source_);
+// ---- parse stages ----------------------------------------------------------------------------------
 
-    // Header.
-    auto const file_magic = c.read<std::uint32_t>("header.magic");
-    if (file_magic != magic)
-        c.fail_at(0, "header.magic", Cursor::no_index,
-                  "not a GGUF file: expected \"GGUF\" (" + hex32(magic) + "), found " + hex32(file_magic));
-    auto const version = c.read<std::uint32_t>("header.version");
+namespace {
+
+// The header's fields after the magic.
+struct Header {
+    std::uint32_t version = 0;
+    std::uint64_t tensor_count = 0;
+    std::uint64_t kv_count = 0;
+};
+
+// Refuses every version but 2 and 3, naming the likely cause.
+void check_version(Cursor const& c, std::uint32_t version) {
     if (version != 2 && version != 3) {
         std::string problem;
         if (version == 1)
@@ -240,37 +244,57 @@ void File::parse() {
             problem = "unsupported GGUF version " + std::to_string(version) + " (only versions 2 and 3)";
         c.fail_at(4, "header.version", Cursor::no_index, problem);
     }
-    version_ = version;
+}
+
+// Reads the header; its counts are checked against the bytes left before anything is allocated.
+Header read_header(Cursor& c) {
+    auto const file_magic = c.read<std::uint32_t>("header.magic");
+    if (file_magic != magic)
+        c.fail_at(0, "header.magic", Cursor::no_index,
+                  "not a GGUF file: expected \"GGUF\" (" + hex32(magic) + "), found " + hex32(file_magic));
+    Header h;
+    h.version = c.read<std::uint32_t>("header.version");
+    check_version(c, h.version);
     std::size_t const tensor_count_at = c.offset();
-    auto const tensor_count = c.read<std::uint64_t>("header.tensor_count");
+    h.tensor_count = c.read<std::uint64_t>("header.tensor_count");
     std::size_t const kv_count_at = c.offset();
-    auto const kv_count = c.read<std::uint64_t>("header.metadata_kv_count");
-    if (kv_count > c.remaining() / min_kv_bytes)
+    h.kv_count = c.read<std::uint64_t>("header.metadata_kv_count");
+    if (h.kv_count > c.remaining() / min_kv_bytes)
         c.fail_at(kv_count_at, "header.metadata_kv_count", Cursor::no_index,
-                  std::to_string(kv_count) + " key/value pairs need at least " + std::to_string(min_kv_bytes) +
+                  std::to_string(h.kv_count) + " key/value pairs need at least " + std::to_string(min_kv_bytes) +
                       " bytes each, but only " + std::to_string(c.remaining()) + " bytes follow the header");
-    std::size_t const after_kvs = c.remaining() - static_cast<std::size_t>(kv_count) * min_kv_bytes;
-    if (tensor_count > after_kvs / min_tensor_info_bytes)
+    std::size_t const after_kvs = c.remaining() - static_cast<std::size_t>(h.kv_count) * min_kv_bytes;
+    if (h.tensor_count > after_kvs / min_tensor_info_bytes)
         c.fail_at(tensor_count_at, "header.tensor_count", Cursor::no_index,
-                  std::to_string(tensor_count) + " tensor descriptions need at least " +
+                  std::to_string(h.tensor_count) + " tensor descriptions need at least " +
                       std::to_string(min_tensor_info_bytes) + " bytes each, but only " + std::to_string(after_kvs) +
                       " bytes are left after the smallest possible metadata");
+    return h;
+}
 
-    // Metadata.
+// Reads `kv_count` metadata entries into `metadata`. Returns the file offset of general.alignment's
+// type field (0 when the file has none), which the messages about its value name.
+std::size_t read_metadata(Cursor& c, std::uint64_t kv_count, Metadata& metadata) {
     Parser parser(c);
     std::size_t alignment_at = 0;
     for (std::uint64_t i = 0; i < kv_count; ++i) {
         std::size_t const key_at = c.offset();
         std::string key(c.read_string("metadata.key", i));
-        if (metadata_.contains(key)) c.fail_at(key_at, "metadata.key", i, "duplicate key \"" + printable(key) + "\"");
+        if (metadata.contains(key)) c.fail_at(key_at, "metadata.key", i, "duplicate key \"" + printable(key) + "\"");
         std::string const field = "metadata \"" + printable(key) + "\"";
         std::size_t const type_at = c.offset();
         auto const type = c.read<std::uint32_t>(field + ".type");
         Value value = parser.value(type, type_at, field, 0);
         if (key == alignment_key) alignment_at = type_at;
-        metadata_.try_add(std::move(key), std::move(value));
+        metadata.try_add(std::move(key), std::move(value));
     }
-    if (Value const* a = metadata_.find(alignment_key)) {
+    return alignment_at;
+}
+
+// The alignment general.alignment sets, checked; `alignment` when the metadata has no such key.
+std::uint32_t checked_alignment(Cursor const& c, Metadata const& metadata, std::size_t alignment_at,
+                                std::uint32_t alignment) {
+    if (Value const* a = metadata.find(alignment_key)) {
         // The type is checked before the value is used as a u32.
         auto const* al = std::get_if<std::uint32_t>(a);
         if (!al)
@@ -280,104 +304,163 @@ void File::parse() {
             c.fail_at(alignment_at + 4, "metadata \"general.alignment\"", Cursor::no_index,
                       "general.alignment " + std::to_string(*al) + " is not a power of two between 1 and " +
                           std::to_string(max_alignment));
-        alignment_ = *al;
+        alignment = *al;
     }
+    return alignment;
+}
+
+// One tensor description's fields as read, with the file offsets the messages about them name.
+struct TensorFields {
+    std::string name;
+    std::string field;  // "tensor \"name\"": what the messages call the description
+    std::size_t n_dims_at = 0;
+    std::uint32_t n_dims = 0;
+    std::array<std::uint64_t, max_dims> ne{1, 1, 1, 1};
+    std::array<std::size_t, max_dims> ne_at{};
+    std::uint32_t type = 0;
+    TypeInfo const* info = nullptr;
+    std::size_t offset_at = 0;
+    std::uint64_t offset = 0;
+};
+
+// Reads a tensor description's dimension count and its dimensions ne[0 .. n_dims).
+void read_dims(Cursor& c, TensorFields& t) {
+    t.n_dims_at = c.offset();
+    t.n_dims = c.read<std::uint32_t>(t.field + ".n_dims");
+    if (t.n_dims > max_dims)
+        c.fail_at(t.n_dims_at, t.field + ".n_dims", Cursor::no_index,
+                  std::to_string(t.n_dims) + " dimensions; at most " + std::to_string(max_dims) + " are allowed");
+    for (std::uint32_t j = 0; j < t.n_dims; ++j) {
+        t.ne_at[j] = c.offset();
+        t.ne[j] = c.read<std::uint64_t>(t.field + ".dims", j);
+        if (t.ne[j] > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            c.fail_at(t.ne_at[j], t.field + ".dims", j,
+                      "dimension " + std::to_string(t.ne[j]) + " does not fit in a signed 64-bit integer");
+    }
+}
+
+// Reads tensor description `i`: its name (not one in `index` yet), dimensions, type and data offset.
+TensorFields read_tensor_fields(Cursor& c, std::uint64_t i,
+                                std::map<std::string, std::size_t, std::less<>> const& index, std::uint32_t alignment) {
+    TensorFields t;
+    std::size_t const name_at = c.offset();
+    t.name = std::string(c.read_string("tensor.name", i));
+    if (index.contains(t.name))
+        c.fail_at(name_at, "tensor.name", i, "duplicate tensor name \"" + printable(t.name) + "\"");
+    t.field = "tensor \"" + printable(t.name) + "\"";
+    read_dims(c, t);
+    std::size_t const type_at = c.offset();
+    t.type = c.read<std::uint32_t>(t.field + ".type");
+    t.info = type_info(t.type);
+    if (!t.info) c.fail_at(type_at, t.field + ".type", Cursor::no_index, unknown_type(t.type));
+    t.offset_at = c.offset();
+    t.offset = c.read<std::uint64_t>(t.field + ".offset");
+    if (t.offset % alignment != 0)
+        c.fail_at(t.offset_at, t.field + ".offset", Cursor::no_index,
+                  "data offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
+                      std::to_string(alignment));
+    return t;
+}
+
+// The tensor's size in bytes, checked.
+std::uint64_t tensor_bytes(Cursor const& c, TensorFields const& t) {
+    TypeInfo const* info = t.info;
+    // Sizes: ne[0] whole blocks, element count within what a Shape addresses, bytes without overflow.
+    if (t.n_dims == 0 && info->block_values != 1)
+        c.fail_at(t.n_dims_at, t.field + ".n_dims", Cursor::no_index,
+                  "a " + std::string(info->name) + " tensor needs dimensions (blocks of " +
+                      std::to_string(info->block_values) + " values along ne[0])");
+    if (t.ne[0] % info->block_values != 0)
+        c.fail_at(t.ne_at[0], t.field + ".dims", 0,
+                  "ne[0] = " + std::to_string(t.ne[0]) + " is not a multiple of the " + std::string(info->name) +
+                      " block size " + std::to_string(info->block_values));
+    constexpr std::uint64_t numel_limit = std::numeric_limits<std::size_t>::max() / 16;  // as rayo::Shape
+    std::uint64_t numel = 1;
+    for (std::uint32_t j = t.n_dims; j-- > 0;) {  // rayo order: the outermost dimension first
+        if (t.ne[j] != 0 && numel > numel_limit / t.ne[j])
+            c.fail_at(t.ne_at[j], t.field + ".dims", j, "the element count overflows (more than 2^60 values)");
+        numel *= t.ne[j];
+    }
+    std::uint64_t bytes = 0;
+    if (!checked_mul(numel / info->block_values, info->block_bytes, bytes))
+        c.fail_at(t.ne_at[0], t.field + ".dims", Cursor::no_index, "the byte size overflows");
+    return bytes;
+}
+
+// The tensor's shape: its dimensions in rayo order, the outermost first (GGUF lists ne[0] first).
+Shape tensor_shape(Cursor const& c, TensorFields const& t) {
+    std::vector<std::int64_t> dims(t.n_dims);
+    for (std::uint32_t j = 0; j < t.n_dims; ++j) dims[t.n_dims - 1 - j] = static_cast<std::int64_t>(t.ne[j]);
+    Shape shape;
+    try {
+        shape = Shape(std::move(dims));
+    } catch (ShapeError const& e) {
+        c.fail_at(t.n_dims_at, t.field + ".dims", Cursor::no_index, e.what());
+    }
+    return shape;
+}
+
+// Checks where the tensors' data lie in the data section, which starts `data_offset` bytes into a
+// file of `file_size` bytes; `offset_at[i]` is the file offset of tensor i's offset field.
+void check_data_layout(Cursor const& c, std::vector<TensorInfo> const& tensors,
+                       std::vector<std::size_t> const& offset_at, std::uint64_t data_offset, std::size_t file_size,
+                       std::uint32_t alignment) {
+    bool const section_in_file = data_offset <= file_size;
+    std::uint64_t const data_size = section_in_file ? file_size - data_offset : 0;
+    // Tensors lie one after another in the order they are declared, each at the running size of
+    // the ones before it padded to the alignment, as ggml's loader requires: no two share bytes.
+    std::uint64_t expected = 0;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        TensorInfo const& t = tensors[i];
+        if (!section_in_file || t.offset > data_size || t.bytes > data_size - t.offset)
+            c.fail_at(offset_at[i], "tensor \"" + printable(t.name) + "\".offset", Cursor::no_index,
+                      std::to_string(t.bytes) + " bytes of data at data offset " + std::to_string(t.offset) +
+                          " (file offset " + std::to_string(data_offset + t.offset) +
+                          ") run past the end of the file (" + std::to_string(file_size) +
+                          " bytes; the data section holds " + std::to_string(data_size) + ")");
+        if (t.offset != expected)
+            c.fail_at(offset_at[i], "tensor \"" + printable(t.name) + "\".offset", Cursor::no_index,
+                      "data offset " + std::to_string(t.offset) + " is not where the tensors before it end (" +
+                          std::to_string(expected) +
+                          (i ? ", after \"" + printable(tensors[i - 1].name) + "\"" : std::string()) +
+                          "): tensor data must follow the declaration order without gaps or overlaps" +
+                          (t.offset < expected ? " (it overlaps an earlier tensor)" : ""));
+        expected += (t.bytes + alignment - 1) / alignment * alignment;
+    }
+}
+
+}  // namespace
+
+void File::parse() {
+    Cursor c(bytes_, source_);
+
+    // Header.
+    Header const header = read_header(c);
+    version_ = header.version;
+
+    // Metadata.
+    std::size_t const alignment_at = read_metadata(c, header.kv_count, metadata_);
+    alignment_ = checked_alignment(c, metadata_, alignment_at, alignment_);
 
     // Tensor descriptions.
-    tensors_.reserve(static_cast<std::size_t>(tensor_count));  // bounded by the bytes left
+    tensors_.reserve(static_cast<std::size_t>(header.tensor_count));  // bounded by the bytes left
     std::vector<std::size_t> offset_at;
-    offset_at.reserve(static_cast<std::size_t>(tensor_count));
-    for (std::uint64_t i = 0; i < tensor_count; ++i) {
-        std::size_t const name_at = c.offset();
-        std::string name(c.read_string("tensor.name", i));
-        if (tensor_index_.contains(name))
-            c.fail_at(name_at, "tensor.name", i, "duplicate tensor name \"" + printable(name) + "\"");
-        std::string const field = "tensor \"" + printable(name) + "\"";
-
-        std::size_t const n_dims_at = c.offset();
-        auto const n_dims = c.read<std::uint32_t>(field + ".n_dims");
-        if (n_dims > max_dims)
-            c.fail_at(n_dims_at, field + ".n_dims", Cursor::no_index,
-                      std::to_string(n_dims) + " dimensions; at most " + std::to_string(max_dims) + " are allowed");
-        std::array<std::uint64_t, max_dims> ne{1, 1, 1, 1};
-        std::array<std::size_t, max_dims> ne_at{};
-        for (std::uint32_t j = 0; j < n_dims; ++j) {
-            ne_at[j] = c.offset();
-            ne[j] = c.read<std::uint64_t>(field + ".dims", j);
-            if (ne[j] > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-                c.fail_at(ne_at[j], field + ".dims", j,
-                          "dimension " + std::to_string(ne[j]) + " does not fit in a signed 64-bit integer");
-        }
-        std::size_t const type_at = c.offset();
-        auto const type = c.read<std::uint32_t>(field + ".type");
-        TypeInfo const* info = type_info(type);
-        if (!info) c.fail_at(type_at, field + ".type", Cursor::no_index, unknown_type(type));
-        std::size_t const this_offset_at = c.offset();
-        auto const offset = c.read<std::uint64_t>(field + ".offset");
-        if (offset % alignment_ != 0)
-            c.fail_at(this_offset_at, field + ".offset", Cursor::no_index,
-                      "data offset " + std::to_string(offset) + " is not a multiple of the alignment " +
-                          std::to_string(alignment_));
-
-        // Sizes: ne[0] whole blocks, element count within what a Shape addresses, bytes without overflow.
-        if (n_dims == 0 && info->block_values != 1)
-            c.fail_at(n_dims_at, field + ".n_dims", Cursor::no_index,
-                      "a " + std::string(info->name) + " tensor needs dimensions (blocks of " +
-                          std::to_string(info->block_values) + " values along ne[0])");
-        if (ne[0] % info->block_values != 0)
-            c.fail_at(ne_at[0], field + ".dims", 0,
-                      "ne[0] = " + std::to_string(ne[0]) + " is not a multiple of the " + std::string(info->name) +
-                          " block size " + std::to_string(info->block_values));
-        constexpr std::uint64_t numel_limit = std::numeric_limits<std::size_t>::max() / 16;  // as rayo::Shape
-        std::uint64_t numel = 1;
-        for (std::uint32_t j = n_dims; j-- > 0;) {  // rayo order: the outermost dimension first
-            if (ne[j] != 0 && numel > numel_limit / ne[j])
-                c.fail_at(ne_at[j], field + ".dims", j, "the element count overflows (more than 2^60 values)");
-            numel *= ne[j];
-        }
-        std::uint64_t bytes = 0;
-        if (!checked_mul(numel / info->block_values, info->block_bytes, bytes))
-            c.fail_at(ne_at[0], field + ".dims", Cursor::no_index, "the byte size overflows");
-
-        std::vector<std::int64_t> dims(n_dims);
-        for (std::uint32_t j = 0; j < n_dims; ++j) dims[n_dims - 1 - j] = static_cast<std::int64_t>(ne[j]);
-        Shape shape;
-        try {
-            shape = Shape(std::move(dims));
-        } catch (ShapeError const& e) {
-            c.fail_at(n_dims_at, field + ".dims", Cursor::no_index, e.what());
-        }
-        tensor_index_.emplace(name, tensors_.size());
-        tensors_.push_back(TensorInfo{std::move(name), std::move(shape), type, info->name, info->dtype, offset, bytes});
-        offset_at.push_back(this_offset_at);
+    offset_at.reserve(static_cast<std::size_t>(header.tensor_count));
+    for (std::uint64_t i = 0; i < header.tensor_count; ++i) {
+        TensorFields t = read_tensor_fields(c, i, tensor_index_, alignment_);
+        std::uint64_t const bytes = tensor_bytes(c, t);
+        Shape shape = tensor_shape(c, t);
+        tensor_index_.emplace(t.name, tensors_.size());
+        tensors_.push_back(
+            TensorInfo{std::move(t.name), std::move(shape), t.type, t.info->name, t.info->dtype, t.offset, bytes});
+        offset_at.push_back(t.offset_at);
     }
 
     // Data section: at the next multiple of the alignment; every tensor must lie inside the file,
     // an empty one too (its offset is still a place in the file, which data() points at).
     std::uint64_t const end_of_infos = c.offset();
     data_offset_ = (end_of_infos + alignment_ - 1) / alignment_ * alignment_;
-    bool const section_in_file = data_offset_ <= bytes_.size();
-    std::uint64_t const data_size = section_in_file ? bytes_.size() - data_offset_ : 0;
-    // Tensors lie one after another in the order they are declared, each at the running size of
-    // the ones before it padded to the alignment, as ggml's loader requires: no two share bytes.
-    std::uint64_t expected = 0;
-    for (std::size_t i = 0; i < tensors_.size(); ++i) {
-        TensorInfo const& t = tensors_[i];
-        if (!section_in_file || t.offset > data_size || t.bytes > data_size - t.offset)
-            c.fail_at(offset_at[i], "tensor \"" + printable(t.name) + "\".offset", Cursor::no_index,
-                      std::to_string(t.bytes) + " bytes of data at data offset " + std::to_string(t.offset) +
-                          " (file offset " + std::to_string(data_offset_ + t.offset) +
-                          ") run past the end of the file (" + std::to_string(bytes_.size()) +
-                          " bytes; the data section holds " + std::to_string(data_size) + ")");
-        if (t.offset != expected)
-            c.fail_at(offset_at[i], "tensor \"" + printable(t.name) + "\".offset", Cursor::no_index,
-                      "data offset " + std::to_string(t.offset) + " is not where the tensors before it end (" +
-                          std::to_string(expected) +
-                          (i ? ", after \"" + printable(tensors_[i - 1].name) + "\"" : std::string()) +
-                          "): tensor data must follow the declaration order without gaps or overlaps" +
-                          (t.offset < expected ? " (it overlaps an earlier tensor)" : ""));
-        expected += (t.bytes + alignment_ - 1) / alignment_ * alignment_;
-    }
+    check_data_layout(c, tensors_, offset_at, data_offset_, bytes_.size(), alignment_);
 }
 
 TensorInfo const* File::find(std::string_view name) const noexcept {

@@ -445,29 +445,51 @@ struct SimtLoader {
     Reg step;                   // .u64 bytes to the next k step (n-contiguous only; else an immediate)
 };
 
-}  // namespace
+// gemm_simt's body, one stage per member function. The builder allocates registers as it emits,
+// so the stages run in the order the kernel lists them (their numbering follows that order).
+struct SimtGemmBuilder {
+    SimtGemmBuilder(Kernel& k, GemmConfig const& config)
+        : kernel(k),
+          c(config),
+          tile_m(config.tile.m),
+          tile_n(config.tile.n),
+          tile_k(config.tile.k),
+          threads(config.warps * 32),
+          warps_m(tile_m / 32),
+          a_stride(tile_m + 4),
+          b_stride(config.b_transposed ? tile_n + 4 : tile_n),
+          b_region(tile_k * a_stride * 4),
+          stage_bytes(b_region + tile_k * b_stride * 4) {}
 
-Kernel detail::gemm_simt(GemmConfig const& c) {
-    unsigned const tile_m = c.tile.m, tile_n = c.tile.n, tile_k = c.tile.k;
-    unsigned const threads = c.warps * 32, warps_m = tile_m / 32;
-    unsigned const a_stride = tile_m + 4, b_stride = c.b_transposed ? tile_n + 4 : tile_n;  // floats
-    unsigned const b_region = tile_k * a_stride * 4, stage_bytes = b_region + tile_k * b_stride * 4;
+    // The whole kernel body after the kernel's declaration and thread bound.
+    void emit() {
+        place_thread();
+        make_loaders();
+        start_accumulators();
+        detail::gemm_pipeline(kernel, f, tile_k, c.stages,
+                              {.issue = [this](unsigned slot, Reg k_left) { issue(slot, k_left); },
+                               .store_staged = {},
+                               .multiply = [this](unsigned slot) { multiply(slot); },
+                               .advance = [this] { advance(); }});
+        epilogue();
+    }
 
-    Kernel kernel(gemm_name(c));
-    // For 256-thread blocks, an upper bound of 512 threads makes ptxas keep to 128 registers
-    // (65536 / 512), so two blocks share an SM and one block's barrier stalls are covered by the
-    // other's FMAs. Smaller blocks fit several to an SM anyway and keep what ptxas chooses.
-    kernel.max_threads(threads == 256 ? 512 : threads);
-    GemmFrame const f = gemm_frame(kernel, c);
-    Reg const smem = kernel.shared_address(kernel.dynamic_shared(16));
-    Reg const tid = kernel.special(Special::tid_x);
-    Reg const lane = kernel.and_(tid, 31), warp = kernel.shr(tid, 5);
-    Reg const warp_row = kernel.rem(warp, warps_m), warp_col = kernel.div(warp, warps_m);
-    Reg const lane_row = kernel.shr(lane, 3), lane_col = kernel.and_(lane, 7);
+    // The block's frame and tile, shared memory, and the thread's warp and lane coordinates.
+    void place_thread() {
+        f = detail::gemm_frame(kernel, c);
+        smem = kernel.shared_address(kernel.dynamic_shared(16));
+        tid = kernel.special(Special::tid_x);
+        lane = kernel.and_(tid, 31);
+        warp = kernel.shr(tid, 5);
+        warp_row = kernel.rem(warp, warps_m);
+        warp_col = kernel.div(warp, warps_m);
+        lane_row = kernel.shr(lane, 3);
+        lane_col = kernel.and_(lane, 7);
+    }
 
     // ---- loaders
     // k-contiguous source (a; b when transposed): rows of `extent` (m or n) starting at `origin`.
-    auto k_contiguous_loader = [&](Reg source, Reg origin, Reg extent, bool check_rows, unsigned rows, unsigned region,
+    SimtLoader k_contiguous_loader(Reg source, Reg origin, Reg extent, bool check_rows, unsigned rows, unsigned region,
                                    unsigned stride) {
         SimtLoader l;
         l.k_contiguous = true;
@@ -488,9 +510,10 @@ Kernel detail::gemm_simt(GemmConfig const& c) {
             l.shared.push_back(kernel.add(kernel.mul(col, stride * 4), kernel.add(kernel.shl(row, 2), region_base)));
         }
         return l;
-    };
+    }
+
     // n-contiguous b: tile_k rows of tile_n floats, 16-byte runs stored as they are.
-    auto n_contiguous_loader = [&] {
+    SimtLoader n_contiguous_loader() {
         SimtLoader l;
         l.k_contiguous = false;
         l.base = f.b;
@@ -509,47 +532,59 @@ Kernel detail::gemm_simt(GemmConfig const& c) {
         }
         l.step = kernel.mul_wide(f.n, tile_k * 4);
         return l;
-    };
+    }
 
-    kernel.comment("loaders: a" + std::string(c.b_transposed ? " and b" : "") +
-                   " transposed into k-major shared memory");
-    std::vector<SimtLoader> loaders;
-    loaders.push_back(k_contiguous_loader(f.a, f.row0, f.m, f.check_m, tile_m, 0, a_stride));
-    loaders.push_back(c.b_transposed ? k_contiguous_loader(f.b, f.col0, f.n, f.check_n, tile_n, b_region, b_stride)
-                                     : n_contiguous_loader());
+    // The loaders of a and b.
+    void make_loaders() {
+        kernel.comment("loaders: a" + std::string(c.b_transposed ? " and b" : "") +
+                       " transposed into k-major shared memory");
+        loaders.push_back(k_contiguous_loader(f.a, f.row0, f.m, f.check_m, tile_m, 0, a_stride));
+        loaders.push_back(c.b_transposed ? k_contiguous_loader(f.b, f.col0, f.n, f.check_n, tile_n, b_region, b_stride)
+                                         : n_contiguous_loader());
+    }
 
     // The copies of one k step into `slot`; `k_left` = k − (first k of the step) > 0.
-    auto issue = [&](unsigned slot, Reg k_left) {
+    void issue(unsigned slot, Reg k_left) {
         unsigned const slot_offset = slot * stage_bytes;
         for (auto& l : loaders)
             for (std::size_t j = 0; j < l.address.size(); ++j) {
                 Reg const to = kernel.add(l.shared[j], slot_offset);
-                if (l.k_contiguous) {
-                    // aligned (k % 4 == 0): a run of 4 is wholly inside or outside k
-                    Reg const run_ok = c.aligned && f.check_k ? kernel.setp(Cmp::lt, l.index[j], k_left) : Reg{};
-                    for (unsigned e = 0; e < 4; ++e) {
-                        Reg k_ok = run_ok;
-                        if (!c.aligned && f.check_k) k_ok = kernel.setp(Cmp::lt, kernel.add(l.index[j], e), k_left);
-                        Reg const from = e == 0 ? l.address[j] : kernel.add(l.address[j], e * 4);
-                        copy_or_zero(kernel, e == 0 ? to : kernel.add(to, e * l.stride), from, 4,
-                                     both(kernel, l.fixed_ok[j], k_ok), l.base);
-                    }
-                } else {
-                    Reg const k_ok = f.check_k ? kernel.setp(Cmp::lt, l.index[j], k_left) : Reg{};
-                    if (c.aligned) {
-                        copy_or_zero(kernel, to, l.address[j], 16, both(kernel, l.fixed_ok[j], k_ok), l.base);
-                    } else {
-                        for (unsigned e = 0; e < 4; ++e) {
-                            Reg const n_ok = f.check_n ? kernel.setp(Cmp::lt, kernel.add(l.column[j], e), f.n) : Reg{};
-                            Reg const from = e == 0 ? l.address[j] : kernel.add(l.address[j], e * 4);
-                            copy_or_zero(kernel, e == 0 ? to : kernel.add(to, e * 4), from, 4, both(kernel, n_ok, k_ok),
-                                         l.base);
-                        }
-                    }
-                }
+                if (l.k_contiguous)
+                    issue_k_contiguous(l, j, to, k_left);
+                else
+                    issue_n_contiguous(l, j, to, k_left);
             }
-    };
-    auto advance = [&] {
+    }
+
+    // Piece j of a k-contiguous loader: four 4-byte copies, transposing on the way to `to`.
+    void issue_k_contiguous(SimtLoader const& l, std::size_t j, Reg to, Reg k_left) {
+        // aligned (k % 4 == 0): a run of 4 is wholly inside or outside k
+        Reg const run_ok = c.aligned && f.check_k ? kernel.setp(Cmp::lt, l.index[j], k_left) : Reg{};
+        for (unsigned e = 0; e < 4; ++e) {
+            Reg k_ok = run_ok;
+            if (!c.aligned && f.check_k) k_ok = kernel.setp(Cmp::lt, kernel.add(l.index[j], e), k_left);
+            Reg const from = e == 0 ? l.address[j] : kernel.add(l.address[j], e * 4);
+            copy_or_zero(kernel, e == 0 ? to : kernel.add(to, e * l.stride), from, 4, both(kernel, l.fixed_ok[j], k_ok),
+                         l.base);
+        }
+    }
+
+    // Piece j of the n-contiguous loader: one 16-byte copy when aligned, else four 4-byte ones.
+    void issue_n_contiguous(SimtLoader const& l, std::size_t j, Reg to, Reg k_left) {
+        Reg const k_ok = f.check_k ? kernel.setp(Cmp::lt, l.index[j], k_left) : Reg{};
+        if (c.aligned) {
+            copy_or_zero(kernel, to, l.address[j], 16, both(kernel, l.fixed_ok[j], k_ok), l.base);
+        } else {
+            for (unsigned e = 0; e < 4; ++e) {
+                Reg const n_ok = f.check_n ? kernel.setp(Cmp::lt, kernel.add(l.column[j], e), f.n) : Reg{};
+                Reg const from = e == 0 ? l.address[j] : kernel.add(l.address[j], e * 4);
+                copy_or_zero(kernel, e == 0 ? to : kernel.add(to, e * 4), from, 4, both(kernel, n_ok, k_ok), l.base);
+            }
+        }
+    }
+
+    // Moves every loader's global addresses on to the next k step.
+    void advance() {
         for (auto& l : loaders)
             for (Reg& address : l.address) {
                 if (l.k_contiguous)
@@ -557,15 +592,18 @@ Kernel detail::gemm_simt(GemmConfig const& c) {
                 else
                     kernel.add(address, address, l.step);
             }
-    };
+    }
 
     // ---- accumulators and the thread's shared-memory read addresses (slot 0)
-    std::vector<Reg> acc(64);
-    for (Reg& r : acc) r = kernel.mov(Type::f32, 0.0f);
-    Reg const a_read = kernel.add(smem, kernel.add(kernel.shl(warp_row, 7), kernel.shl(lane_row, 4)));
-    Reg const b_read =
-        kernel.add(smem, kernel.add(kernel.add(kernel.shl(warp_col, 8), kernel.shl(lane_col, 4)), b_region));
-    auto multiply = [&](unsigned slot) {
+    void start_accumulators() {
+        acc.resize(64);
+        for (Reg& r : acc) r = kernel.mov(Type::f32, 0.0f);
+        a_read = kernel.add(smem, kernel.add(kernel.shl(warp_row, 7), kernel.shl(lane_row, 4)));
+        b_read = kernel.add(smem, kernel.add(kernel.add(kernel.shl(warp_col, 8), kernel.shl(lane_col, 4)), b_region));
+    }
+
+    // The FMAs of one k step in `slot`: per k, the thread's 8 a and 8 b values into its 8x8 outputs.
+    void multiply(unsigned slot) {
         for (unsigned kk = 0; kk < tile_k; ++kk) {
             unsigned const a_at = slot * stage_bytes + kk * a_stride * 4, b_at = slot * stage_bytes + kk * b_stride * 4;
             std::vector<Reg> const a_lo = kernel.ld_vector(Space::shared, Type::f32, 4, Address(a_read, a_at));
@@ -580,63 +618,98 @@ Kernel detail::gemm_simt(GemmConfig const& c) {
                 }
             }
         }
-    };
-    gemm_pipeline(kernel, f, tile_k, c.stages,
-                  {.issue = issue, .store_staged = {}, .multiply = multiply, .advance = advance});
+    }
 
     // ---- epilogue: rows {4·lane_row + i, 16 + 4·lane_row + i}, columns {4·lane_col, 32 + 4·lane_col} + j
-    kernel.comment("epilogue: 8 rows x two 4-column runs per thread");
-    Reg const row_t = kernel.add(f.row0, kernel.add(kernel.shl(warp_row, 5), kernel.shl(lane_row, 2)));
-    Reg const col_t = kernel.add(f.col0, kernel.add(kernel.shl(warp_col, 6), kernel.shl(lane_col, 2)));
-    Reg const base = address_2d(kernel, f.out, row_t, f.n, col_t, 4);
-    std::vector<Reg> col_ok;  // aligned: per run; element-wise: per run and element
-    if (f.check_n)
-        for (unsigned g = 0; g < 2; ++g) {
-            if (c.aligned) {
-                col_ok.push_back(kernel.setp(Cmp::lt, kernel.add(col_t, g * 32), f.n));
-            } else {
-                for (unsigned e = 0; e < 4; ++e)
-                    col_ok.push_back(kernel.setp(Cmp::lt, kernel.add(col_t, g * 32 + e), f.n));
+    void epilogue() {
+        kernel.comment("epilogue: 8 rows x two 4-column runs per thread");
+        Reg const row_t = kernel.add(f.row0, kernel.add(kernel.shl(warp_row, 5), kernel.shl(lane_row, 2)));
+        col_t = kernel.add(f.col0, kernel.add(kernel.shl(warp_col, 6), kernel.shl(lane_col, 2)));
+        Reg const base = address_2d(kernel, f.out, row_t, f.n, col_t, 4);
+        check_columns();
+        load_bias_columns();
+        for (unsigned i = 0; i < 8; ++i) {
+            unsigned const row_offset = i < 4 ? i : 12 + i;
+            Reg const row_ok = f.check_m ? kernel.setp(Cmp::lt, kernel.add(row_t, row_offset), f.m) : Reg{};
+            Reg const at = row_offset == 0 ? base : kernel.add(base, kernel.mul_wide(f.n, row_offset * 4));
+            for (unsigned g = 0; g < 2; ++g) store_run(i, g, row_ok, at);
+        }
+    }
+
+    // Which of the thread's columns lie inside n (when some may not).
+    void check_columns() {
+        if (f.check_n)
+            for (unsigned g = 0; g < 2; ++g) {
+                if (c.aligned) {
+                    col_ok.push_back(kernel.setp(Cmp::lt, kernel.add(col_t, g * 32), f.n));
+                } else {
+                    for (unsigned e = 0; e < 4; ++e)
+                        col_ok.push_back(kernel.setp(Cmp::lt, kernel.add(col_t, g * 32 + e), f.n));
+                }
             }
-        }
+    }
+
     // The bias of the thread's 8 columns, loaded once for its 8 rows.
-    std::vector<Reg> bias;
-    if (c.bias)
-        for (unsigned g = 0; g < 2; ++g) {
-            std::span<Reg const> const ok =
-                f.check_n ? std::span<Reg const>(col_ok).subspan(c.aligned ? g : g * 4, c.aligned ? 1 : 4)
-                          : std::span<Reg const>{};
-            for (Reg v : load_bias(kernel, f.bias, kernel.add(col_t, g * 32), 4, c.aligned, ok)) bias.push_back(v);
-        }
-    for (unsigned i = 0; i < 8; ++i) {
-        unsigned const row_offset = i < 4 ? i : 12 + i;
-        Reg const row_ok = f.check_m ? kernel.setp(Cmp::lt, kernel.add(row_t, row_offset), f.m) : Reg{};
-        Reg const at = row_offset == 0 ? base : kernel.add(base, kernel.mul_wide(f.n, row_offset * 4));
-        for (unsigned g = 0; g < 2; ++g) {
-            std::vector<Reg> run(acc.begin() + i * 8 + g * 4, acc.begin() + i * 8 + g * 4 + 4);
-            if (c.bias)
-                for (unsigned e = 0; e < 4; ++e) run[e] = kernel.add(run[e], bias[g * 4 + e]);
-            if (c.aligned) {
-                Reg const ok = both(kernel, row_ok, f.check_n ? col_ok[g] : Reg{});
-                auto const store = [&] { kernel.st_vector(Space::global, Type::f32, Address(at, g * 128), run); };
+    void load_bias_columns() {
+        if (c.bias)
+            for (unsigned g = 0; g < 2; ++g) {
+                std::span<Reg const> const ok =
+                    f.check_n ? std::span<Reg const>(col_ok).subspan(c.aligned ? g : g * 4, c.aligned ? 1 : 4)
+                              : std::span<Reg const>{};
+                for (Reg v : load_bias(kernel, f.bias, kernel.add(col_t, g * 32), 4, c.aligned, ok)) bias.push_back(v);
+            }
+    }
+
+    // Run g (4 columns) of the thread's output row i, plus the bias, stored at `at` where inside.
+    void store_run(unsigned i, unsigned g, Reg row_ok, Reg at) {
+        std::vector<Reg> run(acc.begin() + i * 8 + g * 4, acc.begin() + i * 8 + g * 4 + 4);
+        if (c.bias)
+            for (unsigned e = 0; e < 4; ++e) run[e] = kernel.add(run[e], bias[g * 4 + e]);
+        if (c.aligned) {
+            Reg const ok = both(kernel, row_ok, f.check_n ? col_ok[g] : Reg{});
+            auto const store = [&] { kernel.st_vector(Space::global, Type::f32, Address(at, g * 128), run); };
+            if (ok.valid())
+                kernel.predicated(ok, true, store);
+            else
+                store();
+        } else {
+            for (unsigned e = 0; e < 4; ++e) {
+                Reg const ok = both(kernel, row_ok, f.check_n ? col_ok[g * 4 + e] : Reg{});
+                auto const store = [&] { kernel.st(Space::global, Type::f32, Address(at, g * 128 + e * 4), run[e]); };
                 if (ok.valid())
                     kernel.predicated(ok, true, store);
                 else
                     store();
-            } else {
-                for (unsigned e = 0; e < 4; ++e) {
-                    Reg const ok = both(kernel, row_ok, f.check_n ? col_ok[g * 4 + e] : Reg{});
-                    auto const store = [&] {
-                        kernel.st(Space::global, Type::f32, Address(at, g * 128 + e * 4), run[e]);
-                    };
-                    if (ok.valid())
-                        kernel.predicated(ok, true, store);
-                    else
-                        store();
-                }
             }
         }
     }
+
+    Kernel& kernel;
+    GemmConfig const& c;
+    unsigned const tile_m, tile_n, tile_k;
+    unsigned const threads, warps_m;
+    unsigned const a_stride, b_stride;     // floats
+    unsigned const b_region, stage_bytes;  // bytes
+    detail::GemmFrame f;
+    Reg smem, tid, lane, warp, warp_row, warp_col, lane_row, lane_col;
+    std::vector<SimtLoader> loaders;
+    std::vector<Reg> acc;     // the thread's 8x8 outputs, row by row
+    Reg a_read, b_read;       // the thread's shared-memory read addresses in slot 0
+    Reg col_t;                // the thread's first output column
+    std::vector<Reg> col_ok;  // aligned: per run; element-wise: per run and element
+    std::vector<Reg> bias;    // the bias of the thread's 8 columns
+};
+
+}  // namespace
+
+Kernel detail::gemm_simt(GemmConfig const& c) {
+    unsigned const threads = c.warps * 32;
+    Kernel kernel(gemm_name(c));
+    // For 256-thread blocks, an upper bound of 512 threads makes ptxas keep to 128 registers
+    // (65536 / 512), so two blocks share an SM and one block's barrier stalls are covered by the
+    // other's FMAs. Smaller blocks fit several to an SM anyway and keep what ptxas chooses.
+    kernel.max_threads(threads == 256 ? 512 : threads);
+    SimtGemmBuilder(kernel, c).emit();
     return kernel;
 }
 

@@ -214,96 +214,128 @@ Kernel gemm_activations(GemmActivationsConfig const& config) {
     return k;
 }
 
-Kernel quant_gemm(QuantGemmConfig const& config) {
-    DType const type = config.weight;
-    if (type != DType::q4_k && type != DType::q6_k)
-        throw BuildError("ptx kernels: quant_gemm takes q4_k or q6_k weights, not " + std::string(to_string(type)));
-    if ((config.block_m != 64 && config.block_m != 128) || (config.block_n != 64 && config.block_n != 128))
-        throw BuildError("ptx kernels: quant_gemm tiles are 64 or 128 on each side, not " +
-                         std::to_string(config.block_m) + " x " + std::to_string(config.block_n));
-    unsigned const bm = config.block_m, bn = config.block_n;
-    unsigned const warp_m = bm / warps_m, warp_n = bn / warps_n;  // warp tile
-    unsigned const mt = warp_m / 16, nt = warp_n / 8;             // mma tiles per warp
-    unsigned const x_tile = bm * row_bytes, w_tile = bn * row_bytes;
-    std::int64_t const x_stage[2] = {0, x_tile};
-    std::int64_t const w_stage[2] = {2 * static_cast<std::int64_t>(x_tile),
-                                     2 * static_cast<std::int64_t>(x_tile) + w_tile};
+namespace {
 
-    Kernel k("rayo_quant_gemm_" + std::string(to_string(type)) + "_" + std::to_string(bm) + "x" + std::to_string(bn));
-    k.max_threads(threads);
-    Reg const x = k.cvta_to_global(k.param(Type::u64, "x"));
-    Reg const w = k.cvta_to_global(k.param(Type::u64, "w"));
-    Reg const out = k.cvta_to_global(k.param(Type::u64, "out"));
-    Reg const m = k.param(Type::u32, "m");
-    Reg const n = k.param(Type::u32, "n");
-    Reg const kdim = k.param(Type::u32, "k");
-    Reg const shared = k.shared_address(k.dynamic_shared(128));
+// quant_gemm's body, one stage per member function. The builder allocates registers as it emits,
+// so the stages run in the order the kernel lists them (their numbering follows that order).
+struct QuantGemmBuilder {
+    QuantGemmBuilder(Kernel& kernel, DType weight, unsigned block_m, unsigned block_n)
+        : k(kernel),
+          type(weight),
+          bm(block_m),
+          bn(block_n),
+          warp_m(bm / warps_m),
+          warp_n(bn / warps_n),
+          mt(warp_m / 16),
+          nt(warp_n / 8),
+          x_tile(bm * row_bytes),
+          w_tile(bn * row_bytes),
+          x_stage{0, x_tile},
+          w_stage{2 * static_cast<std::int64_t>(x_tile), 2 * static_cast<std::int64_t>(x_tile) + w_tile} {}
 
-    Reg const tid = k.special(Special::tid_x);
-    Reg const lane = k.and_(tid, 31);
-    Reg const warp = k.shr(tid, 5);
-    Reg const m0 = k.mul(k.special(Special::ctaid_y), bm);
-    Reg const n0 = k.mul(k.special(Special::ctaid_x), bn);
-    Reg const steps = k.shr(kdim, 6);
+    // The whole kernel body after the kernel's declaration and thread bound.
+    void emit() {
+        declare_parameters();
+        place_block();
+        x_tile_addresses();
+        weight_thread();
+        fragment_addresses();
+        zero_accumulators();
+        prologue();
+        main_loop();
+        epilogue();
+    }
+
+    // Declares the kernel's parameters, the pointers converted to global addresses.
+    void declare_parameters() {
+        x = k.cvta_to_global(k.param(Type::u64, "x"));
+        w = k.cvta_to_global(k.param(Type::u64, "w"));
+        out = k.cvta_to_global(k.param(Type::u64, "out"));
+        m = k.param(Type::u32, "m");
+        n = k.param(Type::u32, "n");
+        kdim = k.param(Type::u32, "k");
+        shared = k.shared_address(k.dynamic_shared(128));
+    }
+
+    // The thread's lane and warp, the block's first x row and weight row, and the k step count.
+    void place_block() {
+        tid = k.special(Special::tid_x);
+        lane = k.and_(tid, 31);
+        warp = k.shr(tid, 5);
+        m0 = k.mul(k.special(Special::ctaid_y), bm);
+        n0 = k.mul(k.special(Special::ctaid_x), bn);
+        steps = k.shr(kdim, 6);
+    }
 
     // ---- x tile: chunk (row tid/8 + 32i, column chunk tid%8) per thread
-    unsigned const x_chunks = bm * 8 / threads;
-    Reg const x_col = k.and_(tid, 7);
-    Reg const x_row0 = k.shr(tid, 3);
-    Reg const x_shared = k.add(shared, k.fma(x_row0, row_bytes, k.shl(k.xor_(x_col, k.and_(x_row0, 7)), 4)));
-    std::vector<Reg> x_from, x_bytes;
-    Reg const last_row = k.sub(m, 1);
-    for (unsigned i = 0; i < x_chunks; ++i) {
-        Reg const row = k.add(m0, k.add(x_row0, 32 * i));
-        x_bytes.push_back(k.selp(16, 0, k.setp(Cmp::lt, row, m), Type::u32));
-        Reg const element = k.add(k.mul_wide(k.min(row, last_row), kdim), k.mul_wide(x_col, 8));
-        x_from.push_back(k.add(x, k.shl(element, 1)));
+    void x_tile_addresses() {
+        x_chunks = bm * 8 / threads;
+        Reg const x_col = k.and_(tid, 7);
+        Reg const x_row0 = k.shr(tid, 3);
+        x_shared = k.add(shared, k.fma(x_row0, row_bytes, k.shl(k.xor_(x_col, k.and_(x_row0, 7)), 4)));
+        Reg const last_row = k.sub(m, 1);
+        for (unsigned i = 0; i < x_chunks; ++i) {
+            Reg const row = k.add(m0, k.add(x_row0, 32 * i));
+            x_bytes.push_back(k.selp(16, 0, k.setp(Cmp::lt, row, m), Type::u32));
+            Reg const element = k.add(k.mul_wide(k.min(row, last_row), kdim), k.mul_wide(x_col, 8));
+            x_from.push_back(k.add(x, k.shl(element, 1)));
+        }
     }
-    auto const issue_x = [&](Reg step, int stage) {
+
+    // Starts the copies of k step `step`'s x tile into `stage` (one cp.async group).
+    void issue_x(Reg step, int stage) {
         Reg const advance = k.mul_wide(step, row_bytes);
         for (unsigned i = 0; i < x_chunks; ++i)
             cp_async16(k, x_shared, x_stage[stage] + 32 * i * row_bytes, k.add(x_from[i], advance), x_bytes[i]);
         k.cp_async_commit();
-    };
+    }
 
     // ---- weight tile: row tid / TPR, run part tid % TPR
-    unsigned const per_row = threads / bn;
-    WeightThread wt;
-    wt.run = 32 / per_row;
-    Reg const w_row = k.shr(tid, per_row == 2 ? 1 : 2);
-    wt.part = k.and_(tid, per_row - 1);
-    std::uint32_t const block_bytes = type == DType::q4_k ? 144 : 210;
-    Reg const blocks_per_row = k.shr(kdim, 8);
-    Reg const n_row = k.min(k.add(n0, w_row), k.sub(n, 1));
-    wt.row = k.add(w, k.mul(k.cvt(Type::u64, n_row), k.mul_wide(blocks_per_row, block_bytes)));
-    Reg const w_row_base = k.mul(w_row, row_bytes);
-    Reg const w_swizzle = k.and_(w_row, 7);
-    unsigned const chunks = wt.run / 8;
-    for (unsigned r = 0; r < 2; ++r)
-        for (unsigned c = 0; c < chunks; ++c) {
-            // chunk (32r + B·part)/8 + c of the row
-            Reg const chunk = k.add(k.mul(wt.part, chunks), 4 * r + c);
-            wt.chunk_offsets.push_back(k.add(w_row_base, k.shl(k.xor_(chunk, w_swizzle), 4)));
-        }
-    Reg const weight_tiles = shared;
+    void weight_thread() {
+        unsigned const per_row = threads / bn;
+        wt.run = 32 / per_row;
+        Reg const w_row = k.shr(tid, per_row == 2 ? 1 : 2);
+        wt.part = k.and_(tid, per_row - 1);
+        std::uint32_t const block_bytes = type == DType::q4_k ? 144 : 210;
+        Reg const blocks_per_row = k.shr(kdim, 8);
+        Reg const n_row = k.min(k.add(n0, w_row), k.sub(n, 1));
+        wt.row = k.add(w, k.mul(k.cvt(Type::u64, n_row), k.mul_wide(blocks_per_row, block_bytes)));
+        Reg const w_row_base = k.mul(w_row, row_bytes);
+        Reg const w_swizzle = k.and_(w_row, 7);
+        unsigned const chunks = wt.run / 8;
+        for (unsigned r = 0; r < 2; ++r)
+            for (unsigned c = 0; c < chunks; ++c) {
+                // chunk (32r + B·part)/8 + c of the row
+                Reg const chunk = k.add(k.mul(wt.part, chunks), 4 * r + c);
+                wt.chunk_offsets.push_back(k.add(w_row_base, k.shl(k.xor_(chunk, w_swizzle), 4)));
+            }
+        weight_tiles = shared;
+    }
 
     // ---- fragments: per lane, the ldmatrix row addresses for each k16 step of a tile
-    Reg const wm = k.shr(warp, 2), wn = k.and_(warp, 3);
-    Reg const swz = k.and_(lane, 7);
-    std::array<Reg, 4> a_at{}, b_at{};
-    Reg const a_row = k.fma(wm, warp_m, k.and_(lane, 15));
-    Reg const b_row = k.add(k.mul(wn, warp_n), k.add(k.and_(lane, 7), k.shl(k.shr(lane, 4), 3)));
-    for (int ks = 0; ks < 4; ++ks) {
-        Reg const a_chunk = k.xor_(k.add(k.shr(lane, 4), 2 * ks), swz);
-        a_at[ks] = k.add(shared, k.fma(a_row, row_bytes, k.shl(a_chunk, 4)));
-        Reg const b_chunk = k.xor_(k.add(k.and_(k.shr(lane, 3), 1), 2 * ks), swz);
-        b_at[ks] = k.add(shared, k.fma(b_row, row_bytes, k.shl(b_chunk, 4)));
+    void fragment_addresses() {
+        wm = k.shr(warp, 2);
+        wn = k.and_(warp, 3);
+        Reg const swz = k.and_(lane, 7);
+        Reg const a_row = k.fma(wm, warp_m, k.and_(lane, 15));
+        Reg const b_row = k.add(k.mul(wn, warp_n), k.add(k.and_(lane, 7), k.shl(k.shr(lane, 4), 3)));
+        for (int ks = 0; ks < 4; ++ks) {
+            Reg const a_chunk = k.xor_(k.add(k.shr(lane, 4), 2 * ks), swz);
+            a_at[ks] = k.add(shared, k.fma(a_row, row_bytes, k.shl(a_chunk, 4)));
+            Reg const b_chunk = k.xor_(k.add(k.and_(k.shr(lane, 3), 1), 2 * ks), swz);
+            b_at[ks] = k.add(shared, k.fma(b_row, row_bytes, k.shl(b_chunk, 4)));
+        }
     }
-    std::vector<std::array<Reg, 4>> acc(mt * nt);
-    for (auto& c : acc)
-        for (auto& r : c) r = k.mov(Type::f32, 0.0f);
 
-    auto const multiply = [&](int stage) {
+    // The warp tile's f32 accumulators, zeroed: 4 per mma tile.
+    void zero_accumulators() {
+        acc.resize(mt * nt);
+        for (auto& c : acc)
+            for (auto& r : c) r = k.mov(Type::f32, 0.0f);
+    }
+
+    // The MMAs of one k step in `stage`: fragments by ldmatrix, then mma.sync.
+    void multiply(int stage) {
         for (int ks = 0; ks < 4; ++ks) {
             std::vector<std::array<Reg, 4>> a(mt);
             for (unsigned i = 0; i < mt; ++i) a[i] = ldmatrix_x4(k, a_at[ks], x_stage[stage] + i * 16 * row_bytes);
@@ -317,54 +349,98 @@ Kernel quant_gemm(QuantGemmConfig const& config) {
                 for (unsigned j = 0; j < nt; ++j)
                     k.mma_m16n8k16(Type::f16, acc[i * nt + j], a[i], b[j], acc[i * nt + j]);
         }
-    };
-    auto const finish_step = [&] {
+    }
+
+    // The end of a k step: the x copies have landed, and the block's threads meet.
+    void finish_step() {
         k.cp_async_wait(0);
         k.bar_sync();
-    };
+    }
 
     // ---- prologue: step 0 into stage 0
-    Reg const zero = k.mov(Type::u32, 0);
-    issue_x(zero, 0);
-    store_runs(k, wt, decode(k, type, wt, load_raw(k, type, wt, zero)), weight_tiles, w_stage[0]);
-    finish_step();
+    void prologue() {
+        Reg const zero = k.mov(Type::u32, 0);
+        issue_x(zero, 0);
+        store_runs(k, wt, decode(k, type, wt, load_raw(k, type, wt, zero)), weight_tiles, w_stage[0]);
+        finish_step();
+    }
 
     // ---- main loop, two steps per turn so each stage's offsets are immediates (steps is a multiple of 4)
-    Reg const last_step = k.sub(steps, 1);
-    Reg const step = k.reg(Type::u32);
-    k.for_range(step, 0, steps, 2, [&] {
-        for (int stage = 0; stage < 2; ++stage) {
-            // The step after the last re-loads the last one into the idle stage: no branch needed.
-            Reg const next = k.min(k.add(step, stage + 1), last_step);
-            issue_x(next, 1 - stage);
-            RawTile const raw = load_raw(k, type, wt, next);
-            multiply(stage);
-            store_runs(k, wt, decode(k, type, wt, raw), weight_tiles, w_stage[1 - stage]);
-            finish_step();
-        }
-    });
+    void main_loop() {
+        Reg const last_step = k.sub(steps, 1);
+        Reg const step = k.reg(Type::u32);
+        k.for_range(step, 0, steps, 2, [&] {
+            for (int stage = 0; stage < 2; ++stage) {
+                // The step after the last re-loads the last one into the idle stage: no branch needed.
+                Reg const next = k.min(k.add(step, stage + 1), last_step);
+                issue_x(next, 1 - stage);
+                RawTile const raw = load_raw(k, type, wt, next);
+                multiply(stage);
+                store_runs(k, wt, decode(k, type, wt, raw), weight_tiles, w_stage[1 - stage]);
+                finish_step();
+            }
+        });
+    }
 
     // ---- epilogue: c0, c1 at (row g, columns 2·(lane%4) + 0, 1), c2, c3 at row g + 8
-    Reg const row0 = k.add(m0, k.fma(wm, warp_m, k.shr(lane, 2)));
-    Reg const col0 = k.add(n0, k.fma(wn, warp_n, k.shl(k.and_(lane, 3), 1)));
-    Reg const base = k.add(out, k.shl(k.add(k.mul_wide(row0, n), k.cvt(Type::u64, col0)), 2));
-    Reg const rows8 = k.mul_wide(n, 8 * 4);
-    std::vector<std::array<Reg, 2>> row_ok(mt);
-    std::vector<std::array<Reg, 2>> col_ok(nt);
-    for (unsigned i = 0; i < mt; ++i)
-        for (int h = 0; h < 2; ++h) row_ok[i][h] = k.setp(Cmp::lt, k.add(row0, 16 * i + 8 * h), m);
-    for (unsigned j = 0; j < nt; ++j)
-        for (int e = 0; e < 2; ++e) col_ok[j][e] = k.setp(Cmp::lt, k.add(col0, 8 * j + e), n);
-    Reg at = base;
-    for (unsigned i = 0; i < mt; ++i)
-        for (int h = 0; h < 2; ++h) {
-            for (unsigned j = 0; j < nt; ++j)
-                for (int e = 0; e < 2; ++e)
-                    k.predicated(k.and_pred(row_ok[i][h], col_ok[j][e]), true, [&] {
-                        k.st(Space::global, Type::f32, Address(at, 4 * (8 * j + e)), acc[i * nt + j][2 * h + e]);
-                    });
-            if (i + 1 < mt || h == 0) at = k.add(at, rows8);
-        }
+    void epilogue() {
+        Reg const row0 = k.add(m0, k.fma(wm, warp_m, k.shr(lane, 2)));
+        Reg const col0 = k.add(n0, k.fma(wn, warp_n, k.shl(k.and_(lane, 3), 1)));
+        Reg const base = k.add(out, k.shl(k.add(k.mul_wide(row0, n), k.cvt(Type::u64, col0)), 2));
+        Reg const rows8 = k.mul_wide(n, 8 * 4);
+        std::vector<std::array<Reg, 2>> row_ok(mt);
+        std::vector<std::array<Reg, 2>> col_ok(nt);
+        for (unsigned i = 0; i < mt; ++i)
+            for (int h = 0; h < 2; ++h) row_ok[i][h] = k.setp(Cmp::lt, k.add(row0, 16 * i + 8 * h), m);
+        for (unsigned j = 0; j < nt; ++j)
+            for (int e = 0; e < 2; ++e) col_ok[j][e] = k.setp(Cmp::lt, k.add(col0, 8 * j + e), n);
+        Reg at = base;
+        for (unsigned i = 0; i < mt; ++i)
+            for (int h = 0; h < 2; ++h) {
+                for (unsigned j = 0; j < nt; ++j)
+                    for (int e = 0; e < 2; ++e)
+                        k.predicated(k.and_pred(row_ok[i][h], col_ok[j][e]), true, [&] {
+                            k.st(Space::global, Type::f32, Address(at, 4 * (8 * j + e)), acc[i * nt + j][2 * h + e]);
+                        });
+                if (i + 1 < mt || h == 0) at = k.add(at, rows8);
+            }
+    }
+
+    Kernel& k;
+    DType const type;
+    unsigned const bm, bn;
+    unsigned const warp_m, warp_n;      // warp tile
+    unsigned const mt, nt;              // mma tiles per warp
+    unsigned const x_tile, w_tile;      // bytes of one stage's x and weight tiles
+    std::int64_t const x_stage[2];      // shared offsets of the two stages' x tiles
+    std::int64_t const w_stage[2];      // ... and of their weight tiles
+    Reg x, w, out, m, n, kdim, shared;  // parameters and the dynamic shared memory
+    Reg tid, lane, warp, m0, n0, steps;
+    // The thread's x chunks: how many, their shared address in stage 0, global addresses, copy sizes.
+    unsigned x_chunks = 0;
+    Reg x_shared;
+    std::vector<Reg> x_from, x_bytes;
+    WeightThread wt;
+    Reg weight_tiles;
+    Reg wm, wn;  // the warp's place in the block's 2 x 4 warps
+    std::array<Reg, 4> a_at{}, b_at{};
+    std::vector<std::array<Reg, 4>> acc;  // per mma tile (i, j) at i * nt + j
+};
+
+}  // namespace
+
+Kernel quant_gemm(QuantGemmConfig const& config) {
+    DType const type = config.weight;
+    if (type != DType::q4_k && type != DType::q6_k)
+        throw BuildError("ptx kernels: quant_gemm takes q4_k or q6_k weights, not " + std::string(to_string(type)));
+    if ((config.block_m != 64 && config.block_m != 128) || (config.block_n != 64 && config.block_n != 128))
+        throw BuildError("ptx kernels: quant_gemm tiles are 64 or 128 on each side, not " +
+                         std::to_string(config.block_m) + " x " + std::to_string(config.block_n));
+    unsigned const bm = config.block_m, bn = config.block_n;
+
+    Kernel k("rayo_quant_gemm_" + std::string(to_string(type)) + "_" + std::to_string(bm) + "x" + std::to_string(bn));
+    k.max_threads(threads);
+    QuantGemmBuilder(k, type, bm, bn).emit();
     return k;
 }
 

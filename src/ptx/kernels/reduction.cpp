@@ -221,75 +221,113 @@ void check_common(std::string const& name, Op op, bool mean, unsigned unroll, un
     if (mean && op != Op::sum) throw BuildError("ptx kernel '" + name + "': mean is a sum divided by the count");
 }
 
-}  // namespace
+// reduce_rows' kernel name: every choice that changes the code.
+std::string reduce_rows_name(ReduceRowsConfig const& config, bool vectorized) {
+    return "rayo_reduce_rows_" + std::string(to_string(config.op)) + (config.mean ? "_mean" : "") + "_" +
+           std::string(to_string(config.source)) + "_" + std::string(to_string(config.stage)) + "_" +
+           std::string(to_string(config.group)) + (vectorized ? "_v4" : "_scalar") + "_u" +
+           std::to_string(config.unroll) + element_suffix(config.element);
+}
 
-Kernel reduce_rows(ReduceRowsConfig const& config) {
-    Op const op = config.op;
-    // A thread per row reads its row with scalar loads: the vector head and tail take a lane each.
-    bool const vectorized =
-        config.vectorized && config.source != ReduceSource::partials && config.group != ReduceGroup::thread;
-    std::string const name = "rayo_reduce_rows_" + std::string(to_string(op)) + (config.mean ? "_mean" : "") + "_" +
-                             std::string(to_string(config.source)) + "_" + std::string(to_string(config.stage)) + "_" +
-                             std::string(to_string(config.group)) + (vectorized ? "_v4" : "_scalar") + "_u" +
-                             std::to_string(config.unroll) + element_suffix(config.element);
-    check_common(name, op, config.mean, config.unroll, config.block_threads, config.element);
-    if (config.source == ReduceSource::products && op != Op::sum)
-        throw BuildError("ptx kernel '" + name + "': products (dot) are summed, not " + std::string(to_string(op)));
+// reduce_rows' body, one stage per member function. The builder allocates registers as it emits,
+// so the stages run in the order the kernel lists them (their numbering follows that order).
+struct ReduceRowsBuilder {
+    ReduceRowsBuilder(Kernel& kernel, ReduceRowsConfig const& rows_config, bool vector_loads)
+        : k(kernel),
+          config(rows_config),
+          op(rows_config.op),
+          arg(is_arg_reduction(rows_config.op)),
+          vectorized(vector_loads) {}
 
-    Kernel k(name);
-    k.max_threads(config.block_threads);
-    Reg out = k.cvta_to_global(k.param(Type::u64, "out"));
-    Reg out_index = k.cvta_to_global(k.param(Type::u64, "out_index"));
-    Reg in = k.cvta_to_global(k.param(Type::u64, "in"));
-    Reg in_aux = k.cvta_to_global(k.param(Type::u64, "in_aux"));
-    Reg rows = k.param(Type::u64, "rows");
-    Reg extent = k.param(Type::u64, "extent");
-    Reg chunk = k.param(Type::u64, "chunk");
-    Reg parts = k.param(Type::u64, "parts");
-    Reg count = k.param(Type::u64, "count");
+    // The whole kernel body after the kernel's declaration.
+    void emit() {
+        declare_parameters();
+        find_group();
+        declare_shared();
+        loop_over_items();
+    }
 
-    Reg tid = k.special(Special::tid_x), ntid = k.special(Special::ntid_x);
-    Reg ctaid = k.special(Special::ctaid_x), nctaid = k.special(Special::nctaid_x);
+    // Declares the kernel's parameters, the pointers converted to global addresses.
+    void declare_parameters() {
+        out = k.cvta_to_global(k.param(Type::u64, "out"));
+        out_index = k.cvta_to_global(k.param(Type::u64, "out_index"));
+        in = k.cvta_to_global(k.param(Type::u64, "in"));
+        in_aux = k.cvta_to_global(k.param(Type::u64, "in_aux"));
+        rows = k.param(Type::u64, "rows");
+        extent = k.param(Type::u64, "extent");
+        chunk = k.param(Type::u64, "chunk");
+        parts = k.param(Type::u64, "parts");
+        count = k.param(Type::u64, "count");
+    }
+
     // The group this thread belongs to, how many there are, and its lane within the group.
-    Reg group_id, groups, lane, lanes;
-    switch (config.group) {
-        case ReduceGroup::thread:
-            group_id = k.add(k.mul_wide(ctaid, ntid), k.cvt(Type::u64, tid));
-            groups = k.mul_wide(nctaid, ntid);
-            lane = k.mov(Type::u64, 0);
-            lanes = k.mov(Type::u64, 1);
-            break;
-        case ReduceGroup::warp:
-            group_id = k.shr(k.add(k.mul_wide(ctaid, ntid), k.cvt(Type::u64, tid)), 5);
-            groups = k.shr(k.mul_wide(nctaid, ntid), 5);
-            lane = k.cvt(Type::u64, k.and_(tid, 31));
-            lanes = k.mov(Type::u64, 32);
-            break;
-        case ReduceGroup::block:
-            group_id = k.cvt(Type::u64, ctaid);
-            groups = k.cvt(Type::u64, nctaid);
-            lane = k.cvt(Type::u64, tid);
-            lanes = k.cvt(Type::u64, ntid);
-            break;
-    }
-    Symbol shared_values, shared_indices;
-    if (config.group == ReduceGroup::block) {
-        std::size_t const warps = config.block_threads / 32;
-        shared_values = k.shared_array("reduce_values", op == Op::sum ? Type::f64 : Type::f32, warps, 8);
-        if (is_arg_reduction(op)) shared_indices = k.shared_array("reduce_indices", Type::u64, warps, 8);
+    void find_group() {
+        tid = k.special(Special::tid_x);
+        ntid = k.special(Special::ntid_x);
+        ctaid = k.special(Special::ctaid_x);
+        nctaid = k.special(Special::nctaid_x);
+        switch (config.group) {
+            case ReduceGroup::thread:
+                group_id = k.add(k.mul_wide(ctaid, ntid), k.cvt(Type::u64, tid));
+                groups = k.mul_wide(nctaid, ntid);
+                lane = k.mov(Type::u64, 0);
+                lanes = k.mov(Type::u64, 1);
+                break;
+            case ReduceGroup::warp:
+                group_id = k.shr(k.add(k.mul_wide(ctaid, ntid), k.cvt(Type::u64, tid)), 5);
+                groups = k.shr(k.mul_wide(nctaid, ntid), 5);
+                lane = k.cvt(Type::u64, k.and_(tid, 31));
+                lanes = k.mov(Type::u64, 32);
+                break;
+            case ReduceGroup::block:
+                group_id = k.cvt(Type::u64, ctaid);
+                groups = k.cvt(Type::u64, nctaid);
+                lane = k.cvt(Type::u64, tid);
+                lanes = k.cvt(Type::u64, ntid);
+                break;
+        }
     }
 
-    bool const partial = config.stage == ReduceStage::partial;
-    Reg items = partial ? k.mul(rows, parts) : rows;
-    Accumulator acc(k, op);
-    Reg item = k.mov(Type::u64, group_id);
-    Label top = k.label(), done = k.label();
-    k.place(top);
-    // Uniform across the group: every lane of a warp (or thread of a block) takes the same path.
-    k.bra_if(k.setp(Cmp::ge, item, items), done);
-    {
-        Reg row = item, begin, end;
-        if (partial) {
+    // Declares the shared-memory slots a block combines its warps' results in.
+    void declare_shared() {
+        if (config.group == ReduceGroup::block) {
+            std::size_t const warps = config.block_threads / 32;
+            shared_values = k.shared_array("reduce_values", op == Op::sum ? Type::f64 : Type::f32, warps, 8);
+            if (is_arg_reduction(op)) shared_indices = k.shared_array("reduce_indices", Type::u64, warps, 8);
+        }
+    }
+
+    // The group-strided loop over the items: rows, or (row, part) ranges for partial results.
+    void loop_over_items() {
+        bool const partial = config.stage == ReduceStage::partial;
+        Reg items = partial ? k.mul(rows, parts) : rows;
+        Accumulator acc(k, op);
+        Reg item = k.mov(Type::u64, group_id);
+        Label top = k.label(), done = k.label();
+        k.place(top);
+        // Uniform across the group: every lane of a warp (or thread of a block) takes the same path.
+        k.bra_if(k.setp(Cmp::ge, item, items), done);
+        reduce_item(acc, item);
+        k.add(item, item, groups);
+        k.bra(top);
+        k.place(done);
+    }
+
+    // Reduces one item into `acc` and writes its result.
+    void reduce_item(Accumulator& acc, Reg item) {
+        find_range(item);
+        acc.reset();
+        if (config.source == ReduceSource::partials)
+            fold_partials(acc);
+        else
+            fold_elements(acc);
+        write_result(acc, item);
+    }
+
+    // The item's range of elements: [begin, begin + length) of its row, at element offset `first`.
+    void find_range(Reg item) {
+        Reg row = item, end;
+        if (config.stage == ReduceStage::partial) {
             row = k.div(item, parts);
             Reg part = k.sub(item, k.mul(row, parts));
             begin = k.mul(part, chunk);
@@ -298,85 +336,114 @@ Kernel reduce_rows(ReduceRowsConfig const& config) {
             begin = k.mov(Type::u64, 0);
             end = extent;
         }
-        Reg length = k.sub(end, begin);
-        Reg first = k.add(k.mul(row, extent), begin);  // element offset of the range in the arrays
-        acc.reset();
-        bool const arg = is_arg_reduction(op);
-        auto element_index = [&](Reg offset) { return arg ? k.add(begin, offset) : Reg{}; };
+        length = k.sub(end, begin);
+        first = k.add(k.mul(row, extent), begin);  // element offset of the range in the arrays
+    }
 
-        if (config.source == ReduceSource::partials) {
-            unsigned const value_shift = op == Op::sum ? 3 : 2;
-            Type const value_type = op == Op::sum ? Type::f64 : Type::f32;
-            strided_loop(k, lane, length, lanes, config.unroll, [&](std::vector<Reg> const& offsets) {
-                std::vector<Reg> values, indices;
-                for (Reg offset : offsets) {
-                    Reg at = k.add(first, offset);
-                    values.push_back(k.ld(Space::global, value_type, address(k, in, at, value_shift)));
-                    if (arg) indices.push_back(k.ld(Space::global, Type::u64, address(k, in_aux, at, 3)));
-                }
-                for (std::size_t g = 0; g < values.size(); ++g) acc.combine(values[g], arg ? indices[g] : Reg{});
-            });
-        } else {
-            bool const products = config.source == ReduceSource::products;
-            DType const element = config.element;
-            unsigned const shift = element_detail::size_shift(element);
-            Reg a_start = address(k, in, first, shift);
-            Reg b_start = products ? address(k, in_aux, first, shift) : Reg{};
-            // Element `offset` (u64) of the range, as .f32.
-            auto load_scalar = [&](Reg offset) {
-                Reg x = element_detail::load(k, element, address(k, a_start, offset, shift));
-                return products ? k.mul(x, element_detail::load(k, element, address(k, b_start, offset, shift))) : x;
-            };
-            if (!vectorized) {
-                strided_loop(k, lane, length, lanes, config.unroll, [&](std::vector<Reg> const& offsets) {
-                    std::vector<Reg> xs;
-                    for (Reg offset : offsets) xs.push_back(load_scalar(offset));
-                    if (arg) {
-                        for (std::size_t g = 0; g < xs.size(); ++g) acc.add_values({xs[g]}, element_index(offsets[g]));
-                    } else {
-                        acc.add_values(xs);
-                    }
-                });
-            } else {
-                // Head: the elements before a_start reaches a group boundary (16 bytes for f32, 8 for
-                // 16-bit elements), one per lane.
-                std::int64_t const group_bytes = std::int64_t{4} << shift;
-                Reg head = k.min(k.shr(k.and_(k.neg(a_start), group_bytes - 1), shift), length);
-                k.if_then(k.setp(Cmp::lt, lane, head),
-                          [&] { acc.add_values({load_scalar(lane)}, element_index(lane)); });
-                Reg rest = k.sub(length, head);
-                Reg vectors = k.shr(rest, 2);
-                Reg a_vectors = address(k, a_start, head, shift);
-                Reg b_vectors = products ? address(k, b_start, head, shift) : Reg{};
-                strided_loop(k, lane, vectors, lanes, config.unroll, [&](std::vector<Reg> const& vs) {
-                    std::vector<std::vector<Reg>> loaded;
-                    for (Reg v : vs) {
-                        auto xs = element_detail::load_four(k, element, address(k, a_vectors, v, shift + 2));
-                        if (products) {
-                            auto ys = element_detail::load_four(k, element, address(k, b_vectors, v, shift + 2));
-                            for (int e = 0; e < 4; ++e) xs[e] = k.mul(xs[e], ys[e]);
-                        }
-                        loaded.push_back(std::move(xs));
-                    }
-                    if (arg) {
-                        for (std::size_t g = 0; g < vs.size(); ++g)
-                            acc.add_values(loaded[g], element_index(k.add(head, k.shl(vs[g], 2))));
-                    } else {
-                        // One f64 addition per group: the group's values are summed in f32 first.
-                        std::vector<Reg> all;
-                        for (auto const& xs : loaded) all.insert(all.end(), xs.begin(), xs.end());
-                        acc.add_values(all);
-                    }
-                });
-                // Tail: the last (length - head) % 4 elements, one per lane.
-                Reg tail_start = k.add(head, k.shl(vectors, 2));
-                k.if_then(k.setp(Cmp::lt, lane, k.and_(rest, 3)), [&] {
-                    Reg offset = k.add(tail_start, lane);
-                    acc.add_values({load_scalar(offset)}, element_index(offset));
-                });
+    // The index of element `offset` of the range (arg ops only; else no register).
+    Reg element_index(Reg offset) { return arg ? k.add(begin, offset) : Reg{}; }
+
+    // Folds earlier partial results (an f64 sum, an f32 extreme, or f32 values with u64 indices).
+    void fold_partials(Accumulator& acc) {
+        unsigned const value_shift = op == Op::sum ? 3 : 2;
+        Type const value_type = op == Op::sum ? Type::f64 : Type::f32;
+        strided_loop(k, lane, length, lanes, config.unroll, [&](std::vector<Reg> const& offsets) {
+            std::vector<Reg> values, indices;
+            for (Reg offset : offsets) {
+                Reg at = k.add(first, offset);
+                values.push_back(k.ld(Space::global, value_type, address(k, in, at, value_shift)));
+                if (arg) indices.push_back(k.ld(Space::global, Type::u64, address(k, in_aux, at, 3)));
             }
-        }
+            for (std::size_t g = 0; g < values.size(); ++g) acc.combine(values[g], arg ? indices[g] : Reg{});
+        });
+    }
 
+    // Folds the range's elements (or products of two arrays' elements), scalar or in vectors of 4.
+    void fold_elements(Accumulator& acc) {
+        products = config.source == ReduceSource::products;
+        shift = element_detail::size_shift(config.element);
+        a_start = address(k, in, first, shift);
+        b_start = products ? address(k, in_aux, first, shift) : Reg{};
+        if (!vectorized)
+            fold_scalars(acc);
+        else
+            fold_vectorized(acc);
+    }
+
+    // Element `offset` (u64) of the range, as .f32.
+    Reg load_scalar(Reg offset) {
+        Reg x = element_detail::load(k, config.element, address(k, a_start, offset, shift));
+        return products ? k.mul(x, element_detail::load(k, config.element, address(k, b_start, offset, shift))) : x;
+    }
+
+    // Every element with a scalar load.
+    void fold_scalars(Accumulator& acc) {
+        strided_loop(k, lane, length, lanes, config.unroll, [&](std::vector<Reg> const& offsets) {
+            std::vector<Reg> xs;
+            for (Reg offset : offsets) xs.push_back(load_scalar(offset));
+            if (arg) {
+                for (std::size_t g = 0; g < xs.size(); ++g) acc.add_values({xs[g]}, element_index(offsets[g]));
+            } else {
+                acc.add_values(xs);
+            }
+        });
+    }
+
+    // A scalar head up to a group boundary, groups of 4 elements read as vectors, a scalar tail.
+    void fold_vectorized(Accumulator& acc) {
+        Reg head = fold_head(acc);
+        Reg rest = k.sub(length, head);
+        Reg vectors = k.shr(rest, 2);
+        fold_vectors(acc, head, vectors);
+        fold_tail(acc, head, vectors, rest);
+    }
+
+    // Head: the elements before a_start reaches a group boundary (16 bytes for f32, 8 for
+    // 16-bit elements), one per lane. Returns their count.
+    Reg fold_head(Accumulator& acc) {
+        std::int64_t const group_bytes = std::int64_t{4} << shift;
+        Reg head = k.min(k.shr(k.and_(k.neg(a_start), group_bytes - 1), shift), length);
+        k.if_then(k.setp(Cmp::lt, lane, head), [&] { acc.add_values({load_scalar(lane)}, element_index(lane)); });
+        return head;
+    }
+
+    // The `vectors` groups of 4 elements after the head, one group per lane.
+    void fold_vectors(Accumulator& acc, Reg head, Reg vectors) {
+        Reg a_vectors = address(k, a_start, head, shift);
+        Reg b_vectors = products ? address(k, b_start, head, shift) : Reg{};
+        strided_loop(k, lane, vectors, lanes, config.unroll, [&](std::vector<Reg> const& vs) {
+            std::vector<std::vector<Reg>> loaded;
+            for (Reg v : vs) {
+                auto xs = element_detail::load_four(k, config.element, address(k, a_vectors, v, shift + 2));
+                if (products) {
+                    auto ys = element_detail::load_four(k, config.element, address(k, b_vectors, v, shift + 2));
+                    for (int e = 0; e < 4; ++e) xs[e] = k.mul(xs[e], ys[e]);
+                }
+                loaded.push_back(std::move(xs));
+            }
+            if (arg) {
+                for (std::size_t g = 0; g < vs.size(); ++g)
+                    acc.add_values(loaded[g], element_index(k.add(head, k.shl(vs[g], 2))));
+            } else {
+                // One f64 addition per group: the group's values are summed in f32 first.
+                std::vector<Reg> all;
+                for (auto const& xs : loaded) all.insert(all.end(), xs.begin(), xs.end());
+                acc.add_values(all);
+            }
+        });
+    }
+
+    // Tail: the last (length - head) % 4 elements, one per lane.
+    void fold_tail(Accumulator& acc, Reg head, Reg vectors, Reg rest) {
+        Reg tail_start = k.add(head, k.shl(vectors, 2));
+        k.if_then(k.setp(Cmp::lt, lane, k.and_(rest, 3)), [&] {
+            Reg offset = k.add(tail_start, lane);
+            acc.add_values({load_scalar(offset)}, element_index(offset));
+        });
+    }
+
+    // Combines the group's accumulators; one thread writes the item's result.
+    void write_result(Accumulator& acc, Reg item) {
         Reg writer;
         switch (config.group) {
             case ReduceGroup::thread: writer = k.setp(Cmp::eq, lane, 0); break;  // always true
@@ -391,9 +458,38 @@ Kernel reduce_rows(ReduceRowsConfig const& config) {
         }
         k.if_then(writer, [&] { store_result(k, op, config.mean, config.stage, acc, out, out_index, item, count); });
     }
-    k.add(item, item, groups);
-    k.bra(top);
-    k.place(done);
+
+    Kernel& k;
+    ReduceRowsConfig const& config;
+    Op const op;
+    bool const arg;         // an arg reduction: values carry their indices
+    bool const vectorized;  // elements are read as vectors of 4 between a scalar head and tail
+    Reg out, out_index, in, in_aux, rows, extent, chunk, parts, count;  // parameters
+    Reg tid, ntid, ctaid, nctaid;
+    Reg group_id, groups, lane, lanes;  // see find_group
+    Symbol shared_values, shared_indices;
+    Reg begin, length, first;  // the current item's range (find_range)
+    // The current item's element arrays (fold_elements).
+    bool products = false;  // a dot product: element i is a[i] · b[i]
+    unsigned shift = 0;     // log2 of the element's bytes
+    Reg a_start, b_start;
+};
+
+}  // namespace
+
+Kernel reduce_rows(ReduceRowsConfig const& config) {
+    Op const op = config.op;
+    // A thread per row reads its row with scalar loads: the vector head and tail take a lane each.
+    bool const vectorized =
+        config.vectorized && config.source != ReduceSource::partials && config.group != ReduceGroup::thread;
+    std::string const name = reduce_rows_name(config, vectorized);
+    check_common(name, op, config.mean, config.unroll, config.block_threads, config.element);
+    if (config.source == ReduceSource::products && op != Op::sum)
+        throw BuildError("ptx kernel '" + name + "': products (dot) are summed, not " + std::string(to_string(op)));
+
+    Kernel k(name);
+    k.max_threads(config.block_threads);
+    ReduceRowsBuilder(k, config, vectorized).emit();
     return k;
 }
 
