@@ -29,6 +29,12 @@ bool has_cooperative_matrix(Device device) {
 
 bool has_integer_dot_product(Device device) { return backend_of(device).physical().integer_dot_product; }
 
+bool is_software_device(Device device) { return backend_of(device).is_software(); }
+
+void limit_groups(Device device, std::uint32_t groups) {
+    switch_path(device, [&](PathSwitches& s) { s.group_limit = groups; });
+}
+
 void use_subgroups(Device device, bool enabled) {
     switch_path(device, [&](PathSwitches& s) { s.subgroups = enabled; });
 }

@@ -29,6 +29,12 @@ struct MemoryStats {
 // Throws rayo::Error when `device` is not a Vulkan device of this process.
 [[nodiscard]] MemoryStats memory_stats(Device device);
 
+// Whether the device is a software one (lavapipe: its shaders run on this CPU).
+[[nodiscard]] bool is_software_device(Device device);
+// Caps the workgroups of a dispatch at `groups` a dimension (0 restores the device's limit), as a
+// device with a smaller grid would: tests reach the paths of tensors past one dispatch's grid (loops
+// over the grid, split dispatches, other kernels) with small tensors.
+void limit_groups(Device device, std::uint32_t groups);
 // Whether the device's compute shaders have subgroup arithmetic (reductions then use it).
 [[nodiscard]] bool has_subgroup_arithmetic(Device device);
 // false makes reductions, softmax and norms take their shared-memory path even where subgroup

@@ -24,7 +24,9 @@ std::uint32_t ShaderRunner::workgroup_size() const noexcept {
 }
 
 std::uint32_t ShaderRunner::max_groups() const noexcept {
-    return std::min<std::uint32_t>(65535, limits().maxComputeWorkGroupCount[0]);
+    std::uint32_t const groups = std::min<std::uint32_t>(65535, limits().maxComputeWorkGroupCount[0]);
+    std::uint32_t const cap = switches().group_limit;
+    return cap != 0 ? std::min(groups, cap) : groups;
 }
 
 void ShaderRunner::check_loop_budget(std::uint64_t iterations, std::string const& what) const {

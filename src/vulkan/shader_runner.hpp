@@ -20,7 +20,7 @@
 //   (RAYO_FUSED_FMA, float_math.glsl) from the device. One pipeline per (shader, constants).
 // * Push constants: one range of max_push_constant_bytes (128) at offset 0 in every pipeline layout;
 //   the shader's `layout(push_constant)` block mirrors the struct passed (std430-compatible layout).
-// * Groups: {x, y, z}; each count must be <= max_groups() (65535 or the device's limit, checked):
+// * Groups: {x, y, z}; each count must be <= max_groups() (65535, the device's limit or a test's cap, checked):
 //   loop in the shader (grid stride) over larger work.
 // * Barriers: the command stream inserts a pipeline barrier before a command whose ranges overlap
 //   a range written earlier in the batch (read/write after write) or that writes a range read
@@ -130,6 +130,7 @@ struct PathSwitches {
     bool decoded_kquant_gemm = true;  // K-quant linear decodes the weights before the f32 GEMM
     std::optional<bool> integer_dot;  // the one-row q4_k GEMV's build; nullopt: where accelerated
     bool denorm_preserve = true;      // the DenormPreserve builds wherever the device has them
+    std::uint32_t group_limit = 0;    // tests: at most this many workgroups a dimension (0: the device's)
 };
 
 class ShaderRunner {

@@ -23,12 +23,54 @@ namespace rayo::test::ops {
 namespace {
 
 // The largest tensor a case makes: on the GPUs, past the grid limits of one dispatch; on the CPU,
-// enough for every thread and cache level; on the simulator, what it runs in a second or two.
+// enough for every thread and cache level; on the simulator, what it runs in a second or two. A
+// software Vulkan device (lavapipe) spends this CPU's time on every value: it takes the CPU's budget
+// with its dispatches capped at software_groups workgroups a dimension, so the paths past one
+// dispatch's grid still run (a 2^22-element element-wise op needs 16384 workgroups of 256).
 constexpr std::size_t device_budget = std::size_t{1} << 25;
 constexpr std::size_t cpu_budget = std::size_t{1} << 22;
 constexpr std::size_t simulator_budget = std::size_t{1} << 16;
+constexpr std::uint32_t software_groups = 4096;
 // Guard elements on either side of an output view.
 constexpr std::size_t guard_elements = 67;
+
+#if RAYO_TEST_VULKAN
+// A Vulkan device's target: a hardware device with its own grid and the GPUs' budget, a software one
+// with the CPU's budget and its dispatches capped (above).
+Target vulkan_target(std::string const& id, Device d) {
+    if (!vulkan::is_software_device(d)) return {id, d.kind(), [d] { return d; }, [] {}, device_budget};
+    return {id, d.kind(),
+            [d] {
+                vulkan::limit_groups(d, software_groups);
+                return d;
+            },
+            [d] { vulkan::limit_groups(d, 0); }, cpu_budget};
+}
+
+// The shared-memory builds of the reduction, row and K-quant GEMV shaders and the portable decode
+// attention shader (attention_decode) on `plain`'s device, where it would otherwise take the
+// subgroup ones.
+Target shared_memory_target(Target const& plain, Device d) {
+    Target t = plain;
+    t.id += "_shared_memory";
+    t.enter = [d, enter = plain.enter] {
+        vulkan::use_subgroups(d, false);
+        return enter();
+    };
+    t.leave = [d, leave = plain.leave] {
+        leave();
+        vulkan::use_subgroups(d, true);
+    };
+    t.takes = [](Op op, DType dtype) {
+        OpFamily const f = family(op);
+        return f == OpFamily::reduction || f == OpFamily::softmax || f == OpFamily::normalization ||
+               op == Op::attention ||
+               (op == Op::linear && (dtype == DType::q4_k || dtype == DType::q6_k || dtype == DType::q8_0 ||
+                                     dtype == DType::q4_0 || dtype == DType::q5_k));
+    };
+    return t;
+}
+#endif
 
 bool is_subnormal(double x) { return x != 0 && std::abs(x) < std::numeric_limits<float>::min(); }
 
@@ -48,27 +90,15 @@ std::vector<Target> const& targets() {
         for (Device d : Device::all()) {
             std::string const id = std::string(to_string(d.kind())) + std::to_string(d.index());
             if (d.kind() == DeviceKind::cpu) continue;
-            t.push_back({id, d.kind(), [d] { return d; }, [] {}, device_budget});
 #if RAYO_TEST_VULKAN
-            // The shared-memory builds of the reduction, row and K-quant GEMV shaders and the
-            // portable decode attention shader (attention_decode), where the device would otherwise
-            // take the subgroup ones.
-            if (d.kind() == DeviceKind::vulkan && vulkan::has_subgroup_arithmetic(d))
-                t.push_back({id + "_shared_memory", d.kind(),
-                             [d] {
-                                 vulkan::use_subgroups(d, false);
-                                 return d;
-                             },
-                             [d] { vulkan::use_subgroups(d, true); }, device_budget,
-                             [](Op op, DType dtype) {
-                                 OpFamily const f = family(op);
-                                 return f == OpFamily::reduction || f == OpFamily::softmax ||
-                                        f == OpFamily::normalization || op == Op::attention ||
-                                        (op == Op::linear &&
-                                         (dtype == DType::q4_k || dtype == DType::q6_k || dtype == DType::q8_0 ||
-                                          dtype == DType::q4_0 || dtype == DType::q5_k));
-                             }});
+            if (d.kind() == DeviceKind::vulkan) {
+                Target const plain = vulkan_target(id, d);
+                t.push_back(plain);
+                if (vulkan::has_subgroup_arithmetic(d)) t.push_back(shared_memory_target(plain, d));
+                continue;
+            }
 #endif
+            t.push_back({id, d.kind(), [d] { return d; }, [] {}, device_budget});
         }
 #if RAYO_TEST_SIMULATED_CUDA
         t.push_back({"cuda_sim", DeviceKind::cuda, [] { return register_simulated_cuda(); },
