@@ -1,8 +1,10 @@
 // Process-wide settings. Each environment knob (RAYO_NUM_THREADS, RAYO_CPU_ARCH,
-// RAYO_KQUANT_ACTIVATIONS, RAYO_LOG, RAYO_DEVICE) has a C++ equivalent here or on Device.
+// RAYO_KQUANT_ACTIVATIONS, RAYO_LOG, RAYO_DUMP_KERNELS, RAYO_DEVICE) has a C++ equivalent here or on
+// Device.
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -43,5 +45,13 @@ enum class LogLevel { debug, info, warn, error, off };
 // Messages at or above this level go to stderr. Default: warn, or RAYO_LOG.
 RAYO_API void set_log_level(LogLevel level);
 [[nodiscard]] RAYO_API LogLevel log_level();
+
+// Where the backends write every kernel they load from now on, as they hand it to the driver:
+// CUDA's PTX modules as NAME.TARGET.ptx, Vulkan's SPIR-V modules as NAME.spv, named by the kernel
+// or shader (a kernel loaded again, on another device, overwrites its file). "" (the default, or
+// RAYO_DUMP_KERNELS unset) writes nothing. The directory is created when set; rayo::Error names
+// it where it cannot be, and the kernel load that cannot write its file throws the same way.
+RAYO_API void set_kernel_dump_directory(std::string const& directory);
+[[nodiscard]] RAYO_API std::string kernel_dump_directory();
 
 }  // namespace rayo

@@ -5,8 +5,10 @@
 #include <cstring>
 #include <exception>
 #include <set>
+#include <span>
 #include <vector>
 
+#include "core/kernel_dump.hpp"
 #include "core/logging.hpp"
 #include "rayo/error.hpp"
 
@@ -116,7 +118,12 @@ CUfunction ModuleCache::function(std::string const& key, std::string_view entry,
     if (it == modules_.end()) {
         // Generated and compiled under the lock: a thread asking for the same kernel meanwhile
         // waits for it rather than compiling it twice.
-        CUmodule const module = load(key, make_ptx());
+        std::string const ptx = make_ptx();
+        // RAYO_DUMP_KERNELS: named by the kernel and the target the key ends with ("...@sm_90").
+        std::string name(entry);
+        if (std::size_t const at = key.rfind('@'); at != std::string::npos) name.append(".").append(key, at + 1);
+        detail::dump_kernel(name, ".ptx", std::as_bytes(std::span(ptx.data(), ptx.size())));
+        CUmodule const module = load(key, ptx);
         it = modules_.emplace(key, Module{module, {}}).first;
     }
     PrimaryContext const& context = stream_.context();

@@ -1,9 +1,11 @@
 #include "vulkan/pipeline_cache.hpp"
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/kernel_dump.hpp"
 #include "core/logging.hpp"
 #include "rayo/error.hpp"
 #include "vulkan/spirv_cooperative_matrix.hpp"
@@ -85,6 +87,9 @@ VkShaderModule PipelineCache::module(Shader shader, DenormMode mode) {
         khr_code = spirv::cooperative_matrix_nv_to_khr(code, spirv::gemm_matrix_types);
         code = khr_code;
     }
+    detail::dump_kernel(std::string(shader_code(shader).name) +
+                            (mode == DenormMode::preserve ? ".denorm_preserve" : "") + (khr_code.empty() ? "" : ".khr"),
+                        ".spv", std::as_bytes(code));
     VkShaderModuleCreateInfo ci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     ci.codeSize = code.size_bytes();
     ci.pCode = code.data();
