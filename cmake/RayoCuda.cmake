@@ -24,6 +24,7 @@ function(rayo_add_cuda_backend target)
         ${PROJECT_SOURCE_DIR}/src/cuda/cuda_backend_ops.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/discovery.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/driver_api.cpp
+        ${PROJECT_SOURCE_DIR}/src/cuda/kernel_profile.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/memory_pool.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/module_cache.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/pinned_staging.cpp

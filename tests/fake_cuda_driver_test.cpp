@@ -7,10 +7,14 @@
 
 #include <dlfcn.h>
 
+#include "core/device_registry.hpp"
+#include "cuda/cuda_backend.hpp"
 #include "support/memory_usage_checks.hpp"
 
 #include <cstddef>
 #include <cstdlib>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -297,6 +301,44 @@ TEST_F(FakeCuda, TheGemvReadsXBeforeItsWaitOnlyOnceTheHostHasWaitedSinceXWasWrit
 
 // Device::memory_usage() reads the pool's counts (in use rounded to the driver's granule, reserved
 // in whole chunks), and reset_peak_memory() resets its high watermarks the one way the driver takes.
+// RAYO_CUDA_PROFILE's table (CudaBackend::set_profiling, profile_table): every launch made while
+// profiling, outside a capture, counted under its kernel with the fake driver's 0.25 ms an event
+// pair; a replayed graph timed whole as one row; nothing counted once profiling is off.
+TEST_F(FakeCuda, ProfileTimesEveryLaunchByKernelAndEachGraphReplayWhole) {
+    auto& backend = dynamic_cast<cuda::CudaBackend&>(detail::DeviceRegistry::instance().backend(device));
+    auto x = Tensor<float>::zeros({1024}, device);
+    auto y = Tensor<float>::zeros({1024}, device);
+    Graph graph = capture(device, [&] { add_into(x, 1.0f, x); });
+    backend.set_profiling(true);
+    int const before = driver.launches();
+    for (int i = 0; i < 5; ++i) add_into(x, 1.0f, x);
+    for (int i = 0; i < 3; ++i) softmax_into(x.reshape({8, 128}), -1, y.reshape({8, 128}));
+    int const launched = driver.launches() - before;
+    graph.replay();
+    graph.replay();
+    backend.set_profiling(false);
+    add_into(x, 1.0f, x);
+    std::optional<std::string> const table = backend.profile_table();
+    ASSERT_TRUE(table);
+    std::istringstream rows(*table);
+    std::string line;
+    std::uint64_t kernels = 0, replays = 0, named_rows = 0;
+    while (std::getline(rows, line)) {
+        std::istringstream fields(line);
+        std::string name;
+        std::uint64_t count = 0;
+        double ms = 0;
+        if (!(fields >> name >> count >> ms) || name == "total") continue;
+        EXPECT_NEAR(ms, 0.25 * static_cast<double>(count), 1e-6) << line;
+        (name == "graph_replay" ? replays : kernels) += count;
+        ++named_rows;
+    }
+    EXPECT_EQ(kernels, static_cast<std::uint64_t>(launched)) << *table;
+    EXPECT_GE(named_rows, 3u) << *table;  // the add's kernel, the softmax's and the replays
+    EXPECT_EQ(replays, 2u) << *table;
+    EXPECT_NE(table->find("total"), std::string::npos) << *table;
+}
+
 TEST_F(FakeCuda, MemoryUsageIsThePoolsCountsAndPeaksReset) {
     check_tensor_counts(device, 1);
     check_tensor_counts(device, 3'000'001);

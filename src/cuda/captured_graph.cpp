@@ -102,7 +102,10 @@ void CudaBackend::launch_graph(CUgraphExec exec, std::span<std::uintptr_t const>
     refuse_while_captured("a graph replay");  // the capturing thread's own replay is refused by Graph::replay
     ScopedCurrent const current(context_);
     for (std::uintptr_t handle : written) mark_written(handle);
+    KernelProfile* const profile = profiling_ ? profile_.get() : nullptr;
+    CUevent const start = profile ? profile->begin() : nullptr;
     check(context_.driver().cuGraphLaunch(exec, stream_.handle()), label() + ": cuGraphLaunch");
+    if (profile) profile->end("graph_replay", start);
     if (fault_record_) fault_pending_ = true;
 }
 

@@ -63,7 +63,22 @@ CudaBackend::CudaBackend(Driver const& driver, CUdevice device, int index)
       stream_(context_),
       memory_(stream_, properties_.name),
       staging_(stream_),
-      modules_(stream_, properties_.max_shared_bytes) {}
+      modules_(stream_, properties_.max_shared_bytes) {
+    if (KernelProfile::requested()) set_profiling(true);
+}
+
+void CudaBackend::set_profiling(bool on) {
+    std::lock_guard lock(mutex_);
+    if (on && !profile_) profile_ = std::make_unique<KernelProfile>(context_, stream_.handle());
+    profiling_ = on;
+}
+
+std::optional<std::string> CudaBackend::profile_table() {
+    std::lock_guard lock(mutex_);
+    if (!profile_) return std::nullopt;
+    ScopedCurrent const current(context_);
+    return profile_->table();
+}
 
 CudaBackend::~CudaBackend() {
     std::lock_guard lock(mutex_);
@@ -73,6 +88,7 @@ CudaBackend::~CudaBackend() {
         for (auto const& [pointer, buffer] : buffers_) memory_.free(pointer);
         if (fault_record_) memory_.free(fault_record_);
         stream_.synchronize("shutting the device down");
+        if (profile_ && KernelProfile::requested()) std::fputs(("rayo: " + profile_->table()).c_str(), stderr);
     } catch (DeviceError const& e) {
         // After the driver's own exit handlers have run, there is nothing left to free.
         bool const driver_gone = e.code() == static_cast<int>(CUresult::deinitialized);

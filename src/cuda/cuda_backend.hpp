@@ -19,6 +19,7 @@
 #include "cuda/context.hpp"
 #include "cuda/kernel_runner.hpp"
 #include "cuda/driver_api.hpp"
+#include "cuda/kernel_profile.hpp"
 #include "cuda/memory_pool.hpp"
 #include "cuda/module_cache.hpp"
 #include "cuda/pinned_staging.hpp"
@@ -94,6 +95,12 @@ public:
     [[nodiscard]] Stream& stream() noexcept { return stream_; }
     [[nodiscard]] ModuleCache& modules() noexcept { return modules_; }
     [[nodiscard]] MemoryStats memory_stats() const;
+    // GPU time by kernel (kernel_profile.hpp; RAYO_CUDA_PROFILE=1 turns it on from the start and
+    // prints the table when the backend closes). set_profiling: on or off for the launches from now
+    // on; profile_table: waits for what was timed and returns the table, nullopt when profiling
+    // never ran on the device.
+    void set_profiling(bool on);
+    [[nodiscard]] std::optional<std::string> profile_table();
     // Runs body with the device's KernelRunner, the lock held and the context current: how the
     // tests drive the op glue in cuda/ops/ directly.
     void with_runner(std::function<void(KernelRunner&)> const& body);
@@ -140,6 +147,8 @@ private:
     MemoryPool memory_;
     PinnedStaging staging_;
     ModuleCache modules_;
+    std::unique_ptr<KernelProfile> profile_;  // kept when profiling stops, for its table
+    bool profiling_ = false;
     // Guards the stream's order, the pool, the staging chunks and buffers_; op methods take it too.
     mutable std::mutex mutex_;
     struct Buffer {

@@ -71,9 +71,14 @@ public:
                                                             kernel.name(), [&] { return text; });
             it = backend_.kernels_.emplace(std::string(key), f).first;
         }
+        // RAYO_CUDA_PROFILE: events around the launch, unless it is recorded into a graph.
+        KernelProfile* const profile =
+            backend_.profiling_ && !backend_.capture_thread_ ? backend_.profile_.get() : nullptr;
+        CUevent const start = profile ? profile->begin() : nullptr;
         backend_.modules_.launch(it->second, {dims.grid[0], dims.grid[1], dims.grid[2]},
                                  {dims.block[0], dims.block[1], dims.block[2]}, dims.shared_bytes, arguments,
                                  early || dims.starts_early);
+        if (profile) profile->end(key, start);
     }
 
 private:

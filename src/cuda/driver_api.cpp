@@ -113,6 +113,7 @@ std::unique_ptr<Driver> load() {
     resolve(d->cuEventDestroy, "cuEventDestroy", 4000);
     resolve(d->cuEventRecord, "cuEventRecord", 2000);
     resolve(d->cuEventSynchronize, "cuEventSynchronize", 2000);
+    resolve(d->cuEventElapsedTime, "cuEventElapsedTime", 2000);
     resolve(d->cuMemGetInfo, "cuMemGetInfo", 3020);
     resolve(d->cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", 11020);
     resolve(d->cuMemPoolSetAttribute, "cuMemPoolSetAttribute", 11020);

@@ -186,6 +186,7 @@ struct Driver {
     CUresult (*cuEventDestroy)(CUevent event) = nullptr;
     CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;
     CUresult (*cuEventSynchronize)(CUevent event) = nullptr;
+    CUresult (*cuEventElapsedTime)(float* milliseconds, CUevent start, CUevent end) = nullptr;
 
     CUresult (*cuMemGetInfo)(std::size_t* free, std::size_t* total) = nullptr;
     CUresult (*cuDeviceGetDefaultMemPool)(CUmemoryPool* pool, CUdevice device) = nullptr;
