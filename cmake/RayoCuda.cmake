@@ -27,6 +27,7 @@ function(rayo_add_cuda_backend target)
         ${PROJECT_SOURCE_DIR}/src/cuda/kernel_profile.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/memory_pool.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/module_cache.cpp
+        ${PROJECT_SOURCE_DIR}/src/cuda/native_handles.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/pinned_staging.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/stream.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/tensor_map.cpp)

@@ -50,6 +50,7 @@ function(rayo_add_vulkan_backend target)
         ${PROJECT_SOURCE_DIR}/src/vulkan/instance.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/logical_device.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/memory_allocator.cpp
+        ${PROJECT_SOURCE_DIR}/src/vulkan/native_handles.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/physical_device.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/pipeline_cache.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/shader_runner.cpp

@@ -3,6 +3,7 @@
 // and this is how it sees which kernels reach the driver and how. ctest runs it twice: as an sm_90
 // and, with RAYO_FAKE_CUDA_CC=80, as an sm_80. Results are not checked: nothing computes them.
 #include <gtest/gtest.h>
+#include <rayo/native.hpp>
 #include <rayo/rayo.hpp>
 
 #include <dlfcn.h>
@@ -11,6 +12,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "support/memory_usage_checks.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdlib>
 #include <optional>
@@ -337,6 +339,48 @@ TEST_F(FakeCuda, ProfileTimesEveryLaunchByKernelAndEachGraphReplayWhole) {
     EXPECT_GE(named_rows, 3u) << *table;  // the add's kernel, the softmax's and the replays
     EXPECT_EQ(replays, 2u) << *table;
     EXPECT_NE(table->find("total"), std::string::npos) << *table;
+}
+
+// Native handles (rayo/native.hpp): the context and stream rayo queues on, a tensor's device
+// address, and memory allocated elsewhere (here host memory, which is the fake's device memory)
+// used as a tensor without a copy: reads and copies take its bytes, kernels get it, and the owner's
+// release runs once, when the last tensor over it is gone. rayo's own memory is refused.
+TEST_F(FakeCuda, NativeHandlesAreTheDriversAndOwnMemoryBecomesATensor) {
+    CudaHandles const h = cuda_handles(device);
+    EXPECT_EQ(h.device, 0);
+    EXPECT_NE(h.context, nullptr);
+    EXPECT_NE(h.stream, nullptr);
+    auto const rayo_owned = Tensor<float>::full({8, 4}, 1.5f, device);
+    NativeMemory const whole = native_memory(rayo_owned);
+    EXPECT_EQ(whole.kind, DeviceKind::cuda);
+    EXPECT_EQ(native_memory(rayo_owned.slice(2, 3)).handle, whole.handle + 2 * 4 * sizeof(float));
+    EXPECT_EQ(native_memory(rayo_owned.slice(2, 3)).offset, 0u);
+    try {
+        (void)from_native_memory<float>(native_memory(rayo_owned.slice(1, 2)), {4}, device);
+        ADD_FAILURE() << "rayo's own memory was adopted";
+    } catch (Error const& e) {
+        EXPECT_NE(std::string(e.what()).find("overlap a rayo tensor's memory"), std::string::npos) << e.what();
+    }
+
+    alignas(16) std::array<float, 32> owned{};
+    for (std::size_t i = 0; i < owned.size(); ++i) owned[i] = static_cast<float>(i) - 7.5f;
+    int released = 0;
+    {
+        auto t = std::optional(from_native_memory<float>(
+            {DeviceKind::cuda, reinterpret_cast<std::uintptr_t>(owned.data()), 0, sizeof owned}, {8, 4}, device,
+            [&] { ++released; }));
+        EXPECT_EQ(native_memory(*t).handle, reinterpret_cast<std::uintptr_t>(owned.data()));
+        auto const copied = t->clone();  // a copy from its address into rayo's memory
+        EXPECT_EQ(copied.to_vector(), std::vector<float>(owned.begin(), owned.end()));
+        int const before = driver.launches();
+        add_into(*t, 1.0f, *t);
+        EXPECT_EQ(driver.launches(), before + 1);
+        auto const view = t->slice(4, 8);
+        t.reset();
+        EXPECT_EQ(released, 0);
+        EXPECT_EQ(view.to_vector(), std::vector<float>(owned.begin() + 16, owned.end()));  // no kernel ran
+    }
+    EXPECT_EQ(released, 1);
 }
 
 TEST_F(FakeCuda, MemoryUsageIsThePoolsCountsAndPeaksReset) {

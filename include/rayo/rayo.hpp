@@ -6,6 +6,7 @@
 #include "rayo/error.hpp"     // IWYU pragma: export
 #include "rayo/gguf.hpp"      // IWYU pragma: export
 #include "rayo/graph.hpp"     // IWYU pragma: export
+#include "rayo/native.hpp"    // IWYU pragma: export
 #include "rayo/ops.hpp"       // IWYU pragma: export
 #include "rayo/quant.hpp"     // IWYU pragma: export
 #include "rayo/settings.hpp"  // IWYU pragma: export

@@ -5,8 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <variant>
 
 #include "rayo/device.hpp"
+#include "rayo/native.hpp"
 
 namespace rayo::detail {
 
@@ -38,6 +40,19 @@ public:
         (void)buffer;
         return nullptr;
     }
+    // Native handles (rayo/native.hpp). The driver's view of a buffer's first byte: `handle` and
+    // `offset` of a NativeMemory (the caller fills in its kind and size). By default the host
+    // address, else rayo::Unsupported.
+    [[nodiscard]] virtual NativeMemory native_memory(std::uintptr_t buffer) const;
+    // Registers memory allocated elsewhere (checked by the caller against the tensor and its
+    // alignment) as a buffer of `memory.bytes` bytes; throws rayo::Error where the backend cannot
+    // use it (the message names why). forget() drops it once the work queued on it has finished;
+    // release() is never called on it. The CPU's default: the host address itself.
+    [[nodiscard]] virtual std::uintptr_t adopt(NativeMemory const& memory);
+    virtual void forget(std::uintptr_t buffer) noexcept { (void)buffer; }
+    // The device's driver objects; none by default (the CPU).
+    using NativeHandles = std::variant<std::monostate, CudaHandles, VulkanHandles>;
+    [[nodiscard]] virtual NativeHandles native_handles() const { return {}; }
     virtual void synchronize() = 0;
     // What the backend holds on its device (Device::memory_usage): everything it allocated there,
     // tensors, temporaries and the free space of its pools. Safe to call from any thread.

@@ -4,6 +4,7 @@
 
 #include "core/capture_guard.hpp"
 #include "core/device_registry.hpp"
+#include "core/logging.hpp"
 
 namespace rayo::detail {
 
@@ -24,9 +25,31 @@ Storage::Storage(Device device, std::size_t bytes)
       bytes_(bytes),
       handle_(allocate(*backend_, device, bytes)) {}
 
+Storage::Storage(Device device, DeviceBackend& backend, std::uintptr_t handle, std::size_t bytes,
+                 std::function<void()> release)
+    : device_(device),
+      backend_(&backend),
+      bytes_(bytes),
+      handle_(handle),
+      adopted_(true),
+      release_(std::move(release)) {}
+
 Storage::~Storage() {
     if (device_.kind() != DeviceKind::cpu && DeviceRegistry::gpu_backends_closed()) return;
-    backend_->release(handle_);
+    if (!adopted_) {
+        backend_->release(handle_);
+        return;
+    }
+    backend_->forget(handle_);  // waits for the work queued on it
+    if (!release_) return;
+    try {
+        release_();
+    } catch (std::exception const& e) {  // a destructor cannot pass it on
+        log(LogLevel::error,
+            std::string("rayo: the release callback of native memory on ") + device_.id() + " threw: " + e.what());
+    } catch (...) {
+        log(LogLevel::error, "rayo: the release callback of native memory on " + device_.id() + " threw");
+    }
 }
 
 void Storage::upload(std::size_t offset, void const* src, std::size_t bytes) {

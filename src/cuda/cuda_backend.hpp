@@ -70,6 +70,14 @@ public:
     [[nodiscard]] MemoryUsage memory_usage() const override;
     void reset_peak_memory() override;
 
+    // Defined in native_handles.cpp (rayo/native.hpp): device addresses; adopted memory joins the
+    // buffers (unsettled, as the owner's work may still write it), and forget() waits for the
+    // stream before it drops one that work queued since the last wait may use.
+    [[nodiscard]] NativeMemory native_memory(std::uintptr_t buffer) const override;
+    [[nodiscard]] std::uintptr_t adopt(NativeMemory const& memory) override;
+    void forget(std::uintptr_t buffer) noexcept override;
+    [[nodiscard]] NativeHandles native_handles() const override;
+
     // Defined in cuda_backend_ops.cpp: the op families of cuda/ops/, with the device's KernelRunner.
     [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& views) const override;
     void run(detail::OpDescriptor const& op, detail::OpViews const& views) override;
@@ -155,6 +163,7 @@ private:
         std::size_t bytes = 0;
         std::uint64_t written = 0;        // drains_ when work writing it was last queued (or it was allocated)
         bool written_in_capture = false;  // by an op of the capture in progress
+        bool adopted = false;             // memory allocated elsewhere (adopt)
     };
     std::unordered_map<CUdeviceptr, Buffer> buffers_;  // live allocations
     // How often the host has waited for everything queued on the stream to finish.

@@ -54,6 +54,14 @@ public:
     [[nodiscard]] bool begin_capture() override;
     [[nodiscard]] std::unique_ptr<detail::NativeGraph> end_capture(bool keep) override;
 
+    // Defined in native_handles.cpp (rayo/native.hpp): a buffer's VkBuffer and offset; adopted
+    // ranges of VkBuffers on this VkDevice bind as tensors, and forget() waits for the last batch
+    // that used one.
+    [[nodiscard]] NativeMemory native_memory(std::uintptr_t buffer) const override;
+    [[nodiscard]] std::uintptr_t adopt(NativeMemory const& memory) override;
+    void forget(std::uintptr_t buffer) noexcept override;
+    [[nodiscard]] NativeHandles native_handles() const override;
+
     [[nodiscard]] PhysicalDevice const& physical() const noexcept { return device_.physical(); }
     // Diagnostics and the tests' path switches (diagnostics.hpp).
     [[nodiscard]] MemoryStats memory_stats() const;
@@ -74,6 +82,7 @@ private:
     struct Buffer {
         Allocation allocation;
         std::uint64_t last_use = 0;  // serial of the last batch that touched it
+        bool adopted = false;        // a VkBuffer range allocated elsewhere (adopt)
     };
     struct PendingFree {
         std::uint64_t serial;

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "rayo/device.hpp"
@@ -18,6 +19,10 @@ class RAYO_API Storage : public std::enable_shared_from_this<Storage> {
 public:
     // Allocates `bytes` on `device` (contents undefined).
     Storage(Device device, std::size_t bytes);
+    // Memory allocated elsewhere that `backend` adopted as `handle` (rayo::from_native_memory):
+    // the destructor has the backend forget it, then calls `release` (when given).
+    Storage(Device device, DeviceBackend& backend, std::uintptr_t handle, std::size_t bytes,
+            std::function<void()> release);
     ~Storage();
     Storage(Storage const&) = delete;
     Storage& operator=(Storage const&) = delete;
@@ -26,6 +31,9 @@ public:
     [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
     // Backend-specific handle (a host pointer on the CPU).
     [[nodiscard]] std::uintptr_t handle() const noexcept { return handle_; }
+    [[nodiscard]] DeviceBackend& backend() const noexcept { return *backend_; }
+    // True for memory allocated elsewhere.
+    [[nodiscard]] bool adopted() const noexcept { return adopted_; }
 
     // Bounds are checked by the callers (Tensor); these move bytes between host and device.
     void upload(std::size_t offset, void const* src, std::size_t bytes);
@@ -39,6 +47,8 @@ private:
     DeviceBackend* backend_;  // the device's backend, found once
     std::size_t bytes_;
     std::uintptr_t handle_;
+    bool adopted_ = false;
+    std::function<void()> release_;  // the owner's, for adopted memory
 };
 
 }  // namespace rayo::detail
