@@ -82,7 +82,7 @@ template <Element T>
 [[nodiscard]] Tensor<T> from_native_memory(NativeMemory const& memory, Shape shape, Device device,
                                            std::function<void()> release = {}) {
     auto storage = detail::adopt_native_memory(device, memory, dtype_of<T>, shape, std::move(release));
-    return detail::TensorAccess::make<T>(std::move(storage), std::move(shape));
+    return detail::TensorAccess::make<T>(std::move(storage), 0, std::move(shape));
 }
 
 }  // namespace rayo

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "rayo/device.hpp"    // IWYU pragma: export
+#include "rayo/dlpack.hpp"    // IWYU pragma: export
 #include "rayo/dtype.hpp"     // IWYU pragma: export
 #include "rayo/error.hpp"     // IWYU pragma: export
 #include "rayo/gguf.hpp"      // IWYU pragma: export

@@ -195,10 +195,10 @@ struct RAYO_API TensorAccess {
     static std::size_t offset(Tensor<T> const& t) noexcept {
         return t.offset_;
     }
-    // A tensor over all of `storage` from its first byte (rayo::from_native_memory).
+    // A tensor over `storage` from byte `offset` (rayo::from_native_memory, rayo::from_dlpack).
     template <class T>
-    static Tensor<T> make(std::shared_ptr<Storage> storage, Shape shape) {
-        return Tensor<T>(std::move(storage), 0, std::move(shape));
+    static Tensor<T> make(std::shared_ptr<Storage> storage, std::size_t offset, Shape shape) {
+        return Tensor<T>(std::move(storage), offset, std::move(shape));
     }
 };
 }  // namespace detail
