@@ -49,6 +49,7 @@ void show_handles(rayo::Device dev) {
         std::printf("  rows 16-31 of a [256, 64] tensor: host address 0x%llx, %llu bytes\n",
                     static_cast<unsigned long long>(rows.handle), static_cast<unsigned long long>(rows.bytes));
     }
+    dev.synchronize();  // rayo's work on the tensor (its zeros) is done before the program ends
 }
 
 }  // namespace
