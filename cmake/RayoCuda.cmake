@@ -30,7 +30,8 @@ function(rayo_add_cuda_backend target)
         ${PROJECT_SOURCE_DIR}/src/cuda/native_handles.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/pinned_staging.cpp
         ${PROJECT_SOURCE_DIR}/src/cuda/stream.cpp
-        ${PROJECT_SOURCE_DIR}/src/cuda/tensor_map.cpp)
+        ${PROJECT_SOURCE_DIR}/src/cuda/tensor_map.cpp
+        ${PROJECT_SOURCE_DIR}/src/cuda/user_kernel.cpp)
     # dlopen/dlsym of the driver. Private: a static rayo's export set carries it as
     # $<LINK_ONLY:dl>, a system library that needs no find_dependency.
     target_link_libraries(${target} PRIVATE ${CMAKE_DL_LIBS})

@@ -3,7 +3,9 @@
 // and this is how it sees which kernels reach the driver and how. ctest runs it twice: as an sm_90
 // and, with RAYO_FAKE_CUDA_CC=80, as an sm_80. Results are not checked: nothing computes them.
 #include <gtest/gtest.h>
+#include <rayo/cuda_kernel.hpp>
 #include <rayo/native.hpp>
+#include <rayo/ptx/ptx.hpp>
 #include <rayo/rayo.hpp>
 
 #include <dlfcn.h>
@@ -15,11 +17,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace rayo::test {
@@ -381,6 +385,99 @@ TEST_F(FakeCuda, NativeHandlesAreTheDriversAndOwnMemoryBecomesATensor) {
         EXPECT_EQ(view.to_vector(), std::vector<float>(owned.begin() + 16, owned.end()));  // no kernel ran
     }
     EXPECT_EQ(released, 1);
+}
+
+// A kernel of the test's own (rayo/cuda_kernel.hpp): y[i] = a * x[i] + y[i] for i < n.
+ptx::Kernel scale_add(float extra = 0) {  // extra != 0: adds it, another kernel text
+    using namespace ptx;
+    Kernel k("scale_add");
+    Reg const x = k.param(Type::u64, "x"), y = k.param(Type::u64, "y");
+    Reg const a = k.param(Type::f32, "a"), n = k.param(Type::u32, "n");
+    Reg const i = k.global_thread_index();
+    k.if_then(k.setp(Cmp::lt, i, n), [&] {
+        Reg const xi = k.element_address(k.cvta_to_global(x), i, 4);
+        Reg const yi = k.element_address(k.cvta_to_global(y), i, 4);
+        Reg const sum = k.fma(k.ld(Space::global, Type::f32, xi), a, k.ld(Space::global, Type::f32, yi));
+        k.st(Space::global, Type::f32, yi, extra != 0 ? k.add(sum, extra) : sum);
+    });
+    return k;
+}
+
+// launch_cuda_kernel: the kernel reaches the driver as the PTX rayo emits for the device (on sm_90
+// with its wait for the previous grid first), loaded once per distinct text; the arguments and the
+// launch shape are checked against the kernel's parameters and the device first, with messages
+// naming the argument, and nothing is queued when they do not fit.
+TEST_F(FakeCuda, UserKernelsLaunchOnRayoTensorsAndBadArgumentsAreNamed) {
+    auto const x = Tensor<float>::full({1000}, 2.0f, device);
+    auto y = Tensor<float>::full({1000}, 1.0f, device);
+    ptx::Kernel const kernel = scale_add();
+    int const launches = driver.launches(), modules = driver.modules();
+    LaunchShape const shape{.grid = {4, 1, 1}, .block = {256, 1, 1}};
+    launch_cuda_kernel(device, kernel, shape, {x, y, 0.5f, std::uint32_t{1000}});
+    ASSERT_EQ(driver.launches(), launches + 1);
+    EXPECT_EQ(driver.modules(), modules + 1);
+    std::string const ptx = driver.ptx(driver.launches() - 1);
+    EXPECT_NE(ptx.find(".entry scale_add("), std::string::npos) << ptx;
+    EXPECT_EQ(ptx.find("griddepcontrol.wait") != std::string::npos, driver.compute_capability() >= 90) << ptx;
+    launch_cuda_kernel(device, kernel, shape, {x, y, 0.25f, std::uint32_t{1000}});           // loaded already
+    launch_cuda_kernel(device, scale_add(1.0f), shape, {x, y, 0.25f, std::uint32_t{1000}});  // another text
+    EXPECT_EQ(driver.launches(), launches + 3);
+    EXPECT_EQ(driver.modules(), modules + 2);
+
+    auto const on_cpu = Tensor<float>::zeros({1000});
+    std::pair<std::function<void()>, std::string> const refused[] = {
+        {[&] {
+             launch_cuda_kernel(device, kernel, shape, {x, y, 0.5f});
+         },
+         "3 arguments for its 4 parameters (.u64 x, .u64 y, .f32 a, .u32 n)"},
+        {[&] {
+             launch_cuda_kernel(device, kernel, shape, {x, y, 0.5f, 1000.0f});
+         },
+         "argument 3 (n) is a float, the parameter is .u32"},
+        {[&] {
+             launch_cuda_kernel(device, kernel, shape, {x, 0.5f, 0.5f, std::uint32_t{1000}});
+         },
+         "argument 1 (y) is a float, the parameter is .u64"},
+        {[&] {
+             launch_cuda_kernel(device, kernel, shape, {on_cpu, y, 0.5f, std::uint32_t{1000}});
+         },
+         "argument 0 (x) is a tensor on cpu"},
+        {[&] {
+             launch_cuda_kernel(device, kernel, {.grid = {4, 1, 1}, .block = {2048, 1, 1}}, {x, y, 0.5f, 1u});
+         },
+         "a block of 2048 threads (at most 1024)"},
+        {[&] {
+             launch_cuda_kernel(device, kernel, {.grid = {1, 70000, 1}, .block = {32, 1, 1}}, {x, y, 0.5f, 1u});
+         },
+         "the grid's y is 70000 (at most 65535)"},
+        {[&] {
+             launch_cuda_kernel(device, kernel, {.grid = {0, 1, 1}}, {x, y, 0.5f, 1u});
+         },
+         "the grid's x is 0"},
+        {[&] {
+             launch_cuda_kernel(device, kernel, {.grid = {1, 1, 1}, .block = {32, 1, 1}, .shared_bytes = 1u << 30},
+                                {x, y, 0.5f, 1u});
+         },
+         "bytes of shared memory (the device allows"},
+        {[&] {
+             launch_cuda_kernel(Device::cpu(), kernel, shape, {x, y, 0.5f, 1u});
+         },
+         "launch_cuda_kernel: kernel scale_add on cpu: not a CUDA device"},
+        {[&] { (void)capture(device, [&] {
+                   launch_cuda_kernel(device, kernel, shape, {x, y, 0.5f, 1u});
+               }); },
+         "launch_cuda_kernel: kernel scale_add on cuda:0"},
+    };
+    for (auto const& [call, text] : refused) {
+        try {
+            call();
+            ADD_FAILURE() << "no exception; expected one saying \"" << text << "\"";
+        } catch (Error const& e) {
+            EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("scale_add"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_EQ(driver.launches(), launches + 3);
 }
 
 TEST_F(FakeCuda, MemoryUsageIsThePoolsCountsAndPeaksReset) {

@@ -25,6 +25,7 @@
 #include "cuda/pinned_staging.hpp"
 #include "cuda/stream.hpp"
 #include "dispatch/backend.hpp"
+#include "rayo/cuda_kernel.hpp"
 
 namespace rayo::cuda {
 
@@ -77,6 +78,11 @@ public:
     [[nodiscard]] std::uintptr_t adopt(NativeMemory const& memory) override;
     void forget(std::uintptr_t buffer) noexcept override;
     [[nodiscard]] NativeHandles native_handles() const override;
+
+    // Defined in cuda_backend_ops.cpp (rayo/cuda_kernel.hpp, checked by launch_cuda_kernel): a
+    // kernel of the caller's, cached under `key`, with its tensor arguments counted as written.
+    void launch_user_kernel(std::string_view key, ptx::Kernel const& kernel, LaunchDims dims,
+                            std::span<KernelArgument const> arguments);
 
     // Defined in cuda_backend_ops.cpp: the op families of cuda/ops/, with the device's KernelRunner.
     [[nodiscard]] detail::Support supports(detail::OpDescriptor const& op, detail::OpViews const& views) const override;

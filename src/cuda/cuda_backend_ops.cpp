@@ -101,6 +101,35 @@ void CudaBackend::with_runner(std::function<void(KernelRunner&)> const& body) {
     run_op({}, false, [&](Runner& r) { body(r); });
 }
 
+void CudaBackend::launch_user_kernel(std::string_view key, ptx::Kernel const& kernel, LaunchDims dims,
+                                     std::span<KernelArgument const> arguments) {
+    std::vector<TensorView> tensors;
+    for (KernelArgument const& a : arguments)
+        if (a.kind() == KernelArgument::Kind::tensor) {
+            TensorView v{};
+            v.buffer = a.storage().handle();
+            v.offset = a.offset();
+            v.dtype = a.dtype();
+            v.present = true;
+            v.rank = 1;
+            v.shape[0] = static_cast<std::int64_t>(a.bytes() / size_of(a.dtype()) * block_elements(a.dtype()));
+            v.strides[0] = 1;
+            tensors.push_back(v);
+        }
+    run_op(tensors, false, [&](Runner& r) {
+        std::vector<std::uint64_t> values(arguments.size());
+        std::vector<void*> pointers(arguments.size());
+        std::size_t next_tensor = 0;
+        for (std::size_t i = 0; i < arguments.size(); ++i) {
+            KernelArgument const& a = arguments.begin()[i];
+            values[i] = a.kind() == KernelArgument::Kind::tensor ? r.address(tensors[next_tensor++]) : a.bits();
+            pointers[i] = &values[i];  // little-endian: a 32-bit value is the low bytes
+        }
+        r.launch(
+            key, [&] { return kernel; }, dims, pointers);
+    });
+}
+
 detail::Support CudaBackend::supports(detail::OpDescriptor const& op, detail::OpViews const& views) const {
     Runner const runner(const_cast<CudaBackend&>(*this), false);  // reads the device's properties only
     return std::visit([&](auto const& d) { return ops::supports(runner, d, views); }, op);
