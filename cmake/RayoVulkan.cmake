@@ -55,6 +55,7 @@ function(rayo_add_vulkan_backend target)
         ${PROJECT_SOURCE_DIR}/src/vulkan/pipeline_cache.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/shader_runner.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/spirv_cooperative_matrix.cpp
+        ${PROJECT_SOURCE_DIR}/src/vulkan/user_shader.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_backend.cpp
         ${PROJECT_SOURCE_DIR}/src/vulkan/vulkan_error.cpp)
     file(GLOB _rayo_vulkan_op_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/vulkan/ops/*.cpp)

@@ -1,5 +1,7 @@
 #include "vulkan/pipeline_cache.hpp"
 
+#include <functional>
+#include <string_view>
 #include <algorithm>
 #include <span>
 #include <string>
@@ -38,6 +40,10 @@ PipelineCache::~PipelineCache() {
     VkDevice const dev = device_.handle();
     for (auto& [key, p] : pipelines_) fn.vkDestroyPipeline(dev, p.pipeline, nullptr);
     for (auto& [key, m] : modules_) fn.vkDestroyShaderModule(dev, m, nullptr);
+    for (auto& [code, u] : user_pipelines_) {
+        fn.vkDestroyPipeline(dev, u.pipeline.pipeline, nullptr);
+        fn.vkDestroyShaderModule(dev, u.module, nullptr);
+    }
     for (auto& [key, l] : layouts_) {
         fn.vkDestroyPipelineLayout(dev, l.layout, nullptr);
         fn.vkDestroyDescriptorSetLayout(dev, l.set_layout, nullptr);
@@ -162,6 +168,44 @@ Pipeline const& PipelineCache::get(Shader shader, SpecConstants const& constants
             log_subnormals_may_flush();
     }
     return pipelines_.emplace(key, p).first->second;
+}
+
+Pipeline const& PipelineCache::get_user(std::span<std::uint32_t const> code) {
+    constexpr std::uint32_t spirv_magic = 0x07230203;
+    if (code.size() < 5 || code[0] != spirv_magic)
+        throw Error("vulkan: " + std::to_string(code.size()) +
+                    " words that are not SPIR-V (no magic number 0x07230203)");
+    std::vector<std::uint32_t> key(code.begin(), code.end());
+    if (auto it = user_pipelines_.find(key); it != user_pipelines_.end()) return it->second.pipeline;
+    auto const& fn = device_.fn();
+    VkDevice const dev = device_.handle();
+    if (!cache_) {
+        VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+        check(fn.vkCreatePipelineCache(dev, &ci, nullptr, &cache_), "vkCreatePipelineCache");
+    }
+    std::uint32_t const bindings = binding_count(code);
+    Layout const& l = layout(bindings);
+    detail::dump_kernel("user_shader_" + std::to_string(std::hash<std::string_view>{}(std::string_view(
+                                             reinterpret_cast<char const*>(code.data()), code.size_bytes()))),
+                        ".spv", std::as_bytes(code));
+    VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    mi.codeSize = code.size_bytes();
+    mi.pCode = code.data();
+    UserPipeline u;
+    check(fn.vkCreateShaderModule(dev, &mi, nullptr, &u.module), "vkCreateShaderModule(a shader of one's own)");
+    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = u.module;
+    ci.stage.pName = "main";
+    ci.layout = l.layout;
+    u.pipeline = {VK_NULL_HANDLE, l.layout, l.set_layout, bindings};
+    if (VkResult const r = fn.vkCreateComputePipelines(dev, cache_, 1, &ci, nullptr, &u.pipeline.pipeline);
+        r != VK_SUCCESS) {
+        fn.vkDestroyShaderModule(dev, u.module, nullptr);
+        check(r, "vkCreateComputePipelines(a shader of one's own)");
+    }
+    return user_pipelines_.emplace(std::move(key), u).first->second.pipeline;
 }
 
 }  // namespace rayo::vulkan

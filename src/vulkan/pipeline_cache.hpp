@@ -10,6 +10,7 @@
 #include <map>
 #include <span>
 #include <tuple>
+#include <vector>
 
 #include "vulkan/embedded_shaders.hpp"
 #include "vulkan/logical_device.hpp"
@@ -50,6 +51,10 @@ public:
     // preserves_f32_subnormals(). The first pipeline of such a shader made in the default mode on a
     // device that cannot preserve logs (once) that its results may lose subnormals.
     [[nodiscard]] Pipeline const& get(Shader shader, SpecConstants const& constants, DenormMode mode);
+    // A pipeline of a caller's SPIR-V (rayo::dispatch_vulkan_shader): storage buffers in set 0, a
+    // push-constant block of at most max_push_constant_bytes, no specialization. Kept by its code.
+    // rayo::Error for words that are not SPIR-V.
+    [[nodiscard]] Pipeline const& get_user(std::span<std::uint32_t const> code);
     [[nodiscard]] std::size_t size() const noexcept { return pipelines_.size(); }
     // Pipelines made so far of the shaders built in both modes, by the mode used.
     [[nodiscard]] std::size_t pipelines_in(DenormMode mode) const noexcept {
@@ -70,6 +75,11 @@ private:
     std::map<std::uint32_t, Layout> layouts_;
     std::map<std::tuple<Shader, DenormMode>, VkShaderModule> modules_;
     std::map<std::tuple<Shader, DenormMode, SpecConstants>, Pipeline> pipelines_;
+    struct UserPipeline {
+        VkShaderModule module = VK_NULL_HANDLE;
+        Pipeline pipeline;
+    };
+    std::map<std::vector<std::uint32_t>, UserPipeline> user_pipelines_;
     std::size_t denorm_preserve_pipelines_ = 0;
     std::size_t denorm_default_pipelines_ = 0;
     bool logged_subnormals_may_flush_ = false;

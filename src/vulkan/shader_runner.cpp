@@ -77,18 +77,29 @@ ScratchBuffer const& ShaderRunner::kept_scratch(std::size_t bytes) {
     return *kept;
 }
 
-void ShaderRunner::dispatch(Shader shader, SpecConstants const& constants, std::span<Binding const> args,
-                            std::span<std::byte const> push, Groups groups) {
+bool ShaderRunner::dispatchable(std::span<std::byte const> push, Groups groups) const {
     if (push.size() > max_push_constant_bytes)
         throw Error("vulkan: " + std::to_string(push.size()) + " bytes of push constants exceed " +
                     std::to_string(max_push_constant_bytes));
     auto const& lim = limits();
-    if (groups.x == 0 || groups.y == 0 || groups.z == 0) return;
+    if (groups.x == 0 || groups.y == 0 || groups.z == 0) return false;
     if (groups.x > lim.maxComputeWorkGroupCount[0] || groups.y > lim.maxComputeWorkGroupCount[1] ||
         groups.z > lim.maxComputeWorkGroupCount[2])
         throw Error("vulkan: dispatch of " + std::to_string(groups.x) + "x" + std::to_string(groups.y) + "x" +
                     std::to_string(groups.z) + " workgroups exceeds the device's maxComputeWorkGroupCount");
-    Pipeline const& p = backend_.pipelines_.get(shader, constants, backend_.denorm_mode());
+    return true;
+}
+
+void ShaderRunner::dispatch(Shader shader, SpecConstants const& constants, std::span<Binding const> args,
+                            std::span<std::byte const> push, Groups groups) {
+    if (!dispatchable(push, groups)) return;
+    dispatch(backend_.pipelines_.get(shader, constants, backend_.denorm_mode()), shader_code(shader).name, args, push,
+             groups);
+}
+
+void ShaderRunner::dispatch(Pipeline const& p, std::string_view name, std::span<Binding const> args,
+                            std::span<std::byte const> push, Groups groups) {
+    if (!dispatchable(push, groups)) return;
     if (args.size() != p.bindings)
         throw Error("vulkan: a dispatch passed " + std::to_string(args.size()) + " buffers to a shader with " +
                     std::to_string(p.bindings) + " bindings");
@@ -113,7 +124,7 @@ void ShaderRunner::dispatch(Shader shader, SpecConstants const& constants, std::
     auto const& device = backend_.device_;
     auto const& fn = device.fn();
     fn.vkUpdateDescriptorSets(device.handle(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
-    VkCommandBuffer cmd = stream.record(accesses, shader_code(shader).name);
+    VkCommandBuffer cmd = stream.record(accesses, name);
     fn.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
     fn.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
     if (!push.empty())

@@ -37,6 +37,7 @@
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <string>
 #include <type_traits>
 
@@ -168,6 +169,10 @@ public:
         dispatch(shader, constants, std::span<Binding const>(args.begin(), args.size()),
                  std::as_bytes(std::span<Push const, 1>(&push, 1)), groups);
     }
+    // Records one dispatch of a pipeline made by the cache (a caller's shader: `name` for the
+    // stream's labels); `args` must match its bindings.
+    void dispatch(Pipeline const& pipeline, std::string_view name, std::span<Binding const> args,
+                  std::span<std::byte const> push, Groups groups);
     // The device's fault record (dispatch/device_fault.hpp) as a dispatch argument, for a shader
     // that notes an index out of range; the device raises it at its next host read or synchronize().
     [[nodiscard]] Binding fault_record();
@@ -175,6 +180,9 @@ public:
     void fill(Binding const& target, std::uint32_t word);
 
 private:
+    // Throws for too many push-constant bytes or workgroups; false for an empty dispatch.
+    [[nodiscard]] bool dispatchable(std::span<std::byte const> push, Groups groups) const;
+
     VulkanBackend& backend_;
 };
 

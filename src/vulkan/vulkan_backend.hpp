@@ -14,6 +14,7 @@
 
 #include "dispatch/backend.hpp"
 #include "dispatch/memory_counter.hpp"
+#include "rayo/kernel_argument.hpp"
 #include "vulkan/command_stream.hpp"
 #include "vulkan/diagnostics.hpp"
 #include "vulkan/logical_device.hpp"
@@ -61,6 +62,11 @@ public:
     [[nodiscard]] std::uintptr_t adopt(NativeMemory const& memory) override;
     void forget(std::uintptr_t buffer) noexcept override;
     [[nodiscard]] NativeHandles native_handles() const override;
+
+    // Defined in user_shader.cpp (rayo/vulkan_shader.hpp): a caller's SPIR-V dispatched on its
+    // tensor arguments, the scalars as push constants; `what` names the call for messages.
+    void dispatch_user_shader(std::span<std::uint32_t const> spirv, Groups groups,
+                              std::span<KernelArgument const> arguments, std::string const& what);
 
     [[nodiscard]] PhysicalDevice const& physical() const noexcept { return device_.physical(); }
     // Diagnostics and the tests' path switches (diagnostics.hpp).
