@@ -1,7 +1,8 @@
 # Fails when the shared library exports a symbol of rayo's insides: the backends' namespaces, the
-# internal rayo::detail (but for Storage and TensorAccess, which public headers use), or a
-# non-rayo global (volk's Vulkan entry points, the driver table). Instantiations of standard
-# library templates are exported by their own headers' visibility and are not counted.
+# internal rayo::detail (but for Storage, TensorAccess and the functions behind the templates of
+# rayo/native.hpp and rayo/dlpack.hpp, which public headers use), or a non-rayo global (volk's
+# Vulkan entry points, the driver table). Instantiations of standard library templates are
+# exported by their own headers' visibility and are not counted.
 #   cmake -DLIBRARY=librayo.so -P exported_symbols.cmake
 find_program(NM nm REQUIRED)
 execute_process(COMMAND ${NM} -D -C --defined-only "${LIBRARY}" OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
@@ -18,7 +19,9 @@ foreach(line IN LISTS symbols)
     set(name "${CMAKE_MATCH_1}")
     math(EXPR exported "${exported} + 1")
     if(name MATCHES "rayo::(cuda|vulkan|cpu)::" OR
-       (name MATCHES "rayo::detail::" AND NOT name MATCHES "rayo::detail::(Storage|TensorAccess)") OR
+       (name MATCHES "rayo::detail::" AND
+        NOT name MATCHES "rayo::detail::(Storage|TensorAccess|native_memory|adopt_native_memory|to_dlpack|from_dlpack)")
+       OR
        (NOT name MATCHES "rayo" AND
         NOT name MATCHES "(^|[ (<,])(std|__gnu_cxx|__cxxabiv1)::|^(_init|_fini|_edata|_end|__bss_start)$"))
         list(APPEND internal "${name}")
