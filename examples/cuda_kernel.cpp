@@ -5,27 +5,13 @@
 #include <rayo/ptx/ptx.hpp>
 #include <rayo/rayo.hpp>
 
+#include "scale_add_kernel.hpp"
+
 #include <cstdio>
 #include <exception>
 #include <vector>
 
 namespace {
-
-// y[i] = a * x[i] + y[i] for i < n, one thread an element.
-rayo::ptx::Kernel scale_add() {
-    using namespace rayo::ptx;
-    Kernel k("scale_add");
-    Reg const x = k.param(Type::u64, "x"), y = k.param(Type::u64, "y");
-    Reg const a = k.param(Type::f32, "a"), n = k.param(Type::u32, "n");
-    Reg const i = k.global_thread_index();
-    k.if_then(k.setp(Cmp::lt, i, n), [&] {
-        Reg const xi = k.element_address(k.cvta_to_global(x), i, 4);
-        Reg const yi = k.element_address(k.cvta_to_global(y), i, 4);
-        k.st(Space::global, Type::f32, yi,
-             k.fma(k.ld(Space::global, Type::f32, xi), a, k.ld(Space::global, Type::f32, yi)));
-    });
-    return k;
-}
 
 rayo::Device cuda_device(int argc, char** argv) {
     if (argc > 1) return rayo::Device::parse(argv[1]);
@@ -37,7 +23,7 @@ rayo::Device cuda_device(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-    rayo::ptx::Kernel const kernel = scale_add();
+    rayo::ptx::Kernel const kernel = scale_add_kernel();
     rayo::Device const dev = cuda_device(argc, argv);
     if (dev.kind() != rayo::DeviceKind::cuda) {
         std::printf("no CUDA device here; the kernel rayo would load, for sm_90:\n%s",

@@ -13,6 +13,7 @@
 #include "core/device_registry.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "support/memory_usage_checks.hpp"
+#include "scale_add_kernel.hpp"
 
 #include <array>
 #include <cstddef>
@@ -387,22 +388,6 @@ TEST_F(FakeCuda, NativeHandlesAreTheDriversAndOwnMemoryBecomesATensor) {
     EXPECT_EQ(released, 1);
 }
 
-// A kernel of the test's own (rayo/cuda_kernel.hpp): y[i] = a * x[i] + y[i] for i < n.
-ptx::Kernel scale_add(float extra = 0) {  // extra != 0: adds it, another kernel text
-    using namespace ptx;
-    Kernel k("scale_add");
-    Reg const x = k.param(Type::u64, "x"), y = k.param(Type::u64, "y");
-    Reg const a = k.param(Type::f32, "a"), n = k.param(Type::u32, "n");
-    Reg const i = k.global_thread_index();
-    k.if_then(k.setp(Cmp::lt, i, n), [&] {
-        Reg const xi = k.element_address(k.cvta_to_global(x), i, 4);
-        Reg const yi = k.element_address(k.cvta_to_global(y), i, 4);
-        Reg const sum = k.fma(k.ld(Space::global, Type::f32, xi), a, k.ld(Space::global, Type::f32, yi));
-        k.st(Space::global, Type::f32, yi, extra != 0 ? k.add(sum, extra) : sum);
-    });
-    return k;
-}
-
 // launch_cuda_kernel: the kernel reaches the driver as the PTX rayo emits for the device (on sm_90
 // with its wait for the previous grid first), loaded once per distinct text; the arguments and the
 // launch shape are checked against the kernel's parameters and the device first, with messages
@@ -410,7 +395,7 @@ ptx::Kernel scale_add(float extra = 0) {  // extra != 0: adds it, another kernel
 TEST_F(FakeCuda, UserKernelsLaunchOnRayoTensorsAndBadArgumentsAreNamed) {
     auto const x = Tensor<float>::full({1000}, 2.0f, device);
     auto y = Tensor<float>::full({1000}, 1.0f, device);
-    ptx::Kernel const kernel = scale_add();
+    ptx::Kernel const kernel = scale_add_kernel();  // examples/cuda_kernel.cpp's
     int const launches = driver.launches(), modules = driver.modules();
     LaunchShape const shape{.grid = {4, 1, 1}, .block = {256, 1, 1}};
     launch_cuda_kernel(device, kernel, shape, {x, y, 0.5f, std::uint32_t{1000}});
@@ -419,8 +404,10 @@ TEST_F(FakeCuda, UserKernelsLaunchOnRayoTensorsAndBadArgumentsAreNamed) {
     std::string const ptx = driver.ptx(driver.launches() - 1);
     EXPECT_NE(ptx.find(".entry scale_add("), std::string::npos) << ptx;
     EXPECT_EQ(ptx.find("griddepcontrol.wait") != std::string::npos, driver.compute_capability() >= 90) << ptx;
-    launch_cuda_kernel(device, kernel, shape, {x, y, 0.25f, std::uint32_t{1000}});           // loaded already
-    launch_cuda_kernel(device, scale_add(1.0f), shape, {x, y, 0.25f, std::uint32_t{1000}});  // another text
+    launch_cuda_kernel(device, kernel, shape, {x, y, 0.25f, std::uint32_t{1000}});  // loaded already
+    ptx::Kernel bounded = scale_add_kernel();
+    bounded.max_threads(256);  // .maxntid: another text
+    launch_cuda_kernel(device, bounded, shape, {x, y, 0.25f, std::uint32_t{1000}});
     EXPECT_EQ(driver.launches(), launches + 3);
     EXPECT_EQ(driver.modules(), modules + 2);
 
