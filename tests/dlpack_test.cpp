@@ -38,16 +38,6 @@ struct Foreign {
     }
 };
 
-template <class F>
-void expect_error(F&& f, std::string const& text) {
-    try {
-        f();
-        ADD_FAILURE() << "no exception; expected one saying \"" << text << "\"";
-    } catch (Error const& e) {
-        EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-    }
-}
-
 TEST(DLPack, ATensorsDLManagedTensorDescribesItsMemoryAndComesBackAsAView) {
     for (Device device : Device::all()) {
         SCOPED_TRACE(device.id());

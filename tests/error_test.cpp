@@ -4,21 +4,6 @@
 namespace rayo::test {
 namespace {
 
-// Runs f, expects exception E whose message contains every fragment, then checks the tensors.
-template <class E, class F>
-void expect_error(F&& f, std::vector<std::string> const& fragments) {
-    try {
-        f();
-        ADD_FAILURE() << "no exception thrown";
-    } catch (E const& e) {
-        std::string const what = e.what();
-        for (auto const& frag : fragments)
-            EXPECT_NE(what.find(frag), std::string::npos) << "'" << frag << "' not in: " << what;
-    } catch (std::exception const& e) {
-        ADD_FAILURE() << "wrong exception type: " << e.what();
-    }
-}
-
 class Errors : public ::testing::Test {
 protected:
     std::vector<float> av = random_floats(6, fresh_seed());

@@ -15,17 +15,6 @@
 namespace rayo::test {
 namespace {
 
-// rayo::Error whose message contains `text`.
-template <class F>
-void expect_error(F&& f, std::string const& text) {
-    try {
-        f();
-        ADD_FAILURE() << "no exception; expected one saying \"" << text << "\"";
-    } catch (Error const& e) {
-        EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-    }
-}
-
 TEST(NativeHandles, CpuTensorsAreHostMemoryAndHostMemoryBecomesATensor) {
     auto const seed = fresh_seed();
     SCOPED_TRACE("seed " + std::to_string(seed));

@@ -17,17 +17,6 @@
 namespace rayo::test {
 namespace {
 
-// rayo::Error whose message contains `text`.
-template <class F>
-void expect_error(F&& f, std::string const& text) {
-    try {
-        f();
-        ADD_FAILURE() << "no exception; expected one saying \"" << text << "\"";
-    } catch (Error const& e) {
-        EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-    }
-}
-
 // A VkBuffer the test allocates on rayo's VkDevice, through the handles rayo gives out, as a user
 // would: storage-buffer and transfer usage, in device-local memory.
 class OwnBuffer {

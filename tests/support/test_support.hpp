@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rayo::test {
@@ -79,6 +80,27 @@ inline double relative_l2(std::vector<float> const& got, std::vector<double> con
         den += want[i] * want[i];
     }
     return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// Runs f, expects exception E whose message contains every fragment.
+template <class E, class F>
+void expect_error(F&& f, std::vector<std::string> const& fragments) {
+    try {
+        f();
+        ADD_FAILURE() << "no exception thrown";
+    } catch (E const& e) {
+        std::string const what = e.what();
+        for (auto const& frag : fragments)
+            EXPECT_NE(what.find(frag), std::string::npos) << "'" << frag << "' not in: " << what;
+    } catch (std::exception const& e) {
+        ADD_FAILURE() << "wrong exception type: " << e.what();
+    }
+}
+
+// Runs f, expects a rayo::Error whose message contains `text`.
+template <class F>
+void expect_error(F&& f, std::string const& text) {
+    expect_error<Error>(std::forward<F>(f), {text});
 }
 
 // Sets a process-wide setting for one scope and restores the previous value afterwards.
