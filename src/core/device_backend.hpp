@@ -47,7 +47,7 @@ public:
     // Registers memory allocated elsewhere (checked by the caller against the tensor and its
     // alignment) as a buffer of `memory.bytes` bytes; throws rayo::Error where the backend cannot
     // use it (the message names why). forget() drops it once the work queued on it has finished;
-    // release() is never called on it. The CPU's default: the host address itself.
+    // release() is never called on it. By default rayo::Unsupported.
     [[nodiscard]] virtual std::uintptr_t adopt(NativeMemory const& memory);
     virtual void forget(std::uintptr_t buffer) noexcept { (void)buffer; }
     // The device's driver objects; none by default (the CPU).

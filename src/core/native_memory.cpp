@@ -70,10 +70,8 @@ NativeMemory DeviceBackend::native_memory(std::uintptr_t buffer) const {
     return {kind(), reinterpret_cast<std::uintptr_t>(address), 0, 0};
 }
 
-std::uintptr_t DeviceBackend::adopt(NativeMemory const& memory) {
-    if (kind() != DeviceKind::cpu)
-        throw Unsupported(std::string(to_string(kind())) + ": this backend does not adopt native memory");
-    return static_cast<std::uintptr_t>(memory.handle);
+std::uintptr_t DeviceBackend::adopt(NativeMemory const&) {
+    throw Unsupported(std::string(to_string(kind())) + ": this backend does not adopt native memory");
 }
 
 NativeMemory native_memory(Storage const& storage, std::size_t offset, std::size_t bytes) {

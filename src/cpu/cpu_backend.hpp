@@ -27,6 +27,10 @@ public:
     [[nodiscard]] std::byte* host_address(std::uintptr_t buffer) const noexcept override {
         return reinterpret_cast<std::byte*>(buffer);
     }
+    // Memory from elsewhere (rayo::from_native_memory): its handle is its host address too.
+    [[nodiscard]] std::uintptr_t adopt(NativeMemory const& memory) override {
+        return static_cast<std::uintptr_t>(memory.handle);
+    }
     void synchronize() override {}
     // Host memory of every CpuBackend together (cpu/host_memory.hpp).
     [[nodiscard]] MemoryUsage memory_usage() const override;

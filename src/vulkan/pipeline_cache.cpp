@@ -175,8 +175,7 @@ Pipeline const& PipelineCache::get_user(std::span<std::uint32_t const> code) {
     if (code.size() < 5 || code[0] != spirv_magic)
         throw Error("vulkan: " + std::to_string(code.size()) +
                     " words that are not SPIR-V (no magic number 0x07230203)");
-    std::vector<std::uint32_t> key(code.begin(), code.end());
-    if (auto it = user_pipelines_.find(key); it != user_pipelines_.end()) return it->second.pipeline;
+    if (auto it = user_pipelines_.find(code); it != user_pipelines_.end()) return it->second.pipeline;
     auto const& fn = device_.fn();
     VkDevice const dev = device_.handle();
     if (!cache_) {
@@ -205,7 +204,7 @@ Pipeline const& PipelineCache::get_user(std::span<std::uint32_t const> code) {
         fn.vkDestroyShaderModule(dev, u.module, nullptr);
         check(r, "vkCreateComputePipelines(a shader of one's own)");
     }
-    return user_pipelines_.emplace(std::move(key), u).first->second.pipeline;
+    return user_pipelines_.emplace(std::vector<std::uint32_t>(code.begin(), code.end()), u).first->second.pipeline;
 }
 
 }  // namespace rayo::vulkan

@@ -5,6 +5,7 @@
 
 #include <volk.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -79,7 +80,14 @@ private:
         VkShaderModule module = VK_NULL_HANDLE;
         Pipeline pipeline;
     };
-    std::map<std::vector<std::uint32_t>, UserPipeline> user_pipelines_;
+    // By code, found from the caller's span without a copy.
+    struct CodeLess {
+        using is_transparent = void;
+        bool operator()(std::span<std::uint32_t const> a, std::span<std::uint32_t const> b) const noexcept {
+            return std::ranges::lexicographical_compare(a, b);
+        }
+    };
+    std::map<std::vector<std::uint32_t>, UserPipeline, CodeLess> user_pipelines_;
     std::size_t denorm_preserve_pipelines_ = 0;
     std::size_t denorm_default_pipelines_ = 0;
     bool logged_subnormals_may_flush_ = false;
